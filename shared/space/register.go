@@ -1,0 +1,66 @@
+package space
+
+import "time"
+
+// RegisterInput is what a caller supplies to register an existing cluster.
+type RegisterInput struct {
+	Name           string
+	Provider       Provider
+	SpaceType      string
+	CloudAccountID string
+	Config         Config
+	Synthetic      bool
+}
+
+// Validate reports every bad field at once. It does not look at the cloud
+// account; the service checks that against the store.
+func (in RegisterInput) Validate() error {
+	var fe fieldErrors
+	if checkProvider(&fe, in.Provider) {
+		if in.Config == nil {
+			fe.add("config", "is required")
+		} else {
+			checkKeys(&fe, "config", in.Config, configKeys[in.Provider])
+		}
+	}
+	switch in.SpaceType {
+	case "":
+		fe.add("space_type", "is required")
+	case TypeKubernetes:
+	default:
+		fe.add("space_type", "is reserved; only %q is accepted today", TypeKubernetes)
+	}
+	if in.CloudAccountID == "" {
+		fe.add("cloud_account_id", "is required")
+	} else if !ValidID(in.CloudAccountID) {
+		fe.add("cloud_account_id", "must be a UUID")
+	}
+	checkName(&fe, in.Name)
+	return fe.err("the space is not valid")
+}
+
+// NewSpace builds the space a valid input registers.
+func NewSpace(id, org string, in RegisterInput, now time.Time) Space {
+	name := in.Name
+	if name == "" {
+		name = in.Config["clusterName"]
+	}
+	cfg := make(Config, len(in.Config))
+	for k, v := range in.Config {
+		cfg[k] = v
+	}
+	return Space{
+		ID:             id,
+		OrgID:          org,
+		Name:           name,
+		Provider:       in.Provider,
+		SpaceType:      in.SpaceType,
+		CloudAccountID: in.CloudAccountID,
+		Config:         cfg,
+		Synthetic:      in.Synthetic,
+		Status:         Unknown,
+		CreatedAt:      now,
+		UpdatedAt:      now,
+		Version:        1,
+	}
+}

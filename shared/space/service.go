@@ -1,0 +1,174 @@
+package space
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Service is the registry's use cases, independent of transport and storage.
+type Service struct {
+	Store Store
+	Now   func() time.Time
+	NewID func() string
+	// StaleAfter is how old a stored probe may be before the status is
+	// reported as unknown (ProbeStale). Zero disables the check.
+	StaleAfter time.Duration
+}
+
+// CreateAccount validates and stores a new cloud account.
+func (svc *Service) CreateAccount(ctx context.Context, org string, in NewAccountInput) (CloudAccount, error) {
+	if err := in.Validate(); err != nil {
+		return CloudAccount{}, err
+	}
+	a := CloudAccount{
+		ID:         svc.NewID(),
+		OrgID:      org,
+		Provider:   in.Provider,
+		Name:       in.Name,
+		Connection: in.Connection,
+		CreatedAt:  svc.Now().UTC(),
+		Version:    1,
+	}
+	return a, svc.Store.CreateAccount(ctx, a)
+}
+
+// GetAccount returns one of org's accounts.
+func (svc *Service) GetAccount(ctx context.Context, org, id string) (CloudAccount, error) {
+	if !ValidID(id) {
+		return CloudAccount{}, ErrNotFound("cloud account")
+	}
+	return svc.Store.GetAccount(ctx, org, id)
+}
+
+// ListAccounts pages through org's accounts.
+func (svc *Service) ListAccounts(ctx context.Context, org string, page Page) ([]CloudAccount, string, error) {
+	return svc.Store.ListAccounts(ctx, org, page)
+}
+
+// DeleteAccount removes an account no registered space uses.
+func (svc *Service) DeleteAccount(ctx context.Context, org, id string) error {
+	if !ValidID(id) {
+		return ErrNotFound("cloud account")
+	}
+	return svc.Store.DeleteAccount(ctx, org, id)
+}
+
+// Register validates in and registers the cluster for org. With an
+// idempotency key, a retry of the same request returns the first answer
+// (replayed=true) and a different request under the same key is refused.
+func (svc *Service) Register(ctx context.Context, org string, in RegisterInput, idemKey string) (s Space, replayed bool, err error) {
+	if err := in.Validate(); err != nil {
+		return Space{}, false, err
+	}
+	hash := requestHash(in)
+	s = NewSpace(svc.NewID(), org, in, svc.Now().UTC())
+	err = svc.Store.Register(ctx, s, Idempotency{Key: idemKey, Hash: hash, Space: s})
+	var replay *ReplayError
+	if errors.As(err, &replay) {
+		if replay.Record.Hash != hash {
+			return Space{}, false, &Error{Kind: KindInvalid, Message: "the Idempotency-Key was already used for a different request",
+				Fields: []FieldError{{Field: "Idempotency-Key", Reason: "was used with another request body"}}}
+		}
+		return replay.Record.Space, true, nil
+	}
+	if err != nil {
+		return Space{}, false, err
+	}
+	return svc.observe(s), false, nil
+}
+
+// requestHash fingerprints a registration request for idempotency checks.
+func requestHash(in RegisterInput) string {
+	b, _ := json.Marshal(in) // a struct of strings, a map and a bool cannot fail
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Get returns one of org's live spaces as observed now.
+func (svc *Service) Get(ctx context.Context, org, id string) (Space, error) {
+	if !ValidID(id) {
+		return Space{}, ErrNotFound("space")
+	}
+	s, err := svc.Store.GetSpace(ctx, org, id)
+	if err != nil {
+		return Space{}, err
+	}
+	return svc.observe(s), nil
+}
+
+// ListFilter narrows a listing; zero values match everything.
+type ListFilter struct {
+	Provider       Provider
+	Status         Status
+	SpaceType      string
+	CloudAccountID string
+	Picker         Picker
+}
+
+// List pages through org's live spaces matching f, as observed now, so that
+// status filters and pickers see stale statuses as unknown.
+func (svc *Service) List(ctx context.Context, org string, f ListFilter, page Page) ([]Space, string, error) {
+	now := svc.Now()
+	keep := func(s Space) bool {
+		o := s.Observed(now, svc.StaleAfter)
+		if f.Status != "" && o.Status != f.Status {
+			return false
+		}
+		return f.Picker == "" || f.Picker.Allows(o)
+	}
+	items, next, err := svc.Store.ListSpaces(ctx, org, Query{
+		Page: page, Provider: f.Provider, SpaceType: f.SpaceType, CloudAccountID: f.CloudAccountID, Keep: keep,
+	})
+	for i := range items {
+		items[i] = items[i].Observed(now, svc.StaleAfter)
+	}
+	return items, next, err
+}
+
+// SetStatus applies a status reported by an internal caller, if the space is
+// still at version (optimistic concurrency).
+func (svc *Service) SetStatus(ctx context.Context, org, id string, version int64, status Status, reason string) (Space, error) {
+	var fe fieldErrors
+	if !status.Valid() {
+		fe.add("status", "must be one of active, inactive, unknown")
+	}
+	if len(reason) > 256 {
+		fe.add("reason", "must be at most 256 characters")
+	}
+	if err := fe.err("the status update is not valid"); err != nil {
+		return Space{}, err
+	}
+	if !ValidID(id) {
+		return Space{}, ErrNotFound("space")
+	}
+	s, err := svc.Store.GetSpace(ctx, org, id)
+	if err != nil {
+		return Space{}, err
+	}
+	if s.Version != version {
+		return Space{}, Errorf(KindPreconditionFailed, "the space has changed (version %d, If-Match %d)", s.Version, version)
+	}
+	now := svc.Now().UTC()
+	s, _ = ApplyManual(s, status, reason, now)
+	s.UpdatedAt = now
+	s.Version++
+	if err := svc.Store.SaveSpace(ctx, s); err != nil {
+		return Space{}, err
+	}
+	return svc.observe(s), nil
+}
+
+// Deregister soft-deletes one of org's spaces; version 0 means any version.
+func (svc *Service) Deregister(ctx context.Context, org, id string, version int64) error {
+	if !ValidID(id) {
+		return ErrNotFound("space")
+	}
+	_, err := svc.Store.Deregister(ctx, org, id, version, svc.Now().UTC())
+	return err
+}
+
+func (svc *Service) observe(s Space) Space { return s.Observed(svc.Now(), svc.StaleAfter) }

@@ -1,0 +1,103 @@
+package space
+
+import (
+	"sort"
+	"strings"
+	"time"
+)
+
+// Provider is the cloud that hosts a cluster.
+type Provider string
+
+const (
+	AWS   Provider = "aws"
+	GCP   Provider = "gcp"
+	Azure Provider = "azure"
+)
+
+// Providers lists the supported providers in a stable order.
+var Providers = []Provider{AWS, GCP, Azure}
+
+func (p Provider) Valid() bool { return p == AWS || p == GCP || p == Azure }
+
+// Status is a space's reachability as the probe sees it.
+type Status string
+
+const (
+	Active   Status = "active"
+	Inactive Status = "inactive"
+	Unknown  Status = "unknown"
+)
+
+func (s Status) Valid() bool { return s == Active || s == Inactive || s == Unknown }
+
+// TypeKubernetes is the only space type accepted today; others are reserved.
+const TypeKubernetes = "kubernetes"
+
+// Config is a provider's cluster identity: exactly the keys that provider
+// documents (see configKeys), immutable once registered.
+type Config map[string]string
+
+// Space is the platform's pointer to one cluster.
+type Space struct {
+	ID             string     `json:"id"`
+	OrgID          string     `json:"org_id"`
+	Name           string     `json:"name"`
+	Provider       Provider   `json:"provider"`
+	SpaceType      string     `json:"space_type"`
+	CloudAccountID string     `json:"cloud_account_id"`
+	Config         Config     `json:"config"`
+	Synthetic      bool       `json:"synthetic"`
+	Status         Status     `json:"status"`
+	Probe          Probe      `json:"probe"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	DeletedAt      *time.Time `json:"deleted_at,omitempty"`
+	Version        int64      `json:"version"`
+}
+
+// Probe is what the reachability probe last learned about a space.
+type Probe struct {
+	Reason              string         `json:"reason,omitempty"`
+	Message             string         `json:"message,omitempty"`
+	LatencyMS           int64          `json:"latency_ms,omitempty"`
+	ConsecutiveFailures int            `json:"consecutive_failures"`
+	LastProbeAt         *time.Time     `json:"last_probe_at,omitempty"`
+	LastSuccessAt       *time.Time     `json:"last_success_at,omitempty"`
+	LastTransitionAt    *time.Time     `json:"last_transition_at,omitempty"`
+	ServerVersion       *ServerVersion `json:"server_version,omitempty"`
+}
+
+// ServerVersion is the part of the cluster's /version answer worth keeping.
+type ServerVersion struct {
+	GitVersion string `json:"gitVersion"`
+	Platform   string `json:"platform"`
+}
+
+// Deleted reports whether the space has been deregistered.
+func (s Space) Deleted() bool { return s.DeletedAt != nil }
+
+// Identity is the key that makes a cluster unique within an org: the provider
+// and its config, in a canonical form, compared the way the cloud compares:
+// Azure resource ids are case-insensitive, so Azure values are folded; EKS and
+// GKE names are case-sensitive and kept as they are.
+func (s Space) Identity() string { return Identity(s.Provider, s.Config) }
+
+// Identity builds the canonical identity string for provider and config.
+func Identity(p Provider, c Config) string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString(string(p))
+	for _, k := range keys {
+		v := c[k]
+		if p == Azure {
+			v = strings.ToLower(v)
+		}
+		b.WriteString("|" + k + "=" + v)
+	}
+	return b.String()
+}

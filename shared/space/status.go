@@ -1,0 +1,125 @@
+package space
+
+import "time"
+
+// FailureThreshold is how many consecutive failed probes make a space inactive.
+const FailureThreshold = 3
+
+// Probe failure reasons. A failed probe is a result, not an error.
+const (
+	ReasonUnreachable            = "Unreachable"
+	ReasonTimeout                = "Timeout"
+	ReasonUnauthorized           = "Unauthorized"
+	ReasonBadResponse            = "BadResponse"
+	ReasonCredentialsUnavailable = "CredentialsUnavailable"
+	ReasonClusterNotFound        = "ClusterNotFound"
+	ReasonAccessDenied           = "AccessDenied"
+	ReasonCloudUnavailable       = "CloudUnavailable"
+	// ReasonProbeStale marks a status reported as unknown because no probe
+	// result arrived for too long: the prober stopped, so the fleet is not
+	// known to be healthy.
+	ReasonProbeStale = "ProbeStale"
+	// ReasonNotProbed marks a space that has not been probed yet.
+	ReasonNotProbed = "NotProbed"
+)
+
+// Outcome is one probe's result. Reason is empty on success.
+type Outcome struct {
+	At      time.Time
+	Reason  string
+	Message string
+	Latency time.Duration
+	Version *ServerVersion
+}
+
+// OK reports whether the probe succeeded.
+func (o Outcome) OK() bool { return o.Reason == "" }
+
+// ApplyProbe moves s through the status state machine: a success makes it
+// active, FailureThreshold consecutive failures make it inactive, and fewer
+// failures keep the current status so one lost packet never flips it. It
+// reports whether the status changed.
+func ApplyProbe(s Space, o Outcome) (Space, bool) {
+	at := o.At.UTC()
+	s.Probe.LastProbeAt = &at
+	s.Probe.LatencyMS = o.Latency.Milliseconds()
+	next := s.Status
+	if o.OK() {
+		s.Probe.ConsecutiveFailures = 0
+		s.Probe.Reason, s.Probe.Message = "", ""
+		s.Probe.LastSuccessAt = &at
+		s.Probe.ServerVersion = o.Version
+		next = Active
+	} else {
+		s.Probe.ConsecutiveFailures++
+		s.Probe.Reason, s.Probe.Message = o.Reason, o.Message
+		if s.Probe.ConsecutiveFailures >= FailureThreshold {
+			next = Inactive
+		}
+	}
+	return transition(s, next, at)
+}
+
+// ApplyManual sets a status reported by an internal caller through the same
+// transition bookkeeping as a probe.
+func ApplyManual(s Space, status Status, reason string, at time.Time) (Space, bool) {
+	at = at.UTC()
+	s.Probe.Reason = reason
+	s.Probe.Message = ""
+	if status == Active {
+		s.Probe.ConsecutiveFailures = 0
+	}
+	return transition(s, status, at)
+}
+
+func transition(s Space, next Status, at time.Time) (Space, bool) {
+	changed := next != s.Status
+	if changed {
+		s.Status = next
+		s.Probe.LastTransitionAt = &at
+	}
+	return s, changed
+}
+
+// NeedsWrite reports whether a probe that turned old into next must be stored
+// now. Changes are written at once; an unchanged success only refreshes the
+// stored heartbeat once per heartbeat period, so the cost of probing grows
+// with changes, not with time.
+func NeedsWrite(old, next Space, heartbeat time.Duration) bool {
+	if old.Status != next.Status ||
+		old.Probe.Reason != next.Probe.Reason ||
+		old.Probe.Message != next.Probe.Message ||
+		old.Probe.ConsecutiveFailures != next.Probe.ConsecutiveFailures ||
+		!sameVersion(old.Probe.ServerVersion, next.Probe.ServerVersion) ||
+		old.Probe.LastProbeAt == nil || next.Probe.LastProbeAt == nil {
+		return true
+	}
+	return next.Probe.LastProbeAt.Sub(*old.Probe.LastProbeAt) >= heartbeat
+}
+
+func sameVersion(a, b *ServerVersion) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// Observed is the space as readers must see it at now: a status whose last
+// stored probe is older than staleAfter (or a space never probed for that
+// long) is reported as unknown with reason ProbeStale.
+func (s Space) Observed(now time.Time, staleAfter time.Duration) Space {
+	last := s.CreatedAt
+	if s.Probe.LastProbeAt != nil {
+		last = *s.Probe.LastProbeAt
+	}
+	switch {
+	case s.Synthetic:
+	case staleAfter > 0 && now.Sub(last) > staleAfter:
+		s.Status = Unknown
+		s.Probe.Reason = ReasonProbeStale
+		s.Probe.Message = "no probe result since " + last.UTC().Format(time.RFC3339)
+	case s.Probe.LastProbeAt == nil && s.Probe.Reason == "":
+		s.Probe.Reason = ReasonNotProbed
+	}
+	return s
+}

@@ -1,0 +1,72 @@
+package space
+
+import (
+	"context"
+	"time"
+)
+
+// Store persists spaces and cloud accounts. Implementations make every write
+// conditional: a write that would act on a changed or deleted item fails with
+// KindPreconditionFailed or KindNotFound instead of overwriting.
+type Store interface {
+	// CreateAccount stores a new account.
+	CreateAccount(ctx context.Context, a CloudAccount) error
+	// GetAccount returns a live account of org.
+	GetAccount(ctx context.Context, org, id string) (CloudAccount, error)
+	// ListAccounts returns org's accounts ordered by id, after the given id.
+	ListAccounts(ctx context.Context, org string, page Page) ([]CloudAccount, string, error)
+	// DeleteAccount removes an account; KindConflict while a registered space
+	// uses it.
+	DeleteAccount(ctx context.Context, org, id string) error
+
+	// Register stores s, claims its identity within the org and counts it
+	// against its cloud account, atomically. A claimed identity is
+	// KindConflict with ExistingID set; a missing account, or one of another
+	// provider, is KindInvalid on cloud_account_id. With a non-empty
+	// idem.Key the registration is recorded under that key; a replay of the key
+	// returns ErrIdempotentReplay carrying the first record.
+	Register(ctx context.Context, s Space, idem Idempotency) error
+	// GetSpace returns a live space of org.
+	GetSpace(ctx context.Context, org, id string) (Space, error)
+	// ListSpaces returns org's live spaces matching q, ordered by id.
+	ListSpaces(ctx context.Context, org string, q Query) ([]Space, string, error)
+	// SaveSpace replaces a live space whose stored version is s.Version-1.
+	SaveSpace(ctx context.Context, s Space) error
+	// Deregister marks the space deleted at the given time and releases its
+	// identity claim and account count, atomically, if its version is
+	// version (0: any).
+	Deregister(ctx context.Context, org, id string, version int64, at time.Time) (Space, error)
+}
+
+// Page is a bounded, ordered read: at most Limit items after the item whose
+// id is After.
+type Page struct {
+	Limit int
+	After string
+}
+
+// Query selects spaces. Empty fields match everything; Keep, when set, is
+// applied to each candidate after the equality filters.
+type Query struct {
+	Page
+	Provider       Provider
+	SpaceType      string
+	CloudAccountID string
+	Keep           func(Space) bool
+}
+
+// Idempotency ties a registration to a client's Idempotency-Key: the same key
+// with the same request (Hash) yields the first result again; with another
+// request it is refused.
+type Idempotency struct {
+	Key  string
+	Hash string
+	// Space is the registered space as first answered.
+	Space Space
+}
+
+// ReplayError is returned by Store.Register when the idempotency key was used
+// before; Record is what was stored then.
+type ReplayError struct{ Record Idempotency }
+
+func (e *ReplayError) Error() string { return "idempotency key " + e.Record.Key + " was used before" }
