@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Service is the registry's use cases, independent of transport and storage.
@@ -66,7 +68,8 @@ func (svc *Service) Register(ctx context.Context, org string, in RegisterInput, 
 	}
 	hash := requestHash(in)
 	s = NewSpace(svc.NewID(), org, in, svc.Now().UTC())
-	err = svc.Store.Register(ctx, s, Idempotency{Key: idemKey, Hash: hash, Space: s})
+	// The replay answers exactly what the first request answered.
+	err = svc.Store.Register(ctx, s, Idempotency{Key: idemKey, Hash: hash, Space: svc.observe(s)})
 	var replay *ReplayError
 	if errors.As(err, &replay) {
 		if replay.Record.Hash != hash {
@@ -172,3 +175,8 @@ func (svc *Service) Deregister(ctx context.Context, org, id string, version int6
 }
 
 func (svc *Service) observe(s Space) Space { return s.Observed(svc.Now(), svc.StaleAfter) }
+
+// NewService returns a Service on the real clock with random UUIDs.
+func NewService(store Store, staleAfter time.Duration) *Service {
+	return &Service{Store: store, Now: time.Now, NewID: uuid.NewString, StaleAfter: staleAfter}
+}

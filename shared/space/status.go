@@ -5,6 +5,15 @@ import "time"
 // FailureThreshold is how many consecutive failed probes make a space inactive.
 const FailureThreshold = 3
 
+// Probe timing defaults. An unchanged healthy status is stored only once per
+// heartbeat, so a status is stale once it is older than a heartbeat plus
+// three probe intervals.
+const (
+	DefaultProbeInterval = time.Minute
+	DefaultHeartbeat     = 5 * time.Minute
+	DefaultStaleAfter    = DefaultHeartbeat + 3*DefaultProbeInterval
+)
+
 // Probe failure reasons. A failed probe is a result, not an error.
 const (
 	ReasonUnreachable            = "Unreachable"

@@ -1,0 +1,186 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"spaces"
+	"spaces/infra/openapitest"
+	"spaces/shared/awsclient"
+)
+
+var stackSeq atomic.Int64
+
+// startStack starts a local stack on free ports with tables of its own.
+func startStack(t testing.TB) *Stack {
+	t.Helper()
+	prefix := fmt.Sprintf("t%d%d-", time.Now().UnixNano()%1e6, stackSeq.Add(1))
+	st, err := Start(context.Background(), Config{
+		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
+		Log:   slog.New(slog.DiscardHandler),
+		Names: func(id string) string { return prefix + id },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
+}
+
+// client talks to the stack's API over real HTTP; every exchange is checked
+// against openapi.yaml.
+type client struct {
+	t     testing.TB
+	base  string
+	token string
+	http  *http.Client
+}
+
+var validator *openapitest.Validator
+
+func newClient(t testing.TB, st *Stack, org string, scopes ...string) *client {
+	t.Helper()
+	token := ""
+	if org != "" {
+		var err error
+		if token, err = st.Signer.Mint(org, "test", scopes, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if validator == nil {
+		validator = openapitest.New(t, spaces.OpenAPI)
+	}
+	return &client{t: t, base: st.APIURL, token: token,
+		http: &http.Client{Transport: openapitest.RoundTripper(t, validator, http.DefaultTransport)}}
+}
+
+type resp struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r resp) json(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("status %d, body %q is not a JSON object: %v", r.status, r.body, err)
+	}
+	return m
+}
+
+// do sends body (a string is sent as is, anything else as JSON) with extra
+// headers given as "Name: value".
+func (c *client) do(method, path string, body any, headers ...string) resp {
+	c.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, c.base+path, rd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ":")
+		if strings.TrimSpace(v) == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, strings.TrimSpace(v))
+		}
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return resp{res.StatusCode, res.Header, b}
+}
+
+func (c *client) must(status int, r resp) map[string]any {
+	c.t.Helper()
+	if r.status != status {
+		c.t.Fatalf("status %d, want %d: %s", r.status, status, r.body)
+	}
+	if status == http.StatusNoContent {
+		return nil
+	}
+	return r.json(c.t)
+}
+
+func (c *client) account(provider string) string {
+	c.t.Helper()
+	conn := map[string]map[string]string{
+		"aws":   {"roleArn": "arn:aws:iam::123456789012:role/spaces", "externalId": "spaces-ext-1"},
+		"gcp":   {"projectId": "acme-prod", "serviceAccountEmail": "spaces@acme-prod.iam.gserviceaccount.com"},
+		"azure": {"tenantId": azSub, "clientId": azSub, "subscriptionId": azSub},
+	}[provider]
+	m := c.must(201, c.do("POST", "/cloud-accounts", map[string]any{"provider": provider, "name": provider + " prod", "connection": conn}))
+	return m["id"].(string)
+}
+
+const azSub = "0b5d3c52-4d7e-4b0e-9a43-2f0d6c1e8a11"
+
+func configFor(provider, cluster string) map[string]string {
+	switch provider {
+	case "aws":
+		return map[string]string{"clusterName": cluster, "region": "eu-central-1"}
+	case "gcp":
+		return map[string]string{"clusterName": cluster, "region": "us-central1", "projectId": "acme-prod"}
+	default:
+		return map[string]string{"clusterName": cluster, "resourceGroup": "rg-prod", "subscriptionId": azSub}
+	}
+}
+
+func registerBody(provider, account, cluster string) map[string]any {
+	return map[string]any{"provider": provider, "space_type": "kubernetes", "cloud_account_id": account, "config": configFor(provider, cluster)}
+}
+
+// itemCount counts every item in the stack's table, deleted ones included.
+func itemCount(t testing.TB, st *Stack) int {
+	t.Helper()
+	db := awsclient.DynamoDB(st.AWS, st.EmulatorURL)
+	n := 0
+	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(st.Table), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		out, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += int(out.Count)
+	}
+	return n
+}
+

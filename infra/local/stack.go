@@ -1,0 +1,165 @@
+// Package local runs the whole service on one machine: the embedded AWS
+// emulator with the resources template.yaml declares, and the same handlers
+// the Lambda functions run, wired the way AWS wires them.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"spaces"
+	"spaces/infra/emulator"
+	"spaces/shared/auth"
+	"spaces/shared/awsclient"
+	"spaces/shared/cursor"
+	"spaces/shared/dynamostore"
+	"spaces/shared/httpapi"
+	"spaces/shared/space"
+)
+
+// Config is the local stack's configuration; zero values take the defaults.
+type Config struct {
+	// APIAddr is where the REST API listens (default 127.0.0.1:8080; use
+	// 127.0.0.1:0 in tests).
+	APIAddr string
+	// EmulatorAddr is a fixed loopback address that forwards to the emulator
+	// so `aws --endpoint-url` can inspect it (default 127.0.0.1:4566; empty
+	// with NoEmulatorPort).
+	EmulatorAddr   string
+	NoEmulatorPort bool
+	// DataDir holds the development JWT key (default .local).
+	DataDir string
+	// Names maps a template logical id to a physical name (default: the
+	// logical id itself). Tests pass a unique prefix.
+	Names func(logicalID string) string
+	// StaleAfter is how old a probe may get before its status reads as
+	// unknown (default space.DefaultStaleAfter).
+	StaleAfter time.Duration
+	Log        *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.APIAddr == "" {
+		c.APIAddr = "127.0.0.1:8080"
+	}
+	if c.EmulatorAddr == "" && !c.NoEmulatorPort {
+		c.EmulatorAddr = "127.0.0.1:4566"
+	}
+	if c.DataDir == "" {
+		c.DataDir = ".local"
+	}
+	if c.Names == nil {
+		c.Names = func(id string) string { return id }
+	}
+	if c.StaleAfter == 0 {
+		c.StaleAfter = space.DefaultStaleAfter
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+}
+
+// Stack is a running local stack.
+type Stack struct {
+	APIURL      string
+	EmulatorURL string // the in-process emulator
+	PublicURL   string // the fixed-port forwarder, if any
+	Resources   emulator.Resources
+	AWS         aws.Config // SDK configuration pointed at the emulator
+	Table       string     // the spaces table's physical name
+	Signer      *auth.Signer
+	Service     *space.Service
+
+	servers []*http.Server
+	emu     *emulator.Emulator
+	errc    chan error
+}
+
+// Start brings the stack up and returns once every listener is ready.
+func Start(ctx context.Context, cfg Config) (*Stack, error) {
+	cfg.defaults()
+	emu, err := emulator.Start(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("start emulator: %w", err)
+	}
+	st := &Stack{emu: emu, EmulatorURL: emu.URL, errc: make(chan error, 4)}
+	ok := false
+	defer func() {
+		if !ok {
+			st.Close()
+		}
+	}()
+	res, err := emu.CreateResources(ctx, spaces.Template, cfg.Names)
+	if err != nil {
+		return nil, fmt.Errorf("create resources: %w", err)
+	}
+	st.Resources = res
+	st.AWS = emu.Config()
+	st.Table = res["SpacesTable"].Name
+	store := dynamostore.New(awsclient.DynamoDB(st.AWS, emu.URL), st.Table)
+	st.Service = space.NewService(store, cfg.StaleAfter)
+
+	keyCfg := auth.LocalConfig{KeyPath: filepath.Join(cfg.DataDir, "dev-jwt.pem")}
+	verifier, err := auth.NewLocalVerifier(keyCfg)
+	if err != nil {
+		return nil, err
+	}
+	if st.Signer, err = auth.NewSigner(keyCfg); err != nil {
+		return nil, err
+	}
+	cursors, err := cursor.New(cursor.KeyFromSecret("spaces-local:" + verifier.KeyID()))
+	if err != nil {
+		return nil, err
+	}
+	api := &httpapi.API{Spaces: st.Service, Auth: verifier, Cursors: cursors, Log: cfg.Log, OpenAPI: spaces.OpenAPI}
+	if st.APIURL, err = st.serve(cfg.APIAddr, api.Handler()); err != nil {
+		return nil, fmt.Errorf("api listener: %w", err)
+	}
+	if cfg.EmulatorAddr != "" {
+		target, _ := url.Parse(emu.URL)
+		if st.PublicURL, err = st.serve(cfg.EmulatorAddr, httputil.NewSingleHostReverseProxy(target)); err != nil {
+			return nil, fmt.Errorf("emulator listener: %w", err)
+		}
+	}
+	ok = true
+	return st, nil
+}
+
+func (st *Stack) serve(addr string, h http.Handler) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	st.servers = append(st.servers, srv)
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			st.errc <- err
+		}
+	}()
+	return "http://" + ln.Addr().String(), nil
+}
+
+// Err reports a listener that stopped unexpectedly.
+func (st *Stack) Err() <-chan error { return st.errc }
+
+// Close stops the listeners (letting requests in flight finish) and the
+// emulator.
+func (st *Stack) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range st.servers {
+		_ = s.Shutdown(ctx)
+	}
+	st.emu.Close()
+}

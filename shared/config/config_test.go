@@ -1,0 +1,33 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) *Env {
+	return &Env{Lookup: func(k string) (string, bool) { v, ok := m[k]; return v, ok }}
+}
+
+func TestEnv(t *testing.T) {
+	e := env(map[string]string{"TABLE_NAME": "t", "HEARTBEAT": "2m"})
+	if e.Required("TABLE_NAME") != "t" || e.Duration("HEARTBEAT", time.Minute) != 2*time.Minute || e.String("X", "d") != "d" {
+		t.Fatal("values not read")
+	}
+	if err := e.Err(); err != nil {
+		t.Fatal(err)
+	}
+	e = env(map[string]string{"HEARTBEAT": "soon", "EMPTY": ""})
+	e.Required("TABLE_NAME")
+	e.Required("EMPTY")
+	if d := e.Duration("HEARTBEAT", time.Minute); d != time.Minute {
+		t.Errorf("bad duration gave %v", d)
+	}
+	err := e.Err()
+	for _, want := range []string{"TABLE_NAME is required", "EMPTY is required", `HEARTBEAT="soon"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+}

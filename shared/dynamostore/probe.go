@@ -1,0 +1,77 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"spaces/shared/space"
+)
+
+// ProbeTarget names one space the prober must probe.
+type ProbeTarget struct {
+	OrgID string `json:"org_id"`
+	ID    string `json:"id"`
+}
+
+// ProbeShards is the number of shards of the probe index; shards are
+// numbered 0..ProbeShards()-1.
+func (s *Store) ProbeShards() int { return probeShards }
+
+// ListProbeTargets returns up to limit registered, non-synthetic spaces of
+// every org in shard, ordered by id after startAfter, and the id to continue
+// after when more may follow. The index is eventually consistent: a space
+// registered or deregistered a moment ago may be missing or still listed
+// (the prober's conditional writes make the latter harmless).
+func (s *Store) ListProbeTargets(ctx context.Context, shard int, startAfter string, limit int) ([]ProbeTarget, string, error) {
+	if shard < 0 || shard >= probeShards {
+		return nil, "", &space.Error{Kind: space.KindInvalid, Message: "the probe shard is not valid",
+			Fields: []space.FieldError{{Field: "shard", Reason: fmt.Sprintf("must be between 0 and %d", probeShards-1)}}}
+	}
+	if err := checkLimit(limit); err != nil {
+		return nil, "", err
+	}
+	key := nShard + " = :shard"
+	vals := map[string]types.AttributeValue{":shard": str(fmt.Sprintf("%02d", shard))}
+	if startAfter != "" {
+		// A key condition rather than ExclusiveStartKey: an index start key
+		// needs the table key too, which the caller does not have.
+		key += " AND " + nID + " > :after"
+		vals[":after"] = str(startAfter)
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 s.table,
+		IndexName:                 aws.String(probeIndex),
+		KeyConditionExpression:    aws.String(key),
+		ProjectionExpression:      aws.String(nID + ", " + nOrg),
+		ExpressionAttributeNames:  names(nShard, nID, nOrg),
+		ExpressionAttributeValues: vals,
+	}
+	out := make([]ProbeTarget, 0, limit+1)
+	for len(out) <= limit {
+		in.Limit = aws.Int32(int32(limit + 1 - len(out)))
+		page, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, "", awsError("Query", err)
+		}
+		for _, item := range page.Items {
+			var t ProbeTarget
+			if err := s.decode(item, &t); err != nil {
+				return nil, "", err
+			}
+			out = append(out, t)
+		}
+		if page.LastEvaluatedKey == nil {
+			break
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+	if len(out) > limit {
+		out = out[:limit]
+		return out, out[len(out)-1].ID, nil
+	}
+	return out, "", nil
+}

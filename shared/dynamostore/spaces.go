@@ -1,0 +1,500 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"spaces/shared/space"
+)
+
+// idemRecord is the stored form of a space.Idempotency.
+type idemRecord struct {
+	Key       string      `json:"key"`
+	Hash      string      `json:"hash"`
+	Space     space.Space `json:"space"`
+	ExpiresAt int64       `json:"expires_at"`
+}
+
+// claimRecord is the stored form of an identity claim.
+type claimRecord struct {
+	SpaceID string `json:"space_id"`
+}
+
+// spaceItem is the item of a space. probe_shard is set only on registered,
+// non-synthetic spaces, which is what makes the probe index sparse.
+func (s *Store) spaceItem(sp space.Space) (map[string]types.AttributeValue, error) {
+	item, err := s.encode(sp)
+	if err != nil {
+		return nil, err
+	}
+	item["pk"] = str(orgPK(sp.OrgID))
+	item["sk"] = str(prefixSpace + sp.ID)
+	if !sp.Synthetic && sp.DeletedAt == nil {
+		item["probe_shard"] = str(probeShard(sp.ID))
+	}
+	return item, nil
+}
+
+// Register stores sp, claims its identity in the org and counts it against
+// its cloud account in one transaction (see space.Store).
+func (s *Store) Register(ctx context.Context, sp space.Space, idem space.Idempotency) error {
+	if sp.DeletedAt != nil {
+		return internal("register", errors.New("the space is already deregistered"))
+	}
+	if len(idem.Key) > maxKeyLen {
+		return &space.Error{Kind: space.KindInvalid, Message: "the Idempotency-Key is not valid",
+			Fields: []space.FieldError{{Field: "Idempotency-Key", Reason: fmt.Sprintf("must be at most %d characters", maxKeyLen)}}}
+	}
+	spaceItem, err := s.spaceItem(sp)
+	if err != nil {
+		return err
+	}
+	claim := itemKey(sp.OrgID, prefixClaim+sp.Identity())
+	claim["space_id"] = str(sp.ID)
+
+	const (
+		iSpace = iota
+		iClaim
+		iAccount
+		iIdem
+	)
+	absent := "attribute_not_exists(" + nPK + ")"
+	items := []types.TransactWriteItem{
+		iSpace: {Put: &types.Put{
+			TableName: s.table, Item: spaceItem,
+			ConditionExpression: aws.String(absent), ExpressionAttributeNames: names(nPK),
+		}},
+		iClaim: {Put: &types.Put{
+			TableName: s.table, Item: claim,
+			ConditionExpression: aws.String(absent), ExpressionAttributeNames: names(nPK),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}},
+		// The count is what lets DeleteAccount refuse an account in use; the
+		// account's own version is left alone (counting is not an edit).
+		iAccount: {Update: &types.Update{
+			TableName: s.table, Key: itemKey(sp.OrgID, prefixAccount+sp.CloudAccountID),
+			UpdateExpression:         aws.String("ADD " + nCount + " :one"),
+			ConditionExpression:      aws.String("attribute_exists(" + nPK + ") AND attribute_not_exists(" + nDeleted + ") AND " + nProv + " = :prov"),
+			ExpressionAttributeNames: names(nPK, nCount, nDeleted, nProv),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":one": num(1), ":prov": str(string(sp.Provider)),
+			},
+		}},
+	}
+	if idem.Key != "" {
+		rec, err := s.encode(idemRecord{Key: idem.Key, Hash: idem.Hash, Space: idem.Space,
+			ExpiresAt: s.now().Add(IdempotencyTTL).Unix()})
+		if err != nil {
+			return err
+		}
+		for k, v := range itemKey(sp.OrgID, prefixIdem+idem.Key) {
+			rec[k] = v
+		}
+		// An expired record may linger until DynamoDB's TTL sweep removes it;
+		// it no longer holds the key.
+		items = append(items, types.TransactWriteItem{Put: &types.Put{
+			TableName: s.table, Item: rec,
+			ConditionExpression:                 aws.String(absent + " OR " + nExpires + " < :now"),
+			ExpressionAttributeNames:            names(nPK, nExpires),
+			ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(s.now().Unix())},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}})
+	}
+	// The kubeauth grant goes last so that the indexes above stay fixed;
+	// registering and granting are one fact (see grants.go).
+	grant, err := s.grantItem(sp)
+	if err != nil {
+		return err
+	}
+	items = append(items, grant)
+
+	for attempt := 1; ; attempt++ {
+		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if err == nil {
+			return nil
+		}
+		reasons, ok := canceled(err)
+		if !ok {
+			return awsError("TransactWriteItems", err)
+		}
+		switch {
+		case idem.Key != "" && failedCheck(reasons, iIdem):
+			// A replay answers with the first result even though the claim
+			// (held by that first registration) failed too.
+			rec, found, err := s.idempotencyRecord(ctx, sp.OrgID, idem.Key, reasons[iIdem].Item)
+			if err != nil {
+				return err
+			}
+			if found {
+				return &space.ReplayError{Record: space.Idempotency{Key: rec.Key, Hash: rec.Hash, Space: rec.Space}}
+			}
+			// The record expired or vanished meanwhile: try again.
+		case failedCheck(reasons, iAccount):
+			return &space.Error{Kind: space.KindInvalid, Message: "the space is not valid", Fields: []space.FieldError{{
+				Field: "cloud_account_id", Reason: fmt.Sprintf("no %s cloud account with this id in the org", sp.Provider),
+			}}}
+		case failedCheck(reasons, iClaim):
+			holder, err := s.claimHolder(ctx, sp.OrgID, sp.Identity(), reasons[iClaim].Item)
+			if err != nil {
+				return err
+			}
+			if holder != "" {
+				return &space.Error{Kind: space.KindConflict, ExistingID: holder,
+					Message: "this cluster is already registered in the org as space " + holder}
+			}
+			// Deregistered meanwhile: the identity is free again.
+		case failedCheck(reasons, iSpace):
+			return internal("register", fmt.Errorf("space id %s is already taken", sp.ID))
+		case conflicted(reasons):
+		default:
+			return awsError("TransactWriteItems", err)
+		}
+		if attempt == maxAttempts {
+			return unavailable("the registry store is busy", fmt.Errorf("register: %d attempts: %w", attempt, err))
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+// idempotencyRecord returns the unexpired record of key, from a cancellation
+// reason's item when DynamoDB returned it, else read consistently.
+func (s *Store) idempotencyRecord(ctx context.Context, org, key string, item map[string]types.AttributeValue) (idemRecord, bool, error) {
+	if item == nil {
+		var err error
+		if item, err = s.getItem(ctx, itemKey(org, prefixIdem+key)); err != nil {
+			return idemRecord{}, false, err
+		}
+	}
+	if item == nil {
+		return idemRecord{}, false, nil
+	}
+	var rec idemRecord
+	if err := s.decode(item, &rec); err != nil {
+		return idemRecord{}, false, err
+	}
+	return rec, rec.ExpiresAt >= s.now().Unix(), nil
+}
+
+// claimHolder returns the id of the space holding identity ("" if none).
+func (s *Store) claimHolder(ctx context.Context, org, identity string, item map[string]types.AttributeValue) (string, error) {
+	if item == nil {
+		var err error
+		if item, err = s.getItem(ctx, itemKey(org, prefixClaim+identity)); err != nil {
+			return "", err
+		}
+	}
+	if item == nil {
+		return "", nil
+	}
+	var c claimRecord
+	if err := s.decode(item, &c); err != nil {
+		return "", err
+	}
+	return c.SpaceID, nil
+}
+
+// GetSpace returns a live space of org.
+func (s *Store) GetSpace(ctx context.Context, org, id string) (space.Space, error) {
+	sp, found, err := s.readSpace(ctx, org, id)
+	if err != nil {
+		return space.Space{}, err
+	}
+	if !found || sp.Deleted() {
+		return space.Space{}, space.ErrNotFound("space")
+	}
+	return sp, nil
+}
+
+// readSpace reads a space item, deleted or not, strongly consistent.
+func (s *Store) readSpace(ctx context.Context, org, id string) (space.Space, bool, error) {
+	item, err := s.getItem(ctx, itemKey(org, prefixSpace+id))
+	if err != nil || item == nil {
+		return space.Space{}, false, err
+	}
+	var sp space.Space
+	if err := s.decode(item, &sp); err != nil {
+		return space.Space{}, false, err
+	}
+	return sp, true, nil
+}
+
+// ListSpaces returns org's live spaces matching q, ordered by id, and the id
+// to continue after when more may follow.
+func (s *Store) ListSpaces(ctx context.Context, org string, q space.Query) ([]space.Space, string, error) {
+	if err := checkLimit(q.Limit); err != nil {
+		return nil, "", err
+	}
+	filter := []string{"attribute_not_exists(" + nDeleted + ")"}
+	nm := []string{nDeleted}
+	vals := map[string]types.AttributeValue{}
+	eq := func(placeholder, value string) {
+		if value == "" {
+			return
+		}
+		v := ":" + placeholder[1:]
+		filter = append(filter, placeholder+" = "+v)
+		nm = append(nm, placeholder)
+		vals[v] = str(value)
+	}
+	eq(nProv, string(q.Provider))
+	eq(nType, q.SpaceType)
+	eq(nAccount, q.CloudAccountID)
+
+	out := make([]space.Space, 0, q.Limit+1)
+	err := s.queryOrg(ctx, org, prefixSpace, q.After, strings.Join(filter, " AND "), nm, vals,
+		func() int { return q.Limit + 1 - len(out) },
+		func(item map[string]types.AttributeValue) error {
+			var sp space.Space
+			if err := s.decode(item, &sp); err != nil {
+				return err
+			}
+			if sp.ID <= q.After || (q.Keep != nil && !q.Keep(sp)) {
+				return nil
+			}
+			out = append(out, sp)
+			return nil
+		})
+	if err != nil {
+		return nil, "", err
+	}
+	if len(out) > q.Limit {
+		out = out[:q.Limit]
+		return out, out[len(out)-1].ID, nil
+	}
+	return out, "", nil
+}
+
+// queryOrg reads the items of org whose sort key starts with prefix, in
+// order, after the item prefix+after, handing each to add until want()
+// reaches 0 or the partition ends. DynamoDB's Limit counts the items read
+// before the filter.
+func (s *Store) queryOrg(ctx context.Context, org, prefix, after, filter string, filterNames []string,
+	vals map[string]types.AttributeValue, want func() int, add func(map[string]types.AttributeValue) error,
+) error {
+	values := map[string]types.AttributeValue{":pk": str(orgPK(org)), ":prefix": str(prefix)}
+	for k, v := range vals {
+		values[k] = v
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 s.table,
+		KeyConditionExpression:    aws.String(nPK + " = :pk AND begins_with(" + nSK + ", :prefix)"),
+		ExpressionAttributeNames:  names(append([]string{nPK, nSK}, filterNames...)...),
+		ExpressionAttributeValues: values,
+	}
+	if filter != "" {
+		in.FilterExpression = aws.String(filter)
+	}
+	if after != "" {
+		// DynamoDB starts after this key whether or not an item has it. (kumo
+		// restarts from the beginning when no item has it, such as a deleted
+		// account; the callers' id > after check keeps the answer right.)
+		in.ExclusiveStartKey = itemKey(org, prefix+after)
+	}
+	scanned, kept := 0, 0
+	for {
+		n := want()
+		if n <= 0 {
+			return nil
+		}
+		// Ask for what is still wanted; once filters have shown how few
+		// items they keep, ask for proportionally more, so that a selective
+		// filter costs a few requests rather than one per handful of items.
+		ask := n
+		switch {
+		case kept > 0:
+			ask = n * scanned / kept
+		case scanned > 0:
+			ask = MaxLimit
+		}
+		in.Limit = aws.Int32(int32(max(n, min(ask, MaxLimit))))
+		page, err := s.db.Query(ctx, in)
+		if err != nil {
+			return awsError("Query", err)
+		}
+		scanned += int(page.ScannedCount)
+		for _, item := range page.Items {
+			before := want()
+			if before <= 0 {
+				return nil
+			}
+			if err := add(item); err != nil {
+				return err
+			}
+			if want() < before {
+				kept++
+			}
+		}
+		if page.LastEvaluatedKey == nil {
+			return nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+// SaveSpace writes the mutable fields of a live space (name, status, probe,
+// updated_at, version) if its stored version is sp.Version-1. Identity,
+// account, type and the synthetic flag are fixed at registration, so the
+// claim, the account count and the probe shard stay as they were.
+func (s *Store) SaveSpace(ctx context.Context, sp space.Space) error {
+	if sp.DeletedAt != nil {
+		return internal("save space", errors.New("a deregistration must go through Deregister"))
+	}
+	probe, err := s.enc.Encode(sp.Probe)
+	if err != nil {
+		return internal("encode probe", err)
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: s.table,
+		Key:       itemKey(sp.OrgID, prefixSpace+sp.ID),
+		UpdateExpression: aws.String("SET " + nName + " = :name, " + nStatus + " = :status, " + nProbe + " = :probe, " +
+			nUpdated + " = :upd, " + nVersion + " = :ver"),
+		ConditionExpression:      aws.String("attribute_exists(" + nPK + ") AND attribute_not_exists(" + nDeleted + ") AND " + nVersion + " = :prev"),
+		ExpressionAttributeNames: names(nName, nStatus, nProbe, nUpdated, nVersion, nPK, nDeleted),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":name": str(sp.Name), ":status": str(string(sp.Status)), ":probe": probe,
+			":upd": str(sp.UpdatedAt.UTC().Format(time.RFC3339Nano)), ":ver": num(sp.Version), ":prev": num(sp.Version - 1),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ccf):
+		return s.whyNotWritable(ctx, sp.OrgID, sp.ID, sp.Version-1, ccf.Item)
+	default:
+		return awsError("UpdateItem", err)
+	}
+}
+
+// whyNotWritable tells why a conditional write on a space failed: it is gone
+// (KindNotFound) or at another version (KindPreconditionFailed). item is the
+// old item when DynamoDB returned it.
+func (s *Store) whyNotWritable(ctx context.Context, org, id string, want int64, item map[string]types.AttributeValue) error {
+	var sp space.Space
+	if item == nil {
+		var found bool
+		var err error
+		if sp, found, err = s.readSpace(ctx, org, id); err != nil {
+			return err
+		}
+		if !found {
+			return space.ErrNotFound("space")
+		}
+	} else if err := s.decode(item, &sp); err != nil {
+		return err
+	}
+	if sp.Deleted() {
+		return space.ErrNotFound("space")
+	}
+	if sp.Version != want {
+		return space.Errorf(space.KindPreconditionFailed, "the space has changed (version %d, expected %d)", sp.Version, want)
+	}
+	return internal("conditional write", fmt.Errorf("space %s at version %d failed its condition", id, want))
+}
+
+// Deregister marks the space deleted, deletes its identity claim and
+// releases its account count in one transaction (see space.Store).
+func (s *Store) Deregister(ctx context.Context, org, id string, version int64, at time.Time) (space.Space, error) {
+	at = at.UTC()
+	for attempt := 1; ; attempt++ {
+		sp, err := s.GetSpace(ctx, org, id)
+		if err != nil {
+			return space.Space{}, err
+		}
+		if version != 0 && sp.Version != version {
+			return space.Space{}, space.Errorf(space.KindPreconditionFailed, "the space has changed (version %d, expected %d)", sp.Version, version)
+		}
+		cond := "attribute_exists(" + nPK + ") AND attribute_not_exists(" + nDeleted + ")"
+		vals := map[string]types.AttributeValue{":at": str(at.Format(time.RFC3339Nano)), ":one": num(1)}
+		if version != 0 {
+			cond += " AND " + nVersion + " = :v"
+			vals[":v"] = num(version)
+		}
+		const (
+			iSpace = iota
+			iClaim
+			iAccount
+		)
+		items := []types.TransactWriteItem{
+			iSpace: {Update: &types.Update{
+				TableName: s.table, Key: itemKey(org, prefixSpace+id),
+				// Removing probe_shard takes the space out of the probe index:
+				// a late probe can no longer even be scheduled.
+				UpdateExpression:          aws.String("SET " + nDeleted + " = :at, " + nUpdated + " = :at, " + nVersion + " = " + nVersion + " + :one REMOVE " + nShard),
+				ConditionExpression:       aws.String(cond),
+				ExpressionAttributeNames:  names(nDeleted, nUpdated, nVersion, nShard, nPK),
+				ExpressionAttributeValues: vals,
+			}},
+			// The identity and the account are immutable, so what was read
+			// above still names the right claim and account.
+			iClaim: {Delete: &types.Delete{
+				TableName: s.table, Key: itemKey(org, prefixClaim+sp.Identity()),
+				ConditionExpression:       aws.String(nSpaceID + " = :id"),
+				ExpressionAttributeNames:  names(nSpaceID),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(id)},
+			}},
+			iAccount: {Update: &types.Update{
+				TableName: s.table, Key: itemKey(org, prefixAccount+sp.CloudAccountID),
+				UpdateExpression:          aws.String("ADD " + nCount + " :dec"),
+				ConditionExpression:       aws.String("attribute_exists(" + nPK + ")"),
+				ExpressionAttributeNames:  names(nCount, nPK),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":dec": num(-1)},
+			}},
+			// Last, so the indexes above stay fixed: no credential can be
+			// minted for the space once this commits (see grants.go).
+			s.revokeGrantItem(org, id),
+		}
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if err == nil {
+			if version != 0 {
+				sp.DeletedAt, sp.UpdatedAt, sp.Version = &at, at, version+1
+				return sp, nil
+			}
+			// Without a version, concurrent writes may have moved the space
+			// on before the transaction; read what was deleted. Nothing writes
+			// a deleted space, so this read is exact.
+			got, found, err := s.readSpace(ctx, org, id)
+			if err != nil {
+				return space.Space{}, err
+			}
+			if !found {
+				return space.Space{}, internal("deregister", fmt.Errorf("space %s vanished after deregistration", id))
+			}
+			return got, nil
+		}
+		reasons, ok := canceled(err)
+		if !ok {
+			return space.Space{}, awsError("TransactWriteItems", err)
+		}
+		switch {
+		case failedCheck(reasons, iSpace) && version != 0:
+			return space.Space{}, s.whyNotWritable(ctx, org, id, version, nil)
+		case failedCheck(reasons, iSpace):
+			// Any version was acceptable: the space was deregistered
+			// meanwhile, which the read at the top of the loop reports.
+		case failedCheck(reasons, iClaim):
+			return space.Space{}, internal("deregister", fmt.Errorf("the identity claim of space %s is missing or held by another space", id))
+		case failedCheck(reasons, iAccount):
+			return space.Space{}, internal("deregister", fmt.Errorf("the cloud account %s of space %s is missing", sp.CloudAccountID, id))
+		case conflicted(reasons):
+		default:
+			return space.Space{}, awsError("TransactWriteItems", err)
+		}
+		if attempt == maxAttempts {
+			return space.Space{}, unavailable("the registry store is busy", fmt.Errorf("deregister: %d attempts: %w", attempt, err))
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return space.Space{}, err
+		}
+	}
+}

@@ -1,0 +1,284 @@
+// Package dynamostore implements space.Store on one DynamoDB table (the
+// template's SpacesTable).
+//
+// # Items
+//
+// Every item of an org lives in the org's partition, pk = ORG#<org_id>:
+//
+//	sk                what                       attributes
+//	SPACE#<id>        a space (kept after        the space's fields in snake_case (json tags),
+//	                  deregistration)            times RFC 3339, version (N), deleted_at once
+//	                                             deregistered, probe_shard while probed
+//	CLAIM#<identity>  a cluster identity claim   space_id: the space holding the identity
+//	ACCOUNT#<id>      a cloud account            its fields in snake_case, space_count (N)
+//	IDEMP#<key>       an Idempotency-Key record  key, hash, space (the first answer),
+//	                                             expires_at (epoch seconds, the table's TTL)
+//
+// The sparse GSI "probe" (probe_shard HASH, id RANGE, INCLUDE org_id) holds
+// only registered, non-synthetic spaces: probe_shard is "00".."15", a stable
+// hash of the space id, set at registration and removed at deregistration.
+//
+// # Access patterns
+//
+//   - get a space or account: GetItem, strongly consistent; a deleted space is
+//     not found.
+//   - list an org's spaces or accounts in id order: Query pk = ORG#<org> AND
+//     begins_with(sk, SPACE#|ACCOUNT#), filtering deleted spaces and the
+//     equality filters on the server, starting after the last id returned.
+//   - register: one transaction puts the space and the identity claim (both
+//     only if absent), adds 1 to the account's space_count (only if the account
+//     exists for the same provider) and, with an Idempotency-Key, puts the
+//     key's record (only if absent or expired).
+//   - save a space (status, probe): UpdateItem of the mutable fields, only if
+//     the stored version is the previous one and the space is not deleted.
+//   - deregister: one transaction marks the space deleted (version check),
+//     deletes the claim and subtracts 1 from the account's space_count.
+//   - delete an account: DeleteItem only if no space counts against it.
+//   - the prober's scheduler: Query the probe index shard by shard.
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"spaces/shared/space"
+)
+
+const (
+	// MaxLimit is the largest page a list returns.
+	MaxLimit = 1000
+	// IdempotencyTTL is how long an Idempotency-Key is remembered.
+	IdempotencyTTL = 24 * time.Hour
+	// maxKeyLen bounds an Idempotency-Key so that its sort key stays far below
+	// DynamoDB's 1 KiB limit.
+	maxKeyLen = 255
+
+	probeIndex  = "probe"
+	probeShards = 16
+
+	prefixSpace   = "SPACE#"
+	prefixClaim   = "CLAIM#"
+	prefixAccount = "ACCOUNT#"
+	prefixIdem    = "IDEMP#"
+
+	// Transactions that collide with concurrent ones (TransactionConflict)
+	// are retried this many times with jittered backoff.
+	maxAttempts = 8
+	backoffBase = 10 * time.Millisecond
+)
+
+// Expression attribute names. kumo substitutes placeholders with plain
+// string replacement, so no placeholder may be a prefix of another.
+const (
+	nPK      = "#pk"
+	nSK      = "#sk"
+	nVersion = "#ver"
+	nDeleted = "#del"
+	nUpdated = "#upd"
+	nShard   = "#shard"
+	nCount   = "#cnt"
+	nProv    = "#prov"
+	nType    = "#typ"
+	nAccount = "#acct"
+	nSpaceID = "#sid"
+	nExpires = "#exp"
+	nID      = "#id"
+	nOrg     = "#org"
+	nName    = "#name"
+	nStatus  = "#status"
+	nProbe   = "#probe"
+)
+
+var attrNames = map[string]string{
+	nPK: "pk", nSK: "sk", nVersion: "version", nDeleted: "deleted_at", nUpdated: "updated_at",
+	nShard: "probe_shard", nCount: "space_count", nProv: "provider", nType: "space_type",
+	nAccount: "cloud_account_id", nSpaceID: "space_id", nExpires: "expires_at", nID: "id",
+	nOrg: "org_id", nName: "name", nStatus: "status", nProbe: "probe",
+}
+
+// names returns the ExpressionAttributeNames for the given placeholders
+// (DynamoDB rejects names an expression does not use).
+func names(placeholders ...string) map[string]string {
+	m := make(map[string]string, len(placeholders))
+	for _, p := range placeholders {
+		m[p] = attrNames[p]
+	}
+	return m
+}
+
+// Store is a space.Store on one DynamoDB table. It is safe for concurrent use.
+type Store struct {
+	db    *dynamodb.Client
+	table *string
+	now   func() time.Time
+	enc   *attributevalue.Encoder
+	dec   *attributevalue.Decoder
+}
+
+var _ space.Store = (*Store)(nil)
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock sets the clock used for idempotency expiry (default time.Now).
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// New returns a Store on table.
+func New(db *dynamodb.Client, table string, opts ...Option) *Store {
+	s := &Store{
+		db:    db,
+		table: aws.String(table),
+		now:   time.Now,
+		// The json tags are the attribute names: one naming for the API, the
+		// table and the stream records the cascade reads.
+		enc: attributevalue.NewEncoder(func(o *attributevalue.EncoderOptions) { o.TagKey = "json" }),
+		dec: attributevalue.NewDecoder(func(o *attributevalue.DecoderOptions) { o.TagKey = "json" }),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+func orgPK(org string) string { return "ORG#" + org }
+
+func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+func num(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
+
+func itemKey(org, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": str(orgPK(org)), "sk": str(sk)}
+}
+
+// encode marshals v (a struct with json tags) into an item.
+func (s *Store) encode(v any) (map[string]types.AttributeValue, error) {
+	av, err := s.enc.Encode(v)
+	if err != nil {
+		return nil, internal("encode item", err)
+	}
+	m, ok := av.(*types.AttributeValueMemberM)
+	if !ok {
+		return nil, internal("encode item", fmt.Errorf("%T is not a map", av))
+	}
+	return m.Value, nil
+}
+
+func (s *Store) decode(item map[string]types.AttributeValue, v any) error {
+	if err := s.dec.Decode(&types.AttributeValueMemberM{Value: item}, v); err != nil {
+		return internal("decode item", err)
+	}
+	return nil
+}
+
+// probeShard is the probe index shard of a space id: a stable hash, so that
+// the scheduler's shards stay balanced and a space never moves.
+func probeShard(id string) string {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return fmt.Sprintf("%02d", h.Sum32()%probeShards)
+}
+
+func checkLimit(limit int) error {
+	if limit < 1 || limit > MaxLimit {
+		return &space.Error{Kind: space.KindInvalid, Message: "the page is not valid",
+			Fields: []space.FieldError{{Field: "limit", Reason: fmt.Sprintf("must be between 1 and %d", MaxLimit)}}}
+	}
+	return nil
+}
+
+// getItem reads one item, strongly consistent; nil when absent.
+func (s *Store) getItem(ctx context.Context, key map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: key, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, awsError("GetItem", err)
+	}
+	return out.Item, nil
+}
+
+// canceled returns the cancellation reasons of a canceled transaction.
+func canceled(err error) ([]types.CancellationReason, bool) {
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) {
+		return tce.CancellationReasons, true
+	}
+	return nil, false
+}
+
+// failedCheck reports whether transaction item i failed its condition.
+func failedCheck(reasons []types.CancellationReason, i int) bool {
+	return i < len(reasons) && aws.ToString(reasons[i].Code) == "ConditionalCheckFailed"
+}
+
+// conflicted reports whether the transaction lost a race with another one
+// (and should be retried) rather than failing a condition.
+func conflicted(reasons []types.CancellationReason) bool {
+	for _, r := range reasons {
+		if aws.ToString(r.Code) == "TransactionConflict" {
+			return true
+		}
+	}
+	return false
+}
+
+// backoff sleeps before retry attempt n (from 1), with full jitter.
+func backoff(ctx context.Context, n int) error {
+	d := time.Duration(rand.Int64N(int64(backoffBase << min(n, 6))))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return unavailable("the registry store is busy", ctx.Err())
+	case <-t.C:
+		return nil
+	}
+}
+
+func internal(msg string, err error) *space.Error {
+	return &space.Error{Kind: space.KindInternal, Message: "the registry store failed", Err: fmt.Errorf("%s: %w", msg, err)}
+}
+
+func unavailable(msg string, err error) *space.Error {
+	return &space.Error{Kind: space.KindUnavailable, Message: msg, Err: err}
+}
+
+// awsError maps an SDK error: throttling, server-side and network failures
+// (and timeouts) are KindUnavailable, anything else KindInternal; the cause
+// is kept for the log.
+func awsError(op string, err error) error {
+	cause := fmt.Errorf("dynamodb %s: %w", op, err)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return unavailable("the registry store did not answer in time", cause)
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
+			"LimitExceededException", "InternalServerError", "ServiceUnavailable", "TransactionInProgressException":
+			return unavailable("the registry store is unavailable", cause)
+		}
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.HTTPStatusCode() >= 500 {
+		return unavailable("the registry store is unavailable", cause)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return unavailable("the registry store is unavailable", cause)
+	}
+	return &space.Error{Kind: space.KindInternal, Message: "the registry store failed", Err: cause}
+}

@@ -1,0 +1,123 @@
+// Package httpapi is Spaces' REST API: a plain net/http ServeMux with Go 1.22
+// method and path patterns, served locally by net/http and in AWS through the
+// API Gateway v2 proxy adapter. Handlers parse and validate requests, call the
+// domain service, and render JSON or RFC 9457 problems; they hold no business
+// rules of their own.
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+
+	"spaces/shared/auth"
+	"spaces/shared/cursor"
+	"spaces/shared/space"
+)
+
+// API wires the handlers to their dependencies.
+type API struct {
+	Spaces  *space.Service
+	Auth    auth.Authenticator
+	Cursors *cursor.Codec
+	Log     *slog.Logger
+	// OpenAPI is served at GET /openapi.yaml without authentication.
+	OpenAPI []byte
+}
+
+type route struct {
+	method, path string
+	handle       func(*API, http.ResponseWriter, *http.Request, auth.Principal) error
+}
+
+// routes is the one list of authenticated routes; Routes and Handler derive
+// from it, and a test checks template.yaml declares exactly these.
+var routes = []route{
+	{"GET", "/spaces", (*API).listSpaces},
+	{"POST", "/spaces", (*API).registerSpace},
+	{"GET", "/spaces/{id}", (*API).getSpace},
+	{"PATCH", "/spaces/{id}/status", (*API).patchStatus},
+	{"DELETE", "/spaces/{id}", (*API).deregisterSpace},
+	{"GET", "/cloud-accounts", (*API).listAccounts},
+	{"POST", "/cloud-accounts", (*API).createAccount},
+	{"GET", "/cloud-accounts/{id}", (*API).getAccount},
+	{"DELETE", "/cloud-accounts/{id}", (*API).deleteAccount},
+}
+
+// PublicRoutes need no token.
+var PublicRoutes = []string{"GET /openapi.yaml"}
+
+// Routes lists every route the API serves as "METHOD /path", public ones
+// included.
+func Routes() []string {
+	out := append([]string(nil), PublicRoutes...)
+	for _, rt := range routes {
+		out = append(out, rt.method+" "+rt.path)
+	}
+	return out
+}
+
+// Handler returns the API as one http.Handler.
+func (a *API) Handler() http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range routes {
+		mux.Handle(rt.method+" "+rt.path, a.authenticated(rt.handle))
+	}
+	mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(a.OpenAPI)
+	})
+	log := a.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	return observe(log, problems(mux))
+}
+
+func (a *API) authenticated(h func(*API, http.ResponseWriter, *http.Request, auth.Principal) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := a.Auth.Authenticate(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		addLogAttrs(r.Context(), "org_id", p.OrgID)
+		if id := r.PathValue("id"); id != "" {
+			addLogAttrs(r.Context(), "id", id)
+		}
+		if err := h(a, w, r, p); err != nil {
+			writeError(w, r, err)
+		}
+	})
+}
+
+// problems answers unknown routes and wrong methods with problem documents
+// instead of the mux's plain-text replies.
+func problems(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		// The mux's own 404/405 reply is captured only for its status and
+		// Allow header.
+		rec := &discard{header: http.Header{}}
+		mux.ServeHTTP(rec, r)
+		if allow := rec.header.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		detail := "no such route"
+		if rec.code == http.StatusMethodNotAllowed {
+			detail = "this route does not accept " + r.Method
+		}
+		writeError(w, r, &httpError{rec.code, detail})
+	})
+}
+
+type discard struct {
+	header http.Header
+	code   int
+}
+
+func (d *discard) Header() http.Header         { return d.header }
+func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discard) WriteHeader(code int)        { d.code = code }

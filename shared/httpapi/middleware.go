@@ -1,0 +1,80 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"time"
+)
+
+type ctxKey struct{}
+
+// reqState is per-request and shared by every layer, so attributes learned
+// deep inside (org id, space id) reach the access-log line.
+type reqState struct {
+	id  string
+	log *slog.Logger
+}
+
+func state(ctx context.Context) *reqState {
+	if s, ok := ctx.Value(ctxKey{}).(*reqState); ok {
+		return s
+	}
+	return &reqState{log: slog.Default()}
+}
+
+func requestID(ctx context.Context) string { return state(ctx).id }
+
+func logger(ctx context.Context) *slog.Logger { return state(ctx).log }
+
+// addLogAttrs adds attributes (org id, space id) to the request's logger.
+func addLogAttrs(ctx context.Context, args ...any) {
+	s := state(ctx)
+	s.log = s.log.With(args...)
+}
+
+var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:=-]{1,128}$`)
+
+// statusRecorder remembers the status a handler wrote, for the access log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// observe gives each request an id (the caller's X-Request-Id when it is
+// sane, otherwise a new one), a logger carrying it, and one access-log line.
+func observe(base *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID.MatchString(id) {
+			var b [12]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-Id", id)
+		st := &reqState{id: id, log: base.With("request_id", id)}
+		rec := &statusRecorder{ResponseWriter: w}
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, st))
+		next.ServeHTTP(rec, r)
+		st.log.Info("request", "method", r.Method, "path", r.URL.Path, "route", r.Pattern,
+			"status", rec.status, "duration_ms", time.Since(start).Milliseconds())
+	})
+}

@@ -1,0 +1,117 @@
+package httpapi
+
+import (
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"spaces/shared/space"
+)
+
+const (
+	defaultLimit = 50
+	// MaxLimit caps a page; larger requests are clamped to it.
+	MaxLimit = 100
+)
+
+// query reads a listing's query string: only the allowed parameters, each at
+// most once. Problems are collected so all of them are reported together.
+type query struct {
+	v   url.Values
+	bad []space.FieldError
+}
+
+func newQuery(v url.Values, allowed ...string) *query {
+	q := &query{v: v}
+	ok := map[string]bool{"limit": true, "cursor": true}
+	for _, a := range allowed {
+		ok[a] = true
+	}
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch {
+		case !ok[k]:
+			q.fail(k, "is not a known query parameter")
+		case len(v[k]) > 1:
+			q.fail(k, "must be given at most once")
+		}
+	}
+	return q
+}
+
+func (q *query) fail(field, reason string) {
+	q.bad = append(q.bad, space.FieldError{Field: field, Reason: reason})
+}
+
+func (q *query) get(name string) string { return q.v.Get(name) }
+
+// oneOf reads an optional parameter that must be one of the given values.
+func (q *query) oneOf(name string, values ...string) string {
+	s := q.v.Get(name)
+	if s == "" {
+		return ""
+	}
+	for _, v := range values {
+		if s == v {
+			return s
+		}
+	}
+	q.fail(name, "must be one of "+strings.Join(values, ", "))
+	return ""
+}
+
+func (q *query) limit() int {
+	s := q.v.Get("limit")
+	if s == "" {
+		return defaultLimit
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		q.fail("limit", "must be a whole number from 1 to "+strconv.Itoa(MaxLimit))
+		return 0
+	}
+	return min(n, MaxLimit)
+}
+
+func (q *query) err() error {
+	if len(q.bad) == 0 {
+		return nil
+	}
+	return &space.Error{Kind: space.KindMalformed, Message: "the query string is not valid", Fields: q.bad}
+}
+
+// cursorState is what a cursor hides: the id of the last item returned.
+type cursorState struct {
+	After string `json:"a"`
+}
+
+// page reads limit and cursor; scope binds the cursor to the org, route and
+// filters so that it cannot be replayed against another listing.
+func (a *API) page(q *query, scope string) space.Page {
+	p := space.Page{Limit: q.limit()}
+	if c := q.get("cursor"); c != "" {
+		var st cursorState
+		if err := a.Cursors.Open(scope, c, &st); err != nil {
+			q.fail("cursor", "is not a valid cursor for this listing")
+		}
+		p.After = st.After
+	}
+	return p
+}
+
+func (a *API) nextCursor(scope, after string) (string, error) {
+	if after == "" {
+		return "", nil
+	}
+	return a.Cursors.Seal(scope, cursorState{After: after})
+}
+
+type listResponse[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}

@@ -1,0 +1,108 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"spaces/shared/space"
+)
+
+// problem is an RFC 9457 problem details document.
+type problem struct {
+	Type            string             `json:"type"`
+	Title           string             `json:"title"`
+	Status          int                `json:"status"`
+	Detail          string             `json:"detail,omitempty"`
+	Instance        string             `json:"instance,omitempty"`
+	Errors          []space.FieldError `json:"errors,omitempty"`
+	Reason          string             `json:"reason,omitempty"`
+	ExistingSpaceID string             `json:"existing_space_id,omitempty"`
+	RequestID       string             `json:"request_id,omitempty"`
+}
+
+// httpError is a failure that only exists at the HTTP layer (an oversized
+// body, a wrong content type, an unknown route); domain failures are
+// *space.Error.
+type httpError struct {
+	status int
+	detail string
+}
+
+func (e *httpError) Error() string { return e.detail }
+
+// kinds is the one mapping from domain error kinds to HTTP statuses and
+// problem types.
+var kinds = map[space.Kind]struct {
+	status int
+	slug   string
+}{
+	space.KindInvalid:              {http.StatusUnprocessableEntity, "invalid-fields"},
+	space.KindMalformed:            {http.StatusBadRequest, "malformed-request"},
+	space.KindNotFound:             {http.StatusNotFound, "not-found"},
+	space.KindConflict:             {http.StatusConflict, "conflict"},
+	space.KindPreconditionFailed:   {http.StatusPreconditionFailed, "precondition-failed"},
+	space.KindPreconditionRequired: {http.StatusPreconditionRequired, "precondition-required"},
+	space.KindForbidden:            {http.StatusForbidden, "forbidden"},
+	space.KindUnauthenticated:      {http.StatusUnauthorized, "unauthenticated"},
+	space.KindUnavailable:          {http.StatusServiceUnavailable, "unavailable"},
+	space.KindBadGateway:           {http.StatusBadGateway, "bad-gateway"},
+	space.KindInternal:             {http.StatusInternalServerError, "internal"},
+}
+
+var httpSlugs = map[int]string{
+	http.StatusRequestEntityTooLarge: "body-too-large",
+	http.StatusUnsupportedMediaType:  "unsupported-media-type",
+	http.StatusMethodNotAllowed:      "method-not-allowed",
+	http.StatusNotFound:              "not-found",
+	http.StatusNotAcceptable:         "not-acceptable",
+}
+
+const problemTypePrefix = "urn:spaces:problem:"
+
+// writeError renders err as a problem. Internal causes go to the log only.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	p := problem{Instance: r.URL.Path, RequestID: requestID(r.Context())}
+	var de *space.Error
+	var he *httpError
+	switch {
+	case errors.As(err, &he):
+		p.Status, p.Detail = he.status, he.detail
+		p.Type = problemTypePrefix + httpSlugs[he.status]
+	case errors.As(err, &de):
+		k := kinds[de.Kind]
+		p.Status, p.Type = k.status, problemTypePrefix+k.slug
+		p.Detail, p.Errors, p.Reason, p.ExistingSpaceID = de.Message, de.Fields, de.Reason, de.ExistingID
+		if de.Kind == space.KindInternal {
+			p.Detail = "an internal error occurred; quote the request id when reporting it"
+		}
+	default:
+		k := kinds[space.KindInternal]
+		p.Status, p.Type = k.status, problemTypePrefix+k.slug
+		p.Detail = "an internal error occurred; quote the request id when reporting it"
+	}
+	p.Title = http.StatusText(p.Status)
+	if p.Status >= 500 {
+		logger(r.Context()).Error("request failed", "status", p.Status, "error", err.Error())
+	} else {
+		logger(r.Context()).Info("request refused", "status", p.Status, "error", err.Error())
+	}
+	if p.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="spaces"`)
+	}
+	writeJSON(w, p.Status, "application/problem+json", p)
+}
+
+func writeJSON(w http.ResponseWriter, status int, contentType string, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		// Only unsupported values can fail here: a programming error.
+		slog.Error("encode response", "error", err)
+		http.Error(w, `{"title":"Internal Server Error","status":500}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}

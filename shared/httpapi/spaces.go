@@ -1,0 +1,159 @@
+package httpapi
+
+import (
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"spaces/shared/auth"
+	"spaces/shared/space"
+)
+
+func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	q := newQuery(r.URL.Query(), "provider", "status", "space_type", "cloud_account_id", "picker")
+	f := space.ListFilter{
+		Provider:  space.Provider(q.oneOf("provider", "aws", "gcp", "azure")),
+		Status:    space.Status(q.oneOf("status", "active", "inactive", "unknown")),
+		SpaceType: q.oneOf("space_type", space.TypeKubernetes),
+		Picker:    space.Picker(q.oneOf("picker", "environment", "autoscaler", "event-readiness")),
+	}
+	if id := q.get("cloud_account_id"); id != "" {
+		if !space.ValidID(id) {
+			q.fail("cloud_account_id", "must be a UUID")
+		}
+		f.CloudAccountID = id
+	}
+	scope := strings.Join([]string{"spaces", p.OrgID, string(f.Provider), string(f.Status), f.SpaceType, f.CloudAccountID, string(f.Picker)}, "|")
+	page := a.page(q, scope)
+	if err := q.err(); err != nil {
+		return err
+	}
+	items, after, err := a.Spaces.List(r.Context(), p.OrgID, f, page)
+	if err != nil {
+		return err
+	}
+	next, err := a.nextCursor(scope, after)
+	if err != nil {
+		return err
+	}
+	if items == nil {
+		items = []space.Space{}
+	}
+	writeJSON(w, http.StatusOK, "application/json", listResponse[space.Space]{Items: items, NextCursor: next})
+	return nil
+}
+
+// idempotencyKey follows the IETF Idempotency-Key draft: an opaque string;
+// printable ASCII keeps it safe to store and log.
+var idempotencyKey = regexp.MustCompile(`^[\x21-\x7e]{1,255}$`)
+
+func (a *API) registerSpace(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	key := strings.Join(r.Header.Values("Idempotency-Key"), ",")
+	if key != "" && !idempotencyKey.MatchString(key) {
+		return &space.Error{Kind: space.KindMalformed, Message: "the Idempotency-Key header is not valid",
+			Fields: []space.FieldError{{Field: "Idempotency-Key", Reason: "must be 1-255 printable ASCII characters without spaces"}}}
+	}
+	var in space.RegisterInput
+	var provider string
+	if err := readObject(w, r, map[string]any{
+		"name": &in.Name, "provider": &provider, "space_type": &in.SpaceType,
+		"cloud_account_id": &in.CloudAccountID, "config": &in.Config, "synthetic": &in.Synthetic,
+	}); err != nil {
+		return err
+	}
+	in.Provider = space.Provider(provider)
+	s, replayed, err := a.Spaces.Register(r.Context(), p.OrgID, in, key)
+	if err != nil {
+		return err
+	}
+	addLogAttrs(r.Context(), "id", s.ID)
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	w.Header().Set("Location", "/spaces/"+s.ID)
+	writeSpace(w, http.StatusCreated, s)
+	return nil
+}
+
+func (a *API) getSpace(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	s, err := a.Spaces.Get(r.Context(), p.OrgID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeSpace(w, http.StatusOK, s)
+	return nil
+}
+
+func (a *API) patchStatus(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	if !p.Has(auth.ScopeInternal) {
+		return space.Errorf(space.KindForbidden, "setting a status needs the %s scope", auth.ScopeInternal)
+	}
+	version, err := ifMatch(r, true)
+	if err != nil {
+		return err
+	}
+	var status, reason string
+	if err := readObject(w, r, map[string]any{"status": &status, "reason": &reason}); err != nil {
+		return err
+	}
+	s, err := a.Spaces.SetStatus(r.Context(), p.OrgID, r.PathValue("id"), version, space.Status(status), reason)
+	if err != nil {
+		return err
+	}
+	writeSpace(w, http.StatusOK, s)
+	return nil
+}
+
+func (a *API) deregisterSpace(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	version, err := ifMatch(r, false)
+	if err != nil {
+		return err
+	}
+	if err := a.Spaces.Deregister(r.Context(), p.OrgID, r.PathValue("id"), version); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func writeSpace(w http.ResponseWriter, status int, s space.Space) {
+	w.Header().Set("ETag", etag(s.Version))
+	writeJSON(w, status, "application/json", s)
+}
+
+func etag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }
+
+// ifMatch reads the If-Match header as an item version; 0 means any ("*" or,
+// when not required, absent). The header is read with Values because the
+// API Gateway proxy splits header values on commas.
+func ifMatch(r *http.Request, required bool) (int64, error) {
+	vals := r.Header.Values("If-Match")
+	if len(vals) == 0 {
+		if required {
+			return 0, space.Errorf(space.KindPreconditionRequired, "this request needs an If-Match header with the ETag of the space")
+		}
+		return 0, nil
+	}
+	var tags []string
+	for _, v := range vals {
+		for _, t := range strings.Split(v, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				tags = append(tags, t)
+			}
+		}
+	}
+	if len(tags) == 1 && tags[0] == "*" {
+		return 0, nil
+	}
+	if len(tags) == 1 {
+		t := strings.TrimPrefix(tags[0], "W/")
+		if len(t) >= 3 && t[0] == '"' && t[len(t)-1] == '"' {
+			if v, err := strconv.ParseInt(t[1:len(t)-1], 10, 64); err == nil && v > 0 {
+				return v, nil
+			}
+		}
+	}
+	return 0, &space.Error{Kind: space.KindMalformed, Message: "the If-Match header must be one ETag as returned by GET",
+		Fields: []space.FieldError{{Field: "If-Match", Reason: `must be one quoted ETag such as "3"`}}}
+}

@@ -1,0 +1,57 @@
+package space
+
+import "context"
+
+// ClusterChecker asks the cloud whether the cluster a space names exists in
+// the cloud account, before it is registered. It returns nil when it does, an
+// *Error of KindInvalid with Reason ReasonClusterNotFound (and the cloud's
+// message) when it does not, and other *Error values (AccessDenied,
+// CloudUnavailable, CredentialsUnavailable) when the cloud cannot tell.
+type ClusterChecker interface {
+	CheckCluster(ctx context.Context, acct CloudAccount, s Space) error
+}
+
+// DiscoveredCluster is a cluster a cloud account can see, as the cluster
+// picker offers it.
+type DiscoveredCluster struct {
+	// Name is the cluster's name in its cloud.
+	Name string `json:"name"`
+	// Location is where it runs: the AWS region, GCP region or zone, or
+	// Azure location.
+	Location string `json:"location"`
+	// Status is the cloud's own word for its state (ACTIVE, RUNNING,
+	// Succeeded, ...), passed through.
+	Status string `json:"status,omitempty"`
+	// Config is the identity config to POST /spaces with.
+	Config Config `json:"config"`
+	// RegisteredSpaceID names the org's space already holding this cluster.
+	RegisteredSpaceID string `json:"registered_space_id,omitempty"`
+}
+
+// ClusterLister lists the clusters a cloud account can see. region narrows
+// the listing where the cloud lists per region (AWS, where it is required);
+// the others list everywhere and ignore it.
+type ClusterLister interface {
+	ListClusters(ctx context.Context, acct CloudAccount, region string) ([]DiscoveredCluster, error)
+}
+
+// CheckRegistration is the cloud-side check of a registration: synthetic
+// spaces are placeholders and are not looked up; for the others the cloud
+// account must exist in the org for the same provider, and the checker must
+// find the cluster in it. It is meant to run after in.Validate() and before
+// the store registers s.
+func CheckRegistration(ctx context.Context, store Store, checker ClusterChecker, s Space) error {
+	if s.Synthetic || checker == nil {
+		return nil
+	}
+	acct, err := store.GetAccount(ctx, s.OrgID, s.CloudAccountID)
+	if KindOf(err) == KindNotFound || (err == nil && acct.Provider != s.Provider) {
+		return &Error{Kind: KindInvalid, Message: "the space is not valid", Fields: []FieldError{{
+			Field: "cloud_account_id", Reason: "no " + string(s.Provider) + " cloud account with this id in the org",
+		}}}
+	}
+	if err != nil {
+		return err
+	}
+	return checker.CheckCluster(ctx, acct, s)
+}

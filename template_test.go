@@ -1,0 +1,80 @@
+package spaces_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/awslabs/goformation/v7"
+
+	"spaces"
+	"spaces/shared/httpapi"
+)
+
+// TestTemplateMatchesTheCode: every function in template.yaml is built by the
+// Makefile, has its folder and sample events, and the HTTP API's routes are
+// exactly the routes the mux serves.
+func TestTemplateMatchesTheCode(t *testing.T) {
+	tpl, err := goformation.ParseYAML(spaces.Template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	makefile, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fns := tpl.GetAllServerlessFunctionResources()
+	if len(fns) == 0 {
+		t.Fatal("no functions in template.yaml")
+	}
+	var templateRoutes []string
+	folders := map[string]bool{}
+	for id, fn := range fns {
+		if fn.AWSCloudFormationMetadata["BuildMethod"] != "makefile" {
+			t.Errorf("%s: Metadata.BuildMethod must be makefile", id)
+		}
+		if !regexp.MustCompile(`(?m)^build-` + id + `:`).Match(makefile) {
+			t.Errorf("%s: the Makefile has no build-%s target", id, id)
+		}
+		dir := strings.ToLower(strings.TrimSuffix(id, "Function"))
+		folders[dir] = true
+		if _, err := os.Stat(filepath.Join("functions", dir, "main.go")); err != nil {
+			t.Errorf("%s: functions/%s/main.go: %v", id, dir, err)
+		}
+		samples, _ := filepath.Glob(filepath.Join("events", dir, "*.json"))
+		if len(samples) == 0 {
+			t.Errorf("%s: no sample events in events/%s/", id, dir)
+		}
+		for name, ev := range fn.Events {
+			if ev.Type != "HttpApi" {
+				continue
+			}
+			p := ev.Properties.HttpApiEvent
+			if p == nil || p.Method == nil || p.Path == nil {
+				t.Errorf("%s.%s: HttpApi event without Method and Path", id, name)
+				continue
+			}
+			templateRoutes = append(templateRoutes, strings.ToUpper(*p.Method)+" "+*p.Path)
+		}
+	}
+	entries, err := os.ReadDir("functions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() && !folders[e.Name()] {
+			t.Errorf("functions/%s is not deployed by template.yaml", e.Name())
+		}
+	}
+	served := httpapi.Routes()
+	sort.Strings(served)
+	sort.Strings(templateRoutes)
+	if !slices.Equal(served, templateRoutes) {
+		t.Errorf("routes differ\n template: %v\n mux:      %v", templateRoutes, served)
+	}
+}
+
