@@ -1,0 +1,187 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"spaces/infra/emulator/emulatortest"
+	"spaces/shared/auth"
+	"spaces/shared/awsclient"
+	"spaces/shared/cursor"
+	"spaces/shared/dynamostore"
+	"spaces/shared/httpapi"
+	"spaces/shared/space"
+)
+
+// timedStore measures the time spent in the store, so the benchmarks can
+// report the handler's own overhead separately.
+type timedStore struct {
+	space.Store
+	ns, allocs atomic.Int64
+}
+
+// mark starts a measured store call; the returned func ends it. Allocations
+// are read from the process-wide counter: the emulator serves the call in
+// this window, so its allocations count as the store's.
+func (s *timedStore) mark() func() {
+	t, a := time.Now(), heapAllocs()
+	return func() {
+		s.ns.Add(int64(time.Since(t)))
+		s.allocs.Add(int64(heapAllocs() - a))
+	}
+}
+
+func heapAllocs() uint64 {
+	m := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	metrics.Read(m)
+	return m[0].Value.Uint64()
+}
+
+func (s *timedStore) Register(ctx context.Context, sp space.Space, idem space.Idempotency) error {
+	defer s.mark()()
+	return s.Store.Register(ctx, sp, idem)
+}
+
+func (s *timedStore) GetSpace(ctx context.Context, org, id string) (space.Space, error) {
+	defer s.mark()()
+	return s.Store.GetSpace(ctx, org, id)
+}
+
+func (s *timedStore) ListSpaces(ctx context.Context, org string, q space.Query) ([]space.Space, string, error) {
+	defer s.mark()()
+	return s.Store.ListSpaces(ctx, org, q)
+}
+
+func (s *timedStore) GetAccount(ctx context.Context, org, id string) (space.CloudAccount, error) {
+	defer s.mark()()
+	return s.Store.GetAccount(ctx, org, id)
+}
+
+// fixedAuth stands in for token verification, which auth's own benchmarks
+// measure, so these figures are the API's.
+type fixedAuth struct{ p auth.Principal }
+
+func (f fixedAuth) Authenticate(*http.Request) (auth.Principal, error) { return f.p, nil }
+
+type bench struct {
+	h       http.Handler
+	store   *timedStore
+	account string
+	svc     *space.Service
+}
+
+func newBench(b *testing.B) *bench {
+	env := emulatortest.Start(b)
+	st := &timedStore{Store: dynamostore.New(awsclient.DynamoDB(env.Config, env.Endpoint), env.Name(b, "SpacesTable"))}
+	cur, err := cursor.New(cursor.KeyFromSecret("bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc := space.NewService(st, space.DefaultStaleAfter)
+	api := &httpapi.API{Spaces: svc, Auth: fixedAuth{auth.Principal{OrgID: "bench"}}, Cursors: cur, Log: slog.New(slog.DiscardHandler)}
+	acct, err := svc.CreateAccount(context.Background(), "bench", space.NewAccountInput{Provider: space.AWS, Name: "bench",
+		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/r", "externalId": "bench-ext"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &bench{h: api.Handler(), store: st, account: acct.ID, svc: svc}
+}
+
+func (bn *bench) serve(b *testing.B, method, path string, body []byte, want int) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, bytes.NewReader(body))
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := httptest.NewRecorder()
+	bn.h.ServeHTTP(rec, req)
+	if rec.Code != want {
+		b.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
+	}
+	return rec
+}
+
+func (bn *bench) start() (time.Time, uint64) {
+	bn.store.ns.Store(0)
+	bn.store.allocs.Store(0)
+	return time.Now(), heapAllocs()
+}
+
+func (bn *bench) report(b *testing.B, start time.Time, allocs0 uint64) {
+	n := float64(b.N)
+	total := float64(time.Since(start).Nanoseconds()) / n
+	store := float64(bn.store.ns.Load()) / n
+	totalAllocs := float64(heapAllocs()-allocs0) / n
+	storeAllocs := float64(bn.store.allocs.Load()) / n
+	b.ReportMetric(store, "store-ns/op")
+	b.ReportMetric(total-store, "handler-ns/op")
+	b.ReportMetric(totalAllocs-storeAllocs, "handler-allocs/op")
+}
+
+func (bn *bench) seed(b *testing.B, n int) {
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				in := space.RegisterInput{Provider: space.AWS, SpaceType: space.TypeKubernetes, CloudAccountID: bn.account,
+					Config: space.Config{"clusterName": fmt.Sprintf("seed-%06d", i), "region": "us-east-1"}}
+				if _, _, err := bn.svc.Register(context.Background(), "bench", in, ""); err != nil {
+					b.Error(err)
+				}
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+}
+
+func BenchmarkRegister(b *testing.B) {
+	bn := newBench(b)
+	b.ReportAllocs()
+	start, allocs := bn.start()
+	for i := 0; b.Loop(); i++ {
+		body := fmt.Appendf(nil, `{"provider":"aws","space_type":"kubernetes","cloud_account_id":%q,"config":{"clusterName":"c-%d","region":"us-east-1"}}`, bn.account, i)
+		bn.serve(b, "POST", "/spaces", body, 201)
+	}
+	bn.report(b, start, allocs)
+}
+
+func BenchmarkGet(b *testing.B) {
+	bn := newBench(b)
+	rec := bn.serve(b, "POST", "/spaces", fmt.Appendf(nil, `{"provider":"aws","space_type":"kubernetes","cloud_account_id":%q,"config":{"clusterName":"one","region":"us-east-1"}}`, bn.account), 201)
+	path := rec.Header().Get("Location")
+	b.ReportAllocs()
+	start, allocs := bn.start()
+	for b.Loop() {
+		bn.serve(b, "GET", path, nil, 200)
+	}
+	bn.report(b, start, allocs)
+}
+
+// BenchmarkList100 lists a 100-item page of an org with 10,000 spaces.
+func BenchmarkList100(b *testing.B) {
+	bn := newBench(b)
+	bn.seed(b, 10_000)
+	b.ReportAllocs()
+	start, allocs := bn.start()
+	for b.Loop() {
+		rec := bn.serve(b, "GET", "/spaces?limit=100", nil, 200)
+		_, _ = io.Copy(io.Discard, rec.Body)
+	}
+	bn.report(b, start, allocs)
+}
