@@ -30,7 +30,10 @@ type Store interface {
 	GetSpace(ctx context.Context, org, id string) (Space, error)
 	// ListSpaces returns org's live spaces matching q, ordered by id.
 	ListSpaces(ctx context.Context, org string, q Query) ([]Space, string, error)
-	// SaveSpace replaces a live space whose stored version is s.Version-1.
+	// SaveSpace stores the mutable fields (name, status, probe, updated_at,
+	// version) of a live space whose stored version is s.Version-1; the
+	// identity, account, type and synthetic flag fixed at registration are
+	// never rewritten.
 	SaveSpace(ctx context.Context, s Space) error
 	// Deregister marks the space deleted at the given time and releases its
 	// identity claim and account count, atomically, if its version is
