@@ -55,3 +55,19 @@ func CheckRegistration(ctx context.Context, store Store, checker ClusterChecker,
 	}
 	return checker.CheckCluster(ctx, acct, s)
 }
+
+// ValidateConfigValue checks one config value of provider p against the
+// rule for key, returning "" when it is valid and the reason otherwise
+// (such as a region given in a query string).
+func ValidateConfigValue(p Provider, key, v string) string {
+	var fe fieldErrors
+	r, ok := configKeys[p][key]
+	if !ok {
+		return "is not a config key of " + string(p)
+	}
+	checkKeys(&fe, "config", map[string]string{key: v}, map[string]rule{key: r})
+	if len(fe) == 0 {
+		return ""
+	}
+	return fe[0].Reason
+}

@@ -1,0 +1,214 @@
+// Package kubens lists and creates namespaces on a space's cluster through
+// client-go, with freshly minted credentials and a short timeout, so that a
+// dead cluster answers the API quickly instead of hanging it. It is the
+// Kubernetes adapter behind the space-discovery routes.
+package kubens
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"spaces/shared/kubecred"
+	"spaces/shared/space"
+)
+
+// DefaultTimeout bounds one cluster call (mint excluded).
+const DefaultTimeout = 5 * time.Second
+
+// Spaces returns one of an org's live spaces (space.Service.Get).
+type Spaces interface {
+	Get(ctx context.Context, org, id string) (space.Space, error)
+}
+
+// Service lists and creates namespaces. The zero Timeout means
+// DefaultTimeout.
+type Service struct {
+	Spaces  Spaces
+	Minter  kubecred.Minter
+	Timeout time.Duration
+}
+
+// Namespace is what the API shows of a namespace.
+type Namespace struct {
+	Name      string            `json:"name"`
+	Phase     string            `json:"phase"`
+	Labels    map[string]string `json:"labels"`
+	CreatedAt time.Time         `json:"created_at"`
+}
+
+// NewNamespace is a namespace to create.
+type NewNamespace struct {
+	Name   string
+	Labels map[string]string
+}
+
+// Validate reports every bad field at once: a DNS-1123 label name and
+// valid Kubernetes label keys and values.
+func (n NewNamespace) Validate() error {
+	var fe []space.FieldError
+	if n.Name == "" {
+		fe = append(fe, space.FieldError{Field: "name", Reason: "is required"})
+	} else if errs := validation.IsDNS1123Label(n.Name); len(errs) > 0 {
+		fe = append(fe, space.FieldError{Field: "name", Reason: "must be a DNS-1123 label: " + errs[0]})
+	}
+	keys := make([]string, 0, len(n.Labels))
+	for k := range n.Labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			fe = append(fe, space.FieldError{Field: "labels." + k, Reason: "is not a valid label key: " + errs[0]})
+		}
+		if errs := validation.IsValidLabelValue(n.Labels[k]); len(errs) > 0 {
+			fe = append(fe, space.FieldError{Field: "labels." + k, Reason: "is not a valid label value: " + errs[0]})
+		}
+	}
+	if len(fe) == 0 {
+		return nil
+	}
+	return &space.Error{Kind: space.KindInvalid, Message: "the namespace is not valid", Fields: fe}
+}
+
+func (s *Service) timeout() time.Duration {
+	if s.Timeout > 0 {
+		return s.Timeout
+	}
+	return DefaultTimeout
+}
+
+// List returns the namespaces of the space's cluster, by name.
+func (s *Service) List(ctx context.Context, org, spaceID string) ([]Namespace, error) {
+	var out []Namespace
+	err := s.do(ctx, org, spaceID, func(ctx context.Context, cs kubernetes.Interface) error {
+		list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		out = make([]Namespace, 0, len(list.Items))
+		for _, ns := range list.Items {
+			out = append(out, view(ns))
+		}
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, err
+}
+
+// Create creates a namespace on the space's cluster; KindConflict if it
+// exists.
+func (s *Service) Create(ctx context.Context, org, spaceID string, in NewNamespace) (Namespace, error) {
+	if err := in.Validate(); err != nil {
+		return Namespace{}, err
+	}
+	var out Namespace
+	err := s.do(ctx, org, spaceID, func(ctx context.Context, cs kubernetes.Interface) error {
+		ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+			ObjectMeta: metav1.ObjectMeta{Name: in.Name, Labels: in.Labels},
+		}, metav1.CreateOptions{FieldManager: "spaces"})
+		if err != nil {
+			return err
+		}
+		out = view(*ns)
+		return nil
+	})
+	return out, err
+}
+
+func view(ns corev1.Namespace) Namespace {
+	labels := ns.Labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	return Namespace{Name: ns.Name, Phase: string(ns.Status.Phase), Labels: labels, CreatedAt: ns.CreationTimestamp.UTC()}
+}
+
+// do finds the space, mints credentials and runs call against the cluster.
+// A 401 means the credential went stale: it is dropped, minted afresh and
+// the call is tried once more.
+func (s *Service) do(ctx context.Context, org, spaceID string, call func(context.Context, kubernetes.Interface) error) error {
+	sp, err := s.Spaces.Get(ctx, org, spaceID)
+	if err != nil {
+		return err
+	}
+	if sp.Synthetic {
+		return &space.Error{Kind: space.KindInvalid, Reason: space.ReasonCredentialsUnavailable,
+			Message: "the space is synthetic: it is not a real cluster and has no namespaces"}
+	}
+	for attempt := 1; ; attempt++ {
+		creds, err := s.Minter.Mint(ctx, sp)
+		if err != nil {
+			return err
+		}
+		cs, err := client(creds, s.timeout())
+		if err != nil {
+			return &space.Error{Kind: space.KindBadGateway, Reason: space.ReasonCredentialsUnavailable,
+				Message: "the minted credentials are not usable", Err: err}
+		}
+		cctx, cancel := context.WithTimeout(ctx, s.timeout())
+		err = call(cctx, cs)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if apierrors.IsUnauthorized(err) && attempt == 1 {
+			s.Minter.Invalidate(sp.ID)
+			continue
+		}
+		return classify(err)
+	}
+}
+
+func client(c kubecred.Credentials, timeout time.Duration) (kubernetes.Interface, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(&rest.Config{
+		Host:            c.Server,
+		BearerToken:     c.Token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.CAData},
+		Timeout:         timeout,
+		UserAgent:       "spaces-discovery",
+		// JSON rather than protobuf: every API server and proxy speaks it.
+		ContentConfig: rest.ContentConfig{ContentType: "application/json"},
+		QPS:           -1, // one or two calls per request: no client-side rate limit
+	})
+}
+
+// classify maps a cluster call's failure to an API answer.
+func classify(err error) error {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		code := int(st.Status().Code)
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			return &space.Error{Kind: space.KindConflict, Message: "the namespace already exists"}
+		case apierrors.IsInvalid(err):
+			return &space.Error{Kind: space.KindInvalid, Message: "the cluster refused the namespace: " + st.Status().Message}
+		case code == http.StatusUnauthorized:
+			return &space.Error{Kind: space.KindBadGateway, Reason: space.ReasonUnauthorized,
+				Message: "the cluster rejected the minted credentials (401)", Err: err}
+		case code == http.StatusForbidden:
+			return &space.Error{Kind: space.KindBadGateway, Reason: space.ReasonUnauthorized,
+				Message: "the cluster forbids this to Spaces' identity (403)", Err: err}
+		}
+		return &space.Error{Kind: space.KindBadGateway, Reason: space.ReasonBadResponse,
+			Message: fmt.Sprintf("the cluster answered %d %s", code, http.StatusText(code)), Err: err}
+	}
+	reason, msg := space.ReasonUnreachable, "the cluster cannot be reached"
+	if errors.Is(err, context.DeadlineExceeded) {
+		reason, msg = space.ReasonTimeout, "the cluster did not answer in time"
+	}
+	return &space.Error{Kind: space.KindUnavailable, Reason: reason, Message: msg, Err: err}
+}

@@ -1,0 +1,298 @@
+// Package gke mints credentials for GKE clusters: an OAuth2 access token of
+// the cloud account's service account, obtained by impersonation (IAM
+// Credentials generateAccessToken) from the runtime's own Google
+// credentials, and the cluster's endpoint and CA from the container API's
+// GetCluster. The access token is also the cluster bearer token, as with
+// gke-gcloud-auth-plugin.
+package gke
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	container "cloud.google.com/go/container/apiv1"
+	"cloud.google.com/go/container/apiv1/containerpb"
+	"github.com/googleapis/gax-go/v2/apierror"
+	"golang.org/x/oauth2"
+	"google.golang.org/api/option"
+
+	"spaces/shared/kubecred"
+	"spaces/shared/mint/cloud"
+	"spaces/shared/space"
+)
+
+const (
+	// Scope is what the impersonated token may do: the container API and
+	// the clusters.
+	Scope = "https://www.googleapis.com/auth/cloud-platform"
+	// DefaultIAMEndpoint and DefaultContainerEndpoint are Google's.
+	DefaultIAMEndpoint       = "https://iamcredentials.googleapis.com"
+	DefaultContainerEndpoint = "https://container.googleapis.com"
+	// refreshBefore renews a token this long before it expires.
+	refreshBefore = 2 * time.Minute
+	// lifetime is what generateAccessToken is asked for.
+	lifetime = "3600s"
+)
+
+// Config configures a Minter.
+type Config struct {
+	// Runtime is the runtime's own Google identity (workload identity
+	// federation in Lambda: golang.org/x/oauth2/google.FindDefaultCredentials).
+	Runtime oauth2.TokenSource
+	// HTTPClient carries every call (default http.DefaultClient); its
+	// transport is wrapped with the tokens.
+	HTTPClient *http.Client
+	// IAMEndpoint and ContainerEndpoint override Google's endpoints (the
+	// simulated cloud).
+	IAMEndpoint, ContainerEndpoint string
+	// Now reads the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Minter mints GKE credentials. It is safe for concurrent use.
+type Minter struct {
+	cfg    Config
+	iam    *http.Client
+	mu     sync.Mutex
+	tokens map[string]oauth2.TokenSource // service account -> cached impersonated tokens
+	apis   map[string]*container.ClusterManagerClient
+}
+
+// New returns a Minter.
+func New(cfg Config) *Minter {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = http.DefaultClient
+	}
+	if cfg.IAMEndpoint == "" {
+		cfg.IAMEndpoint = DefaultIAMEndpoint
+	}
+	if cfg.ContainerEndpoint == "" {
+		cfg.ContainerEndpoint = DefaultContainerEndpoint
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Minter{
+		cfg:    cfg,
+		iam:    withTokens(cfg.HTTPClient, cfg.Runtime),
+		tokens: map[string]oauth2.TokenSource{},
+		apis:   map[string]*container.ClusterManagerClient{},
+	}
+}
+
+func withTokens(base *http.Client, ts oauth2.TokenSource) *http.Client {
+	c := *base
+	rt := base.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	c.Transport = &oauth2.Transport{Source: ts, Base: rt}
+	return &c
+}
+
+// impersonated is a token source of the service account, caching each
+// token until shortly before it expires.
+type impersonated struct {
+	m  *Minter
+	sa string
+}
+
+func (i impersonated) Token() (*oauth2.Token, error) {
+	return i.m.generateAccessToken(context.Background(), i.sa)
+}
+
+func (m *Minter) tokenSource(sa string) oauth2.TokenSource {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ts, ok := m.tokens[sa]
+	if !ok {
+		ts = oauth2.ReuseTokenSourceWithExpiry(nil, impersonated{m: m, sa: sa}, refreshBefore)
+		m.tokens[sa] = ts
+	}
+	return ts
+}
+
+// generateAccessToken is IAM Credentials' generateAccessToken.
+func (m *Minter) generateAccessToken(ctx context.Context, sa string) (*oauth2.Token, error) {
+	body, _ := json.Marshal(map[string]any{"scope": []string{Scope}, "lifetime": lifetime})
+	u := strings.TrimSuffix(m.cfg.IAMEndpoint, "/") + "/v1/projects/-/serviceAccounts/" + url.PathEscape(sa) + ":generateAccessToken"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := m.iam.Do(req)
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) {
+			return nil, cloud.Errorf(space.ReasonCredentialsUnavailable, "the runtime's Google credentials were refused: "+re.ErrorCode, err)
+		}
+		return nil, cloud.Unavailable("iam:generateAccessToken", err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error struct {
+				Message string `json:"message"`
+				Status  string `json:"status"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(data, &e)
+		msg := fmt.Sprintf("impersonating %s: %s", sa, e.Error.Message)
+		switch {
+		case resp.StatusCode == http.StatusUnauthorized:
+			return nil, cloud.Errorf(space.ReasonCredentialsUnavailable, msg, nil)
+		case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusNotFound:
+			return nil, cloud.Errorf(space.ReasonAccessDenied, msg, nil)
+		}
+		return nil, cloud.Errorf(space.ReasonCloudUnavailable, msg, fmt.Errorf("HTTP %d", resp.StatusCode))
+	}
+	var out struct {
+		AccessToken string    `json:"accessToken"`
+		ExpireTime  time.Time `json:"expireTime"`
+	}
+	if err := json.Unmarshal(data, &out); err != nil || out.AccessToken == "" {
+		return nil, cloud.Errorf(space.ReasonCloudUnavailable, "generateAccessToken answered without a token", err)
+	}
+	return &oauth2.Token{AccessToken: out.AccessToken, TokenType: "Bearer", Expiry: out.ExpireTime}, nil
+}
+
+// Forget drops the account's cached access token and client.
+func (m *Minter) Forget(acct space.CloudAccount) {
+	sa := acct.Connection["serviceAccountEmail"]
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.tokens, sa)
+	if c, ok := m.apis[sa]; ok {
+		_ = c.Close()
+		delete(m.apis, sa)
+	}
+}
+
+// api returns the container API client acting as the service account.
+func (m *Minter) api(ctx context.Context, sa string) (*container.ClusterManagerClient, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.apis[sa]; ok {
+		return c, nil
+	}
+	ts := m.tokens[sa]
+	c, err := container.NewClusterManagerRESTClient(ctx,
+		option.WithEndpoint(m.cfg.ContainerEndpoint),
+		option.WithHTTPClient(withTokens(m.cfg.HTTPClient, ts)))
+	if err != nil {
+		return nil, cloud.Errorf(space.ReasonCredentialsUnavailable, "cannot build the GKE client", err)
+	}
+	m.apis[sa] = c
+	return c, nil
+}
+
+// token returns the service account's current access token.
+func (m *Minter) token(ctx context.Context, sa string) (*oauth2.Token, error) {
+	tok, err := m.tokenSource(sa).Token()
+	if err != nil {
+		var de *space.Error
+		if errors.As(err, &de) {
+			return nil, de
+		}
+		return nil, cloud.Unavailable("iam:generateAccessToken", err)
+	}
+	return tok, nil
+}
+
+// Mint returns credentials for the space's cluster.
+func (m *Minter) Mint(ctx context.Context, acct space.CloudAccount, s space.Space) (kubecred.Credentials, error) {
+	sa := acct.Connection["serviceAccountEmail"]
+	tok, err := m.token(ctx, sa)
+	if err != nil {
+		return kubecred.Credentials{}, err
+	}
+	cl, err := m.get(ctx, sa, s)
+	if err != nil {
+		return kubecred.Credentials{}, err
+	}
+	ca, err := base64.StdEncoding.DecodeString(cl.GetMasterAuth().GetClusterCaCertificate())
+	if err != nil {
+		return kubecred.Credentials{}, cloud.Errorf(space.ReasonCloudUnavailable, "GKE returned a CA that is not base64", err)
+	}
+	return kubecred.Credentials{Server: "https://" + cl.GetEndpoint(), CAData: ca, Token: tok.AccessToken, ExpiresAt: tok.Expiry}, nil
+}
+
+func (m *Minter) get(ctx context.Context, sa string, s space.Space) (*containerpb.Cluster, error) {
+	if _, err := m.token(ctx, sa); err != nil {
+		return nil, err
+	}
+	api, err := m.api(ctx, sa)
+	if err != nil {
+		return nil, err
+	}
+	name := "projects/" + s.Config["projectId"] + "/locations/" + s.Config["region"] + "/clusters/" + s.Config["clusterName"]
+	cl, err := api.GetCluster(ctx, &containerpb.GetClusterRequest{Name: name})
+	if err != nil {
+		return nil, classify("gke:GetCluster", err)
+	}
+	if cl.GetEndpoint() == "" {
+		return nil, cloud.Errorf(space.ReasonCloudUnavailable, fmt.Sprintf("GKE cluster %s has no endpoint yet (status %s)", name, cl.GetStatus()), nil)
+	}
+	return cl, nil
+}
+
+// CheckCluster looks the cluster up (registration check).
+func (m *Minter) CheckCluster(ctx context.Context, acct space.CloudAccount, s space.Space) error {
+	_, err := m.get(ctx, acct.Connection["serviceAccountEmail"], s)
+	return err
+}
+
+// ListClusters lists the project's clusters in every location.
+func (m *Minter) ListClusters(ctx context.Context, acct space.CloudAccount, _ string) ([]space.DiscoveredCluster, error) {
+	sa, project := acct.Connection["serviceAccountEmail"], acct.Connection["projectId"]
+	if _, err := m.token(ctx, sa); err != nil {
+		return nil, err
+	}
+	api, err := m.api(ctx, sa)
+	if err != nil {
+		return nil, err
+	}
+	out, err := api.ListClusters(ctx, &containerpb.ListClustersRequest{Parent: "projects/" + project + "/locations/-"})
+	if err != nil {
+		return nil, classify("gke:ListClusters", err)
+	}
+	var list []space.DiscoveredCluster
+	for _, cl := range out.GetClusters() {
+		list = append(list, space.DiscoveredCluster{Name: cl.GetName(), Location: cl.GetLocation(), Status: cl.GetStatus().String(),
+			Config: space.Config{"clusterName": cl.GetName(), "region": cl.GetLocation(), "projectId": project}})
+	}
+	return list, nil
+}
+
+func classify(op string, err error) error {
+	var de *space.Error
+	if errors.As(err, &de) {
+		return de
+	}
+	var ae *apierror.APIError
+	if errors.As(err, &ae) {
+		msg := ae.Error()
+		if st := ae.GRPCStatus(); st != nil && st.Message() != "" {
+			msg = st.Message()
+		}
+		switch ae.HTTPCode() {
+		case http.StatusNotFound:
+			return cloud.Errorf(space.ReasonClusterNotFound, msg, err)
+		case http.StatusForbidden, http.StatusUnauthorized:
+			return cloud.Errorf(space.ReasonAccessDenied, op+": "+msg, err)
+		}
+	}
+	return cloud.Unavailable(op, err)
+}

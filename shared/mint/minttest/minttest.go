@@ -1,0 +1,153 @@
+// Package minttest wires a mint.Minter to the simulated clouds for tests:
+// one cloud account per provider in a fresh org, each allowed into
+// simcloud, and helpers to add clusters backed by a testcluster or a real
+// kube-apiserver.
+package minttest
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	azcloud "github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/google/uuid"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+
+	"spaces/infra/emulator/emulatortest"
+	"spaces/infra/simcloud"
+	"spaces/shared/awsclient"
+	"spaces/shared/dynamostore"
+	"spaces/shared/mint"
+	"spaces/shared/mint/aks"
+	"spaces/shared/mint/eks"
+	"spaces/shared/mint/gke"
+	"spaces/shared/space"
+)
+
+// Fixed identities of the simulated accounts.
+const (
+	AWSAccount    = "123456789012"
+	RoleARN       = "arn:aws:iam::" + AWSAccount + ":role/spaces-access"
+	ExternalID    = "spaces-ext-0001"
+	Region        = "eu-west-1"
+	GCPProject    = "acme-prod-1"
+	GCPLocation   = "europe-west1"
+	ServiceAcct   = "spaces@acme-prod-1.iam.gserviceaccount.com"
+	TenantID      = "11111111-2222-3333-4444-555555555555"
+	ClientID      = "66666666-7777-8888-9999-000000000000"
+	Subscription  = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
+	ResourceGroup = "rg-prod"
+	AzureLocation = "westeurope"
+)
+
+// Env is one test's world.
+type Env struct {
+	Cloud    *simcloud.Cloud
+	Store    *dynamostore.Store
+	Service  *space.Service
+	Minter   *mint.Minter
+	Org      string
+	Accounts map[space.Provider]space.CloudAccount
+}
+
+// Start builds the world: the emulator's table, the simulated clouds and a
+// minter reaching them through endpoint overrides only.
+func Start(t testing.TB) *Env {
+	t.Helper()
+	emu := emulatortest.Start(t)
+	store := dynamostore.New(awsclient.DynamoDB(emu.Config, emu.Endpoint), emu.Name(t, "SpacesTable"))
+	sc := simcloud.StartForTest(t, simcloud.Options{})
+	sc.AddRole(RoleARN, ExternalID)
+	sc.AddServiceAccount(ServiceAcct)
+	sc.AddApp(TenantID, ClientID)
+
+	env := &Env{Cloud: sc, Store: store, Service: space.NewService(store, 0), Org: uuid.NewString(),
+		Accounts: map[space.Provider]space.CloudAccount{}}
+	env.Minter = &mint.Minter{Grants: store, Accounts: store, Providers: Providers(sc)}
+
+	for p, conn := range map[space.Provider]map[string]string{
+		space.AWS:   {"roleArn": RoleARN, "externalId": ExternalID},
+		space.GCP:   {"projectId": GCPProject, "serviceAccountEmail": ServiceAcct},
+		space.Azure: {"tenantId": TenantID, "clientId": ClientID, "subscriptionId": Subscription},
+	} {
+		a, err := env.Service.CreateAccount(t.Context(), env.Org, space.NewAccountInput{Provider: p, Name: string(p), Connection: conn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Accounts[p] = a
+	}
+	return env
+}
+
+// Providers are the three provider minters pointed at sc, configured the
+// way production configures them except for the endpoints and runtime
+// identities.
+func Providers(sc *simcloud.Cloud) map[space.Provider]mint.Provider {
+	hc := sc.HTTPClient()
+	awsCfg := aws.Config{
+		Region:      "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider(simcloud.RuntimeAccessKeyID, simcloud.RuntimeSecretAccessKey, ""),
+		HTTPClient:  hc,
+	}
+	google := (&clientcredentials.Config{ClientID: simcloud.GoogleClientID, ClientSecret: simcloud.GoogleClientSecret,
+		TokenURL: sc.GoogleTokenURL()}).TokenSource(contextWithClient(hc))
+	azure := azcloud.Configuration{
+		ActiveDirectoryAuthorityHost: sc.EntraAuthorityHost(),
+		Services: map[azcloud.ServiceName]azcloud.ServiceConfiguration{
+			azcloud.ResourceManager: {Endpoint: sc.URL, Audience: simcloud.ARMAudience},
+		},
+	}
+	return map[space.Provider]mint.Provider{
+		space.AWS: eks.New(eks.Config{AWS: awsCfg, Endpoint: sc.URL}),
+		space.GCP: gke.New(gke.Config{Runtime: google, HTTPClient: hc, IAMEndpoint: sc.URL, ContainerEndpoint: sc.URL}),
+		space.Azure: aks.New(aks.Config{Cloud: &azure, HTTPClient: hc,
+			Assertion: func(context.Context) (string, error) { return sc.FederatedAssertion(), nil }}),
+	}
+}
+
+// Config is the identity config of a cluster called name on provider.
+func Config(p space.Provider, name string) space.Config {
+	switch p {
+	case space.AWS:
+		return space.Config{"clusterName": name, "region": Region}
+	case space.GCP:
+		return space.Config{"clusterName": name, "region": GCPLocation, "projectId": GCPProject}
+	}
+	return space.Config{"clusterName": name, "resourceGroup": ResourceGroup, "subscriptionId": Subscription}
+}
+
+// Cluster describes a simulated cluster of provider named name, granted to
+// the env's account, backed by server/ca (set Sink or Backend on the result).
+func Cluster(p space.Provider, name, server string, ca []byte) simcloud.Cluster {
+	c := simcloud.Cluster{Provider: p, Name: name, Server: server, CAPEM: ca}
+	switch p {
+	case space.AWS:
+		c.Account, c.Location, c.Principals = AWSAccount, Region, []string{RoleARN}
+	case space.GCP:
+		c.Account, c.Location, c.Principals = GCPProject, GCPLocation, []string{ServiceAcct}
+	case space.Azure:
+		c.Account, c.ResourceGroup, c.Location = Subscription, ResourceGroup, AzureLocation
+		c.Principals = []string{simcloud.AzurePrincipal(TenantID, ClientID)}
+	}
+	return c
+}
+
+// Register registers a space for the cluster called name.
+func (e *Env) Register(t testing.TB, p space.Provider, name string, synthetic bool) space.Space {
+	t.Helper()
+	s, _, err := e.Service.Register(t.Context(), e.Org, space.RegisterInput{
+		Provider: p, SpaceType: space.TypeKubernetes, CloudAccountID: e.Accounts[p].ID, Config: Config(p, name), Synthetic: synthetic,
+	}, "")
+	if err != nil {
+		t.Fatalf("register %s %s: %v", p, name, err)
+	}
+	return s
+}
+
+// contextWithClient makes oauth2 use hc for the runtime's token requests.
+func contextWithClient(hc *http.Client) context.Context {
+	return context.WithValue(context.Background(), oauth2.HTTPClient, hc)
+}
