@@ -1,0 +1,316 @@
+package probing_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
+
+	"spaces/infra/emulator/emulatortest"
+	"spaces/infra/staticminter"
+	"spaces/infra/testcluster"
+	"spaces/shared/awsclient"
+	"spaces/shared/dynamostore"
+	"spaces/shared/kubeprobe"
+	"spaces/shared/metrics"
+	"spaces/shared/probing"
+	"spaces/shared/space"
+	"spaces/shared/sqsqueue"
+)
+
+// counter counts AWS calls by operation (X-Amz-Target).
+type counter struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	n    map[string]int
+}
+
+func (c *counter) RoundTrip(r *http.Request) (*http.Response, error) {
+	op := r.Header.Get("X-Amz-Target")
+	if i := strings.LastIndex(op, "."); i >= 0 {
+		op = op[i+1:]
+	}
+	c.mu.Lock()
+	c.n[op]++
+	c.mu.Unlock()
+	return c.base.RoundTrip(r)
+}
+
+func (c *counter) get(op string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[op]
+}
+
+func (c *counter) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n = map[string]int{}
+}
+
+func countingEnv(b *testing.B) (*emulatortest.Env, aws.Config, *counter) {
+	env := emulatortest.Start(b)
+	cnt := &counter{base: &http.Transport{MaxIdleConnsPerHost: 256}, n: map[string]int{}}
+	cfg := env.Config.Copy()
+	cfg.HTTPClient = &http.Client{Transport: cnt}
+	return env, cfg, cnt
+}
+
+// seedIndex writes n probe-index entries (the attributes the index needs)
+// with BatchWriteItem, 25 at a time.
+func seedIndex(b *testing.B, db *dynamodb.Client, table string, n int) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for start := 0; start < n; start += 25 {
+		var reqs []types.WriteRequest
+		for i := start; i < min(start+25, n); i++ {
+			id := uuid.NewString()
+			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+				"pk": &types.AttributeValueMemberS{Value: "ORG#bench"}, "sk": &types.AttributeValueMemberS{Value: "SPACE#" + id},
+				"id": &types.AttributeValueMemberS{Value: id}, "org_id": &types.AttributeValueMemberS{Value: "bench"},
+				"probe_shard": &types.AttributeValueMemberS{Value: fmt.Sprintf("%02d", i%16)},
+			}}})
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			for len(reqs) > 0 {
+				out, err := db.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: reqs}})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				reqs = out.UnprocessedItems[table]
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// BenchmarkSchedulerFanOut fans out 10,000 and 100,000 spaces from the
+// probe index on the emulator to the probe queue: wall time per tick,
+// SendMessageBatch calls against the ⌈N/10⌉ minimum, index pages and
+// DynamoDB Query calls.
+func BenchmarkSchedulerFanOut(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) { benchFanOut(b, n, false) })
+		// The same read of the index with the messages counted but not
+		// sent: the DynamoDB side alone.
+		b.Run(fmt.Sprint(n)+"/index-only", func(b *testing.B) { benchFanOut(b, n, true) })
+	}
+}
+
+type countQueue struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (q *countQueue) Enqueue(_ context.Context, msgs []probing.Delayed) error {
+	q.mu.Lock()
+	q.n += len(msgs)
+	q.mu.Unlock()
+	return nil
+}
+
+func benchFanOut(b *testing.B, n int, indexOnly bool) {
+	env, cfg, cnt := countingEnv(b)
+	table := env.Name(b, "SpacesTable")
+	seedIndex(b, awsclient.DynamoDB(env.Config, env.Endpoint), table, n)
+	store := dynamostore.New(awsclient.DynamoDB(cfg, env.Endpoint), table)
+	q := sqsqueue.New(awsclient.SQS(cfg, env.Endpoint), env.Resources["ProbeQueue"].URL)
+	s := &probing.Scheduler{Targets: store, Queue: probing.SQSQueue{Q: q}, Metrics: &metrics.Emitter{Log: discardLogger()}, Log: discardLogger()}
+	if indexOnly {
+		s.Queue = &countQueue{}
+	}
+	cnt.reset()
+	var last probing.FanOut
+	ticks := 0
+	for b.Loop() {
+		out, err := s.Tick(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if out.Spaces != n {
+			b.Fatalf("fanned out %d of %d", out.Spaces, n)
+		}
+		last = out
+		ticks++
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(ticks), "ms/tick")
+	b.ReportMetric(float64(cnt.get("SendMessageBatch"))/float64(ticks), "sqs-calls/tick")
+	b.ReportMetric(math.Ceil(float64(n)/10), "sqs-min-calls")
+	b.ReportMetric(float64(last.Pages), "index-pages/tick")
+	b.ReportMetric(float64(cnt.get("Query"))/float64(ticks), "ddb-queries/tick")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkProber1000Clusters handles probe messages for 1,000 spaces
+// whose test clusters answer in 50 ms, ten batches of ten at a time (ten
+// concurrent Lambda invocations), through the real store on the emulator.
+// The fake clock moves one minute per sweep, so after the first sweep
+// (unknown→active, written) the spaces are at steady state: it reports the
+// DynamoDB calls per probe of the steady sweeps (writes are heartbeats,
+// one per space per five sweeps) and the monthly cost per 1,000 spaces
+// those counts imply.
+func BenchmarkProber1000Clusters(b *testing.B) {
+	const fleet = 1000
+	env, cfg, cnt := countingEnv(b)
+	table := env.Name(b, "SpacesTable")
+	c := newClock()
+	store := dynamostore.New(awsclient.DynamoDB(cfg, env.Endpoint), table, dynamostore.WithClock(c.Now))
+	svc := &space.Service{Store: store, Now: c.Now, NewID: uuid.NewString}
+	acct, err := svc.CreateAccount(b.Context(), "bench", space.NewAccountInput{Provider: space.AWS, Name: "a",
+		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces", "externalId": "ext-1"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ca, err := testcluster.NewCA()
+	if err != nil {
+		b.Fatal(err)
+	}
+	minter := &staticminter.Static{}
+	var deliveries []probing.Delivery
+	for i := range fleet {
+		cl, err := testcluster.New(testcluster.WithCA(ca))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(cl.Close)
+		cl.SetMode(testcluster.Slow(50 * time.Millisecond))
+		s, _, err := svc.Register(b.Context(), "bench", space.RegisterInput{Provider: space.AWS, SpaceType: space.TypeKubernetes,
+			CloudAccountID: acct.ID, Config: space.Config{"clusterName": fmt.Sprintf("c%d", i), "region": "us-east-1"}}, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		minter.Set(s.ID, cl.Credentials())
+		deliveries = append(deliveries, probing.Delivery{MessageID: s.ID, Body: probing.Message{OrgID: "bench", ID: s.ID}.Encode(), ReceiveCount: 1})
+	}
+	checker := &kubeprobe.Prober{MaxTransports: 2 * fleet}
+	b.Cleanup(checker.Close)
+	p := &probing.Prober{Store: store, Minter: minter, Checker: checker, Events: &events{}, Now: c.Now,
+		Metrics: &metrics.Emitter{Log: discardLogger()}, Log: discardLogger()}
+	var batchTimes []time.Duration
+	var btMu sync.Mutex
+	sweep := func() {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 10)
+		for batch := range slices.Chunk(deliveries, 10) {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				start := time.Now()
+				if failed := p.HandleBatch(context.Background(), batch); len(failed) > 0 {
+					b.Errorf("failed: %v", failed)
+				}
+				btMu.Lock()
+				batchTimes = append(batchTimes, time.Since(start))
+				btMu.Unlock()
+			})
+		}
+		wg.Wait()
+		c.Advance(time.Minute)
+	}
+	sweep() // unknown → active
+	cnt.reset()
+	batchTimes = nil
+	probes := 0
+	for b.Loop() {
+		sweep()
+		probes += fleet
+	}
+	writes := cnt.get("UpdateItem") + cnt.get("TransactWriteItems")
+	reads := cnt.get("GetItem")
+	b.ReportMetric(float64(probes)/b.Elapsed().Seconds(), "probes/s")
+	b.ReportMetric(float64(writes)/float64(probes), "ddb-writes/probe")
+	b.ReportMetric(float64(reads)/float64(probes), "ddb-reads/probe")
+	slices.Sort(batchTimes)
+	p50 := batchTimes[len(batchTimes)/2]
+	b.ReportMetric(float64(p50.Milliseconds()), "batch-p50-ms")
+	b.ReportMetric(0, "ns/op")
+
+	// Item size decides the write units of a heartbeat.
+	item, err := awsclient.DynamoDB(env.Config, env.Endpoint).GetItem(b.Context(), &dynamodb.GetItemInput{TableName: aws.String(table),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ORG#bench"}, "sk": &types.AttributeValueMemberS{Value: "SPACE#" + deliveries[0].MessageID}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	size := itemSize(item.Item)
+	est := monthlyCost(1000, float64(writes)/float64(probes), float64(reads)/float64(probes), size, p50)
+	b.ReportMetric(est, "usd/month/1000-spaces")
+	b.Logf("space item %d bytes; batch p50 %s; cost per 1,000 spaces per month: $%.2f", size, p50, est)
+}
+
+// itemSize approximates DynamoDB's item size: attribute names plus values.
+func itemSize(item map[string]types.AttributeValue) int {
+	n := 0
+	for k, v := range item {
+		n += len(k) + avSize(v)
+	}
+	return n
+}
+
+func avSize(v types.AttributeValue) int {
+	switch x := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(x.Value)
+	case *types.AttributeValueMemberN:
+		return len(x.Value)/2 + 1
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	case *types.AttributeValueMemberM:
+		n := 3
+		for k, e := range x.Value {
+			n += len(k) + avSize(e) + 1
+		}
+		return n
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range x.Value {
+			n += avSize(e) + 1
+		}
+		return n
+	}
+	return 0
+}
+
+// On-demand prices, us-east-1 (per unit).
+const (
+	priceSQSRequest = 0.40 / 1e6
+	priceWRU        = 0.625 / 1e6
+	priceRRU        = 0.125 / 1e6
+	priceLambdaGBs  = 0.0000133334
+	priceLambdaReq  = 0.20 / 1e6
+	minutesPerMonth = 30 * 24 * 60
+	proberMemoryGB  = 0.5
+)
+
+// monthlyCost is the probing cost of n spaces for 30 days at one probe per
+// space-minute: SQS (send in batches of ten, Lambda's receive and delete
+// per batch of ten), DynamoDB (a strongly consistent read per probe,
+// heartbeat writes, the scheduler's index pages), Lambda (one prober
+// invocation per ten probes lasting a batch's p50, 512 MB). The schedule
+// itself (43,200 invocations, $0.04) and the scheduler's own Lambda time
+// are per deployment, not per space, and left out.
+func monthlyCost(n int, writesPerProbe, readsPerProbe float64, itemBytes int, batch time.Duration) float64 {
+	probes := float64(n) * minutesPerMonth
+	sqs := probes * (0.1 + 0.1 + 0.1) * priceSQSRequest
+	wru := math.Ceil(float64(itemBytes) / 1024)
+	rru := math.Ceil(float64(itemBytes) / 4096)
+	// Scheduler: ~60 bytes per index entry, eventually consistent (half a
+	// unit per 4 KB).
+	index := probes * 60 / 4096 * 0.5
+	ddb := probes*writesPerProbe*wru*priceWRU + (probes*readsPerProbe*rru+index)*priceRRU
+	invocations := probes / 10
+	lambda := invocations*priceLambdaReq + invocations*batch.Seconds()*proberMemoryGB*priceLambdaGBs
+	return sqs + ddb + lambda
+}

@@ -1,0 +1,103 @@
+package probing_test
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	lambdaevents "github.com/aws/aws-lambda-go/events"
+
+	"spaces/infra/testcluster"
+	"spaces/shared/probing"
+	"spaces/shared/space"
+)
+
+// The prober handles the sample SQS event (events/prober/batch.json) as
+// Lambda delivers it: the space ids in it exist in no store, so both
+// messages are acknowledged; the second, a redelivery, first looks for an
+// unpublished transition. Then the same shape with real spaces.
+func TestHandleSQSSampleEvent(t *testing.T) {
+	raw, err := os.ReadFile("../../events/prober/batch.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev lambdaevents.SQSEvent
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Records) != 2 {
+		t.Fatalf("%d records in the sample", len(ev.Records))
+	}
+	for _, r := range ev.Records {
+		if _, err := probing.DecodeMessage(r.Body); err != nil {
+			t.Errorf("sample message %s: %v", r.MessageId, err)
+		}
+	}
+	h := newHarness(t, time.Second)
+	resp, err := h.prober.HandleSQS(t.Context(), ev)
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("sample: %+v %v", resp, err)
+	}
+
+	c := testcluster.NewForTest(t)
+	s := h.register("sample", false)
+	h.minter.Set(s.ID, c.Credentials())
+	ev.Records[0].Body = probing.Message{OrgID: h.org, ID: s.ID}.Encode()
+	ev.Records[1].Body = "garbage"
+	resp, err = h.prober.HandleSQS(t.Context(), ev)
+	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != ev.Records[1].MessageId {
+		t.Fatalf("response %+v %v: want only the garbage message reported", resp, err)
+	}
+	if got := h.get(s.ID); got.Status != space.Active {
+		t.Errorf("status %s", got.Status)
+	}
+}
+
+// The scheduler handles the sample schedule event (events/scheduler/schedule.json).
+func TestHandleScheduleSampleEvent(t *testing.T) {
+	raw, err := os.ReadFile("../../events/scheduler/schedule.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, time.Second)
+	a, b := h.register("a", false), h.register("b", false)
+	h.register("synthetic", true)
+	out, err := h.scheduler.HandleSchedule(t.Context(), raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The index is shared by every test of the binary's table: this test's
+	// table is its own, so exactly its two probed spaces are fanned out.
+	if out.Spaces != 2 || h.queue.pending() != 2 {
+		t.Fatalf("fan-out %+v, %d queued; want the 2 non-synthetic spaces", out, h.queue.pending())
+	}
+	h.queue.mu.Lock()
+	defer h.queue.mu.Unlock()
+	for _, m := range h.queue.msgs {
+		want := probing.Jitter(m.msg.ID, space.DefaultProbeInterval)
+		if got := m.due.Sub(h.clock.Now()); got != want || (m.msg.ID != a.ID && m.msg.ID != b.ID) || m.msg.Kind != probing.KindTick {
+			t.Errorf("message %+v due in %s, want %s", m.msg, got, want)
+		}
+	}
+}
+
+func TestJitterIsStableAndSpread(t *testing.T) {
+	counts := make([]int, 60)
+	for i := range 6000 {
+		id := time.Unix(int64(i), 0).Format("20060102150405") + "-id"
+		d := probing.Jitter(id, time.Minute)
+		if d != probing.Jitter(id, time.Minute) || d < 0 || d >= time.Minute || d%time.Second != 0 {
+			t.Fatalf("jitter %s", d)
+		}
+		counts[d/time.Second]++
+	}
+	for s, n := range counts {
+		if n < 50 || n > 150 { // 100 expected per second
+			t.Errorf("second %d has %d of 6000 spaces", s, n)
+		}
+	}
+	if probing.Jitter("x", 10*time.Second) >= 10*time.Second || probing.Jitter("x", 500*time.Millisecond) != 0 {
+		t.Error("jitter exceeds a short interval")
+	}
+}

@@ -1,0 +1,34 @@
+package probing
+
+import (
+	"context"
+
+	"spaces/shared/space"
+	"spaces/shared/sqsqueue"
+)
+
+// SQSQueue sends probe messages to an SQS queue.
+type SQSQueue struct{ Q *sqsqueue.Queue }
+
+// Enqueue sends the messages in batches of ten.
+func (q SQSQueue) Enqueue(ctx context.Context, msgs []Delayed) error {
+	out := make([]sqsqueue.Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = sqsqueue.Message{Body: m.Message.Encode(), Delay: m.Delay}
+	}
+	return q.Q.Send(ctx, out)
+}
+
+// Enqueuer asks for a probe of a space just registered, so that it leaves
+// unknown within seconds instead of at the next tick. It is the hook the
+// registration path calls after the space is stored.
+type Enqueuer struct{ Queue Queue }
+
+// ProbeRegistered enqueues a registration probe of s, unless s is
+// synthetic (synthetic spaces are never probed).
+func (e Enqueuer) ProbeRegistered(ctx context.Context, s space.Space) error {
+	if s.Synthetic || e.Queue == nil {
+		return nil
+	}
+	return e.Queue.Enqueue(ctx, []Delayed{{Message: Message{OrgID: s.OrgID, ID: s.ID, Kind: KindRegistered}}})
+}

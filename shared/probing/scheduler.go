@@ -1,0 +1,136 @@
+package probing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"spaces/shared/metrics"
+	"spaces/shared/space"
+)
+
+// TargetLister lists the spaces to probe, shard by shard (the store's
+// sparse probe index).
+type TargetLister interface {
+	ProbeShards() int
+	ProbeTargets(ctx context.Context, shard int, startAfter string, limit int) ([]Target, string, error)
+}
+
+// Queue sends probe messages. Implementations send every message or return
+// an error naming those they could not send.
+type Queue interface {
+	Enqueue(ctx context.Context, msgs []Delayed) error
+}
+
+// Scheduler fans the probe index out into one message per space.
+type Scheduler struct {
+	Targets TargetLister
+	Queue   Queue
+	// Interval is the probe interval, over which messages are spread
+	// (default space.DefaultProbeInterval).
+	Interval time.Duration
+	// PageSize is how many targets one index read returns (default 1000).
+	PageSize int
+	Metrics  *metrics.Emitter
+	Log      *slog.Logger
+	Now      func() time.Time
+}
+
+// FanOut is what one tick did.
+type FanOut struct {
+	Spaces   int
+	Pages    int
+	Duration time.Duration
+}
+
+// Tick sends one message per space to probe. Shards are read in parallel
+// and each page is sent as soon as it is read. A shard that cannot be read
+// or sent does not stop the others; the error names every shard that
+// failed (the invocation fails, and EventBridge Scheduler retries it: the
+// spaces already sent get a second tick message, which the prober drops or
+// probes harmlessly, see the package doc).
+func (s *Scheduler) Tick(ctx context.Context) (FanOut, error) {
+	now := s.Now
+	if now == nil {
+		now = time.Now
+	}
+	interval := s.Interval
+	if interval <= 0 {
+		interval = space.DefaultProbeInterval
+	}
+	pageSize := s.PageSize
+	if pageSize <= 0 {
+		pageSize = 1000
+	}
+	start := now()
+	shards := s.Targets.ProbeShards()
+	var (
+		mu   sync.Mutex
+		out  FanOut
+		errs = make([]error, shards)
+		wg   sync.WaitGroup
+	)
+	for shard := range shards {
+		wg.Go(func() {
+			n, pages, err := s.shard(ctx, shard, pageSize, interval)
+			mu.Lock()
+			out.Spaces += n
+			out.Pages += pages
+			mu.Unlock()
+			if err != nil {
+				errs[shard] = fmt.Errorf("shard %d: %w", shard, err)
+			}
+		})
+	}
+	wg.Wait()
+	out.Duration = now().Sub(start)
+	err := errors.Join(errs...)
+	log := s.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	if err != nil {
+		log.ErrorContext(ctx, "fan-out incomplete", "error", err, "spaces", out.Spaces)
+	}
+	if s.Metrics != nil {
+		failed := 0.0
+		if err != nil {
+			failed = 1
+		}
+		s.Metrics.Emit(ctx, "fan-out", nil, []slog.Attr{slog.Int("pages", out.Pages)},
+			metrics.Metric{Name: "FanOutSize", Unit: metrics.Count, Value: float64(out.Spaces)},
+			metrics.Metric{Name: "FanOutDuration", Unit: metrics.Milliseconds, Value: float64(out.Duration.Milliseconds())},
+			metrics.Metric{Name: "FanOutFailures", Unit: metrics.Count, Value: failed},
+		)
+	}
+	return out, err
+}
+
+func (s *Scheduler) shard(ctx context.Context, shard, pageSize int, interval time.Duration) (int, int, error) {
+	after := ""
+	sent, pages := 0, 0
+	for {
+		targets, next, err := s.Targets.ProbeTargets(ctx, shard, after, pageSize)
+		if err != nil {
+			return sent, pages, err
+		}
+		pages++
+		msgs := make([]Delayed, len(targets))
+		for i, t := range targets {
+			msgs[i] = Delayed{Message: Message{OrgID: t.OrgID, ID: t.ID}, Delay: Jitter(t.ID, interval)}
+		}
+		if len(msgs) > 0 {
+			if err := s.Queue.Enqueue(ctx, msgs); err != nil {
+				return sent, pages, err
+			}
+		}
+		sent += len(msgs)
+		if next == "" {
+			return sent, pages, nil
+		}
+		after = next
+	}
+}
