@@ -10,23 +10,27 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
-	"spaces"
 	"spaces/shared/auth"
 	"spaces/shared/awsclient"
 	"spaces/shared/config"
 	"spaces/shared/cursor"
 	"spaces/shared/dynamostore"
-	"spaces/shared/httpapi"
+	"spaces/shared/mint"
+	"spaces/shared/probing"
+	"spaces/shared/registry"
 	"spaces/shared/space"
+	"spaces/shared/sqsqueue"
 )
 
 type settings struct {
 	table      string
 	secret     string
 	staleAfter time.Duration
+	probeQueue string // where registration probes are sent
+	gcpPool    string // GCP workload identity provider resource name
+	azureAud   string // audience of the STS web identity token Entra trusts
 }
 
 func main() {
@@ -36,6 +40,9 @@ func main() {
 		table:      env.Required("TABLE_NAME"),
 		secret:     env.Required("CURSOR_SECRET"),
 		staleAfter: env.Duration("STALE_AFTER", space.DefaultStaleAfter),
+		probeQueue: env.Required("PROBE_QUEUE_URL"),
+		gcpPool:    env.String("GCP_WORKLOAD_IDENTITY_PROVIDER", ""),
+		azureAud:   env.String("AZURE_FEDERATED_TOKEN_AUDIENCE", ""),
 	}
 	if err := env.Err(); err != nil {
 		log.Error("cannot start", "error", err)
@@ -46,7 +53,10 @@ func main() {
 		log.Error("cannot load AWS configuration", "error", err)
 		os.Exit(1)
 	}
-	h, err := handler(s, awsclient.DynamoDB(awsCfg, ""), log)
+	store := dynamostore.New(awsclient.DynamoDB(awsCfg, ""), s.table)
+	minter := mint.ForRuntime(mint.RuntimeConfig{AWS: awsCfg, Store: store, GCPWorkloadIdentityProvider: s.gcpPool, AzureTokenAudience: s.azureAud})
+	probes := probing.Enqueuer{Queue: probing.SQSQueue{Q: sqsqueue.New(awsclient.SQS(awsCfg, ""), s.probeQueue)}}
+	h, err := handler(s, store, minter, probes, log)
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)
@@ -55,17 +65,12 @@ func main() {
 }
 
 // handler builds the API exactly as the function serves it.
-func handler(s settings, db *dynamodb.Client, log *slog.Logger) (http.Handler, error) {
+func handler(s settings, store *dynamostore.Store, minter *mint.Minter, probes probing.Enqueuer, log *slog.Logger) (http.Handler, error) {
 	cursors, err := cursor.New(cursor.KeyFromSecret(s.secret))
 	if err != nil {
 		return nil, err
 	}
-	api := &httpapi.API{
-		Spaces:  space.NewService(dynamostore.New(db, s.table), s.staleAfter),
-		Auth:    auth.GatewayClaims{},
-		Cursors: cursors,
-		Log:     log,
-		OpenAPI: spaces.OpenAPI,
-	}
+	api, _ := registry.API(registry.Options{Store: store, Minter: minter, Auth: auth.GatewayClaims{},
+		Cursors: cursors, Log: log, StaleAfter: s.staleAfter, Probes: probes})
 	return api.Handler(), nil
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,8 +30,10 @@ func startStack(t testing.TB) *Stack {
 	prefix := fmt.Sprintf("t%d%d-", time.Now().UnixNano()%1e6, stackSeq.Add(1))
 	st, err := Start(context.Background(), Config{
 		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
-		Log:   slog.New(slog.DiscardHandler),
-		Names: func(id string) string { return prefix + id },
+		Log: slog.New(slog.DiscardHandler),
+		// The registry tests own every write; probing has tests of its own.
+		Probing: ProbingConfig{Disabled: true},
+		Names:   func(id string) string { return prefix + id },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +51,10 @@ type client struct {
 	http  *http.Client
 }
 
-var validator *openapitest.Validator
+var (
+	validatorOnce sync.Once
+	validator     *openapitest.Validator
+)
 
 func newClient(t testing.TB, st *Stack, org string, scopes ...string) *client {
 	t.Helper()
@@ -59,9 +65,7 @@ func newClient(t testing.TB, st *Stack, org string, scopes ...string) *client {
 			t.Fatal(err)
 		}
 	}
-	if validator == nil {
-		validator = openapitest.New(t, spaces.OpenAPI)
-	}
+	validatorOnce.Do(func() { validator = openapitest.New(t, spaces.OpenAPI) })
 	return &client{t: t, base: st.APIURL, token: token,
 		http: &http.Client{Transport: openapitest.RoundTripper(t, validator, http.DefaultTransport)}}
 }
@@ -183,4 +187,3 @@ func itemCount(t testing.TB, st *Stack) int {
 	}
 	return n
 }
-

@@ -23,7 +23,9 @@ import (
 	"spaces/shared/awsclient"
 	"spaces/shared/cursor"
 	"spaces/shared/dynamostore"
-	"spaces/shared/httpapi"
+	"spaces/shared/mint"
+	"spaces/shared/probing"
+	"spaces/shared/registry"
 	"spaces/shared/space"
 )
 
@@ -45,7 +47,13 @@ type Config struct {
 	// StaleAfter is how old a probe may get before its status reads as
 	// unknown (default space.DefaultStaleAfter).
 	StaleAfter time.Duration
-	Log        *slog.Logger
+	// Minter reaches the clouds for registration checks, the cluster picker,
+	// namespace discovery and probes (nil: no cloud is reachable; clusters
+	// are registered unchecked and every probe fails CredentialsUnavailable).
+	Minter *mint.Minter
+	// Probing configures the scheduler ticker and the probe queue poller.
+	Probing ProbingConfig
+	Log     *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -79,10 +87,14 @@ type Stack struct {
 	Table       string     // the spaces table's physical name
 	Signer      *auth.Signer
 	Service     *space.Service
+	// ProbeQueue enqueues a registration probe (the hook the registration
+	// path calls once wired).
+	ProbeQueue probing.Enqueuer
 
-	servers []*http.Server
-	emu     *emulator.Emulator
-	errc    chan error
+	stopProbing func()
+	servers     []*http.Server
+	emu         *emulator.Emulator
+	errc        chan error
 }
 
 // Start brings the stack up and returns once every listener is ready.
@@ -107,7 +119,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	st.AWS = emu.Config()
 	st.Table = res["SpacesTable"].Name
 	store := dynamostore.New(awsclient.DynamoDB(st.AWS, emu.URL), st.Table)
-	st.Service = space.NewService(store, cfg.StaleAfter)
+	if err := st.startProbing(cfg, store); err != nil {
+		return nil, fmt.Errorf("probing: %w", err)
+	}
 
 	keyCfg := auth.LocalConfig{KeyPath: filepath.Join(cfg.DataDir, "dev-jwt.pem")}
 	verifier, err := auth.NewLocalVerifier(keyCfg)
@@ -121,7 +135,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	api := &httpapi.API{Spaces: st.Service, Auth: verifier, Cursors: cursors, Log: cfg.Log, OpenAPI: spaces.OpenAPI}
+	api, svc := registry.API(registry.Options{Store: store, Minter: cfg.Minter, Auth: verifier, Cursors: cursors,
+		Log: cfg.Log, StaleAfter: cfg.StaleAfter, Probes: st.ProbeQueue})
+	st.Service = svc
 	if st.APIURL, err = st.serve(cfg.APIAddr, api.Handler()); err != nil {
 		return nil, fmt.Errorf("api listener: %w", err)
 	}
@@ -158,6 +174,9 @@ func (st *Stack) Err() <-chan error { return st.errc }
 func (st *Stack) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if st.stopProbing != nil {
+		st.stopProbing()
+	}
 	for _, s := range st.servers {
 		_ = s.Shutdown(ctx)
 	}

@@ -34,18 +34,7 @@ func (a *API) listAccounts(w http.ResponseWriter, r *http.Request, p auth.Princi
 		return err
 	}
 	items, after, err := a.Spaces.ListAccounts(r.Context(), p.OrgID, page)
-	if err != nil {
-		return err
-	}
-	next, err := a.nextCursor(scope, after)
-	if err != nil {
-		return err
-	}
-	if items == nil {
-		items = []space.CloudAccount{}
-	}
-	writeJSON(w, http.StatusOK, "application/json", listResponse[space.CloudAccount]{Items: items, NextCursor: next})
-	return nil
+	return writeList(a, w, scope, items, after, err)
 }
 
 func (a *API) getAccount(w http.ResponseWriter, r *http.Request, p auth.Principal) error {

@@ -6,6 +6,7 @@
 package httpapi
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 
@@ -21,7 +22,13 @@ type API struct {
 	Cursors *cursor.Codec
 	Log     *slog.Logger
 	// OpenAPI is served at GET /openapi.yaml without authentication.
-	OpenAPI []byte
+	OpenAPI   []byte
+	Discovery *Discovery // namespace discovery and the cluster picker (discovery.go); nil: 503
+	// Probes, when set, is asked to probe each newly registered space at once
+	// instead of at the next minute tick.
+	Probes interface {
+		ProbeRegistered(ctx context.Context, s space.Space) error
+	}
 }
 
 type route struct {
@@ -41,6 +48,10 @@ var routes = []route{
 	{"POST", "/cloud-accounts", (*API).createAccount},
 	{"GET", "/cloud-accounts/{id}", (*API).getAccount},
 	{"DELETE", "/cloud-accounts/{id}", (*API).deleteAccount},
+	{"GET", "/cloud-accounts/{id}/clusters", (*API).listClusters},
+	{"GET", "/spaces/{id}/status-history", (*API).statusHistory},
+	{"GET", "/space-discovery/{spaceID}/namespaces", (*API).listNamespaces},
+	{"POST", "/space-discovery/{spaceID}/namespaces", (*API).createNamespace},
 }
 
 // PublicRoutes need no token.
@@ -84,6 +95,9 @@ func (a *API) authenticated(h func(*API, http.ResponseWriter, *http.Request, aut
 		if id := r.PathValue("id"); id != "" {
 			addLogAttrs(r.Context(), "id", id)
 		}
+		if id := r.PathValue("spaceID"); id != "" {
+			addLogAttrs(r.Context(), "id", id)
+		}
 		if err := h(a, w, r, p); err != nil {
 			writeError(w, r, err)
 		}
@@ -105,11 +119,13 @@ func problems(mux *http.ServeMux) http.Handler {
 		if allow := rec.header.Get("Allow"); allow != "" {
 			w.Header().Set("Allow", allow)
 		}
-		detail := "no such route"
+		// Anything but a wrong method is an unknown route, including paths
+		// the mux would redirect to a cleaned form (//x, /a/../b).
+		code, detail := http.StatusNotFound, "no such route"
 		if rec.code == http.StatusMethodNotAllowed {
-			detail = "this route does not accept " + r.Method
+			code, detail = rec.code, "this route does not accept "+r.Method
 		}
-		writeError(w, r, &httpError{rec.code, detail})
+		writeError(w, r, &httpError{code, detail})
 	})
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
@@ -104,14 +105,26 @@ func (a *API) page(q *query, scope string) space.Page {
 	return p
 }
 
-func (a *API) nextCursor(scope, after string) (string, error) {
-	if after == "" {
-		return "", nil
-	}
-	return a.Cursors.Seal(scope, cursorState{After: after})
-}
-
 type listResponse[T any] struct {
 	Items      []T    `json:"items"`
 	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// writeList answers one page of a listing; after is the id to continue
+// after ("" when the listing is complete), sealed into the next cursor.
+func writeList[T any](a *API, w http.ResponseWriter, scope string, items []T, after string, err error) error {
+	if err != nil {
+		return err
+	}
+	var next string
+	if after != "" {
+		if next, err = a.Cursors.Seal(scope, cursorState{After: after}); err != nil {
+			return err
+		}
+	}
+	if items == nil {
+		items = []T{}
+	}
+	writeJSON(w, http.StatusOK, "application/json", listResponse[T]{Items: items, NextCursor: next})
+	return nil
 }

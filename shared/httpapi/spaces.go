@@ -30,18 +30,7 @@ func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principa
 		return err
 	}
 	items, after, err := a.Spaces.List(r.Context(), p.OrgID, f, page)
-	if err != nil {
-		return err
-	}
-	next, err := a.nextCursor(scope, after)
-	if err != nil {
-		return err
-	}
-	if items == nil {
-		items = []space.Space{}
-	}
-	writeJSON(w, http.StatusOK, "application/json", listResponse[space.Space]{Items: items, NextCursor: next})
-	return nil
+	return writeList(a, w, scope, items, after, err)
 }
 
 // idempotencyKey follows the IETF Idempotency-Key draft: an opaque string;
@@ -70,6 +59,11 @@ func (a *API) registerSpace(w http.ResponseWriter, r *http.Request, p auth.Princ
 	addLogAttrs(r.Context(), "id", s.ID)
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
+	} else if a.Probes != nil {
+		// Best effort: the next minute tick probes the space anyway.
+		if err := a.Probes.ProbeRegistered(r.Context(), s); err != nil {
+			logger(r.Context()).Warn("cannot enqueue the registration probe", "error", err.Error())
+		}
 	}
 	w.Header().Set("Location", "/spaces/"+s.ID)
 	writeSpace(w, http.StatusCreated, s)

@@ -19,6 +19,9 @@ type Service struct {
 	// StaleAfter is how old a stored probe may be before the status is
 	// reported as unknown (ProbeStale). Zero disables the check.
 	StaleAfter time.Duration
+	// Clusters checks that a cluster exists in its cloud account before it is
+	// registered; nil skips the check.
+	Clusters ClusterChecker
 }
 
 // CreateAccount validates and stores a new cloud account.
@@ -68,6 +71,9 @@ func (svc *Service) Register(ctx context.Context, org string, in RegisterInput, 
 	}
 	hash := requestHash(in)
 	s = NewSpace(svc.NewID(), org, in, svc.Now().UTC())
+	if err := CheckRegistration(ctx, svc.Store, svc.Clusters, s); err != nil {
+		return Space{}, false, err
+	}
 	// The replay answers exactly what the first request answered.
 	err = svc.Store.Register(ctx, s, Idempotency{Key: idemKey, Hash: hash, Space: svc.observe(s)})
 	var replay *ReplayError
@@ -156,12 +162,13 @@ func (svc *Service) SetStatus(ctx context.Context, org, id string, version int64
 		return Space{}, Errorf(KindPreconditionFailed, "the space has changed (version %d, If-Match %d)", s.Version, version)
 	}
 	now := svc.Now().UTC()
-	s, _ = ApplyManual(s, status, reason, now)
-	s.UpdatedAt = now
-	s.Version++
-	if err := svc.Store.SaveSpace(ctx, s); err != nil {
+	next, _ := ApplyManual(s, status, reason, now)
+	next.UpdatedAt = now
+	next.Version++
+	if err := svc.Store.SaveProbe(ctx, next, TransitionOf(s, next)); err != nil {
 		return Space{}, err
 	}
+	s = next
 	return svc.observe(s), nil
 }
 

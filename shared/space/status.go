@@ -91,16 +91,22 @@ func transition(s Space, next Status, at time.Time) (Space, bool) {
 }
 
 // NeedsWrite reports whether a probe that turned old into next must be stored
-// now. Changes are written at once; an unchanged success only refreshes the
+// now. Changes are written at once; an unchanged result only refreshes the
 // stored heartbeat once per heartbeat period, so the cost of probing grows
-// with changes, not with time.
+// with changes, not with time. Every failure up to FailureThreshold is a
+// change (it moves the space toward inactive); further failures of an
+// inactive space with the same reason are not, so a dead cluster costs a
+// write per heartbeat, not per probe, and its stored consecutive_failures
+// and message are refreshed with the heartbeat.
 func NeedsWrite(old, next Space, heartbeat time.Duration) bool {
 	if old.Status != next.Status ||
 		old.Probe.Reason != next.Probe.Reason ||
-		old.Probe.Message != next.Probe.Message ||
-		old.Probe.ConsecutiveFailures != next.Probe.ConsecutiveFailures ||
 		!sameVersion(old.Probe.ServerVersion, next.Probe.ServerVersion) ||
 		old.Probe.LastProbeAt == nil || next.Probe.LastProbeAt == nil {
+		return true
+	}
+	if old.Probe.ConsecutiveFailures != next.Probe.ConsecutiveFailures &&
+		min(old.Probe.ConsecutiveFailures, next.Probe.ConsecutiveFailures) < FailureThreshold {
 		return true
 	}
 	return next.Probe.LastProbeAt.Sub(*old.Probe.LastProbeAt) >= heartbeat

@@ -103,6 +103,29 @@ func TestNeedsWrite(t *testing.T) {
 	if !NeedsWrite(Space{Status: Unknown}, old, hb) {
 		t.Error("the first probe must be written")
 	}
+	// A dead cluster: failures up to the threshold are written, later ones
+	// with the same reason only with the heartbeat.
+	dead := old
+	var writes int
+	for i := 1; i <= 10; i++ {
+		next, _ := ApplyProbe(dead, fail(t0.Add(time.Duration(i)*time.Minute), ReasonUnreachable))
+		if NeedsWrite(dead, next, hb) {
+			writes++
+			dead = next
+		}
+		if i == FailureThreshold && next.Status != Inactive {
+			t.Fatalf("not inactive after %d failures", i)
+		}
+	}
+	// Failures 1-3 are written; of 4-10 only the one a heartbeat after the
+	// third (minute 8) is.
+	if writes != FailureThreshold+1 {
+		t.Errorf("%d writes for 10 failed probes of a dead cluster", writes)
+	}
+	other, _ := ApplyProbe(dead, fail(dead.Probe.LastProbeAt.Add(time.Minute), ReasonUnauthorized))
+	if !NeedsWrite(dead, other, hb) {
+		t.Error("a new failure reason must be written")
+	}
 }
 
 func TestObservedStale(t *testing.T) {

@@ -35,6 +35,13 @@ type Store interface {
 	// identity, account, type and synthetic flag fixed at registration are
 	// never rewritten.
 	SaveSpace(ctx context.Context, s Space) error
+	// SaveProbe is SaveSpace that also stores tr, when not nil, in the
+	// space's status history, atomically.
+	SaveProbe(ctx context.Context, s Space, tr *Transition) error
+	// History reads a space's status history, newest first: at most
+	// page.Limit transitions older than the one page.After names, and the
+	// key to continue after when more may follow.
+	History(ctx context.Context, org, id string, page Page) ([]Transition, string, error)
 	// Deregister marks the space deleted at the given time and releases its
 	// identity claim and account count, atomically, if its version is
 	// version (0: any).

@@ -1,0 +1,79 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"spaces/shared/auth"
+	"spaces/shared/kubens"
+	"spaces/shared/space"
+)
+
+// Discovery is what the routes that reach into clusters and clouds need:
+// namespace discovery (client-go) and the cluster picker (the cloud SDKs).
+// With it the api function links client-go and the three cloud SDKs.
+type Discovery struct {
+	Namespaces *kubens.Service
+	Clusters   space.ClusterLister
+	// Claims finds the org's spaces holding cluster identities
+	// (dynamostore.Store.ClaimHolders).
+	Claims interface {
+		ClaimHolders(ctx context.Context, org string, identities []string) (map[string]string, error)
+	}
+}
+
+func (a *API) discovery() (*Discovery, error) {
+	if a.Discovery == nil || a.Discovery.Namespaces == nil || a.Discovery.Clusters == nil || a.Discovery.Claims == nil {
+		return nil, space.Errorf(space.KindUnavailable, "cluster discovery is not configured")
+	}
+	return a.Discovery, nil
+}
+
+// listNamespaces: GET /space-discovery/{spaceID}/namespaces.
+func (a *API) listNamespaces(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	d, err := a.discovery()
+	if err != nil {
+		return err
+	}
+	if err := newQuery(r.URL.Query()).err(); err != nil {
+		return err
+	}
+	id := r.PathValue("spaceID")
+	addLogAttrs(r.Context(), "space_id", id)
+	if !space.ValidID(id) {
+		return space.ErrNotFound("space")
+	}
+	items, err := d.Namespaces.List(r.Context(), p.OrgID, id)
+	if err != nil {
+		return err
+	}
+	if items == nil {
+		items = []kubens.Namespace{}
+	}
+	writeJSON(w, http.StatusOK, "application/json", listResponse[kubens.Namespace]{Items: items})
+	return nil
+}
+
+// createNamespace: POST /space-discovery/{spaceID}/namespaces.
+func (a *API) createNamespace(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	d, err := a.discovery()
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("spaceID")
+	addLogAttrs(r.Context(), "space_id", id)
+	var in kubens.NewNamespace
+	if err := readObject(w, r, map[string]any{"name": &in.Name, "labels": &in.Labels}); err != nil {
+		return err
+	}
+	if !space.ValidID(id) {
+		return space.ErrNotFound("space")
+	}
+	ns, err := d.Namespaces.Create(r.Context(), p.OrgID, id, in)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/space-discovery/"+id+"/namespaces/"+ns.Name)
+	writeJSON(w, http.StatusCreated, "application/json", ns)
+	return nil
+}
