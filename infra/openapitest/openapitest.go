@@ -29,6 +29,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/pb33f/libopenapi"
@@ -48,7 +49,10 @@ const problemSchema = "Problem"
 // Validator checks requests and responses against one OpenAPI document. It is
 // safe for concurrent use.
 type Validator struct {
-	doc     libopenapi.Document
+	// mu serializes checks: libopenapi renders schemas lazily, writing to
+	// the shared model as it goes (the race detector caught it), and a check
+	// takes well under a millisecond.
+	mu      sync.Mutex
 	model   *v3.Document
 	http    validator.Validator
 	schemas schema_validation.SchemaValidator
@@ -89,7 +93,6 @@ func build(doc []byte) (*Validator, error) {
 		return nil, fmt.Errorf("the document is not valid OpenAPI:\n%s", strings.Join(lines, "\n"))
 	}
 	v := &Validator{
-		doc:     d,
 		model:   &m.Model,
 		http:    hv,
 		schemas: schema_validation.NewSchemaValidator(config.WithFormatAssertions()),
@@ -105,7 +108,8 @@ func build(doc []byte) (*Validator, error) {
 	return v, nil
 }
 
-// Model is the parsed document, for tests that inspect it.
+// Model is the parsed document, for tests that inspect it. Read it, and not
+// while checks run: rendering a schema writes to it.
 func (v *Validator) Model() *v3.Document { return v.model }
 
 // Routes lists the document's operations as "METHOD /path", sorted, in the
@@ -137,6 +141,8 @@ func (v *Validator) Check(t testing.TB, req *http.Request, reqBody []byte, resp 
 
 // mismatches returns every way the exchange departs from the document.
 func (v *Validator) mismatches(req *http.Request, reqBody []byte, resp *http.Response, respBody []byte) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	r := cloneRequest(req, reqBody)
 	_, reqErrs := v.http.ValidateHttpRequestSync(r)
 	if routeMissing(reqErrs) {

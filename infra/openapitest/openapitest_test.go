@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +29,7 @@ import (
 	"spaces/shared/auth"
 	"spaces/shared/cursor"
 	"spaces/shared/httpapi"
+	"spaces/shared/kubens"
 	"spaces/shared/space"
 )
 
@@ -240,6 +242,67 @@ func TestRequestSchemasCarryTheDomainRules(t *testing.T) {
 	}
 }
 
+// TestNamespaceAndRegionSchemasCarryTheDomainRules proves the documented
+// namespace body and the picker's region parameter agree with the code's
+// validation, value by value.
+func TestNamespaceAndRegionSchemasCarryTheDomainRules(t *testing.T) {
+	v := openapitest.New(t, spaces.OpenAPI)
+	sv := schema_validation.NewSchemaValidator(config.WithFormatAssertions())
+	req, ok := v.Model().Components.Schemas.Get("CreateNamespaceRequest")
+	if !ok {
+		t.Fatal("components.schemas.CreateNamespaceRequest is missing")
+	}
+	long := func(n int) string { return strings.Repeat("a", n) }
+	cases := []kubens.NewNamespace{
+		{Name: "team-a"},
+		{Name: "a"},
+		{Name: "0"},
+		{Name: long(63)},
+		{Name: long(64)},
+		{Name: ""},
+		{Name: "Team"},
+		{Name: "team_a"},
+		{Name: "-team"},
+		{Name: "team-"},
+		{Name: "team.a"},
+		{Name: "ok", Labels: map[string]string{"team": "a", "empty": "", "spaces.dev/owner": "x", "a.b-c/D_e.F": "V-1_2.3"}},
+		{Name: "ok", Labels: map[string]string{long(63): long(63)}},
+		{Name: "ok", Labels: map[string]string{long(64): "v"}},
+		{Name: "ok", Labels: map[string]string{"k": long(64)}},
+		{Name: "ok", Labels: map[string]string{"bad key!": "v"}},
+		{Name: "ok", Labels: map[string]string{"k": "bad value!"}},
+		{Name: "ok", Labels: map[string]string{"k": "-v"}},
+		{Name: "ok", Labels: map[string]string{"_k": "v"}},
+		{Name: "ok", Labels: map[string]string{"/k": "v"}},
+		{Name: "ok", Labels: map[string]string{"a/b/c": "v"}},
+		{Name: "ok", Labels: map[string]string{"Example.com/k": "v"}},
+		{Name: "ok", Labels: map[string]string{"example.com./k": "v"}},
+		{Name: "ok", Labels: map[string]string{"example.com/": "v"}},
+		{Name: "ok", Labels: map[string]string{long(200) + "." + long(52) + "/" + long(63): "v"}},
+	}
+	for _, c := range cases {
+		body, _ := json.Marshal(map[string]any{"name": c.Name, "labels": c.Labels})
+		domainOK := c.Validate() == nil
+		docOK, _ := sv.ValidateSchemaBytes(req.Schema(), body)
+		if domainOK != docOK {
+			t.Errorf("%q %v: domain valid=%v, document valid=%v", c.Name, c.Labels, domainOK, docOK)
+		}
+	}
+
+	param, ok := v.Model().Components.Parameters.Get("Region")
+	if !ok {
+		t.Fatal("components.parameters.Region is missing")
+	}
+	region := param.Schema.Schema()
+	for _, r := range []string{"eu-west-1", "us-gov-west-1", "cn-north-1", "ap-southeast-2", "us-central1", "eu-west", "EU-WEST-1", "eu-west-10", " eu-west-1"} {
+		domainOK := space.ValidateConfigValue(space.AWS, "region", r) == ""
+		docOK, _ := sv.ValidateSchemaBytes(region, []byte(strconv.Quote(r)))
+		if domainOK != docOK {
+			t.Errorf("region %q: domain valid=%v, document valid=%v", r, domainOK, docOK)
+		}
+	}
+}
+
 // exchange is one hand-built request and answer.
 type exchange struct {
 	method, path string
@@ -315,6 +378,51 @@ func spaceJSON(t testing.TB, change func(map[string]any)) string {
 	return string(b)
 }
 
+const registerBody = `{"provider":"aws","space_type":"kubernetes","cloud_account_id":"6f1c2b4e-8a3d-4c5e-9f70-1a2b3c4d5e6f","config":{"clusterName":"prod-eu","region":"eu-west-1"}}`
+
+// remarshal renders v as JSON with changes applied to its object form.
+func remarshal(t testing.TB, v any, change func(map[string]any)) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if change == nil {
+		return string(b)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	change(m)
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// transitionJSON is a status transition as the API renders it.
+func transitionJSON(t testing.TB, change func(map[string]any)) string {
+	return remarshal(t, space.Transition{OrgID: "org-42", SpaceID: spaceID, From: space.Active, To: space.Inactive,
+		Reason: space.ReasonTimeout, Message: "no answer", At: time.Date(2025, 6, 1, 12, 3, 5, 0, time.UTC)}, change)
+}
+
+// clusterJSON is a picker entry as the API renders it.
+func clusterJSON(t testing.TB, change func(map[string]any)) string {
+	return remarshal(t, space.DiscoveredCluster{Name: "prod-eu", Location: "eu-west-1",
+		Config: space.Config{"clusterName": "prod-eu", "region": "eu-west-1"}, RegisteredSpaceID: spaceID}, change)
+}
+
+// namespaceJSON is a namespace as the API renders it.
+func namespaceJSON(t testing.TB, change func(map[string]any)) string {
+	return remarshal(t, kubens.Namespace{Name: "team-a", Phase: "Active", Labels: map[string]string{"team": "a"},
+		CreatedAt: time.Date(2025, 6, 1, 9, 0, 0, 0, time.UTC)}, change)
+}
+
+func listHeaders() http.Header {
+	return headers("Content-Type", "application/json", "X-Request-Id", "r")
+}
+
 func okHeaders() http.Header {
 	return headers("Content-Type", "application/json", "ETag", `"1"`, "X-Request-Id", "req-1")
 }
@@ -357,6 +465,27 @@ func TestCheckPassesWhatTheDocumentPromises(t *testing.T) {
 			body:   problemJSON(401, "unauthenticated", `,"reason":"invalid_token"`)},
 		"unknown route refused":  {method: "GET", path: "/nowhere", status: 404, header: problemHeaders(), body: problemJSON(404, "not-found", "")},
 		"unknown method refused": {method: "PUT", path: get, status: 405, header: problemHeaders(), body: problemJSON(405, "method-not-allowed", "")},
+		"registration refused by the cloud": {method: "POST", path: "/spaces", reqHeader: headers("Content-Type", "application/json"),
+			reqBody: registerBody, status: 502, header: problemHeaders(), body: problemJSON(502, "bad-gateway", `,"reason":"AccessDenied"`)},
+		"status history": {method: "GET", path: get + "/status-history?limit=2", status: 200, header: listHeaders(),
+			body: `{"items":[` + transitionJSON(t, nil) + `],"next_cursor":"c1"}`},
+		"status history, empty": {method: "GET", path: get + "/status-history", status: 200, header: listHeaders(), body: `{"items":[]}`},
+		"cluster picker": {method: "GET", path: "/cloud-accounts/" + spaceID + "/clusters?region=eu-west-1", status: 200, header: listHeaders(),
+			body: `{"items":[` + clusterJSON(t, nil) + `]}`},
+		"cluster picker, gcp": {method: "GET", path: "/cloud-accounts/" + spaceID + "/clusters", status: 200, header: listHeaders(),
+			body: `{"items":[{"name":"c","location":"us-central1-a","status":"RUNNING","config":{"clusterName":"c","region":"us-central1-a","projectId":"my-project-1"}}]}`},
+		"cluster picker, cloud down": {method: "GET", path: "/cloud-accounts/" + spaceID + "/clusters?region=eu-west-1", status: 503,
+			header: problemHeaders(), body: problemJSON(503, "unavailable", `,"reason":"CloudUnavailable"`)},
+		"namespaces": {method: "GET", path: "/space-discovery/" + spaceID + "/namespaces", status: 200, header: listHeaders(),
+			body: `{"items":[` + namespaceJSON(t, nil) + `]}`},
+		"namespace created": {method: "POST", path: "/space-discovery/" + spaceID + "/namespaces", reqHeader: headers("Content-Type", "application/json"),
+			reqBody: `{"name":"team-a","labels":{"team":"a","spaces.dev/owner":"x","empty":""}}`, status: 201,
+			header: headers("Content-Type", "application/json", "X-Request-Id", "r", "Location", "/space-discovery/"+spaceID+"/namespaces/team-a"),
+			body:   namespaceJSON(t, nil)},
+		"namespace exists": {method: "POST", path: "/space-discovery/" + spaceID + "/namespaces", reqHeader: headers("Content-Type", "application/json"),
+			reqBody: `{"name":"team-a"}`, status: 409, header: problemHeaders(), body: problemJSON(409, "conflict", "")},
+		"cluster unreachable": {method: "GET", path: "/space-discovery/" + spaceID + "/namespaces", status: 503, header: problemHeaders(),
+			body: problemJSON(503, "unavailable", `,"reason":"Unreachable"`)},
 	}
 	for name, x := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -425,6 +554,31 @@ func TestCheckCatchesDrift(t *testing.T) {
 			header: headers("Content-Type", "application/json", "X-Request-Id", "r"), body: `{"items":[]}`}, "not exactly the documented path"},
 		"unknown route with a plain 404": {exchange{method: "GET", path: "/nowhere", status: 404,
 			header: headers("Content-Type", "text/plain"), body: "404 page not found"}, "application/problem+json"},
+		"transition of an unknown status": {exchange{method: "GET", path: get + "/status-history", status: 200, header: listHeaders(),
+			body: `{"items":[` + transitionJSON(t, func(m map[string]any) { m["to"] = "gone" }) + `]}`}, "to"},
+		"transition without its time": {exchange{method: "GET", path: get + "/status-history", status: 200, header: listHeaders(),
+			body: `{"items":[` + transitionJSON(t, func(m map[string]any) { delete(m, "at") }) + `]}`}, "at"},
+		"cluster with an undocumented field": {exchange{method: "GET", path: "/cloud-accounts/" + spaceID + "/clusters?region=eu-west-1", status: 200,
+			header: listHeaders(), body: `{"items":[` + clusterJSON(t, func(m map[string]any) { m["arn"] = "x" }) + `]}`}, "arn"},
+		"cluster holder not a uuid": {exchange{method: "GET", path: "/cloud-accounts/" + spaceID + "/clusters?region=eu-west-1", status: 200,
+			header: listHeaders(), body: `{"items":[` + clusterJSON(t, func(m map[string]any) { m["registered_space_id"] = "space-1" }) + `]}`}, "registered_space_id"},
+		"cluster list paged": {exchange{method: "GET", path: "/cloud-accounts/" + spaceID + "/clusters?region=eu-west-1", status: 200,
+			header: listHeaders(), body: `{"items":[],"next_cursor":"c"}`}, "next_cursor"},
+		"bad gateway without a reason": {exchange{method: "GET", path: "/cloud-accounts/" + spaceID + "/clusters?region=eu-west-1", status: 502,
+			header: problemHeaders(), body: problemJSON(502, "bad-gateway", "")}, "reason"},
+		"bad gateway with an unknown reason": {exchange{method: "GET", path: "/space-discovery/" + spaceID + "/namespaces", status: 502,
+			header: problemHeaders(), body: problemJSON(502, "bad-gateway", `,"reason":"Flaky"`)}, "reason"},
+		"namespace without labels": {exchange{method: "GET", path: "/space-discovery/" + spaceID + "/namespaces", status: 200,
+			header: listHeaders(), body: `{"items":[` + namespaceJSON(t, func(m map[string]any) { delete(m, "labels") }) + `]}`}, "labels"},
+		"namespace created without Location": {exchange{method: "POST", path: "/space-discovery/" + spaceID + "/namespaces",
+			reqHeader: headers("Content-Type", "application/json"), reqBody: `{"name":"team-a"}`, status: 201,
+			header: headers("Content-Type", "application/json", "X-Request-Id", "r"), body: namespaceJSON(t, nil)}, "Location"},
+		"bad namespace name accepted": {exchange{method: "POST", path: "/space-discovery/" + spaceID + "/namespaces",
+			reqHeader: headers("Content-Type", "application/json"), reqBody: `{"name":"Team_A"}`, status: 201,
+			header: headers("Content-Type", "application/json", "X-Request-Id", "r", "Location", "/space-discovery/"+spaceID+"/namespaces/team-a"),
+			body:   namespaceJSON(t, nil)}, "instead of refusing"},
+		"region on a picker answered": {exchange{method: "GET", path: "/cloud-accounts/" + spaceID + "/clusters?region=mars-1", status: 200,
+			header: listHeaders(), body: `{"items":[]}`}, "region"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -534,6 +688,21 @@ func TestRealAPIFollowsTheDocument(t *testing.T) {
 		{method: "GET", path: "/spaces/", authz: user, want: 404},
 		{method: "GET", path: "/spaces/" + spaceID + "/status", authz: user, want: 405},
 		{method: "GET", path: "//spaces", authz: user, want: 307},
+
+		{method: "GET", path: "/spaces/" + spaceID + "/status-history", want: 401},
+		{method: "GET", path: "/cloud-accounts/" + spaceID + "/clusters?region=eu-west-1", want: 401},
+		{method: "GET", path: "/space-discovery/" + spaceID + "/namespaces", want: 401},
+		{method: "POST", path: "/space-discovery/" + spaceID + "/namespaces", ctype: jsonType, body: `{"name":"a"}`, want: 401},
+		{method: "GET", path: "/spaces/" + spaceID + "/status-history?limit=0", authz: user, want: 400},
+		{method: "GET", path: "/spaces/" + spaceID + "/status-history?cursor=forged&provider=aws", authz: user, want: 400},
+		{method: "GET", path: bad + "/status-history", authz: user, want: 404},
+		{method: "POST", path: "/spaces/" + spaceID + "/status-history", authz: user, want: 405},
+		// This API has no discovery configured: those routes are 503.
+		{method: "GET", path: "/cloud-accounts/" + spaceID + "/clusters?region=eu-west-1", authz: user, want: 503},
+		{method: "GET", path: "/space-discovery/" + spaceID + "/namespaces", authz: user, want: 503},
+		{method: "POST", path: "/space-discovery/" + spaceID + "/namespaces", authz: user, ctype: jsonType, body: `{"name":"a"}`, want: 503},
+		{method: "DELETE", path: "/space-discovery/" + spaceID + "/namespaces", authz: user, want: 405},
+		{method: "GET", path: "/space-discovery/" + spaceID + "/namespaces/default", authz: user, want: 404},
 	}
 	for _, c := range cases {
 		name := c.method + " " + c.path
@@ -631,23 +800,26 @@ func TestRoundTripperCatchesDriftOverHTTP(t *testing.T) {
 }
 
 func TestNewRefusesABrokenDocument(t *testing.T) {
-	cases := map[string]string{
-		"not yaml":        "openapi: [",
-		"not openapi":     "swagger: '2.0'\ninfo: {title: x, version: '1'}\npaths: {}\n",
-		"invalid openapi": "openapi: 3.1.0\ninfo: {title: x}\npaths: {}\ncomponents: {schemas: {Problem: {type: object}}}\n",
-		"no Problem":      "openapi: 3.1.0\ninfo: {title: x, version: '1'}\npaths: {}\n",
+	cases := map[string]struct{ doc, want string }{
+		"not yaml":        {"openapi: [", "parse the document"},
+		"not openapi":     {"swagger: '2.0'\ninfo: {title: x, version: '1'}\npaths: {}\n", "different version"},
+		"invalid openapi": {"openapi: 3.1.0\ninfo: {title: x}\npaths: {}\ncomponents: {schemas: {Problem: {type: object}}}\n", "missing property 'version'"},
+		"no Problem":      {"openapi: 3.1.0\ninfo: {title: x, version: '1'}\npaths: {}\n", "no components.schemas.Problem"},
 	}
-	for name, doc := range cases {
+	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			rec := &fatalRecorder{recorder: recorder{TB: t}}
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				openapitest.New(rec, []byte(doc))
+				openapitest.New(rec, []byte(c.doc))
 			}()
 			<-done
 			if !rec.fatal {
 				t.Fatal("New accepted a broken document")
+			}
+			if got := strings.Join(rec.failures(), "\n"); !strings.Contains(got, c.want) {
+				t.Errorf("refused with %q, want it to mention %q", got, c.want)
 			}
 		})
 	}

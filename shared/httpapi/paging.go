@@ -16,16 +16,19 @@ const (
 	MaxLimit = 100
 )
 
-// query reads a listing's query string: only the allowed parameters, each at
-// most once. Problems are collected so all of them are reported together.
+// query reads a query string: only the allowed parameters, each at most
+// once; paged listings allow pageParams. Problems are collected so all of them are reported together.
 type query struct {
 	v   url.Values
 	bad []space.FieldError
 }
 
+// pageParams are the parameters of every paged listing.
+var pageParams = []string{"limit", "cursor"}
+
 func newQuery(v url.Values, allowed ...string) *query {
 	q := &query{v: v}
-	ok := map[string]bool{"limit": true, "cursor": true}
+	ok := map[string]bool{}
 	for _, a := range allowed {
 		ok[a] = true
 	}

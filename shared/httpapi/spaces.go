@@ -11,7 +11,7 @@ import (
 )
 
 func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	q := newQuery(r.URL.Query(), "provider", "status", "space_type", "cloud_account_id", "picker")
+	q := newQuery(r.URL.Query(), append(pageParams, "provider", "status", "space_type", "cloud_account_id", "picker")...)
 	f := space.ListFilter{
 		Provider:  space.Provider(q.oneOf("provider", "aws", "gcp", "azure")),
 		Status:    space.Status(q.oneOf("status", "active", "inactive", "unknown")),
