@@ -218,9 +218,16 @@ func TestConflictReappliesOnce(t *testing.T) {
 	if !res.Written || got.Version != 3 || got.Status != space.Active {
 		t.Errorf("after conflict: written %t, version %d, status %s; want the probe re-applied at version 3, active", res.Written, got.Version, got.Status)
 	}
+	// The manual unknown→inactive and the probe's inactive→active, each
+	// recorded once (both at the same instant of the fake clock, so in
+	// either order).
 	hist := h.history(s.ID)
-	if len(hist) != 1 || hist[0].From != space.Inactive || hist[0].To != space.Active {
-		t.Errorf("history %+v: want inactive→active (the manual change is not a probe transition)", hist)
+	seen := map[string]bool{}
+	for _, tr := range hist {
+		seen[string(tr.From)+"→"+string(tr.To)+":"+tr.Reason] = true
+	}
+	if len(hist) != 2 || !seen["unknown→inactive:maintenance"] || !seen["inactive→active:"] {
+		t.Errorf("history %+v: want unknown→inactive (maintenance) and inactive→active", hist)
 	}
 }
 
