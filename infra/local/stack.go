@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"spaces"
+	"spaces/infra/demo"
 	"spaces/infra/emulator"
 	"spaces/shared/auth"
 	"spaces/shared/awsclient"
@@ -51,6 +52,10 @@ type Config struct {
 	// namespace discovery and probes (nil: no cloud is reachable; clusters
 	// are registered unchecked and every probe fails CredentialsUnavailable).
 	Minter *mint.Minter
+	// Demo, when set, starts the demo clusters in a simulated cloud (package
+	// demo) and reaches them with its minter; Minter must then be nil. It
+	// registers nothing.
+	Demo *demo.Options
 	// Probing configures the scheduler ticker and the probe queue poller.
 	Probing ProbingConfig
 	Log     *slog.Logger
@@ -90,6 +95,8 @@ type Stack struct {
 	// ProbeQueue enqueues a registration probe (the hook the registration
 	// path calls once wired).
 	ProbeQueue probing.Enqueuer
+	// Demo is the running demo world (nil without Config.Demo).
+	Demo *demo.Demo
 
 	stopProbing func()
 	servers     []*http.Server
@@ -119,6 +126,11 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	st.AWS = emu.Config()
 	st.Table = res["SpacesTable"].Name
 	store := dynamostore.New(awsclient.DynamoDB(st.AWS, emu.URL), st.Table)
+	if cfg.Demo != nil {
+		if err := st.startDemo(&cfg, store); err != nil {
+			return nil, err
+		}
+	}
 	if err := st.startProbing(cfg, store); err != nil {
 		return nil, fmt.Errorf("probing: %w", err)
 	}
@@ -169,8 +181,8 @@ func (st *Stack) serve(addr string, h http.Handler) (string, error) {
 // Err reports a listener that stopped unexpectedly.
 func (st *Stack) Err() <-chan error { return st.errc }
 
-// Close stops the listeners (letting requests in flight finish) and the
-// emulator.
+// Close stops the listeners (letting requests in flight finish), the demo
+// and the emulator.
 func (st *Stack) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -179,6 +191,9 @@ func (st *Stack) Close() {
 	}
 	for _, s := range st.servers {
 		_ = s.Shutdown(ctx)
+	}
+	if st.Demo != nil {
+		st.Demo.Close()
 	}
 	st.emu.Close()
 }

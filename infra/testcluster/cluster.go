@@ -42,6 +42,7 @@ type config struct {
 	platform   string
 	http2      bool
 	errorLog   *log.Logger
+	check      func(ctx context.Context, token string) bool
 }
 
 // WithCA serves with a certificate from ca, shared with every other cluster
@@ -66,6 +67,14 @@ func WithHTTP2() Option { return func(c *config) { c.http2 = true } }
 // failures and the like), which are discarded by default because faults
 // produce them on purpose.
 func WithErrorLog(l *log.Logger) Option { return func(c *config) { c.errorLog = l } }
+
+// WithTokenCheck also accepts every bearer token check approves, asked
+// with the request's context for each request whose token is not in the
+// accepted set: for tokens made client-side, such as EKS's presigned STS
+// URLs, that only an authenticator can verify (simcloud.Cloud.TokenCheck).
+func WithTokenCheck(check func(ctx context.Context, token string) bool) Option {
+	return func(c *config) { c.check = check }
+}
 
 // Cluster is one running test API server. All methods are safe for
 // concurrent use.
@@ -92,6 +101,7 @@ type Cluster struct {
 	platform   string
 	namespaces map[string]corev1.Namespace
 	rv         int64
+	check      func(ctx context.Context, token string) bool
 
 	decOnce sync.Once
 	dec     apiruntime.Decoder
@@ -130,6 +140,7 @@ func New(opts ...Option) (*Cluster, error) {
 		gitVersion: cfg.gitVersion,
 		platform:   cfg.platform,
 		namespaces: map[string]corev1.Namespace{},
+		check:      cfg.check,
 	}
 	for _, t := range cfg.tokens {
 		c.tokens[t] = true
@@ -202,7 +213,8 @@ func (c *Cluster) RevokeToken(token string) {
 	delete(c.tokens, token)
 }
 
-// SetTokens replaces the accepted tokens; with none, every request is 401.
+// SetTokens replaces the accepted tokens; with none, every request is 401
+// unless a token check (WithTokenCheck) approves its token.
 func (c *Cluster) SetTokens(tokens ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -380,9 +392,12 @@ func (c *Cluster) authorized(r *http.Request) bool {
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
+	token = strings.TrimSpace(token)
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.tokens[strings.TrimSpace(token)]
+	ok = c.tokens[token]
+	c.mu.Unlock()
+	// The check may make a network round trip: never under the lock.
+	return ok || (c.check != nil && token != "" && c.check(r.Context(), token))
 }
 
 // ServeHTTP applies request-level faults, checks the token and serves the

@@ -260,6 +260,45 @@ func TestTokens(t *testing.T) {
 	}
 }
 
+// A token check approves tokens outside the accepted set, per request,
+// and sees every token it is asked about with the request's context; the
+// accepted set still works without asking it.
+func TestTokenCheck(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	c := testcluster.NewForTest(t, testcluster.WithTokens("static"), testcluster.WithTokenCheck(func(ctx context.Context, token string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, token)
+		return ctx.Err() == nil && strings.HasPrefix(token, "signed.")
+	}))
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{{"signed.one", 200}, {"static", 200}, {"forged", 401}, {"", 401}, {"signed.two", 200}} {
+		if got := rawRequest(t, c, http.MethodGet, "/version", tc.token, "").code; got != tc.want {
+			t.Errorf("token %q: %d, want %d", tc.token, got, tc.want)
+		}
+	}
+	c.SetTokens() // only the check is left
+	if got := rawRequest(t, c, http.MethodGet, "/version", "static", "").code; got != 401 {
+		t.Errorf("static token after SetTokens(): %d, want 401", got)
+	}
+	if got := rawRequest(t, c, http.MethodGet, "/api/v1/namespaces", "signed.three", "").code; got != 200 {
+		t.Errorf("namespaces with an approved token: %d, want 200", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Not asked about the static token while it was accepted, nor about an
+	// empty one.
+	if want := []string{"signed.one", "forged", "signed.two", "static", "signed.three"}; !slices.Equal(asked, want) {
+		t.Errorf("asked %q, want %q", asked, want)
+	}
+	if got := c.Served401(); got != 3 {
+		t.Errorf("Served401 = %d, want 3", got)
+	}
+}
+
 func TestModes(t *testing.T) {
 	ca, err := testcluster.NewCA()
 	if err != nil {

@@ -5,25 +5,15 @@
 package minttest
 
 import (
-	"context"
-	"net/http"
 	"testing"
 
-	azcloud "github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/google/uuid"
-	"golang.org/x/oauth2"
-	"golang.org/x/oauth2/clientcredentials"
 
 	"spaces/infra/emulator/emulatortest"
 	"spaces/infra/simcloud"
 	"spaces/shared/awsclient"
 	"spaces/shared/dynamostore"
 	"spaces/shared/mint"
-	"spaces/shared/mint/aks"
-	"spaces/shared/mint/eks"
-	"spaces/shared/mint/gke"
 	"spaces/shared/space"
 )
 
@@ -66,7 +56,7 @@ func Start(t testing.TB) *Env {
 
 	env := &Env{Cloud: sc, Store: store, Service: space.NewService(store, 0), Org: uuid.NewString(),
 		Accounts: map[space.Provider]space.CloudAccount{}}
-	env.Minter = &mint.Minter{Grants: store, Accounts: store, Providers: Providers(sc)}
+	env.Minter = sc.Minter(store)
 
 	for p, conn := range map[space.Provider]map[string]string{
 		space.AWS:   {"roleArn": RoleARN, "externalId": ExternalID},
@@ -82,31 +72,9 @@ func Start(t testing.TB) *Env {
 	return env
 }
 
-// Providers are the three provider minters pointed at sc, configured the
-// way production configures them except for the endpoints and runtime
-// identities.
-func Providers(sc *simcloud.Cloud) map[space.Provider]mint.Provider {
-	hc := sc.HTTPClient()
-	awsCfg := aws.Config{
-		Region:      "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider(simcloud.RuntimeAccessKeyID, simcloud.RuntimeSecretAccessKey, ""),
-		HTTPClient:  hc,
-	}
-	google := (&clientcredentials.Config{ClientID: simcloud.GoogleClientID, ClientSecret: simcloud.GoogleClientSecret,
-		TokenURL: sc.GoogleTokenURL()}).TokenSource(contextWithClient(hc))
-	azure := azcloud.Configuration{
-		ActiveDirectoryAuthorityHost: sc.EntraAuthorityHost(),
-		Services: map[azcloud.ServiceName]azcloud.ServiceConfiguration{
-			azcloud.ResourceManager: {Endpoint: sc.URL, Audience: simcloud.ARMAudience},
-		},
-	}
-	return map[space.Provider]mint.Provider{
-		space.AWS: eks.New(eks.Config{AWS: awsCfg, Endpoint: sc.URL}),
-		space.GCP: gke.New(gke.Config{Runtime: google, HTTPClient: hc, IAMEndpoint: sc.URL, ContainerEndpoint: sc.URL}),
-		space.Azure: aks.New(aks.Config{Cloud: &azure, HTTPClient: hc,
-			Assertion: func(context.Context) (string, error) { return sc.FederatedAssertion(), nil }}),
-	}
-}
+// Providers are the three provider minters pointed at sc
+// (simcloud.Cloud.Providers).
+func Providers(sc *simcloud.Cloud) map[space.Provider]mint.Provider { return sc.Providers() }
 
 // Config is the identity config of a cluster called name on provider.
 func Config(p space.Provider, name string) space.Config {
@@ -145,9 +113,4 @@ func (e *Env) Register(t testing.TB, p space.Provider, name string, synthetic bo
 		t.Fatalf("register %s %s: %v", p, name, err)
 	}
 	return s
-}
-
-// contextWithClient makes oauth2 use hc for the runtime's token requests.
-func contextWithClient(hc *http.Client) context.Context {
-	return context.WithValue(context.Background(), oauth2.HTTPClient, hc)
 }

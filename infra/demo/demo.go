@@ -1,0 +1,243 @@
+// Package demo is the world `make run` starts next to the service: a
+// simulated cloud (simcloud) with a fixed account per provider and two
+// light clusters (testcluster) in each, one of which goes down and comes
+// back on a rhythm. Each cluster accepts exactly the bearer tokens simcloud
+// would accept for it, so registering, probing and namespace discovery go
+// through the real minters, SDKs and client-go end to end. It registers
+// nothing: that is the user's part of the tour.
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"spaces/infra/simcloud"
+	"spaces/infra/testcluster"
+	"spaces/shared/mint"
+	"spaces/shared/space"
+)
+
+// The demo accounts' fixed identities: POST them as a cloud account's
+// connection (Connection builds it) and the simulated cloud lets Spaces in.
+const (
+	AWSAccount = "210987654321"
+	RoleARN    = "arn:aws:iam::" + AWSAccount + ":role/spaces-demo"
+	ExternalID = "spaces-demo"
+	AWSRegion  = "eu-west-1"
+
+	GCPProject        = "acme-demo"
+	GCPServiceAccount = "spaces@acme-demo.iam.gserviceaccount.com"
+
+	AzureTenant        = "7d3c1f0e-5a4b-4c2d-9e8f-1a2b3c4d5e6f"
+	AzureClient        = "0f9e8d7c-6b5a-4948-8372-615f4e3d2c1b"
+	AzureSubscription  = "3a1b2c4d-5e6f-4a8b-9c0d-e1f2a3b4c5d6"
+	AzureResourceGroup = "rg-demo"
+)
+
+// Connection is the cloud account connection for the demo account of p.
+func Connection(p space.Provider) map[string]string {
+	switch p {
+	case space.AWS:
+		return map[string]string{"roleArn": RoleARN, "externalId": ExternalID}
+	case space.GCP:
+		return map[string]string{"projectId": GCPProject, "serviceAccountEmail": GCPServiceAccount}
+	case space.Azure:
+		return map[string]string{"tenantId": AzureTenant, "clientId": AzureClient, "subscriptionId": AzureSubscription}
+	}
+	return nil
+}
+
+// Spec describes one demo cluster.
+type Spec struct {
+	Provider space.Provider
+	Name     string
+	// Location is the AWS region, GCP region or Azure location.
+	Location   string
+	GitVersion string
+	Platform   string
+	// Flaps marks the cluster that goes down and comes back.
+	Flaps bool
+}
+
+// Config is the identity config that registers the cluster (POST /spaces).
+func (s Spec) Config() space.Config {
+	switch s.Provider {
+	case space.AWS:
+		return space.Config{"clusterName": s.Name, "region": s.Location}
+	case space.GCP:
+		return space.Config{"clusterName": s.Name, "region": s.Location, "projectId": GCPProject}
+	}
+	return space.Config{"clusterName": s.Name, "resourceGroup": AzureResourceGroup, "subscriptionId": AzureSubscription}
+}
+
+// Specs are the demo clusters, two per cloud; demo-aks-2 flaps.
+var Specs = []Spec{
+	{Provider: space.AWS, Name: "demo-eks-1", Location: AWSRegion, GitVersion: "v1.31.4-eks-2d5f260", Platform: "linux/amd64"},
+	{Provider: space.AWS, Name: "demo-eks-2", Location: AWSRegion, GitVersion: "v1.30.8-eks-56e63d8", Platform: "linux/arm64"},
+	{Provider: space.GCP, Name: "demo-gke-1", Location: "europe-west1", GitVersion: "v1.31.5-gke.1023000", Platform: "linux/amd64"},
+	{Provider: space.GCP, Name: "demo-gke-2", Location: "us-central1", GitVersion: "v1.30.9-gke.1009000", Platform: "linux/amd64"},
+	{Provider: space.Azure, Name: "demo-aks-1", Location: "westeurope", GitVersion: "v1.31.3", Platform: "linux/amd64"},
+	{Provider: space.Azure, Name: "demo-aks-2", Location: "northeurope", GitVersion: "v1.30.7", Platform: "linux/amd64", Flaps: true},
+}
+
+// Default rhythm of the flapping cluster.
+const (
+	DefaultFlapUp   = 4 * time.Minute
+	DefaultFlapDown = 4 * time.Minute
+)
+
+// Options configures the demo; zero values take the defaults.
+type Options struct {
+	// FlapUp and FlapDown are how long the flapping cluster stays up and
+	// then down, over and over (defaults DefaultFlapUp, DefaultFlapDown).
+	FlapUp, FlapDown time.Duration
+	Log              *slog.Logger
+}
+
+// Cluster is a running demo cluster.
+type Cluster struct {
+	Spec
+	*testcluster.Cluster
+}
+
+// Demo is the running demo world.
+type Demo struct {
+	Cloud    *simcloud.Cloud
+	Clusters []Cluster
+
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// Start starts the simulated cloud, the clusters and the flapping.
+func Start(opts Options) (*Demo, error) {
+	if opts.FlapUp <= 0 {
+		opts.FlapUp = DefaultFlapUp
+	}
+	if opts.FlapDown <= 0 {
+		opts.FlapDown = DefaultFlapDown
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	sc, err := simcloud.Start(simcloud.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("simulated cloud: %w", err)
+	}
+	d := &Demo{Cloud: sc}
+	sc.AddRole(RoleARN, ExternalID)
+	sc.AddServiceAccount(GCPServiceAccount)
+	sc.AddApp(AzureTenant, AzureClient)
+	ca, err := testcluster.NewCA()
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	for _, spec := range Specs {
+		// The cluster's name is its token-review backend key: each cluster
+		// accepts the tokens simcloud would accept for it and no other.
+		tc, err := testcluster.New(testcluster.WithCA(ca), testcluster.WithHTTP2(),
+			testcluster.WithVersion(spec.GitVersion, spec.Platform), testcluster.WithTokenCheck(sc.TokenCheck(spec.Name)))
+		if err != nil {
+			d.Close()
+			return nil, fmt.Errorf("cluster %s: %w", spec.Name, err)
+		}
+		tc.SetTokens() // drop the random start token: only simcloud's tokens work
+		d.Clusters = append(d.Clusters, Cluster{Spec: spec, Cluster: tc})
+		sc.AddCluster(cloudCluster(spec, tc))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.stop = cancel
+	for _, c := range d.Clusters {
+		if c.Flaps {
+			d.wg.Go(func() { flap(ctx, c, opts) })
+		}
+	}
+	return d, nil
+}
+
+// cloudCluster is how simcloud knows the cluster: owned by the demo
+// account of its provider and granted to the demo identity.
+func cloudCluster(s Spec, tc *testcluster.Cluster) simcloud.Cluster {
+	c := simcloud.Cluster{Provider: s.Provider, Name: s.Name, Location: s.Location, Server: tc.URL(), CAPEM: tc.CAPEM(), Backend: s.Name}
+	switch s.Provider {
+	case space.AWS:
+		c.Account, c.Principals = AWSAccount, []string{RoleARN}
+	case space.GCP:
+		c.Account, c.Principals = GCPProject, []string{GCPServiceAccount}
+	case space.Azure:
+		c.Account, c.ResourceGroup = AzureSubscription, AzureResourceGroup
+		c.Principals = []string{simcloud.AzurePrincipal(AzureTenant, AzureClient)}
+	}
+	return c
+}
+
+// flap keeps c up for FlapUp, then stopped (connection refused) for
+// FlapDown, until ctx ends; it leaves the cluster listening.
+func flap(ctx context.Context, c Cluster, opts Options) {
+	up := true
+	for {
+		d := opts.FlapUp
+		if !up {
+			d = opts.FlapDown
+		}
+		select {
+		case <-ctx.Done():
+			if !up {
+				_ = c.Start()
+			}
+			return
+		case <-time.After(d):
+		}
+		var err error
+		if up {
+			err = c.Stop()
+		} else {
+			err = c.Start()
+		}
+		if err != nil {
+			// Starting again can fail if another process took the port
+			// meanwhile; the cluster then stays down, which the probes
+			// report, and the next turn tries again.
+			opts.Log.Warn("demo cluster did not switch", "cluster", c.Name, "up", !up, "error", err)
+			continue
+		}
+		up = !up
+		opts.Log.Info("demo cluster switched", "cluster", c.Name, "up", up)
+	}
+}
+
+// Minter reaches the demo's cloud, with grants and accounts read from
+// store.
+func (d *Demo) Minter(store interface {
+	mint.Grants
+	mint.Accounts
+}) *mint.Minter {
+	return d.Cloud.Minter(store)
+}
+
+// Cluster returns the demo cluster called name.
+func (d *Demo) Cluster(name string) (Cluster, error) {
+	for _, c := range d.Clusters {
+		if c.Name == name {
+			return c, nil
+		}
+	}
+	return Cluster{}, errors.New("no demo cluster " + name)
+}
+
+// Close stops the flapping, the clusters and the cloud.
+func (d *Demo) Close() {
+	if d.stop != nil {
+		d.stop()
+		d.wg.Wait()
+	}
+	for _, c := range d.Clusters {
+		c.Close()
+	}
+	d.Cloud.Close()
+}

@@ -1,0 +1,98 @@
+package demo_test
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+
+	"spaces/infra/demo"
+	"spaces/shared/space"
+)
+
+func httpClient(caPEM []byte) *http.Client {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}}
+}
+
+// version asks the cluster's /version with token: the status, or 0 when
+// the connection is refused or cut (a Stop in the middle of the request).
+func version(t *testing.T, c demo.Cluster, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", c.URL()+"/version", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := httpClient(c.CAPEM()).Do(req)
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// Every demo cluster is in the cloud, registrable with its config, and
+// accepts only simcloud's tokens; the flapping one goes down and comes back.
+func TestDemo(t *testing.T) {
+	d, err := demo.Start(demo.Options{FlapUp: 300 * time.Millisecond, FlapDown: 300 * time.Millisecond, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	per := map[space.Provider]int{}
+	flapping := 0
+	for _, c := range d.Clusters {
+		per[c.Provider]++
+		if c.Flaps {
+			flapping++
+			continue
+		}
+		if len(demo.Connection(c.Provider)) == 0 {
+			t.Errorf("%s: no connection for %s", c.Name, c.Provider)
+		}
+		for k, v := range c.Config() {
+			if reason := space.ValidateConfigValue(c.Provider, k, v); reason != "" {
+				t.Errorf("%s: config %s=%q %s", c.Name, k, v, reason)
+			}
+		}
+		// Neither a made-up token nor the cluster's own start token works.
+		for _, tok := range []string{"made-up", c.Token()} {
+			if got := version(t, c, tok); got != http.StatusUnauthorized {
+				t.Errorf("%s: token %q answered %d, want 401", c.Name, tok, got)
+			}
+		}
+	}
+	if per[space.AWS] != 2 || per[space.GCP] != 2 || per[space.Azure] != 2 || flapping != 1 {
+		t.Fatalf("clusters per provider %v, %d flapping; want 2 each, 1 flapping", per, flapping)
+	}
+	if _, err := d.Cluster("demo-nope"); err == nil {
+		t.Error("Cluster found a cluster that does not exist")
+	}
+
+	c, err := d.Cluster("demo-aks-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Polls are bounded against hanging; the rhythm is a few hundred ms.
+	waitFor := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for version(t, c, "x") != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never answered %d", c.Name, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor(0)
+	waitFor(http.StatusUnauthorized)
+	waitFor(0)
+}
