@@ -111,31 +111,16 @@ func (s *Store) SaveProbe(ctx context.Context, sp space.Space, tr *space.Transit
 			ConditionExpression: aws.String("attribute_not_exists(" + nPK + ")"), ExpressionAttributeNames: names(nPK),
 		}},
 	}
-	for attempt := 1; ; attempt++ {
-		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		if err == nil {
+	return s.transact(ctx, "save probe", func() ([]types.TransactWriteItem, error) { return items, nil },
+		func(reasons []types.CancellationReason) error {
+			switch {
+			case failedCheck(reasons, 0):
+				return s.whyNotWritable(ctx, sp.OrgID, sp.ID, sp.Version-1, nil)
+			case failedCheck(reasons, 1):
+				return internal("save probe", fmt.Errorf("space %s already has a transition at %s", sp.ID, HistoryKey(*tr)))
+			}
 			return nil
-		}
-		reasons, ok := canceled(err)
-		if !ok {
-			return awsError("TransactWriteItems", err)
-		}
-		switch {
-		case failedCheck(reasons, 0):
-			return s.whyNotWritable(ctx, sp.OrgID, sp.ID, sp.Version-1, nil)
-		case failedCheck(reasons, 1):
-			return internal("save probe", fmt.Errorf("space %s already has a transition at %s", sp.ID, HistoryKey(*tr)))
-		case conflicted(reasons):
-		default:
-			return awsError("TransactWriteItems", err)
-		}
-		if attempt == maxAttempts {
-			return unavailable("the registry store is busy", fmt.Errorf("save probe: %d attempts: %w", attempt, err))
-		}
-		if err := backoff(ctx, attempt); err != nil {
-			return err
-		}
-	}
+		})
 }
 
 // History returns up to page.Limit transitions of the space, newest first,

@@ -115,54 +115,39 @@ func (s *Store) Register(ctx context.Context, sp space.Space, idem space.Idempot
 	}
 	items = append(items, grant)
 
-	for attempt := 1; ; attempt++ {
-		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		if err == nil {
+	return s.transact(ctx, "register", func() ([]types.TransactWriteItem, error) { return items, nil },
+		func(reasons []types.CancellationReason) error {
+			switch {
+			case idem.Key != "" && failedCheck(reasons, iIdem):
+				// A replay answers with the first result even though the claim
+				// (held by that first registration) failed too.
+				rec, found, err := s.idempotencyRecord(ctx, sp.OrgID, idem.Key, reasons[iIdem].Item)
+				if err != nil {
+					return err
+				}
+				if found {
+					return &space.ReplayError{Record: space.Idempotency{Key: rec.Key, Hash: rec.Hash, Space: rec.Space}}
+				}
+				return errRetry // the record expired or vanished meanwhile
+			case failedCheck(reasons, iAccount):
+				return &space.Error{Kind: space.KindInvalid, Message: "the space is not valid", Fields: []space.FieldError{{
+					Field: "cloud_account_id", Reason: fmt.Sprintf("no %s cloud account with this id in the org", sp.Provider),
+				}}}
+			case failedCheck(reasons, iClaim):
+				holder, err := s.claimHolder(ctx, sp.OrgID, sp.Identity(), reasons[iClaim].Item)
+				if err != nil {
+					return err
+				}
+				if holder != "" {
+					return &space.Error{Kind: space.KindConflict, ExistingID: holder,
+						Message: "this cluster is already registered in the org as space " + holder}
+				}
+				return errRetry // deregistered meanwhile: the identity is free again
+			case failedCheck(reasons, iSpace):
+				return internal("register", fmt.Errorf("space id %s is already taken", sp.ID))
+			}
 			return nil
-		}
-		reasons, ok := canceled(err)
-		if !ok {
-			return awsError("TransactWriteItems", err)
-		}
-		switch {
-		case idem.Key != "" && failedCheck(reasons, iIdem):
-			// A replay answers with the first result even though the claim
-			// (held by that first registration) failed too.
-			rec, found, err := s.idempotencyRecord(ctx, sp.OrgID, idem.Key, reasons[iIdem].Item)
-			if err != nil {
-				return err
-			}
-			if found {
-				return &space.ReplayError{Record: space.Idempotency{Key: rec.Key, Hash: rec.Hash, Space: rec.Space}}
-			}
-			// The record expired or vanished meanwhile: try again.
-		case failedCheck(reasons, iAccount):
-			return &space.Error{Kind: space.KindInvalid, Message: "the space is not valid", Fields: []space.FieldError{{
-				Field: "cloud_account_id", Reason: fmt.Sprintf("no %s cloud account with this id in the org", sp.Provider),
-			}}}
-		case failedCheck(reasons, iClaim):
-			holder, err := s.claimHolder(ctx, sp.OrgID, sp.Identity(), reasons[iClaim].Item)
-			if err != nil {
-				return err
-			}
-			if holder != "" {
-				return &space.Error{Kind: space.KindConflict, ExistingID: holder,
-					Message: "this cluster is already registered in the org as space " + holder}
-			}
-			// Deregistered meanwhile: the identity is free again.
-		case failedCheck(reasons, iSpace):
-			return internal("register", fmt.Errorf("space id %s is already taken", sp.ID))
-		case conflicted(reasons):
-		default:
-			return awsError("TransactWriteItems", err)
-		}
-		if attempt == maxAttempts {
-			return unavailable("the registry store is busy", fmt.Errorf("register: %d attempts: %w", attempt, err))
-		}
-		if err := backoff(ctx, attempt); err != nil {
-			return err
-		}
-	}
+		})
 }
 
 // idempotencyRecord returns the unexpired record of key, from a cancellation
@@ -406,13 +391,19 @@ func (s *Store) whyNotWritable(ctx context.Context, org, id string, want int64, 
 // releases its account count in one transaction (see space.Store).
 func (s *Store) Deregister(ctx context.Context, org, id string, version int64, at time.Time) (space.Space, error) {
 	at = at.UTC()
-	for attempt := 1; ; attempt++ {
-		sp, err := s.GetSpace(ctx, org, id)
-		if err != nil {
-			return space.Space{}, err
+	const (
+		iSpace = iota
+		iClaim
+		iAccount
+	)
+	var sp space.Space
+	build := func() ([]types.TransactWriteItem, error) {
+		var err error
+		if sp, err = s.GetSpace(ctx, org, id); err != nil {
+			return nil, err
 		}
 		if version != 0 && sp.Version != version {
-			return space.Space{}, space.Errorf(space.KindPreconditionFailed, "the space has changed (version %d, expected %d)", sp.Version, version)
+			return nil, space.Errorf(space.KindPreconditionFailed, "the space has changed (version %d, expected %d)", sp.Version, version)
 		}
 		cond := "attribute_exists(" + nPK + ") AND attribute_not_exists(" + nDeleted + ")"
 		vals := map[string]types.AttributeValue{":at": str(at.Format(time.RFC3339Nano)), ":one": num(1)}
@@ -420,12 +411,7 @@ func (s *Store) Deregister(ctx context.Context, org, id string, version int64, a
 			cond += " AND " + nVersion + " = :v"
 			vals[":v"] = num(version)
 		}
-		const (
-			iSpace = iota
-			iClaim
-			iAccount
-		)
-		items := []types.TransactWriteItem{
+		return []types.TransactWriteItem{
 			iSpace: {Update: &types.Update{
 				TableName: s.table, Key: itemKey(org, prefixSpace+id),
 				// Removing probe_shard takes the space out of the probe index:
@@ -453,48 +439,39 @@ func (s *Store) Deregister(ctx context.Context, org, id string, version int64, a
 			// Last, so the indexes above stay fixed: no credential can be
 			// minted for the space once this commits (see grants.go).
 			s.revokeGrantItem(org, id),
-		}
-		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		if err == nil {
-			if version != 0 {
-				sp.DeletedAt, sp.UpdatedAt, sp.Version = &at, at, version+1
-				return sp, nil
-			}
-			// Without a version, concurrent writes may have moved the space
-			// on before the transaction; read what was deleted. Nothing writes
-			// a deleted space, so this read is exact.
-			got, found, err := s.readSpace(ctx, org, id)
-			if err != nil {
-				return space.Space{}, err
-			}
-			if !found {
-				return space.Space{}, internal("deregister", fmt.Errorf("space %s vanished after deregistration", id))
-			}
-			return got, nil
-		}
-		reasons, ok := canceled(err)
-		if !ok {
-			return space.Space{}, awsError("TransactWriteItems", err)
-		}
+		}, nil
+	}
+	err := s.transact(ctx, "deregister", build, func(reasons []types.CancellationReason) error {
 		switch {
 		case failedCheck(reasons, iSpace) && version != 0:
-			return space.Space{}, s.whyNotWritable(ctx, org, id, version, nil)
+			return s.whyNotWritable(ctx, org, id, version, nil)
 		case failedCheck(reasons, iSpace):
 			// Any version was acceptable: the space was deregistered
-			// meanwhile, which the read at the top of the loop reports.
+			// meanwhile, which the read in build reports.
+			return errRetry
 		case failedCheck(reasons, iClaim):
-			return space.Space{}, internal("deregister", fmt.Errorf("the identity claim of space %s is missing or held by another space", id))
+			return internal("deregister", fmt.Errorf("the identity claim of space %s is missing or held by another space", id))
 		case failedCheck(reasons, iAccount):
-			return space.Space{}, internal("deregister", fmt.Errorf("the cloud account %s of space %s is missing", sp.CloudAccountID, id))
-		case conflicted(reasons):
-		default:
-			return space.Space{}, awsError("TransactWriteItems", err)
+			return internal("deregister", fmt.Errorf("the cloud account %s of space %s is missing", sp.CloudAccountID, id))
 		}
-		if attempt == maxAttempts {
-			return space.Space{}, unavailable("the registry store is busy", fmt.Errorf("deregister: %d attempts: %w", attempt, err))
-		}
-		if err := backoff(ctx, attempt); err != nil {
-			return space.Space{}, err
-		}
+		return nil
+	})
+	if err != nil {
+		return space.Space{}, err
 	}
+	if version != 0 {
+		sp.DeletedAt, sp.UpdatedAt, sp.Version = &at, at, version+1
+		return sp, nil
+	}
+	// Without a version, concurrent writes may have moved the space on
+	// before the transaction; read what was deleted. Nothing writes a
+	// deleted space, so this read is exact.
+	got, found, err := s.readSpace(ctx, org, id)
+	if err != nil {
+		return space.Space{}, err
+	}
+	if !found {
+		return space.Space{}, internal("deregister", fmt.Errorf("space %s vanished after deregistration", id))
+	}
+	return got, nil
 }

@@ -236,6 +236,47 @@ func conflicted(reasons []types.CancellationReason) bool {
 }
 
 // backoff sleeps before retry attempt n (from 1), with full jitter.
+// errRetry, returned by a transaction's explain function, means the
+// cancellation was a race worth trying again (after a backoff).
+var errRetry = errors.New("retry the transaction")
+
+// transact is the one retry policy of the store's transactions: it writes the
+// items build returns, and on a cancellation asks explain what the reasons
+// mean. explain returns the error to answer with, errRetry to try again
+// (rebuilding the items), or nil when the reasons are not its own, in which
+// case a transaction conflict is retried and anything else is reported. At
+// most maxAttempts tries, with jittered backoff between them.
+func (s *Store) transact(ctx context.Context, op string, build func() ([]types.TransactWriteItem, error),
+	explain func([]types.CancellationReason) error) error {
+	for attempt := 1; ; attempt++ {
+		items, err := build()
+		if err != nil {
+			return err
+		}
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if err == nil {
+			return nil
+		}
+		reasons, ok := canceled(err)
+		if !ok {
+			return awsError("TransactWriteItems", err)
+		}
+		switch why := explain(reasons); {
+		case errors.Is(why, errRetry), why == nil && conflicted(reasons):
+		case why != nil:
+			return why
+		default:
+			return awsError("TransactWriteItems", err)
+		}
+		if attempt == maxAttempts {
+			return unavailable("the registry store is busy", fmt.Errorf("%s: %d attempts: %w", op, attempt, err))
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
 func backoff(ctx context.Context, n int) error {
 	d := time.Duration(rand.Int64N(int64(backoffBase << min(n, 6))))
 	t := time.NewTimer(d)
