@@ -20,6 +20,7 @@ import (
 	"spaces/shared/mint"
 	"spaces/shared/probing"
 	"spaces/shared/registry"
+	"spaces/shared/revisions"
 	"spaces/shared/space"
 	"spaces/shared/sqsqueue"
 )
@@ -29,6 +30,7 @@ type settings struct {
 	secret     string
 	staleAfter time.Duration
 	probeQueue string // where registration probes are sent
+	revisions  string // where deployment revisions are queued
 	gcpPool    string // GCP workload identity provider resource name
 	azureAud   string // audience of the STS web identity token Entra trusts
 }
@@ -41,6 +43,7 @@ func main() {
 		secret:     env.Required("CURSOR_SECRET"),
 		staleAfter: env.Duration("STALE_AFTER", space.DefaultStaleAfter),
 		probeQueue: env.Required("PROBE_QUEUE_URL"),
+		revisions:  env.Required("REVISIONS_QUEUE_URL"),
 		gcpPool:    env.String("GCP_WORKLOAD_IDENTITY_PROVIDER", ""),
 		azureAud:   env.String("AZURE_FEDERATED_TOKEN_AUDIENCE", ""),
 	}
@@ -56,7 +59,8 @@ func main() {
 	store := dynamostore.New(awsclient.DynamoDB(awsCfg, ""), s.table)
 	minter := mint.ForRuntime(mint.RuntimeConfig{AWS: awsCfg, Store: store, GCPWorkloadIdentityProvider: s.gcpPool, AzureTokenAudience: s.azureAud})
 	probes := probing.Enqueuer{Queue: probing.SQSQueue{Q: sqsqueue.New(awsclient.SQS(awsCfg, ""), s.probeQueue)}}
-	h, err := handler(s, store, minter, probes, log)
+	revs := revisions.Queue{Q: sqsqueue.New(awsclient.SQS(awsCfg, ""), s.revisions)}
+	h, err := handler(s, store, minter, probes, revs, log)
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		os.Exit(1)
@@ -65,12 +69,12 @@ func main() {
 }
 
 // handler builds the API exactly as the function serves it.
-func handler(s settings, store *dynamostore.Store, minter *mint.Minter, probes probing.Enqueuer, log *slog.Logger) (http.Handler, error) {
+func handler(s settings, store *dynamostore.Store, minter *mint.Minter, probes probing.Enqueuer, revs space.RevisionQueue, log *slog.Logger) (http.Handler, error) {
 	cursors, err := cursor.New(cursor.KeyFromSecret(s.secret))
 	if err != nil {
 		return nil, err
 	}
 	api, _ := registry.API(registry.Options{Store: store, Minter: minter, Auth: auth.GatewayClaims{},
-		Cursors: cursors, Log: log, StaleAfter: s.staleAfter, Probes: probes})
+		Cursors: cursors, Log: log, StaleAfter: s.staleAfter, Probes: probes, Revisions: revs})
 	return api.Handler(), nil
 }

@@ -18,7 +18,9 @@ import (
 	"spaces/shared/httpapi"
 	"spaces/shared/mint"
 	"spaces/shared/probing"
+	"spaces/shared/revisions"
 	"spaces/shared/space"
+	"spaces/shared/sqsqueue"
 )
 
 // TestSampleEventsThroughTheLambdaPath pushes every sample event in
@@ -32,7 +34,8 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 	// problems, which is what the sample events expect of unknown ids.
 	minter := mint.ForRuntime(mint.RuntimeConfig{AWS: env.Config, Store: store})
 	h, err := handler(settings{table: env.Name(t, "SpacesTable"), secret: "test-secret-test-secret-test-secret", staleAfter: space.DefaultStaleAfter},
-		store, minter, probing.Enqueuer{}, slog.New(slog.DiscardHandler))
+		store, minter, probing.Enqueuer{}, revisions.Queue{Q: sqsqueue.New(awsclient.SQS(env.Config, env.Endpoint), env.Resources["RevisionsQueue"].URL)},
+		slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,6 +56,17 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 		"get-space-status-history.json": 404,
 		"list-namespaces.json":          404,
 		"create-namespace.json":         404,
+		// Environments and policies: the sample space does not exist here.
+		"list-environments.json":        200,
+		"create-environment.json":       422,
+		"get-environment.json":          404,
+		"rebind-environment.json":       404,
+		"list-autoscaler-policies.json": 200,
+		"create-autoscaler-policy.json": 422,
+		"get-autoscaler-policy.json":    404,
+		"push-revision.json":            404,
+		"get-revision.json":             404,
+		"retry-revision.json":           404,
 	}
 	var covered []string
 	for _, f := range files {

@@ -13,6 +13,19 @@
 //	ACCOUNT#<id>      a cloud account            its fields in snake_case, space_count (N)
 //	IDEMP#<key>       an Idempotency-Key record  key, hash, space (the first answer),
 //	                                             expires_at (epoch seconds, the table's TTL)
+//	GRANT#<space id>  the space's kubeauth grant (grants.go)
+//	ENV#<id>          an environment             its fields, space_id, gate while gated
+//	POLICY#<id>       an autoscaler policy       its fields, space_id, state, state_reason
+//	CASCADE#<space>   the deregistration cascade cascaded_at
+//	                  of the space is done
+//	REV#<id>          a deployment revision      its fields, manifests, state, attempts
+//
+// What is bound to a space is found through link items in the space's own
+// partition, pk = SPACE#<space id>, sk = ENV#<id> | POLICY#<id> (org_id),
+// written in the binding's transaction; a strongly consistent Query of that
+// partition is what the cascade reads. bindings.go tells why links and not a
+// GSI (an eventually consistent index could miss a binding committed just
+// before the deregistration).
 //
 // The sparse GSI "probe" (probe_shard HASH, id RANGE, INCLUDE org_id) holds
 // only registered, non-synthetic spaces: probe_shard is "00".."15", a stable
@@ -35,6 +48,13 @@
 //     deletes the claim and subtracts 1 from the account's space_count.
 //   - delete an account: DeleteItem only if no space counts against it.
 //   - the prober's scheduler: Query the probe index shard by shard.
+//   - bind an environment or policy (create, re-bind): one transaction of a
+//     ConditionCheck that the space is registered, the item (version check)
+//     and its link(s).
+//   - the cascade: Query pk = SPACE#<id> (consistent), then one conditional
+//     UpdateItem per environment (gate, only if still bound and not gated)
+//     and per policy (detach, only if applied), a DeleteItem of the grant,
+//     and the CASCADE# marker (only if absent) once the event is published.
 package dynamostore
 
 import (
@@ -100,6 +120,9 @@ const (
 	nName    = "#name"
 	nStatus  = "#status"
 	nProbe   = "#probe"
+	nGate    = "#gate"
+	nPState  = "#pstate"
+	nPReason = "#preason"
 )
 
 var attrNames = map[string]string{
@@ -107,6 +130,7 @@ var attrNames = map[string]string{
 	nShard: "probe_shard", nCount: "space_count", nProv: "provider", nType: "space_type",
 	nAccount: "cloud_account_id", nSpaceID: "space_id", nExpires: "expires_at", nID: "id",
 	nOrg: "org_id", nName: "name", nStatus: "status", nProbe: "probe",
+	nGate: "gate", nPState: "state", nPReason: "state_reason",
 }
 
 // names returns the ExpressionAttributeNames for the given placeholders

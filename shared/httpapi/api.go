@@ -17,10 +17,15 @@ import (
 
 // API wires the handlers to their dependencies.
 type API struct {
-	Spaces  *space.Service
-	Auth    auth.Authenticator
-	Cursors *cursor.Codec
-	Log     *slog.Logger
+	Spaces *space.Service
+	// Bindings serves environments and autoscaler policies (nil: 503).
+	Bindings *space.Bindings
+	// Revisions pushes and retries deployment revisions (nil or without a
+	// queue: 503).
+	Revisions *space.Revisions
+	Auth      auth.Authenticator
+	Cursors   *cursor.Codec
+	Log       *slog.Logger
 	// OpenAPI is served at GET /openapi.yaml without authentication.
 	OpenAPI   []byte
 	Discovery *Discovery // namespace discovery and the cluster picker (discovery.go); nil: 503
@@ -52,6 +57,16 @@ var routes = []route{
 	{"GET", "/spaces/{id}/status-history", (*API).statusHistory},
 	{"GET", "/space-discovery/{spaceID}/namespaces", (*API).listNamespaces},
 	{"POST", "/space-discovery/{spaceID}/namespaces", (*API).createNamespace},
+	{"GET", "/environments", (*API).listEnvironments},
+	{"POST", "/environments", (*API).createEnvironment},
+	{"GET", "/environments/{id}", (*API).getEnvironment},
+	{"PUT", "/environments/{id}/space", (*API).rebindEnvironment},
+	{"GET", "/autoscaler-policies", (*API).listPolicies},
+	{"POST", "/autoscaler-policies", (*API).createPolicy},
+	{"GET", "/autoscaler-policies/{id}", (*API).getPolicy},
+	{"POST", "/environments/{id}/revisions", (*API).pushRevision},
+	{"GET", "/revisions/{id}", (*API).getRevision},
+	{"POST", "/revisions/{id}/retry", (*API).retryRevision},
 }
 
 // PublicRoutes need no token.

@@ -73,6 +73,12 @@ func typeReason(dst any) string {
 		return "must be a boolean"
 	case *map[string]string:
 		return "must be an object whose values are strings"
+	case *[]map[string]any:
+		return "must be an array of objects"
+	case *int, **int:
+		return "must be a whole number"
+	case **policyTarget:
+		return "must be an object with the string fields namespace, kind and name only"
 	default:
 		return "has the wrong type"
 	}

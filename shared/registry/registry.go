@@ -29,7 +29,10 @@ type Options struct {
 	StaleAfter time.Duration
 	// Probes asks for a probe of each newly registered space (optional).
 	Probes probing.Enqueuer
-	Now    func() time.Time
+	// Revisions queues deployment revisions (nil: the revision routes answer
+	// 503).
+	Revisions space.RevisionQueue
+	Now       func() time.Time
 }
 
 // API returns the assembled API and the domain service behind it.
@@ -45,7 +48,10 @@ func API(o Options) (*httpapi.API, *space.Service) {
 		Log:     o.Log,
 		OpenAPI: spaces.OpenAPI,
 		Probes:  o.Probes,
+		// Environments and autoscaler policies live in the same table.
+		Bindings: &space.Bindings{Spaces: svc, Store: o.Store},
 	}
+	api.Revisions = &space.Revisions{Bindings: api.Bindings, Store: o.Store, Queue: o.Revisions}
 	// Without a minter no cloud is reachable: registrations are not checked
 	// against the cloud and the discovery routes answer 503.
 	if o.Minter != nil {

@@ -1,0 +1,67 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"spaces/infra/staticminter"
+	"spaces/shared/awsclient"
+	"spaces/shared/dynamostore"
+	"spaces/shared/kubeapply"
+	"spaces/shared/kubecred"
+	"spaces/shared/revisions"
+	"spaces/shared/sqsqueue"
+)
+
+// RevisionsConfig is the local stack's revision claims; zero values take
+// the defaults.
+type RevisionsConfig struct {
+	// Minter mints credentials for the claims (default: Config.Minter, else
+	// none: every claim on an active space is retried).
+	Minter kubecred.Minter
+	// Backoff is the first retry's wait against a space that is not active
+	// (default revisions.DefaultBackoff).
+	Backoff time.Duration
+	// Wait is the queue's long-poll time (default 20 s).
+	Wait time.Duration
+	// Disabled turns the poller off (revisions are still queued).
+	Disabled bool
+}
+
+// startRevisions polls the revisions queue into the claimer, as Lambda's
+// SQS source does in AWS, and gives the API its queue.
+func (st *Stack) startRevisions(cfg Config, store *dynamostore.Store) error {
+	rc := cfg.Revisions
+	queue, ok := st.Resources["RevisionsQueue"]
+	dlq, ok2 := st.Resources["RevisionsDLQ"]
+	if !ok || !ok2 {
+		return errors.New("the template declares no RevisionsQueue and RevisionsDLQ")
+	}
+	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
+	st.RevisionQueue = revisions.Queue{Q: sqsqueue.New(sqsc, queue.URL)}
+	if rc.Disabled {
+		return nil
+	}
+	switch {
+	case rc.Minter != nil:
+	case cfg.Minter != nil:
+		rc.Minter = cfg.Minter
+	default:
+		rc.Minter = staticminter.Unconfigured{}
+	}
+	claimer := &revisions.Claimer{
+		Store: store, Minter: rc.Minter, Applier: &kubeapply.Applier{}, SQS: sqsc,
+		QueueURL: queue.URL, DLQURL: dlq.URL, Backoff: rc.Backoff, StaleAfter: cfg.StaleAfter, Log: cfg.Log,
+	}
+	poller := &Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Handler: claimer.HandleSQS, Wait: rc.Wait, Log: cfg.Log}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { poller.Run(ctx) })
+	st.stopRevisions = func() {
+		cancel()
+		wg.Wait()
+	}
+	return nil
+}

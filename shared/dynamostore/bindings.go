@@ -1,0 +1,348 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"spaces/shared/space"
+)
+
+// Environments, autoscaler policies and their links to spaces.
+//
+//	pk              sk               what
+//	ORG#<org>       ENV#<id>         an environment: its fields (json tags), space_id,
+//	                                 gate {reason, since} while gated, version (N)
+//	ORG#<org>       POLICY#<id>      an autoscaler policy: its fields, space_id,
+//	                                 state applied|detached, state_reason, version (N)
+//	SPACE#<space>   ENV#<id>         link: the environment is bound to the space
+//	SPACE#<space>   POLICY#<id>      link: the policy is on the space
+//	                                 (links carry org_id)
+//	ORG#<org>       CASCADE#<space>  the cascade of the space's deregistration is done
+//
+// The links answer "everything bound to a space" with one strongly
+// consistent Query (pk = SPACE#<id>), which a GSI could not: a binding
+// committed just before the deregistration might not be in an eventually
+// consistent index yet when the cascade reads it. Each binding write is one
+// transaction: a ConditionCheck that the space is registered (not deleted),
+// the environment or policy (conditional on its version) and the link(s).
+// So a binding either commits before the deregistration, and the cascade's
+// Query sees its link, or fails with 422 space_id. A link stays after the
+// cascade (the environment still names the old space, gated) until a re-bind
+// deletes it in the re-bind's transaction.
+const (
+	prefixEnv     = "ENV#"
+	prefixPolicy  = "POLICY#"
+	prefixCascade = "CASCADE#"
+	prefixSpaceP  = "SPACE#" // partition of a space's links
+)
+
+func linkKey(spaceID, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": str(prefixSpaceP + spaceID), "sk": str(sk)}
+}
+
+// spaceRegistered is the ConditionCheck that the space is registered in org
+// when the transaction commits.
+func (s *Store) spaceRegistered(org, spaceID string) types.TransactWriteItem {
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName: s.table, Key: itemKey(org, prefixSpace+spaceID),
+		ConditionExpression:      aws.String("attribute_exists(" + nPK + ") AND attribute_not_exists(" + nDeleted + ")"),
+		ExpressionAttributeNames: names(nPK, nDeleted),
+	}}
+}
+
+func (s *Store) linkPut(org, spaceID, sk string) types.TransactWriteItem {
+	item := linkKey(spaceID, sk)
+	item["org_id"] = str(org)
+	return types.TransactWriteItem{Put: &types.Put{TableName: s.table, Item: item}}
+}
+
+// createBound writes a new item bound to spaceID with its link.
+func (s *Store) createBound(ctx context.Context, op, org, spaceID, sk string, v any) error {
+	item, err := s.encode(v)
+	if err != nil {
+		return err
+	}
+	for k, av := range itemKey(org, sk) {
+		item[k] = av
+	}
+	const (
+		iSpace = iota
+		iItem
+	)
+	items := []types.TransactWriteItem{
+		iSpace: s.spaceRegistered(org, spaceID),
+		iItem: {Put: &types.Put{TableName: s.table, Item: item,
+			ConditionExpression: aws.String("attribute_not_exists(" + nPK + ")"), ExpressionAttributeNames: names(nPK)}},
+		s.linkPut(org, spaceID, sk),
+	}
+	return s.transact(ctx, op, func() ([]types.TransactWriteItem, error) { return items, nil },
+		func(reasons []types.CancellationReason) error {
+			switch {
+			case failedCheck(reasons, iSpace):
+				return space.ErrSpaceNotBindable()
+			case failedCheck(reasons, iItem):
+				return internal(op, fmt.Errorf("id %s is already taken", sk))
+			}
+			return nil
+		})
+}
+
+// CreateEnvironment stores a new environment and its link (see the file doc).
+func (s *Store) CreateEnvironment(ctx context.Context, e space.Environment) error {
+	return s.createBound(ctx, "create environment", e.OrgID, e.SpaceID, prefixEnv+e.ID, e)
+}
+
+// CreatePolicy stores a new autoscaler policy and its link.
+func (s *Store) CreatePolicy(ctx context.Context, p space.AutoscalerPolicy) error {
+	return s.createBound(ctx, "create policy", p.OrgID, p.SpaceID, prefixPolicy+p.ID, p)
+}
+
+// getDecoded reads one item of org into v, strongly consistent.
+func (s *Store) getDecoded(ctx context.Context, org, sk, what string, v any) error {
+	item, err := s.getItem(ctx, itemKey(org, sk))
+	if err != nil {
+		return err
+	}
+	if item == nil {
+		return space.ErrNotFound(what)
+	}
+	return s.decode(item, v)
+}
+
+// GetEnvironment returns one environment of org.
+func (s *Store) GetEnvironment(ctx context.Context, org, id string) (space.Environment, error) {
+	var e space.Environment
+	err := s.getDecoded(ctx, org, prefixEnv+id, "environment", &e)
+	return e, err
+}
+
+// GetPolicy returns one autoscaler policy of org.
+func (s *Store) GetPolicy(ctx context.Context, org, id string) (space.AutoscalerPolicy, error) {
+	var p space.AutoscalerPolicy
+	err := s.getDecoded(ctx, org, prefixPolicy+id, "autoscaler policy", &p)
+	return p, err
+}
+
+// listOrg pages through org's items under prefix, decoding each with newItem.
+func listOrg[T any](ctx context.Context, s *Store, org, prefix string, page space.Page, id func(T) string) ([]T, string, error) {
+	if err := checkLimit(page.Limit); err != nil {
+		return nil, "", err
+	}
+	out := make([]T, 0, page.Limit+1)
+	err := s.queryOrg(ctx, org, prefix, page.After, "", nil, nil,
+		func() int { return page.Limit + 1 - len(out) },
+		func(item map[string]types.AttributeValue) error {
+			var v T
+			if err := s.decode(item, &v); err != nil {
+				return err
+			}
+			if id(v) > page.After {
+				out = append(out, v)
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, "", err
+	}
+	if len(out) > page.Limit {
+		out = out[:page.Limit]
+		return out, id(out[len(out)-1]), nil
+	}
+	return out, "", nil
+}
+
+// ListEnvironments returns org's environments in id order.
+func (s *Store) ListEnvironments(ctx context.Context, org string, page space.Page) ([]space.Environment, string, error) {
+	return listOrg(ctx, s, org, prefixEnv, page, func(e space.Environment) string { return e.ID })
+}
+
+// ListPolicies returns org's autoscaler policies in id order.
+func (s *Store) ListPolicies(ctx context.Context, org string, page space.Page) ([]space.AutoscalerPolicy, string, error) {
+	return listOrg(ctx, s, org, prefixPolicy, page, func(p space.AutoscalerPolicy) string { return p.ID })
+}
+
+// RebindEnvironment moves an environment to spaceID and clears its gate in
+// one transaction: the new space must be registered, the environment at the
+// version read (or at version when given), the old link deleted and the new
+// one put.
+func (s *Store) RebindEnvironment(ctx context.Context, org, id, spaceID string, version int64, at time.Time) (space.Environment, error) {
+	const (
+		iSpace = iota
+		iEnv
+	)
+	var cur, next space.Environment
+	build := func() ([]types.TransactWriteItem, error) {
+		var err error
+		if cur, err = s.GetEnvironment(ctx, org, id); err != nil {
+			return nil, err
+		}
+		if version != 0 && cur.Version != version {
+			return nil, space.Errorf(space.KindPreconditionFailed, "the environment has changed (version %d, If-Match %d)", cur.Version, version)
+		}
+		next = cur
+		next.SpaceID, next.Gate, next.UpdatedAt, next.Version = spaceID, nil, at, cur.Version+1
+		items := []types.TransactWriteItem{
+			iSpace: s.spaceRegistered(org, spaceID),
+			iEnv: {Update: &types.Update{
+				TableName: s.table, Key: itemKey(org, prefixEnv+id),
+				UpdateExpression:         aws.String("SET " + nSpaceID + " = :space, " + nUpdated + " = :upd, " + nVersion + " = :ver REMOVE " + nGate),
+				ConditionExpression:      aws.String("attribute_exists(" + nPK + ") AND " + nVersion + " = :prev"),
+				ExpressionAttributeNames: names(nSpaceID, nUpdated, nVersion, nGate, nPK),
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":space": str(spaceID), ":upd": str(at.Format(time.RFC3339Nano)),
+					":ver": num(next.Version), ":prev": num(cur.Version),
+				},
+			}},
+		}
+		if cur.SpaceID != spaceID {
+			items = append(items,
+				types.TransactWriteItem{Delete: &types.Delete{TableName: s.table, Key: linkKey(cur.SpaceID, prefixEnv+id)}},
+				s.linkPut(org, spaceID, prefixEnv+id))
+		}
+		return items, nil
+	}
+	err := s.transact(ctx, "rebind environment", build, func(reasons []types.CancellationReason) error {
+		switch {
+		case failedCheck(reasons, iSpace):
+			return space.ErrSpaceNotBindable()
+		case failedCheck(reasons, iEnv) && version != 0:
+			return space.Errorf(space.KindPreconditionFailed, "the environment has changed since version %d", version)
+		case failedCheck(reasons, iEnv):
+			return errRetry // changed meanwhile (a cascade gate, another re-bind): read again
+		}
+		return nil
+	})
+	if err != nil {
+		return space.Environment{}, err
+	}
+	return next, nil
+}
+
+// BoundTo returns everything bound to spaceID, read strongly consistent.
+func (s *Store) BoundTo(ctx context.Context, spaceID string) ([]space.Bound, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 s.table,
+		KeyConditionExpression:    aws.String(nPK + " = :pk"),
+		ExpressionAttributeNames:  names(nPK),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(prefixSpaceP + spaceID)},
+		ConsistentRead:            aws.Bool(true),
+	}
+	var out []space.Bound
+	for {
+		page, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, awsError("Query", err)
+		}
+		for _, item := range page.Items {
+			var l struct {
+				SK    string `json:"sk"`
+				OrgID string `json:"org_id"`
+			}
+			if err := s.decode(item, &l); err != nil {
+				return nil, err
+			}
+			switch {
+			case len(l.SK) > len(prefixEnv) && l.SK[:len(prefixEnv)] == prefixEnv:
+				out = append(out, space.Bound{OrgID: l.OrgID, Kind: space.BoundEnvironment, ID: l.SK[len(prefixEnv):]})
+			case len(l.SK) > len(prefixPolicy) && l.SK[:len(prefixPolicy)] == prefixPolicy:
+				out = append(out, space.Bound{OrgID: l.OrgID, Kind: space.BoundPolicy, ID: l.SK[len(prefixPolicy):]})
+			}
+		}
+		if page.LastEvaluatedKey == nil {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+// updateIf runs a conditional UpdateItem and reports whether it wrote:
+// a failed condition means there was nothing (more) to do.
+func (s *Store) updateIf(ctx context.Context, in *dynamodb.UpdateItemInput) (bool, error) {
+	in.TableName = s.table
+	_, err := s.db.UpdateItem(ctx, in)
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &ccf):
+		return false, nil
+	default:
+		return false, awsError("UpdateItem", err)
+	}
+}
+
+// GateEnvironment gates an environment with reason, only if it is still
+// bound to spaceID and not gated yet. It reports whether it wrote.
+func (s *Store) GateEnvironment(ctx context.Context, org, id, spaceID, reason string, at time.Time) (bool, error) {
+	gate, err := s.enc.Encode(space.Gate{Reason: reason, Since: at.UTC()})
+	if err != nil {
+		return false, internal("encode gate", err)
+	}
+	return s.updateIf(ctx, &dynamodb.UpdateItemInput{
+		Key:                      itemKey(org, prefixEnv+id),
+		UpdateExpression:         aws.String("SET " + nGate + " = :gate, " + nUpdated + " = :upd, " + nVersion + " = " + nVersion + " + :one"),
+		ConditionExpression:      aws.String("attribute_exists(" + nPK + ") AND " + nSpaceID + " = :space AND attribute_not_exists(" + nGate + ")"),
+		ExpressionAttributeNames: names(nGate, nUpdated, nVersion, nPK, nSpaceID),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":gate": gate, ":upd": str(at.UTC().Format(time.RFC3339Nano)), ":one": num(1), ":space": str(spaceID),
+		},
+	})
+}
+
+// DetachPolicy detaches an applied policy on spaceID with reason. It
+// reports whether it wrote.
+func (s *Store) DetachPolicy(ctx context.Context, org, id, spaceID, reason string, at time.Time) (bool, error) {
+	return s.updateIf(ctx, &dynamodb.UpdateItemInput{
+		Key:                      itemKey(org, prefixPolicy+id),
+		UpdateExpression:         aws.String("SET " + nPState + " = :detached, " + nPReason + " = :why, " + nUpdated + " = :upd, " + nVersion + " = " + nVersion + " + :one"),
+		ConditionExpression:      aws.String("attribute_exists(" + nPK + ") AND " + nSpaceID + " = :space AND " + nPState + " = :applied"),
+		ExpressionAttributeNames: names(nPState, nPReason, nUpdated, nVersion, nPK, nSpaceID),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":detached": str(string(space.PolicyDetached)), ":applied": str(string(space.PolicyApplied)), ":why": str(reason),
+			":upd": str(at.UTC().Format(time.RFC3339Nano)), ":one": num(1), ":space": str(spaceID),
+		},
+	})
+}
+
+// RevokeGrant deletes the space's kubeauth grant if it is still there (the
+// deregistration's transaction normally did). It reports whether it deleted.
+func (s *Store) RevokeGrant(ctx context.Context, org, spaceID string) (bool, error) {
+	out, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: s.table, Key: itemKey(org, prefixGrant+spaceID),
+		ReturnValues: types.ReturnValueAllOld})
+	if err != nil {
+		return false, awsError("DeleteItem", err)
+	}
+	return len(out.Attributes) > 0, nil
+}
+
+// Cascaded reports whether the cascade of spaceID's deregistration is
+// marked done.
+func (s *Store) Cascaded(ctx context.Context, org, spaceID string) (bool, error) {
+	item, err := s.getItem(ctx, itemKey(org, prefixCascade+spaceID))
+	return item != nil, err
+}
+
+// MarkCascaded marks the cascade of spaceID done, only if not marked yet;
+// it reports whether this call marked it.
+func (s *Store) MarkCascaded(ctx context.Context, org, spaceID string, at time.Time) (bool, error) {
+	item := itemKey(org, prefixCascade+spaceID)
+	item["space_id"] = str(spaceID)
+	item["cascaded_at"] = str(at.UTC().Format(time.RFC3339Nano))
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item,
+		ConditionExpression: aws.String("attribute_not_exists(" + nPK + ")"), ExpressionAttributeNames: names(nPK)})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &ccf):
+		return false, nil
+	default:
+		return false, awsError("PutItem", err)
+	}
+}

@@ -1,0 +1,87 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"spaces/shared/space"
+)
+
+// Deployment revisions.
+//
+//	pk          sk          what
+//	ORG#<org>   REV#<id>    a revision: its fields (json tags), manifests as a
+//	                        list of maps, state, reason, attempts, version (N)
+//
+// A revision is written with a version check on every state change, so two
+// claims of the same message (SQS delivers at least once) cannot both move
+// it.
+const prefixRevision = "REV#"
+
+var _ space.RevisionStore = (*Store)(nil)
+
+// CreateRevision stores a new revision.
+func (s *Store) CreateRevision(ctx context.Context, r space.Revision) error {
+	item, err := s.encode(r)
+	if err != nil {
+		return err
+	}
+	for k, v := range itemKey(r.OrgID, prefixRevision+r.ID) {
+		item[k] = v
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item,
+		ConditionExpression: aws.String("attribute_not_exists(" + nPK + ")"), ExpressionAttributeNames: names(nPK)})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ccf):
+		return internal("create revision", fmt.Errorf("revision id %s is already taken", r.ID))
+	default:
+		return awsError("PutItem", err)
+	}
+}
+
+// GetRevision returns one revision of org.
+func (s *Store) GetRevision(ctx context.Context, org, id string) (space.Revision, error) {
+	var r space.Revision
+	err := s.getDecoded(ctx, org, prefixRevision+id, "revision", &r)
+	return r, err
+}
+
+// SaveRevision replaces a revision if its stored version is r.Version-1
+// (KindPreconditionFailed otherwise).
+func (s *Store) SaveRevision(ctx context.Context, r space.Revision) error {
+	item, err := s.encode(r)
+	if err != nil {
+		return err
+	}
+	for k, v := range itemKey(r.OrgID, prefixRevision+r.ID) {
+		item[k] = v
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item,
+		ConditionExpression:       aws.String("attribute_exists(" + nPK + ") AND " + nVersion + " = :prev"),
+		ExpressionAttributeNames:  names(nPK, nVersion),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":prev": num(r.Version - 1)}})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ccf):
+		return space.Errorf(space.KindPreconditionFailed, "the revision has changed since version %d", r.Version-1)
+	default:
+		return awsError("PutItem", err)
+	}
+}
+
+// SpaceAsClaimed returns a space item of org whether or not it is
+// deregistered (found is false when there is none): the revision claim must
+// tell "deregistered" from "unknown".
+func (s *Store) SpaceAsClaimed(ctx context.Context, org, id string) (space.Space, bool, error) {
+	return s.readSpace(ctx, org, id)
+}

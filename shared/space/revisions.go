@@ -1,0 +1,192 @@
+package space
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// Deployment revisions: a push of manifests to an environment, queued and
+// claimed asynchronously (shared/revisions). The claim decides from the
+// space the revision was pushed to: an active space gets the manifests
+// (server-side apply); an inactive or unknown one is retried with backoff up
+// to MaxClaimAttempts, then the revision stops and can be retried once the
+// space is active again; a deregistered one dead-letters the revision at
+// that claim attempt.
+
+// RevisionState is where a revision is in its life.
+type RevisionState string
+
+const (
+	RevisionPending      RevisionState = "pending"
+	RevisionDeployed     RevisionState = "deployed"
+	RevisionFailed       RevisionState = "failed"
+	RevisionStopped      RevisionState = "stopped"
+	RevisionDeadLettered RevisionState = "dead-lettered"
+)
+
+// MaxClaimAttempts is how many claims find the space not active before the
+// revision stops.
+const MaxClaimAttempts = 3
+
+// ReasonSpaceInactive is the reason of a revision stopped by an inactive or
+// unknown space.
+const ReasonSpaceInactive = "Space inactive"
+
+// MaxManifests bounds the manifests of one revision.
+const MaxManifests = 50
+
+// Revision is one push of manifests to an environment.
+type Revision struct {
+	ID            string           `json:"id"`
+	OrgID         string           `json:"org_id"`
+	EnvironmentID string           `json:"environment_id"`
+	SpaceID       string           `json:"space_id"`
+	Namespace     string           `json:"namespace"`
+	Manifests     []map[string]any `json:"manifests"`
+	State         RevisionState    `json:"state"`
+	// Reason says why the revision is failed, stopped or dead-lettered (for
+	// failed: the cluster's message).
+	Reason    string    `json:"reason,omitempty"`
+	Attempts  int       `json:"attempts"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Version   int64     `json:"version"`
+}
+
+// ClaimDecision is what a claim does with a pending revision.
+type ClaimDecision int
+
+const (
+	ClaimDeploy ClaimDecision = iota
+	ClaimRetry
+	ClaimStop
+	ClaimDeadLetter
+)
+
+// DecideClaim applies the rules above to the space as observed now (found
+// is false when the space item does not exist). attempts counts the claims
+// before this one that found the space not active.
+func DecideClaim(s Space, found bool, attempts int) (ClaimDecision, string) {
+	switch {
+	case !found || s.Deleted():
+		return ClaimDeadLetter, GateSpaceDeregistered
+	case s.Status == Active:
+		return ClaimDeploy, ""
+	case attempts+1 >= MaxClaimAttempts:
+		return ClaimStop, ReasonSpaceInactive
+	default:
+		return ClaimRetry, ReasonSpaceInactive
+	}
+}
+
+// RevisionStore keeps revisions.
+type RevisionStore interface {
+	CreateRevision(ctx context.Context, r Revision) error
+	GetRevision(ctx context.Context, org, id string) (Revision, error)
+	// SaveRevision writes r if the stored version is r.Version-1.
+	SaveRevision(ctx context.Context, r Revision) error
+}
+
+// RevisionQueue hands a revision to the claimer.
+type RevisionQueue interface {
+	EnqueueRevision(ctx context.Context, org, id string) error
+}
+
+// Revisions is the use case of pushing and retrying revisions.
+type Revisions struct {
+	Bindings *Bindings
+	Store    RevisionStore
+	Queue    RevisionQueue
+}
+
+// Push validates the manifests, stores a pending revision of the
+// environment and enqueues it. A gated environment takes no revision (409).
+func (rv *Revisions) Push(ctx context.Context, org, envID string, manifests []map[string]any) (Revision, error) {
+	if !ValidID(envID) {
+		return Revision{}, ErrNotFound("environment")
+	}
+	var fe fieldErrors
+	switch {
+	case len(manifests) == 0:
+		fe.add("manifests", "must hold 1 to %d Kubernetes objects", MaxManifests)
+	case len(manifests) > MaxManifests:
+		fe.add("manifests", "must hold at most %d Kubernetes objects", MaxManifests)
+	}
+	for i, m := range manifests {
+		checkManifest(&fe, i, m)
+	}
+	if err := fe.err("the revision is not valid"); err != nil {
+		return Revision{}, err
+	}
+	e, err := rv.Bindings.GetEnvironment(ctx, org, envID)
+	if err != nil {
+		return Revision{}, err
+	}
+	if e.Gate != nil {
+		return Revision{}, &Error{Kind: KindConflict, Reason: e.Gate.Reason,
+			Message: "the environment is gated (" + e.Gate.Reason + "): bind it to a registered space first"}
+	}
+	now := rv.Bindings.Spaces.Now().UTC()
+	r := Revision{ID: rv.Bindings.Spaces.NewID(), OrgID: org, EnvironmentID: e.ID, SpaceID: e.SpaceID, Namespace: e.Namespace,
+		Manifests: manifests, State: RevisionPending, CreatedAt: now, UpdatedAt: now, Version: 1}
+	if err := rv.Store.CreateRevision(ctx, r); err != nil {
+		return Revision{}, err
+	}
+	return r, rv.Queue.EnqueueRevision(ctx, org, r.ID)
+}
+
+func checkManifest(fe *fieldErrors, i int, m map[string]any) {
+	at := func(f string) string { return "manifests[" + strconv.Itoa(i) + "]." + f }
+	str := func(v any) string { s, _ := v.(string); return s }
+	if str(m["apiVersion"]) == "" {
+		fe.add(at("apiVersion"), "is required")
+	}
+	if str(m["kind"]) == "" {
+		fe.add(at("kind"), "is required")
+	}
+	meta, _ := m["metadata"].(map[string]any)
+	if !dnsSubdomain.MatchString(str(meta["name"])) {
+		fe.add(at("metadata.name"), "is required: a DNS subdomain")
+	}
+	if ns := str(meta["namespace"]); meta["namespace"] != nil && ns == "" {
+		fe.add(at("metadata.namespace"), "must be a string")
+	}
+}
+
+// Get returns one revision of org.
+func (rv *Revisions) Get(ctx context.Context, org, id string) (Revision, error) {
+	if !ValidID(id) {
+		return Revision{}, ErrNotFound("revision")
+	}
+	return rv.Store.GetRevision(ctx, org, id)
+}
+
+// Retry re-enqueues a stopped revision once its space is active again;
+// anything else is 409.
+func (rv *Revisions) Retry(ctx context.Context, org, id string) (Revision, error) {
+	r, err := rv.Get(ctx, org, id)
+	if err != nil {
+		return Revision{}, err
+	}
+	if r.State != RevisionStopped {
+		return Revision{}, Errorf(KindConflict, "only a stopped revision can be retried; this one is %s", r.State)
+	}
+	s, err := rv.Bindings.Spaces.Get(ctx, org, r.SpaceID)
+	if KindOf(err) == KindNotFound {
+		return Revision{}, Errorf(KindConflict, "the revision's space is deregistered")
+	}
+	if err != nil {
+		return Revision{}, err
+	}
+	if s.Status != Active {
+		return Revision{}, Errorf(KindConflict, "the revision's space is %s; retry once it is active", s.Status)
+	}
+	r.State, r.Reason, r.Attempts = RevisionPending, "", 0
+	r.UpdatedAt = rv.Bindings.Spaces.Now().UTC()
+	r.Version++
+	if err := rv.Store.SaveRevision(ctx, r); err != nil {
+		return Revision{}, err
+	}
+	return r, rv.Queue.EnqueueRevision(ctx, org, r.ID)
+}
