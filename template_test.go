@@ -77,4 +77,3 @@ func TestTemplateMatchesTheCode(t *testing.T) {
 		t.Errorf("routes differ\n template: %v\n mux:      %v", templateRoutes, served)
 	}
 }
-

@@ -22,11 +22,13 @@ import (
 	"spaces/infra/emulator"
 	"spaces/shared/auth"
 	"spaces/shared/awsclient"
+	"spaces/shared/cascade"
 	"spaces/shared/cursor"
 	"spaces/shared/dynamostore"
 	"spaces/shared/mint"
 	"spaces/shared/probing"
 	"spaces/shared/registry"
+	"spaces/shared/revisions"
 	"spaces/shared/space"
 )
 
@@ -58,7 +60,12 @@ type Config struct {
 	Demo *demo.Options
 	// Probing configures the scheduler ticker and the probe queue poller.
 	Probing ProbingConfig
-	Log     *slog.Logger
+	// Cascade configures the stream poller that drives the deregistration
+	// cascade.
+	Cascade CascadeConfig
+	// Revisions configures the deployment revision claims.
+	Revisions RevisionsConfig
+	Log       *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -97,11 +104,19 @@ type Stack struct {
 	ProbeQueue probing.Enqueuer
 	// Demo is the running demo world (nil without Config.Demo).
 	Demo *demo.Demo
+	// Cascade is the deregistration cascade the stream poller drives, and
+	// CascadeSource the template's event source it follows.
+	Cascade       *cascade.Cascade
+	CascadeSource emulator.StreamSource
+	// RevisionQueue queues deployment revisions (the API's queue).
+	RevisionQueue revisions.Queue
 
-	stopProbing func()
-	servers     []*http.Server
-	emu         *emulator.Emulator
-	errc        chan error
+	stopProbing   func()
+	stopCascade   func()
+	stopRevisions func()
+	servers       []*http.Server
+	emu           *emulator.Emulator
+	errc          chan error
 }
 
 // Start brings the stack up and returns once every listener is ready.
@@ -134,6 +149,12 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err := st.startProbing(cfg, store); err != nil {
 		return nil, fmt.Errorf("probing: %w", err)
 	}
+	if err := st.startCascade(cfg, store); err != nil {
+		return nil, fmt.Errorf("cascade: %w", err)
+	}
+	if err := st.startRevisions(cfg, store); err != nil {
+		return nil, fmt.Errorf("revisions: %w", err)
+	}
 
 	keyCfg := auth.LocalConfig{KeyPath: filepath.Join(cfg.DataDir, "dev-jwt.pem")}
 	verifier, err := auth.NewLocalVerifier(keyCfg)
@@ -148,7 +169,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	api, svc := registry.API(registry.Options{Store: store, Minter: cfg.Minter, Auth: verifier, Cursors: cursors,
-		Log: cfg.Log, StaleAfter: cfg.StaleAfter, Probes: st.ProbeQueue})
+		Log: cfg.Log, StaleAfter: cfg.StaleAfter, Probes: st.ProbeQueue, Revisions: st.RevisionQueue})
 	st.Service = svc
 	if st.APIURL, err = st.serve(cfg.APIAddr, api.Handler()); err != nil {
 		return nil, fmt.Errorf("api listener: %w", err)
@@ -188,6 +209,12 @@ func (st *Stack) Close() {
 	defer cancel()
 	if st.stopProbing != nil {
 		st.stopProbing()
+	}
+	if st.stopCascade != nil {
+		st.stopCascade()
+	}
+	if st.stopRevisions != nil {
+		st.stopRevisions()
 	}
 	for _, s := range st.servers {
 		_ = s.Shutdown(ctx)

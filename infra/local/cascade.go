@@ -1,0 +1,75 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"spaces"
+	"spaces/infra/emulator"
+	"spaces/shared/awsclient"
+	"spaces/shared/cascade"
+	"spaces/shared/dynamostore"
+	"spaces/shared/eventbus"
+)
+
+// CascadeConfig is the local stack's deregistration cascade; zero values
+// take the defaults.
+type CascadeConfig struct {
+	// Interval is how often an idle stream is polled (default 200 ms).
+	Interval time.Duration
+	// WrapEvents, when set, wraps the event publisher (tests count events).
+	WrapEvents func(cascade.Publisher) cascade.Publisher
+	// Disabled turns the stream poller off.
+	Disabled bool
+}
+
+// cascadeFunction and cascadeEvent name the template's stream source.
+const (
+	cascadeFunction = "CascadeFunction"
+	cascadeEvent    = "Deregistrations"
+)
+
+// startCascade polls the spaces table's stream into the cascade handler, the
+// way the template's event source mapping does in AWS: same filter, batch
+// size, retries, bisection and failure queue.
+func (st *Stack) startCascade(cfg Config, store *dynamostore.Store) error {
+	cc := cfg.Cascade
+	src, err := emulator.FunctionStreamSource(spaces.Template, cascadeFunction, cascadeEvent)
+	if err != nil {
+		return err
+	}
+	table, ok := st.Resources[src.Table]
+	if !ok || table.StreamARN == "" {
+		return fmt.Errorf("the cascade reads %s, which has no stream in the emulator", src.Table)
+	}
+	var pub cascade.Publisher = eventbus.New(awsclient.EventBridge(st.AWS, st.EmulatorURL), st.Resources["EventBus"].Name)
+	if cc.WrapEvents != nil {
+		pub = cc.WrapEvents(pub)
+	}
+	st.Cascade = &cascade.Cascade{Store: store, Events: pub, Log: cfg.Log}
+	st.CascadeSource = src
+	if cc.Disabled {
+		return nil
+	}
+	poller := &StreamPoller{
+		Streams: awsclient.DynamoDBStreams(st.AWS, st.EmulatorURL), StreamARN: table.StreamARN,
+		Source: src, Handler: st.Cascade.HandleStream, Interval: cc.Interval, Log: cfg.Log,
+	}
+	if q, ok := st.Resources[src.OnFailure]; ok {
+		poller.Failures, poller.FailureQueueURL = awsclient.SQS(st.AWS, st.EmulatorURL), q.URL
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := poller.Start(ctx); err != nil {
+		cancel()
+		return err
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { poller.Run(ctx) })
+	st.stopCascade = func() {
+		cancel()
+		wg.Wait()
+	}
+	return nil
+}

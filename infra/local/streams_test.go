@@ -1,0 +1,191 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"spaces/shared/awsclient"
+)
+
+// streamFixture is a stack whose own cascade poller is off, with a poller on
+// the table's stream following the template's source, but unfiltered and
+// with a handler of the test's choosing.
+type streamFixture struct {
+	st     *Stack
+	poller *StreamPoller
+	mu     sync.Mutex
+	seen   map[string]int // sk → successful deliveries
+	seqOf  map[string]string
+}
+
+func newStreamFixture(t *testing.T, handle func(sk string) error, report bool) *streamFixture {
+	t.Helper()
+	prefix := fmt.Sprintf("s%d%d-", time.Now().UnixNano()%1e6, stackSeq.Add(1))
+	st, err := Start(context.Background(), Config{
+		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
+		Log: slog.New(slog.DiscardHandler), Probing: ProbingConfig{Disabled: true},
+		Cascade: CascadeConfig{Disabled: true}, Names: func(id string) string { return prefix + id },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	f := &streamFixture{st: st, seen: map[string]int{}, seqOf: map[string]string{}}
+	src := st.CascadeSource
+	src.Patterns = nil // every record: this test is about delivery, not filtering
+	src.ReportBatchItemFailures = true
+	q := st.Resources[src.OnFailure]
+	f.poller = &StreamPoller{
+		Streams: awsclient.DynamoDBStreams(st.AWS, st.EmulatorURL), StreamARN: st.Resources[src.Table].StreamARN,
+		Source: src, Failures: awsclient.SQS(st.AWS, st.EmulatorURL), FailureQueueURL: q.URL,
+		RetryDelay: time.Millisecond, Log: slog.New(slog.DiscardHandler),
+		Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+			var resp events.DynamoDBEventResponse
+			for _, r := range ev.Records {
+				sk := r.Change.Keys["sk"].String()
+				f.mu.Lock()
+				f.seqOf[sk] = r.Change.SequenceNumber
+				f.mu.Unlock()
+				if err := handle(sk); err != nil {
+					if !report {
+						return resp, err
+					}
+					resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: r.Change.SequenceNumber})
+					return resp, nil
+				}
+				f.mu.Lock()
+				f.seen[sk]++
+				f.mu.Unlock()
+			}
+			return resp, nil
+		},
+	}
+	if err := f.poller.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *streamFixture) put(t *testing.T, n int) []string {
+	t.Helper()
+	db := awsclient.DynamoDB(f.st.AWS, f.st.EmulatorURL)
+	var sks []string
+	for i := range n {
+		sk := fmt.Sprintf("R#%02d", i)
+		sks = append(sks, sk)
+		if _, err := db.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(f.st.Table), Item: map[string]ddbtypes.AttributeValue{
+			"pk": &ddbtypes.AttributeValueMemberS{Value: "STREAMTEST"}, "sk": &ddbtypes.AttributeValueMemberS{Value: sk},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sks
+}
+
+func (f *streamFixture) failures(t *testing.T) []FailureRecord {
+	t.Helper()
+	q := f.st.Resources[f.st.CascadeSource.OnFailure]
+	out, err := awsclient.SQS(f.st.AWS, f.st.EmulatorURL).ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(q.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var frs []FailureRecord
+	for _, m := range out.Messages {
+		var fr FailureRecord
+		if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &fr); err != nil {
+			t.Fatal(err)
+		}
+		frs = append(frs, fr)
+	}
+	return frs
+}
+
+// TestPoisonRecordIsBisectedOut: the handler fails the whole batch whenever
+// it meets one record; the poller bisects until that record is alone,
+// retries it MaximumRetryAttempts times, sends it to the failure queue and
+// processes every other record.
+func TestPoisonRecordIsBisectedOut(t *testing.T) {
+	attempts := 0
+	f := newStreamFixture(t, func(sk string) error {
+		if sk == "R#06" {
+			attempts++
+			return errors.New("poison")
+		}
+		return nil
+	}, false)
+	sks := f.put(t, 10) // one batch of 10 (the template's BatchSize)
+	if n, err := f.poller.Poll(t.Context()); err != nil || n != 10 {
+		t.Fatalf("poll: %d %v", n, err)
+	}
+	for _, sk := range sks {
+		if got := f.seen[sk]; (sk == "R#06") != (got == 0) {
+			t.Errorf("%s handled %d times", sk, got)
+		}
+	}
+	// The first invocation, the bisections that still held it, then the
+	// retries of the record alone.
+	if max := f.st.CascadeSource.MaximumRetryAttempts; attempts < max+1 {
+		t.Errorf("the poison record was tried %d times, want at least %d", attempts, max+1)
+	}
+	frs := f.failures(t)
+	if len(frs) != 1 {
+		t.Fatalf("%d failure records, want 1: %+v", len(frs), frs)
+	}
+	b := frs[0].BatchInfo
+	if b.BatchSize != 1 || b.StartSequenceNumber != f.seqOf["R#06"] || b.EndSequenceNumber != b.StartSequenceNumber ||
+		frs[0].RequestContext.Condition != "RetryAttemptsExhausted" || b.StreamArn != f.poller.StreamARN || b.ShardID == "" {
+		t.Errorf("failure record %+v", frs[0])
+	}
+	// Nothing new: the next poll delivers nothing again.
+	before := fmt.Sprint(f.seen)
+	if _, err := f.poller.Poll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if after := fmt.Sprint(f.seen); after != before {
+		t.Errorf("a second poll redelivered: %s, was %s", after, before)
+	}
+}
+
+// TestReportedFailureRetriesFromThatRecord: with ReportBatchItemFailures the
+// records before the reported one are not delivered again; a record that
+// recovers on retry is processed and nothing reaches the failure queue.
+func TestReportedFailureRetriesFromThatRecord(t *testing.T) {
+	fails := 2
+	f := newStreamFixture(t, func(sk string) error {
+		if sk == "R#03" && fails > 0 {
+			fails--
+			return errors.New("transient")
+		}
+		return nil
+	}, true)
+	f.poller.Source.BisectBatchOnFunctionError = false
+	sks := f.put(t, 6)
+	if _, err := f.poller.Poll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, sk := range sks {
+		got = append(got, f.seen[sk])
+	}
+	if !slices.Equal(got, []int{1, 1, 1, 1, 1, 1}) {
+		t.Errorf("deliveries per record %v, want each exactly once", got)
+	}
+	if frs := f.failures(t); len(frs) != 0 {
+		t.Errorf("failure records %+v", frs)
+	}
+}
