@@ -6,7 +6,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -36,8 +35,8 @@ type settings struct {
 }
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	env := config.FromOS()
+	fn := config.NewFunction()
+	log, env := fn.Log, fn.Env
 	s := settings{
 		table:      env.Required("TABLE_NAME"),
 		secret:     env.Required("CURSOR_SECRET"),
@@ -47,24 +46,13 @@ func main() {
 		gcpPool:    env.String("GCP_WORKLOAD_IDENTITY_PROVIDER", ""),
 		azureAud:   env.String("AZURE_FEDERATED_TOKEN_AUDIENCE", ""),
 	}
-	if err := env.Err(); err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
-	}
-	awsCfg, err := awsclient.Load(context.Background(), awsclient.Options{})
-	if err != nil {
-		log.Error("cannot load AWS configuration", "error", err)
-		os.Exit(1)
-	}
+	awsCfg := fn.AWS(context.Background())
 	store := dynamostore.New(awsclient.DynamoDB(awsCfg, ""), s.table)
 	minter := mint.ForRuntime(mint.RuntimeConfig{AWS: awsCfg, Store: store, GCPWorkloadIdentityProvider: s.gcpPool, AzureTokenAudience: s.azureAud})
 	probes := probing.Enqueuer{Queue: probing.SQSQueue{Q: sqsqueue.New(awsclient.SQS(awsCfg, ""), s.probeQueue)}}
 	revs := revisions.Queue{Q: sqsqueue.New(awsclient.SQS(awsCfg, ""), s.revisions)}
 	h, err := handler(s, store, minter, probes, revs, log)
-	if err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
-	}
+	fn.Check("handler", err)
 	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
 }
 

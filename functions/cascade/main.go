@@ -5,8 +5,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
-	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -18,19 +16,11 @@ import (
 )
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	env := config.FromOS()
+	fn := config.NewFunction()
+	log, env := fn.Log, fn.Env
 	table := env.Required("TABLE_NAME")
 	bus := env.Required("EVENT_BUS_NAME")
-	if err := env.Err(); err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
-	}
-	awsCfg, err := awsclient.Load(context.Background(), awsclient.Options{})
-	if err != nil {
-		log.Error("cannot load AWS configuration", "error", err)
-		os.Exit(1)
-	}
+	awsCfg := fn.AWS(context.Background())
 	c := &cascade.Cascade{
 		Store:  dynamostore.New(awsclient.DynamoDB(awsCfg, ""), table),
 		Events: eventbus.New(awsclient.EventBridge(awsCfg, ""), bus),

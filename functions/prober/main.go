@@ -6,8 +6,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
-	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -24,8 +22,8 @@ import (
 )
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	env := config.FromOS()
+	fn := config.NewFunction()
+	log, env := fn.Log, fn.Env
 	table := env.Required("TABLE_NAME")
 	queueURL := env.Required("PROBE_QUEUE_URL")
 	bus := env.Required("EVENT_BUS_NAME")
@@ -33,20 +31,9 @@ func main() {
 	staleAfter := env.Duration("STALE_AFTER", space.DefaultStaleAfter)
 	gcpPool := env.String("GCP_WORKLOAD_IDENTITY_PROVIDER", "")
 	azureAud := env.String("AZURE_FEDERATED_TOKEN_AUDIENCE", "")
-	if err := env.Err(); err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
-	}
-	if err := probing.CheckHeartbeat(heartbeat, space.DefaultProbeInterval, staleAfter); err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
-	}
+	fn.Check("settings", probing.CheckHeartbeat(heartbeat, space.DefaultProbeInterval, staleAfter))
 	ctx := context.Background()
-	awsCfg, err := awsclient.Load(ctx, awsclient.Options{})
-	if err != nil {
-		log.Error("cannot load AWS configuration", "error", err)
-		os.Exit(1)
-	}
+	awsCfg := fn.AWS(ctx)
 	store := dynamostore.New(awsclient.DynamoDB(awsCfg, ""), table)
 	p := &probing.Prober{
 		Store:     store,

@@ -5,8 +5,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
-	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -20,23 +18,15 @@ import (
 )
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	env := config.FromOS()
+	fn := config.NewFunction()
+	log, env := fn.Log, fn.Env
 	table := env.Required("TABLE_NAME")
 	queueURL := env.Required("REVISIONS_QUEUE_URL")
 	dlqURL := env.Required("REVISIONS_DLQ_URL")
 	staleAfter := env.Duration("STALE_AFTER", space.DefaultStaleAfter)
 	gcpPool := env.String("GCP_WORKLOAD_IDENTITY_PROVIDER", "")
 	azureAud := env.String("AZURE_FEDERATED_TOKEN_AUDIENCE", "")
-	if err := env.Err(); err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
-	}
-	awsCfg, err := awsclient.Load(context.Background(), awsclient.Options{})
-	if err != nil {
-		log.Error("cannot load AWS configuration", "error", err)
-		os.Exit(1)
-	}
+	awsCfg := fn.AWS(context.Background())
 	store := dynamostore.New(awsclient.DynamoDB(awsCfg, ""), table)
 	c := &revisions.Claimer{
 		Store:      store,

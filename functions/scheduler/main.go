@@ -5,8 +5,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
-	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -20,21 +18,13 @@ import (
 )
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	env := config.FromOS()
+	fn := config.NewFunction()
+	log, env := fn.Log, fn.Env
 	table := env.Required("TABLE_NAME")
 	queueURL := env.Required("PROBE_QUEUE_URL")
 	interval := env.Duration("PROBE_INTERVAL", space.DefaultProbeInterval)
-	if err := env.Err(); err != nil {
-		log.Error("cannot start", "error", err)
-		os.Exit(1)
-	}
 	ctx := context.Background()
-	awsCfg, err := awsclient.Load(ctx, awsclient.Options{})
-	if err != nil {
-		log.Error("cannot load AWS configuration", "error", err)
-		os.Exit(1)
-	}
+	awsCfg := fn.AWS(ctx)
 	s := &probing.Scheduler{
 		Targets:  dynamostore.New(awsclient.DynamoDB(awsCfg, ""), table),
 		Queue:    probing.SQSQueue{Q: sqsqueue.New(awsclient.SQS(awsCfg, ""), queueURL)},

@@ -2,13 +2,7 @@ package eventbus
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 )
 
 // SpaceDeregistered is the detail-type of the event the cascade publishes
@@ -27,24 +21,5 @@ type DeregisteredDetail struct {
 
 // PublishDeregistered publishes one "Space Deregistered" event.
 func (p *Publisher) PublishDeregistered(ctx context.Context, d DeregisteredDetail) error {
-	detail, err := json.Marshal(d)
-	if err != nil {
-		return fmt.Errorf("eventbridge: encode detail: %w", err)
-	}
-	out, err := p.api.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []types.PutEventsRequestEntry{{
-		EventBusName: aws.String(p.bus),
-		Source:       aws.String(Source),
-		DetailType:   aws.String(SpaceDeregistered),
-		Detail:       aws.String(string(detail)),
-		Resources:    []string{},
-		Time:         aws.Time(d.DeregisteredAt.UTC()),
-	}}})
-	if err != nil {
-		return fmt.Errorf("eventbridge PutEvents: %w", err)
-	}
-	if out.FailedEntryCount > 0 {
-		e := out.Entries[0]
-		return fmt.Errorf("eventbridge PutEvents rejected the event: %s: %s", aws.ToString(e.ErrorCode), aws.ToString(e.ErrorMessage))
-	}
-	return nil
+	return p.put(ctx, SpaceDeregistered, d.DeregisteredAt, d)
 }

@@ -45,22 +45,27 @@ type StatusDetail struct {
 	At      time.Time    `json:"at"`
 }
 
-// PublishTransition publishes one status transition. EventBridge accepts or
-// rejects each entry separately, so a rejected entry is an error too.
+// PublishTransition publishes one status transition.
 func (p *Publisher) PublishTransition(ctx context.Context, tr space.Transition) error {
-	detail, err := json.Marshal(StatusDetail{
+	return p.put(ctx, StatusChanged, tr.At, StatusDetail{
 		OrgID: tr.OrgID, SpaceID: tr.SpaceID, From: tr.From, To: tr.To, Reason: tr.Reason, At: tr.At.UTC(),
 	})
+}
+
+// put publishes one event of detailType. EventBridge accepts or rejects each
+// entry separately, so a rejected entry is an error too.
+func (p *Publisher) put(ctx context.Context, detailType string, at time.Time, detail any) error {
+	body, err := json.Marshal(detail)
 	if err != nil {
 		return fmt.Errorf("eventbridge: encode detail: %w", err)
 	}
 	out, err := p.api.PutEvents(ctx, &eventbridge.PutEventsInput{Entries: []types.PutEventsRequestEntry{{
 		EventBusName: aws.String(p.bus),
 		Source:       aws.String(Source),
-		DetailType:   aws.String(StatusChanged),
-		Detail:       aws.String(string(detail)),
+		DetailType:   aws.String(detailType),
+		Detail:       aws.String(string(body)),
 		Resources:    []string{},
-		Time:         aws.Time(tr.At.UTC()),
+		Time:         aws.Time(at.UTC()),
 	}}})
 	if err != nil {
 		return fmt.Errorf("eventbridge PutEvents: %w", err)
