@@ -3,22 +3,22 @@ SHELL := /bin/bash
 GO    ?= go
 ORG   ?= acme
 SCOPE ?=
-# The local stack keeps emulator data and the development JWT key here.
+# The local stack (make run, and nothing else) keeps emulator data and the
+# development JWT key here. Tests never read or write it.
 LOCAL := .local
-export KUMO_DATA_DIR ?= $(abspath $(LOCAL))/emulator
-export KUMO_PERSIST_FLUSH_INTERVAL_MS ?= 200
+KUMO_DATA_DIR ?= $(abspath $(LOCAL))/emulator
 
 # Lambda binaries: Linux arm64, static, no RPC shim, reproducible.
 LAMBDA_ENV   := GOOS=linux GOARCH=arm64 CGO_ENABLED=0
 LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 
-# The embedded emulator needs one patch (stream records for transactions, see
-# infra/emulator/kumo/overlay.sh): a patched copy of kumo outside the repo and
-# a go.mod that replaces kumo with it, passed as -modfile (Go forbids -overlay
-# on files in the module cache). Recursively expanded, so only the recipes
-# that use it build it.
-OVERLAY = -modfile=$(shell bash infra/emulator/kumo/overlay.sh)
-WITH_OVERLAY = GOFLAGS="$(strip $(GOFLAGS) $(OVERLAY))"
+# The embedded emulator needs patches (stream records for transactions,
+# persistence only where asked for; see infra/emulator/kumo/overlay.sh): a
+# patched copy of kumo outside the repo and a go.mod that replaces kumo with
+# it, passed as -modfile (Go forbids -overlay on files in the module cache).
+# WITH_OVERLAY starts a recipe line: it builds the overlay and stops the
+# recipe, loudly, when it cannot, so nothing ever runs unpatched.
+WITH_OVERLAY = modfile=$$(bash infra/emulator/kumo/overlay.sh) && export GOFLAGS="$(strip $(GOFLAGS)) -modfile=$$modfile" &&
 
 .PHONY: run test token deps kube-bins vet bench build clean overlay
 .DEFAULT_GOAL := run
@@ -26,12 +26,11 @@ WITH_OVERLAY = GOFLAGS="$(strip $(GOFLAGS) $(OVERLAY))"
 ## run: the whole service locally (embedded AWS emulator, API on 127.0.0.1:8080)
 run: deps
 	@mkdir -p $(KUMO_DATA_DIR)
-	$(WITH_OVERLAY) $(GO) run ./infra/cmd/local
+	$(WITH_OVERLAY) KUMO_DATA_DIR=$(KUMO_DATA_DIR) $(GO) run ./infra/cmd/local
 
 ## test: every test, after installing what they need (modules, kube-apiserver + etcd)
 test: deps kube-bins
-	$(WITH_OVERLAY) $(GO) vet ./...
-	$(WITH_OVERLAY) $(GO) test -count=1 -timeout 20m ./...
+	unset KUMO_DATA_DIR && $(WITH_OVERLAY) $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
 
 ## vet: go vet with the emulator overlay
 vet: deps
@@ -54,7 +53,7 @@ kube-bins:
 
 ## bench: the benchmarks behind BENCHMARKS.md
 bench: deps
-	$(WITH_OVERLAY) $(GO) test -run '^$$' -bench . -benchmem ./...
+	unset KUMO_DATA_DIR && $(WITH_OVERLAY) $(GO) test -run '^$$' -bench . -benchmem ./...
 
 clean:
 	rm -rf .aws-sam bin

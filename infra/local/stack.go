@@ -44,6 +44,10 @@ type Config struct {
 	NoEmulatorPort bool
 	// DataDir holds the development JWT key (default .local).
 	DataDir string
+	// Persist keeps the emulator's state in $KUMO_DATA_DIR across restarts
+	// (make run; never in tests), every write on disk before it is
+	// acknowledged.
+	Persist bool
 	// Names maps a template logical id to a physical name (default: the
 	// logical id itself). Tests pass a unique prefix.
 	Names func(logicalID string) string
@@ -94,6 +98,7 @@ type Stack struct {
 	APIURL      string
 	EmulatorURL string // the in-process emulator
 	PublicURL   string // the fixed-port forwarder, if any
+	DataDir     string // where the emulator persists ("" in memory only)
 	Resources   emulator.Resources
 	AWS         aws.Config // SDK configuration pointed at the emulator
 	Table       string     // the spaces table's physical name
@@ -110,6 +115,9 @@ type Stack struct {
 	CascadeSource emulator.StreamSource
 	// RevisionQueue queues deployment revisions (the API's queue).
 	RevisionQueue revisions.Queue
+	// Leftovers are the test resources an earlier version's test runs had
+	// persisted into the data folder, removed at start.
+	Leftovers []string
 
 	stopProbing   func()
 	stopCascade   func()
@@ -122,17 +130,26 @@ type Stack struct {
 // Start brings the stack up and returns once every listener is ready.
 func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	cfg.defaults()
-	emu, err := emulator.Start(ctx)
+	emu, err := emulator.StartWith(ctx, emulator.Options{Persist: cfg.Persist})
 	if err != nil {
 		return nil, fmt.Errorf("start emulator: %w", err)
 	}
-	st := &Stack{emu: emu, EmulatorURL: emu.URL, errc: make(chan error, 4)}
+	st := &Stack{emu: emu, EmulatorURL: emu.URL, DataDir: emu.DataDir, errc: make(chan error, 4)}
 	ok := false
 	defer func() {
 		if !ok {
 			st.Close()
 		}
 	}()
+	// Refuse to run on an emulator that would silently never cascade.
+	if err := emu.Check(ctx); err != nil {
+		return nil, err
+	}
+	if emu.DataDir != "" {
+		if st.Leftovers, err = emu.RemoveTestLeftovers(ctx, spaces.Template); err != nil {
+			return nil, fmt.Errorf("remove test leftovers from %s: %w", emu.DataDir, err)
+		}
+	}
 	res, err := emu.CreateResources(ctx, spaces.Template, cfg.Names)
 	if err != nil {
 		return nil, fmt.Errorf("create resources: %w", err)

@@ -47,18 +47,12 @@ func main() {
 	}
 	fmt.Println("\nstopping…")
 	st.Close()
-	// The emulator writes KUMO_DATA_DIR from a background flusher
-	// (KUMO_PERSIST_FLUSH_INTERVAL_MS, 200 ms under make run); let it run
-	// once more so the last writes survive the restart.
-	if os.Getenv("KUMO_DATA_DIR") != "" {
-		time.Sleep(500 * time.Millisecond)
-	}
 }
 
 // configure reads the environment once.
 func configure() (local.Config, error) {
 	env := config.FromOS()
-	cfg := local.Config{APIAddr: env.String("SPACES_ADDR", ""), EmulatorAddr: env.String("SPACES_EMULATOR_ADDR", "")}
+	cfg := local.Config{APIAddr: env.String("SPACES_ADDR", ""), EmulatorAddr: env.String("SPACES_EMULATOR_ADDR", ""), Persist: true}
 	on := true
 	if v := env.String("SPACES_DEMO", ""); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -76,6 +70,18 @@ func configure() (local.Config, error) {
 	return cfg, env.Err()
 }
 
+// dataLine says where the stack's data lives and what it cleaned up.
+func dataLine(st *local.Stack) string {
+	if st.DataDir == "" {
+		return "in memory only (KUMO_DATA_DIR is not set): lost when this stops"
+	}
+	line := st.DataDir + " (written before each answer; stop, then delete .local/ to start empty)"
+	if n := len(st.Leftovers); n > 0 {
+		line += fmt.Sprintf("\n                removed %d tables, queues and buses that earlier test runs had left there", n)
+	}
+	return line
+}
+
 func banner(st *local.Stack, cfg local.Config, token string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `
@@ -83,13 +89,13 @@ Spaces is running.
 
   API           %[1]s   (OpenAPI: %[1]s/openapi.yaml)
   AWS emulator  %[2]s   (aws --endpoint-url %[2]s dynamodb scan --table-name SpacesTable)
-  data          .local/ (delete it to start empty)
+  data          %[4]s
 
 A token for org "acme", valid 12 hours (more with: make -s token ORG=<org> [SCOPE=spaces:internal]):
 
   export API=%[1]s
   export TOKEN=%[3]s
-`, st.APIURL, st.PublicURL, token)
+`, st.APIURL, st.PublicURL, token, dataLine(st))
 	if st.Demo == nil {
 		b.WriteString(`
 The demo is off (SPACES_DEMO=0): no cloud is reachable, so registrations are

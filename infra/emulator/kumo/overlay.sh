@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
-# Patches the embedded emulator (kumo) with streams.patch, without forking
-# kumo into the repository and without touching the module cache. The patch
-# (against internal/service/dynamodb/storage.go) makes kumo
-#   - emit DynamoDB stream records for TransactWriteItems (Put, Update,
-#     Delete, with old and new images), as real DynamoDB does; kumo emits
-#     them for PutItem/UpdateItem/DeleteItem only, and registration and
-#     deregistration are transactions;
-#   - register the streams of tables restored from its data folder (make
-#     run persists), whose stream ARNs otherwise point at nothing.
+# Patches the embedded emulator (kumo) with patches/*.patch, without forking
+# kumo into the repository and without touching the module cache. Each patch
+# names one file of kumo (its "+++ b/<path>" line):
+#   - dynamodb-streams.patch: DynamoDB stream records for TransactWriteItems
+#     (Put, Update, Delete, with old and new images), as real DynamoDB emits
+#     them and kumo does not; and the streams of tables restored from the
+#     data folder registered again, whose stream ARNs otherwise point at
+#     nothing;
+#   - storage-*.patch, kumo-api.patch: persistence to KUMO_DATA_DIR only in a
+#     process that asks for it (kumo.EnablePersistence: the local stack, never
+#     a test), and kumo.Flush, which returns once every change is on disk, so
+#     that the local stack acknowledges a write only after it is durable.
 #
 # Go refuses -overlay replacements of files beneath GOMODCACHE, so this builds
-# the next best thing outside the repository, keyed by kumo's version:
-#   ~/.cache/spaces/kumo-overlay/<version>/kumo     a copy of the module with
-#                                                   streams.patch applied
-#   ~/.cache/spaces/kumo-overlay/<version>/go.mod   the repository's go.mod plus
-#                                                   one replace line pointing at it
-#   ~/.cache/spaces/kumo-overlay/<version>/go.sum   the repository's go.sum
-# and prints the path of that go.mod, for `go -modfile=<path>` (the Makefile
-# passes it to vet, test, run and bench). go.mod and go.sum are copied afresh
-# on every run so they follow the repository's.
+# the next best thing outside the repository:
+#   <cache>/kumo-overlay/<version>/kumo-<patches hash>  kumo with the patches
+#   <cache>/kumo-overlay/<version>/mod-<hash>/go.mod    the repository's go.mod
+#                                                       plus one replace line
+#   <cache>/kumo-overlay/<version>/mod-<hash>/go.sum    the repository's go.sum
+# (<cache> is $SPACES_CACHE_DIR, default ~/.cache/spaces) and prints the path of
+# that go.mod, for `go -modfile=<path>`. Both folders are keyed by what they are
+# made of and built under a temporary name, then renamed into place, so any
+# number of checkouts may run this at once: each either finds the finished
+# folder or renames its own in. Any failure exits non-zero and prints nothing
+# on stdout, so a caller never gets a half-made or empty -modfile.
 #
 # Usage: bash infra/emulator/kumo/overlay.sh   (from anywhere in the repository)
 set -euo pipefail
@@ -31,25 +36,52 @@ mod=github.com/sivchari/kumo
 version="$(go list -m -f '{{.Version}}' "$mod")"
 dir="$(go list -m -f '{{.Dir}}' "$mod")"
 if [[ -z "$dir" || ! -d "$dir" ]]; then
-	go mod download "$mod"
+	go mod download "$mod" >&2
 	dir="$(go list -m -f '{{.Dir}}' "$mod")"
 fi
-rel=internal/service/dynamodb/storage.go
-patch="$here/streams.patch"
-cache="${SPACES_CACHE:-$HOME/.cache/spaces}/kumo-overlay/$version"
-stamp="$cache/patch.sha256"
-sum="$(cat "$patch" "$dir/$rel" "$here/applypatch/main.go" | sha256sum | cut -d' ' -f1)"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$sum" ]]; then
-	rm -rf "$cache/kumo" "$cache/kumo.tmp" "$stamp"
-	mkdir -p "$cache"
-	cp -R "$dir" "$cache/kumo.tmp"
-	chmod -R u+w "$cache/kumo.tmp"
-	go run ./infra/emulator/kumo/applypatch -patch "$patch" -in "$dir/$rel" -out "$cache/kumo.tmp/$rel"
-	mv "$cache/kumo.tmp" "$cache/kumo"
-	echo "$sum" >"$stamp"
+base="${SPACES_CACHE_DIR:-$HOME/.cache/spaces}/kumo-overlay/$version"
+mkdir -p "$base"
+
+hash() { sha256sum | cut -c1-16; }
+
+# install TMP DEST: rename a finished temporary folder into place, or drop it
+# when a concurrent run got there first.
+install() {
+	if ! mv -T "$1" "$2" 2>/dev/null; then
+		[[ -f "$2/.complete" ]] || { echo "overlay: cannot install $2" >&2; exit 1; }
+		rm -rf "$1"
+	fi
+}
+
+patches=("$here"/patches/*.patch)
+kumo="$base/kumo-$(cat "${patches[@]}" "$here/applypatch/main.go" | hash)"
+if [[ ! -f "$kumo/.complete" ]]; then
+	tmp="$(mktemp -d "$base/kumo.tmp.XXXXXX")"
+	trap 'rm -rf "$tmp"' EXIT
+	cp -R "$dir/." "$tmp/"
+	chmod -R u+w "$tmp"
+	for p in "${patches[@]}"; do
+		target="$(sed -n 's#^+++ b/\([^[:space:]]*\).*#\1#p' "$p" | head -1)"
+		[[ -n "$target" ]] || { echo "overlay: $p names no file (+++ b/<path>)" >&2; exit 1; }
+		go run ./infra/emulator/kumo/applypatch -patch "$p" -in "$dir/$target" -out "$tmp/$target" >&2
+	done
+	touch "$tmp/.complete"
+	install "$tmp" "$kumo"
+	trap - EXIT
 fi
-cp go.mod "$cache/go.mod.tmp"
-printf '\n// Added by infra/emulator/kumo/overlay.sh: kumo with transaction stream records.\nreplace %s %s => %s\n' "$mod" "$version" "$cache/kumo" >>"$cache/go.mod.tmp"
-cp go.sum "$cache/go.sum"
-mv "$cache/go.mod.tmp" "$cache/go.mod"
-echo "$cache/go.mod"
+
+moddir="$base/mod-$(cat go.mod go.sum <(echo "$kumo") | hash)"
+if [[ ! -f "$moddir/.complete" ]]; then
+	tmp="$(mktemp -d "$base/mod.tmp.XXXXXX")"
+	trap 'rm -rf "$tmp"' EXIT
+	cp go.mod "$tmp/go.mod"
+	cp go.sum "$tmp/go.sum"
+	printf '\n// Added by infra/emulator/kumo/overlay.sh: kumo with the patches of infra/emulator/kumo/patches.\nreplace %s %s => %s\n' "$mod" "$version" "$kumo" >>"$tmp/go.mod"
+	touch "$tmp/.complete"
+	install "$tmp" "$moddir"
+	trap - EXIT
+fi
+# Folders of older go.mod versions: a week unused is long enough.
+find "$base" -mindepth 1 -maxdepth 1 -name 'mod-*' -mtime +7 -exec rm -rf {} + 2>/dev/null || true
+touch "$moddir"
+echo "$moddir/go.mod"
