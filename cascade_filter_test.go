@@ -10,7 +10,7 @@ import (
 
 	"spaces"
 	"spaces/infra/emulator"
-	"spaces/shared/cascade"
+	"spaces/shared/dynamostore"
 	"spaces/shared/eventfilter"
 )
 
@@ -52,7 +52,7 @@ func TestCascadeFilterMatchesOnlyDeregistrations(t *testing.T) {
 			if ok != want[filepath.Base(f)] {
 				t.Errorf("%s: filter matched = %v", f, ok)
 			}
-			if _, isDereg := cascade.Deregistration(r); isDereg != ok {
+			if _, isDereg := (&dynamostore.Store{}).Deregistration(r); isDereg != ok {
 				t.Errorf("%s: the handler's check says %v, the filter %v", f, isDereg, ok)
 			}
 		}

@@ -4,65 +4,33 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"spaces/shared/auth"
-	"spaces/shared/awsclient"
 	"spaces/shared/config"
-	"spaces/shared/cursor"
-	"spaces/shared/dynamostore"
-	"spaces/shared/mint"
-	"spaces/shared/probing"
-	"spaces/shared/registry"
-	"spaces/shared/revisions"
-	"spaces/shared/space"
-	"spaces/shared/sqsqueue"
+	"spaces/shared/wiring"
+	"spaces/shared/wiring/api"
+	"spaces/shared/wiring/clouds"
 )
-
-type settings struct {
-	table      string
-	secret     string
-	staleAfter time.Duration
-	probeQueue string // where registration probes are sent
-	revisions  string // where deployment revisions are queued
-	gcpPool    string // GCP workload identity provider resource name
-	azureAud   string // audience of the STS web identity token Entra trusts
-}
 
 func main() {
 	fn := config.NewFunction()
-	log, env := fn.Log, fn.Env
-	s := settings{
-		table:      env.Required("TABLE_NAME"),
-		secret:     env.Required("CURSOR_SECRET"),
-		staleAfter: env.Duration("STALE_AFTER", space.DefaultStaleAfter),
-		probeQueue: env.Required("PROBE_QUEUE_URL"),
-		revisions:  env.Required("REVISIONS_QUEUE_URL"),
-		gcpPool:    env.String("GCP_WORKLOAD_IDENTITY_PROVIDER", ""),
-		azureAud:   env.String("AZURE_FEDERATED_TOKEN_AUDIENCE", ""),
-	}
-	awsCfg := fn.AWS(context.Background())
-	store := dynamostore.New(awsclient.DynamoDB(awsCfg, ""), s.table)
-	minter := mint.ForRuntime(mint.RuntimeConfig{AWS: awsCfg, Store: store, GCPWorkloadIdentityProvider: s.gcpPool, AzureTokenAudience: s.azureAud})
-	probes := probing.Enqueuer{Queue: probing.SQSQueue{Q: sqsqueue.New(awsclient.SQS(awsCfg, ""), s.probeQueue)}}
-	revs := revisions.Queue{Q: sqsqueue.New(awsclient.SQS(awsCfg, ""), s.revisions)}
-	h, err := handler(s, store, minter, probes, revs, log)
+	s, fed := api.Read(fn.Env), clouds.Read(fn.Env)
+	a := wiring.AWS{Config: fn.AWS(context.Background())}
+	h, err := handler(a, s, fed, fn)
 	fn.Check("handler", err)
 	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
 }
 
 // handler builds the API exactly as the function serves it.
-func handler(s settings, store *dynamostore.Store, minter *mint.Minter, probes probing.Enqueuer, revs space.RevisionQueue, log *slog.Logger) (http.Handler, error) {
-	cursors, err := cursor.New(cursor.KeyFromSecret(s.secret))
+func handler(a wiring.AWS, s api.Settings, fed clouds.Settings, fn *config.Function) (http.Handler, error) {
+	minter := clouds.Minter(fed, a.Config, a.Store(s.Table))
+	h, _, err := api.New(a, s, api.Options{Auth: auth.GatewayClaims{}, Minter: minter, Log: fn.Log})
 	if err != nil {
 		return nil, err
 	}
-	api, _ := registry.API(registry.Options{Store: store, Minter: minter, Auth: auth.GatewayClaims{},
-		Cursors: cursors, Log: log, StaleAfter: s.staleAfter, Probes: probes, Revisions: revs})
-	return api.Handler(), nil
+	return h.Handler(), nil
 }

@@ -13,14 +13,12 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"spaces/infra/emulator/emulatortest"
-	"spaces/shared/awsclient"
-	"spaces/shared/dynamostore"
+	"spaces/shared/config"
 	"spaces/shared/httpapi"
-	"spaces/shared/mint"
-	"spaces/shared/probing"
-	"spaces/shared/revisions"
 	"spaces/shared/space"
-	"spaces/shared/sqsqueue"
+	"spaces/shared/wiring"
+	"spaces/shared/wiring/api"
+	"spaces/shared/wiring/clouds"
 )
 
 // TestSampleEventsThroughTheLambdaPath pushes every sample event in
@@ -29,13 +27,13 @@ import (
 // claims, and every route answers as documented.
 func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 	env := emulatortest.Start(t)
-	store := dynamostore.New(awsclient.DynamoDB(env.Config, env.Endpoint), env.Name(t, "SpacesTable"))
 	// No federation configured: the routes that reach clouds answer with
 	// problems, which is what the sample events expect of unknown ids.
-	minter := mint.ForRuntime(mint.RuntimeConfig{AWS: env.Config, Store: store})
-	h, err := handler(settings{table: env.Name(t, "SpacesTable"), secret: "test-secret-test-secret-test-secret", staleAfter: space.DefaultStaleAfter},
-		store, minter, probing.Enqueuer{}, revisions.Queue{Q: sqsqueue.New(awsclient.SQS(env.Config, env.Endpoint), env.Resources["RevisionsQueue"].URL)},
-		slog.New(slog.DiscardHandler))
+	s := api.Settings{Common: wiring.Common{Table: env.Name(t, "SpacesTable"), StaleAfter: space.DefaultStaleAfter},
+		CursorSecret: "test-secret-test-secret-test-secret",
+		ProbeQueue:   env.Resources["ProbeQueue"].URL, RevisionsQueue: env.Resources["RevisionsQueue"].URL}
+	fn := &config.Function{Log: slog.New(slog.DiscardHandler), Env: config.FromOS()}
+	h, err := handler(wiring.AWS{Config: env.Config, Endpoint: env.Endpoint}, s, clouds.Settings{}, fn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,23 +8,13 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"spaces/shared/awsclient"
-	"spaces/shared/cascade"
 	"spaces/shared/config"
-	"spaces/shared/dynamostore"
-	"spaces/shared/eventbus"
+	"spaces/shared/wiring"
 )
 
 func main() {
 	fn := config.NewFunction()
-	log, env := fn.Log, fn.Env
-	table := env.Required("TABLE_NAME")
-	bus := env.Required("EVENT_BUS_NAME")
-	awsCfg := fn.AWS(context.Background())
-	c := &cascade.Cascade{
-		Store:  dynamostore.New(awsclient.DynamoDB(awsCfg, ""), table),
-		Events: eventbus.New(awsclient.EventBridge(awsCfg, ""), bus),
-		Log:    log,
-	}
-	lambda.Start(c.HandleStream)
+	s := wiring.ReadCascade(fn.Env)
+	a := wiring.AWS{Config: fn.AWS(context.Background())}
+	lambda.Start(wiring.Cascade(a, s, fn.Log).HandleStream)
 }

@@ -9,41 +9,20 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"spaces/shared/awsclient"
 	"spaces/shared/config"
-	"spaces/shared/dynamostore"
-	"spaces/shared/eventbus"
 	"spaces/shared/kubeprobe"
-	"spaces/shared/metrics"
-	"spaces/shared/mint"
 	"spaces/shared/probing"
-	"spaces/shared/space"
-	"spaces/shared/sqsqueue"
+	"spaces/shared/wiring"
+	"spaces/shared/wiring/clouds"
 )
 
 func main() {
 	fn := config.NewFunction()
-	log, env := fn.Log, fn.Env
-	table := env.Required("TABLE_NAME")
-	queueURL := env.Required("PROBE_QUEUE_URL")
-	bus := env.Required("EVENT_BUS_NAME")
-	heartbeat := env.Duration("HEARTBEAT", space.DefaultHeartbeat)
-	staleAfter := env.Duration("STALE_AFTER", space.DefaultStaleAfter)
-	gcpPool := env.String("GCP_WORKLOAD_IDENTITY_PROVIDER", "")
-	azureAud := env.String("AZURE_FEDERATED_TOKEN_AUDIENCE", "")
-	fn.Check("settings", probing.CheckHeartbeat(heartbeat, space.DefaultProbeInterval, staleAfter))
-	ctx := context.Background()
-	awsCfg := fn.AWS(ctx)
-	store := dynamostore.New(awsclient.DynamoDB(awsCfg, ""), table)
-	p := &probing.Prober{
-		Store:     store,
-		Minter:    mint.ForRuntime(mint.RuntimeConfig{AWS: awsCfg, Store: store, GCPWorkloadIdentityProvider: gcpPool, AzureTokenAudience: azureAud}),
-		Checker:   &kubeprobe.Prober{Timeout: probing.DefaultTimeout},
-		Events:    eventbus.New(awsclient.EventBridge(awsCfg, ""), bus),
-		Queue:     probing.SQSQueue{Q: sqsqueue.New(awsclient.SQS(awsCfg, ""), queueURL)},
-		Heartbeat: heartbeat,
-		Metrics:   &metrics.Emitter{Log: log},
-		Log:       log,
-	}
+	s, err := wiring.ReadProber(fn.Env)
+	fed := clouds.Read(fn.Env)
+	fn.Check("settings", err)
+	a := wiring.AWS{Config: fn.AWS(context.Background())}
+	minter := clouds.Minter(fed, a.Config, a.Store(s.Table))
+	p := wiring.Prober(a, s, minter, &kubeprobe.Prober{Timeout: probing.DefaultTimeout}, fn.Log)
 	lambda.Start(p.HandleSQS)
 }

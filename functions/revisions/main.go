@@ -8,35 +8,16 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"spaces/shared/awsclient"
 	"spaces/shared/config"
-	"spaces/shared/dynamostore"
 	"spaces/shared/kubeapply"
-	"spaces/shared/mint"
-	"spaces/shared/revisions"
-	"spaces/shared/space"
+	"spaces/shared/wiring"
+	"spaces/shared/wiring/clouds"
 )
 
 func main() {
 	fn := config.NewFunction()
-	log, env := fn.Log, fn.Env
-	table := env.Required("TABLE_NAME")
-	queueURL := env.Required("REVISIONS_QUEUE_URL")
-	dlqURL := env.Required("REVISIONS_DLQ_URL")
-	staleAfter := env.Duration("STALE_AFTER", space.DefaultStaleAfter)
-	gcpPool := env.String("GCP_WORKLOAD_IDENTITY_PROVIDER", "")
-	azureAud := env.String("AZURE_FEDERATED_TOKEN_AUDIENCE", "")
-	awsCfg := fn.AWS(context.Background())
-	store := dynamostore.New(awsclient.DynamoDB(awsCfg, ""), table)
-	c := &revisions.Claimer{
-		Store:      store,
-		Minter:     mint.ForRuntime(mint.RuntimeConfig{AWS: awsCfg, Store: store, GCPWorkloadIdentityProvider: gcpPool, AzureTokenAudience: azureAud}),
-		Applier:    &kubeapply.Applier{},
-		SQS:        awsclient.SQS(awsCfg, ""),
-		QueueURL:   queueURL,
-		DLQURL:     dlqURL,
-		StaleAfter: staleAfter,
-		Log:        log,
-	}
-	lambda.Start(c.HandleSQS)
+	s, fed := wiring.ReadClaimer(fn.Env), clouds.Read(fn.Env)
+	a := wiring.AWS{Config: fn.AWS(context.Background())}
+	minter := clouds.Minter(fed, a.Config, a.Store(s.Table))
+	lambda.Start(wiring.Claimer(a, s, minter, &kubeapply.Applier{}, fn.Log).HandleSQS)
 }

@@ -10,8 +10,7 @@ import (
 	"spaces/infra/emulator"
 	"spaces/shared/awsclient"
 	"spaces/shared/cascade"
-	"spaces/shared/dynamostore"
-	"spaces/shared/eventbus"
+	"spaces/shared/wiring"
 )
 
 // CascadeConfig is the local stack's deregistration cascade; zero values
@@ -34,7 +33,7 @@ const (
 // startCascade polls the spaces table's stream into the cascade handler, the
 // way the template's event source mapping does in AWS: same filter, batch
 // size, retries, bisection and failure queue.
-func (st *Stack) startCascade(cfg Config, store *dynamostore.Store) error {
+func (st *Stack) startCascade(cfg Config) error {
 	cc := cfg.Cascade
 	src, err := emulator.FunctionStreamSource(spaces.Template, cascadeFunction, cascadeEvent)
 	if err != nil {
@@ -44,11 +43,10 @@ func (st *Stack) startCascade(cfg Config, store *dynamostore.Store) error {
 	if !ok || table.StreamARN == "" {
 		return fmt.Errorf("the cascade reads %s, which has no stream in the emulator", src.Table)
 	}
-	var pub cascade.Publisher = eventbus.New(awsclient.EventBridge(st.AWS, st.EmulatorURL), st.Resources["EventBus"].Name)
+	st.Cascade = wiring.Cascade(st.aws, wiring.CascadeSettings{Table: st.Table, EventBus: st.Resources["EventBus"].Name}, cfg.Log)
 	if cc.WrapEvents != nil {
-		pub = cc.WrapEvents(pub)
+		st.Cascade.Events = cc.WrapEvents(st.Cascade.Events)
 	}
-	st.Cascade = &cascade.Cascade{Store: store, Events: pub, Log: cfg.Log}
 	st.CascadeSource = src
 	if cc.Disabled {
 		return nil

@@ -14,7 +14,7 @@ import (
 	"spaces/shared/awsclient"
 	"spaces/shared/cascade"
 	"spaces/shared/dynamostore"
-	"spaces/shared/eventbus"
+	"spaces/shared/space"
 )
 
 // countingPublisher counts the "Space Deregistered" events published
@@ -22,10 +22,10 @@ import (
 type countingPublisher struct {
 	next cascade.Publisher
 	mu   sync.Mutex
-	got  []eventbus.DeregisteredDetail
+	got  []space.Deregistered
 }
 
-func (c *countingPublisher) PublishDeregistered(ctx context.Context, d eventbus.DeregisteredDetail) error {
+func (c *countingPublisher) PublishDeregistered(ctx context.Context, d space.Deregistered) error {
 	if err := c.next.PublishDeregistered(ctx, d); err != nil {
 		return err
 	}
@@ -35,10 +35,10 @@ func (c *countingPublisher) PublishDeregistered(ctx context.Context, d eventbus.
 	return nil
 }
 
-func (c *countingPublisher) events() []eventbus.DeregisteredDetail {
+func (c *countingPublisher) events() []space.Deregistered {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]eventbus.DeregisteredDetail(nil), c.got...)
+	return append([]space.Deregistered(nil), c.got...)
 }
 
 // startCascadeStack starts a stack whose stream poller drives the cascade
@@ -124,7 +124,7 @@ func TestDeregistrationCascades(t *testing.T) {
 	eventually(t, "one Space Deregistered event (run through `make test`: the kumo overlay must be in place)",
 		func() bool { return len(pub.events()) == 1 })
 	// The event is published after the writes, so all of them are visible.
-	if ev := pub.events()[0]; ev.SpaceID != spaceID || ev.OrgID != "acme" || ev.Name != "doomed" || ev.Provider != "aws" || ev.DeregisteredAt.IsZero() {
+	if ev := pub.events()[0]; ev.SpaceID != spaceID || ev.OrgID != "acme" || ev.Name != "doomed" || ev.Provider != "aws" || ev.DeletedAt.IsZero() {
 		t.Errorf("event %+v", ev)
 	}
 	versions := map[string]float64{}

@@ -11,11 +11,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"spaces/infra/kubetest"
+	"spaces/infra/minttest"
 	"spaces/infra/simcloud"
 	"spaces/shared/awsclient"
 	"spaces/shared/dynamostore"
 	"spaces/shared/mint"
-	"spaces/shared/mint/minttest"
 	"spaces/shared/space"
 )
 

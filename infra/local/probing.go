@@ -18,14 +18,11 @@ import (
 	"spaces/infra/emulator"
 	"spaces/shared/awsclient"
 	"spaces/shared/config"
-	"spaces/shared/dynamostore"
-	"spaces/shared/eventbus"
 	"spaces/shared/kubecred"
 	"spaces/shared/kubeprobe"
-	"spaces/shared/metrics"
 	"spaces/shared/probing"
 	"spaces/shared/space"
-	"spaces/shared/sqsqueue"
+	"spaces/shared/wiring"
 )
 
 // ProbingConfig is the local stack's probing; zero values take the
@@ -42,7 +39,7 @@ type ProbingConfig struct {
 
 // startProbing ticks the scheduler and polls the probe queue into the
 // prober, the way EventBridge Scheduler and Lambda's SQS source do in AWS.
-func (st *Stack) startProbing(cfg Config, store *dynamostore.Store) error {
+func (st *Stack) startProbing(cfg Config) error {
 	pc := cfg.Probing
 	if pc.Disabled {
 		return nil
@@ -65,21 +62,16 @@ func (st *Stack) startProbing(cfg Config, store *dynamostore.Store) error {
 	if !ok {
 		return errors.New("the template declares no ProbeQueue")
 	}
-	bus := st.Resources["EventBus"].Name
-	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
-	q := probing.SQSQueue{Q: sqsqueue.New(sqsc, queue.URL)}
-	em := &metrics.Emitter{Log: cfg.Log}
-	checker := &kubeprobe.Prober{Timeout: probing.DefaultTimeout}
-	sched := &probing.Scheduler{Targets: store, Queue: q, Interval: pc.Interval, Metrics: em, Log: cfg.Log}
-	prober := &probing.Prober{
-		Store: store, Minter: pc.Minter, Checker: checker,
-		Events: eventbus.New(awsclient.EventBridge(st.AWS, st.EmulatorURL), bus),
-		Queue:  q, Metrics: em, Log: cfg.Log,
-		// A short local interval shortens the re-probe rhythm with it.
-		MinGap:       min(probing.DefaultMinGap, pc.Interval/3),
-		ReprobeDelay: min(probing.DefaultReprobeDelay, pc.Interval/5),
+	settings := wiring.ProberSettings{
+		Common:     wiring.Common{Table: st.Table, StaleAfter: cfg.StaleAfter},
+		ProbeQueue: queue.URL, EventBus: st.Resources["EventBus"].Name,
+		Heartbeat: space.DefaultHeartbeat, Interval: pc.Interval,
 	}
-	st.ProbeQueue = probing.Enqueuer{Queue: q}
+	checker := &kubeprobe.Prober{Timeout: probing.DefaultTimeout}
+	sched := wiring.Scheduler(st.aws, wiring.SchedulerSettings{Table: st.Table, ProbeQueue: queue.URL, Interval: pc.Interval}, cfg.Log)
+	prober := wiring.Prober(st.aws, settings, pc.Minter, checker, cfg.Log)
+	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
+	st.ProbeQueue = probing.Enqueuer{Queue: wiring.ProbeQueue{Q: wiring.AWS{Config: st.AWS, Endpoint: st.EmulatorURL}.Queue(queue.URL)}}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

@@ -8,11 +8,9 @@ import (
 
 	"spaces/infra/staticminter"
 	"spaces/shared/awsclient"
-	"spaces/shared/dynamostore"
 	"spaces/shared/kubeapply"
 	"spaces/shared/kubecred"
-	"spaces/shared/revisions"
-	"spaces/shared/sqsqueue"
+	"spaces/shared/wiring"
 )
 
 // RevisionsConfig is the local stack's revision claims; zero values take
@@ -31,16 +29,14 @@ type RevisionsConfig struct {
 }
 
 // startRevisions polls the revisions queue into the claimer, as Lambda's
-// SQS source does in AWS, and gives the API its queue.
-func (st *Stack) startRevisions(cfg Config, store *dynamostore.Store) error {
+// SQS source does in AWS.
+func (st *Stack) startRevisions(cfg Config) error {
 	rc := cfg.Revisions
 	queue, ok := st.Resources["RevisionsQueue"]
 	dlq, ok2 := st.Resources["RevisionsDLQ"]
 	if !ok || !ok2 {
 		return errors.New("the template declares no RevisionsQueue and RevisionsDLQ")
 	}
-	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
-	st.RevisionQueue = revisions.Queue{Q: sqsqueue.New(sqsc, queue.URL)}
 	if rc.Disabled {
 		return nil
 	}
@@ -51,10 +47,11 @@ func (st *Stack) startRevisions(cfg Config, store *dynamostore.Store) error {
 	default:
 		rc.Minter = staticminter.Unconfigured{}
 	}
-	claimer := &revisions.Claimer{
-		Store: store, Minter: rc.Minter, Applier: &kubeapply.Applier{}, SQS: sqsc,
-		QueueURL: queue.URL, DLQURL: dlq.URL, Backoff: rc.Backoff, StaleAfter: cfg.StaleAfter, Log: cfg.Log,
-	}
+	claimer := wiring.Claimer(st.aws, wiring.ClaimerSettings{
+		Common:         wiring.Common{Table: st.Table, StaleAfter: cfg.StaleAfter},
+		RevisionsQueue: queue.URL, RevisionsDLQ: dlq.URL, Backoff: rc.Backoff,
+	}, rc.Minter, &kubeapply.Applier{}, cfg.Log)
+	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
 	poller := &Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Handler: claimer.HandleSQS, Wait: rc.Wait, Log: cfg.Log}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

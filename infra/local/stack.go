@@ -21,15 +21,12 @@ import (
 	"spaces/infra/demo"
 	"spaces/infra/emulator"
 	"spaces/shared/auth"
-	"spaces/shared/awsclient"
 	"spaces/shared/cascade"
-	"spaces/shared/cursor"
-	"spaces/shared/dynamostore"
 	"spaces/shared/mint"
 	"spaces/shared/probing"
-	"spaces/shared/registry"
-	"spaces/shared/revisions"
 	"spaces/shared/space"
+	"spaces/shared/wiring"
+	"spaces/shared/wiring/api"
 )
 
 // Config is the local stack's configuration; zero values take the defaults.
@@ -101,6 +98,7 @@ type Stack struct {
 	DataDir     string // where the emulator persists ("" in memory only)
 	Resources   emulator.Resources
 	AWS         aws.Config // SDK configuration pointed at the emulator
+	aws         wiring.AWS // the same, for the workflows' constructors
 	Table       string     // the spaces table's physical name
 	Signer      *auth.Signer
 	Service     *space.Service
@@ -113,8 +111,6 @@ type Stack struct {
 	// CascadeSource the template's event source it follows.
 	Cascade       *cascade.Cascade
 	CascadeSource emulator.StreamSource
-	// RevisionQueue queues deployment revisions (the API's queue).
-	RevisionQueue revisions.Queue
 	// Leftovers are the test resources an earlier version's test runs had
 	// persisted into the data folder, removed at start.
 	Leftovers []string
@@ -156,20 +152,20 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	st.Resources = res
 	st.AWS = emu.Config()
+	st.aws = wiring.AWS{Config: st.AWS, Endpoint: emu.URL}
 	st.Table = res["SpacesTable"].Name
-	store := dynamostore.New(awsclient.DynamoDB(st.AWS, emu.URL), st.Table)
 	if cfg.Demo != nil {
-		if err := st.startDemo(&cfg, store); err != nil {
+		if err := st.startDemo(&cfg, st.aws.Store(st.Table)); err != nil {
 			return nil, err
 		}
 	}
-	if err := st.startProbing(cfg, store); err != nil {
+	if err := st.startProbing(cfg); err != nil {
 		return nil, fmt.Errorf("probing: %w", err)
 	}
-	if err := st.startCascade(cfg, store); err != nil {
+	if err := st.startCascade(cfg); err != nil {
 		return nil, fmt.Errorf("cascade: %w", err)
 	}
-	if err := st.startRevisions(cfg, store); err != nil {
+	if err := st.startRevisions(cfg); err != nil {
 		return nil, fmt.Errorf("revisions: %w", err)
 	}
 
@@ -181,14 +177,21 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if st.Signer, err = auth.NewSigner(keyCfg); err != nil {
 		return nil, err
 	}
-	cursors, err := cursor.New(cursor.KeyFromSecret("spaces-local:" + verifier.KeyID()))
+	settings := api.Settings{
+		Common:       wiring.Common{Table: st.Table, StaleAfter: cfg.StaleAfter},
+		CursorSecret: "spaces-local:" + verifier.KeyID(),
+		// Registration probes go where the local prober reads, if it runs.
+		RevisionsQueue: res["RevisionsQueue"].URL,
+	}
+	if !cfg.Probing.Disabled {
+		settings.ProbeQueue = res["ProbeQueue"].URL
+	}
+	handler, svc, err := api.New(st.aws, settings, api.Options{Auth: verifier, Minter: cfg.Minter, Log: cfg.Log})
 	if err != nil {
 		return nil, err
 	}
-	api, svc := registry.API(registry.Options{Store: store, Minter: cfg.Minter, Auth: verifier, Cursors: cursors,
-		Log: cfg.Log, StaleAfter: cfg.StaleAfter, Probes: st.ProbeQueue, Revisions: st.RevisionQueue})
 	st.Service = svc
-	if st.APIURL, err = st.serve(cfg.APIAddr, api.Handler()); err != nil {
+	if st.APIURL, err = st.serve(cfg.APIAddr, handler.Handler()); err != nil {
 		return nil, fmt.Errorf("api listener: %w", err)
 	}
 	if cfg.EmulatorAddr != "" {

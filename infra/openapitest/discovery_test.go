@@ -16,13 +16,13 @@ import (
 	"github.com/google/uuid"
 
 	"spaces"
+	"spaces/infra/minttest"
 	"spaces/infra/openapitest"
 	"spaces/infra/testcluster"
 	"spaces/shared/auth"
 	"spaces/shared/cursor"
 	"spaces/shared/httpapi"
 	"spaces/shared/kubens"
-	"spaces/shared/mint/minttest"
 	"spaces/shared/space"
 )
 
@@ -271,12 +271,12 @@ func TestCloudAndClusterRoutesFollowTheDocument(t *testing.T) {
 		for i, o := range []space.Outcome{{}, {Reason: space.ReasonTimeout, Message: "slow"}, {Reason: space.ReasonTimeout},
 			{Reason: space.ReasonTimeout, Message: "no answer"}, {}} {
 			o.At = at.Add(time.Duration(i+1) * time.Minute)
-			next, _ := space.ApplyProbe(s, o)
-			next.Version, next.UpdatedAt = s.Version+1, o.At
-			if err := env.Store.SaveProbe(t.Context(), next, space.TransitionOf(s, next)); err != nil {
+			res, err := env.Store.UpdateSpace(t.Context(), s.OrgID, s.ID, space.Update[space.Space]{At: o.At, Read: &s,
+				Apply: func(cur space.Space) (space.Space, error) { next, _ := space.ApplyProbe(cur, o); return next, nil }})
+			if err != nil {
 				t.Fatal(err)
 			}
-			s = next
+			s = res.After
 		}
 		path := "/spaces/" + awsID + "/status-history"
 		page1 := c.expect(200, "", "GET", path+"?limit=2", "", "")

@@ -26,14 +26,17 @@
 package cascade
 
 import (
+	"cmp"
 	"context"
+
+	"github.com/aws/aws-lambda-go/events"
+
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"spaces/shared/eventbus"
 	"spaces/shared/space"
 )
 
@@ -45,17 +48,20 @@ type Store interface {
 	DetachPolicy(ctx context.Context, org, id, spaceID, reason string, at time.Time) (bool, error)
 	RevokeGrant(ctx context.Context, org, spaceID string) (bool, error)
 	MarkCascaded(ctx context.Context, org, spaceID string, at time.Time) (bool, error)
+	// Deregistration reads a record of the table's stream: ok when it is a
+	// space's deregistration.
+	Deregistration(r events.DynamoDBEventRecord) (d space.Deregistered, ok bool)
 }
 
 // Publisher publishes the "Space Deregistered" event.
 type Publisher interface {
-	PublishDeregistered(ctx context.Context, d eventbus.DeregisteredDetail) error
+	PublishDeregistered(ctx context.Context, d space.Deregistered) error
 }
 
 // DefaultWorkers is how many environments and policies are updated at once.
 const DefaultWorkers = 16
 
-// Cascade is the use case.
+// Cascade is the use case. Build it with New, which sets the defaults.
 type Cascade struct {
 	Store  Store
 	Events Publisher
@@ -78,18 +84,8 @@ type Result struct {
 	Writes int `json:"writes"`
 }
 
-// Deregistered is a deregistered space as the stream record shows it.
-type Deregistered struct {
-	OrgID          string
-	SpaceID        string
-	Name           string
-	Provider       string
-	CloudAccountID string
-	DeletedAt      time.Time
-}
-
 // Run cascades one deregistration.
-func (c *Cascade) Run(ctx context.Context, d Deregistered) (Result, error) {
+func (c *Cascade) Run(ctx context.Context, d space.Deregistered) (Result, error) {
 	var res Result
 	done, err := c.Store.Cascaded(ctx, d.OrgID, d.SpaceID)
 	if err != nil {
@@ -103,7 +99,7 @@ func (c *Cascade) Run(ctx context.Context, d Deregistered) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	now := c.now()
+	now := c.Now().UTC()
 	var gated, detached, writes atomic.Int64
 	if err := c.each(ctx, bound, func(ctx context.Context, b space.Bound) error {
 		// A link of another org cannot exist (space ids are unique and a
@@ -135,11 +131,8 @@ func (c *Cascade) Run(ctx context.Context, d Deregistered) (Result, error) {
 		return res, err
 	}
 	res.Writes++
-	if err := c.Events.PublishDeregistered(ctx, eventbus.DeregisteredDetail{
-		OrgID: d.OrgID, SpaceID: d.SpaceID, Name: d.Name, Provider: d.Provider,
-		CloudAccountID: d.CloudAccountID, DeregisteredAt: d.DeletedAt.UTC(),
-	}); err != nil {
-		return res, fmt.Errorf("publish %s: %w", eventbus.SpaceDeregistered, err)
+	if err := c.Events.PublishDeregistered(ctx, d); err != nil {
+		return res, fmt.Errorf("publish the deregistration: %w", err)
 	}
 	res.Published = true
 	res.Writes++
@@ -155,9 +148,6 @@ func (c *Cascade) each(ctx context.Context, items []space.Bound, f func(context.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	workers := c.Workers
-	if workers <= 0 {
-		workers = DefaultWorkers
-	}
 	work := make(chan space.Bound)
 	var wg sync.WaitGroup
 	for range min(workers, max(len(items), 1)) {
@@ -185,16 +175,12 @@ feed:
 	return ctx.Err()
 }
 
-func (c *Cascade) now() time.Time {
-	if c.Now != nil {
-		return c.Now().UTC()
+// New returns c with every zero setting at its default.
+func New(c Cascade) *Cascade {
+	if c.Now == nil {
+		c.Now = time.Now
 	}
-	return time.Now().UTC()
-}
-
-func (c *Cascade) log() *slog.Logger {
-	if c.Log != nil {
-		return c.Log
-	}
-	return slog.Default()
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.Log = cmp.Or(c.Log, slog.Default())
+	return &c
 }

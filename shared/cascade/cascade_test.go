@@ -18,7 +18,6 @@ import (
 	"spaces/shared/awsclient"
 	"spaces/shared/cascade"
 	"spaces/shared/dynamostore"
-	"spaces/shared/eventbus"
 	"spaces/shared/space"
 )
 
@@ -26,10 +25,10 @@ import (
 type publisher struct {
 	mu      sync.Mutex
 	failing bool
-	got     []eventbus.DeregisteredDetail
+	got     []space.Deregistered
 }
 
-func (p *publisher) PublishDeregistered(_ context.Context, d eventbus.DeregisteredDetail) error {
+func (p *publisher) PublishDeregistered(_ context.Context, d space.Deregistered) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.failing {
@@ -123,7 +122,7 @@ func TestPublishThenMark(t *testing.T) {
 	a, envs, policies := w.deregistered(t, "alpha", 2, 1)
 	b, _, _ := w.deregistered(t, "beta", 1, 0)
 	pub := &publisher{failing: true}
-	c := &cascade.Cascade{Store: w.store, Events: pub, Log: slog.New(slog.DiscardHandler)}
+	c := cascade.New(cascade.Cascade{Store: w.store, Events: pub, Log: slog.New(slog.DiscardHandler)})
 	batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record(a, "100"), record(b, "101")}}
 
 	resp, err := c.HandleStream(ctx, batch)
@@ -156,7 +155,7 @@ func TestPublishThenMark(t *testing.T) {
 		}
 	}
 	for range 2 {
-		res, err := c.Run(ctx, cascade.Deregistered{OrgID: "acme", SpaceID: a.ID})
+		res, err := c.Run(ctx, space.Deregistered{OrgID: "acme", SpaceID: a.ID})
 		if err != nil || !res.AlreadyDone || res.Writes != 0 {
 			t.Errorf("replay: %+v %v", res, err)
 		}
@@ -186,8 +185,8 @@ func TestGateOnlyIfStillBound(t *testing.T) {
 	if _, err := w.store.RebindEnvironment(ctx, "acme", envs[1], s.ID, 0, time.Now()); space.KindOf(err) != space.KindInvalid {
 		t.Errorf("re-bind to the deregistered space: %v", err)
 	}
-	c := &cascade.Cascade{Store: w.store, Events: &publisher{}}
-	res, err := c.Run(ctx, cascade.Deregistered{OrgID: "acme", SpaceID: s.ID})
+	c := cascade.New(cascade.Cascade{Store: w.store, Events: &publisher{}})
+	res, err := c.Run(ctx, space.Deregistered{OrgID: "acme", SpaceID: s.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,9 +209,9 @@ func BenchmarkCascade1000(b *testing.B) {
 			for i := 0; b.Loop(); i++ {
 				b.StopTimer()
 				s, _, _ := w.deregistered(b, fmt.Sprintf("big-%d-%d", workers, i), 1000, 1000)
-				c := &cascade.Cascade{Store: w.store, Events: &publisher{}, Workers: workers}
+				c := cascade.New(cascade.Cascade{Store: w.store, Events: &publisher{}, Workers: workers})
 				b.StartTimer()
-				res, err := c.Run(ctx, cascade.Deregistered{OrgID: "acme", SpaceID: s.ID})
+				res, err := c.Run(ctx, space.Deregistered{OrgID: "acme", SpaceID: s.ID})
 				if err != nil || res.Gated != 1000 || res.Detached != 1000 {
 					b.Fatalf("%+v %v", res, err)
 				}
@@ -229,7 +228,7 @@ func BenchmarkCascade1000(b *testing.B) {
 func TestSampleEvents(t *testing.T) {
 	w := newWorld(t)
 	pub := &publisher{}
-	c := &cascade.Cascade{Store: w.store, Events: pub, Log: slog.New(slog.DiscardHandler)}
+	c := cascade.New(cascade.Cascade{Store: w.store, Events: pub, Log: slog.New(slog.DiscardHandler)})
 	for _, f := range []struct {
 		file   string
 		events int
@@ -299,7 +298,7 @@ func TestBindingRacingDeregistration(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	res, err := (&cascade.Cascade{Store: w.store, Events: &publisher{}}).Run(ctx, cascade.Deregistered{OrgID: "acme", SpaceID: s.ID})
+	res, err := (cascade.New(cascade.Cascade{Store: w.store, Events: &publisher{}})).Run(ctx, space.Deregistered{OrgID: "acme", SpaceID: s.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

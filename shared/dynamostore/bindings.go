@@ -13,39 +13,6 @@ import (
 	"spaces/shared/space"
 )
 
-// Environments, autoscaler policies and their links to spaces.
-//
-//	pk              sk               what
-//	ORG#<org>       ENV#<id>         an environment: its fields (json tags), space_id,
-//	                                 gate {reason, since} while gated, version (N)
-//	ORG#<org>       POLICY#<id>      an autoscaler policy: its fields, space_id,
-//	                                 state applied|detached, state_reason, version (N)
-//	SPACE#<space>   ENV#<id>         link: the environment is bound to the space
-//	SPACE#<space>   POLICY#<id>      link: the policy is on the space
-//	                                 (links carry org_id)
-//	ORG#<org>       CASCADE#<space>  the cascade of the space's deregistration is done
-//
-// The links answer "everything bound to a space" with one strongly
-// consistent Query (pk = SPACE#<id>), which a GSI could not: a binding
-// committed just before the deregistration might not be in an eventually
-// consistent index yet when the cascade reads it. Each binding write is one
-// transaction: a ConditionCheck that the space is registered (not deleted),
-// the environment or policy (conditional on its version) and the link(s).
-// So a binding either commits before the deregistration, and the cascade's
-// Query sees its link, or fails with 422 space_id. A link stays after the
-// cascade (the environment still names the old space, gated) until a re-bind
-// deletes it in the re-bind's transaction.
-const (
-	prefixEnv     = "ENV#"
-	prefixPolicy  = "POLICY#"
-	prefixCascade = "CASCADE#"
-	prefixSpaceP  = "SPACE#" // partition of a space's links
-)
-
-func linkKey(spaceID, sk string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": str(prefixSpaceP + spaceID), "sk": str(sk)}
-}
-
 // spaceRegistered is the ConditionCheck that the space is registered in org
 // when the transaction commits.
 func (s *Store) spaceRegistered(org, spaceID string) types.TransactWriteItem {
@@ -172,56 +139,54 @@ func (s *Store) ListPolicies(ctx context.Context, org string, page space.Page) (
 // version read (or at version when given), the old link deleted and the new
 // one put.
 func (s *Store) RebindEnvironment(ctx context.Context, org, id, spaceID string, version int64, at time.Time) (space.Environment, error) {
+	res, err := space.Run(ctx, space.EnvironmentVersioned, space.Update[space.Environment]{IfVersion: version, At: at,
+		Apply: func(e space.Environment) (space.Environment, error) { e.SpaceID, e.Gate = spaceID, nil; return e, nil }},
+		func(ctx context.Context) (space.Environment, error) { return s.GetEnvironment(ctx, org, id) },
+		s.writeRebind)
+	return res.After, err
+}
+
+// writeRebind is RebindEnvironment's transaction.
+func (s *Store) writeRebind(ctx context.Context, before, after space.Environment) error {
 	const (
 		iSpace = iota
 		iEnv
 	)
-	var cur, next space.Environment
-	build := func() ([]types.TransactWriteItem, error) {
-		var err error
-		if cur, err = s.GetEnvironment(ctx, org, id); err != nil {
-			return nil, err
-		}
-		if version != 0 && cur.Version != version {
-			return nil, space.Errorf(space.KindPreconditionFailed, "the environment has changed (version %d, If-Match %d)", cur.Version, version)
-		}
-		next = cur
-		next.SpaceID, next.Gate, next.UpdatedAt, next.Version = spaceID, nil, at, cur.Version+1
-		items := []types.TransactWriteItem{
-			iSpace: s.spaceRegistered(org, spaceID),
-			iEnv: {Update: &types.Update{
-				TableName: s.table, Key: itemKey(org, prefixEnv+id),
-				UpdateExpression:         aws.String("SET " + nSpaceID + " = :space, " + nUpdated + " = :upd, " + nVersion + " = :ver REMOVE " + nGate),
-				ConditionExpression:      aws.String("attribute_exists(" + nPK + ") AND " + nVersion + " = :prev"),
-				ExpressionAttributeNames: names(nSpaceID, nUpdated, nVersion, nGate, nPK),
-				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":space": str(spaceID), ":upd": str(at.Format(time.RFC3339Nano)),
-					":ver": num(next.Version), ":prev": num(cur.Version),
-				},
-			}},
-		}
-		if cur.SpaceID != spaceID {
-			items = append(items,
-				types.TransactWriteItem{Delete: &types.Delete{TableName: s.table, Key: linkKey(cur.SpaceID, prefixEnv+id)}},
-				s.linkPut(org, spaceID, prefixEnv+id))
-		}
-		return items, nil
+	org, id := after.OrgID, after.ID
+	items := []types.TransactWriteItem{
+		iSpace: s.spaceRegistered(org, after.SpaceID),
+		iEnv: {Update: &types.Update{
+			TableName: s.table, Key: itemKey(org, prefixEnv+id),
+			UpdateExpression:         aws.String("SET " + nSpaceID + " = :space, " + nUpdated + " = :upd, " + nVersion + " = :ver REMOVE " + nGate),
+			ConditionExpression:      aws.String("attribute_exists(" + nPK + ") AND " + nVersion + " = :prev"),
+			ExpressionAttributeNames: names(nSpaceID, nUpdated, nVersion, nGate, nPK),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":space": str(after.SpaceID), ":upd": str(after.UpdatedAt.Format(time.RFC3339Nano)),
+				":ver": num(after.Version), ":prev": num(before.Version),
+			},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}},
 	}
-	err := s.transact(ctx, "rebind environment", build, func(reasons []types.CancellationReason) error {
-		switch {
-		case failedCheck(reasons, iSpace):
-			return space.ErrSpaceNotBindable()
-		case failedCheck(reasons, iEnv) && version != 0:
-			return space.Errorf(space.KindPreconditionFailed, "the environment has changed since version %d", version)
-		case failedCheck(reasons, iEnv):
-			return errRetry // changed meanwhile (a cascade gate, another re-bind): read again
-		}
-		return nil
-	})
-	if err != nil {
-		return space.Environment{}, err
+	if before.SpaceID != after.SpaceID {
+		items = append(items,
+			types.TransactWriteItem{Delete: &types.Delete{TableName: s.table, Key: linkKey(before.SpaceID, prefixEnv+id)}},
+			s.linkPut(org, after.SpaceID, prefixEnv+id))
 	}
-	return next, nil
+	return s.transact(ctx, "rebind environment", func() ([]types.TransactWriteItem, error) { return items, nil },
+		func(reasons []types.CancellationReason) error {
+			switch {
+			case failedCheck(reasons, iSpace):
+				return space.ErrSpaceNotBindable()
+			case failedCheck(reasons, iEnv):
+				// Changed meanwhile (a cascade gate, another re-bind).
+				var stored space.Environment
+				if err := s.decode(reasons[iEnv].Item, &stored); err != nil {
+					return err
+				}
+				return space.ErrChanged("environment", stored.Version, before.Version)
+			}
+			return nil
+		})
 }
 
 // BoundTo returns everything bound to spaceID, read strongly consistent.
@@ -230,7 +195,7 @@ func (s *Store) BoundTo(ctx context.Context, spaceID string) ([]space.Bound, err
 		TableName:                 s.table,
 		KeyConditionExpression:    aws.String(nPK + " = :pk"),
 		ExpressionAttributeNames:  names(nPK),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(prefixSpaceP + spaceID)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(spacePK(spaceID))},
 		ConsistentRead:            aws.Bool(true),
 	}
 	var out []space.Bound

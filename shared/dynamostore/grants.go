@@ -8,20 +8,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"spaces/shared/backoff"
 	"spaces/shared/space"
 )
-
-// Kubeauth grants and identity-claim lookups.
-//
-//	sk                   what                          attributes
-//	GRANT#<space id>     permission to mint cluster    space_id, provider, cloud_account_id,
-//	                     credentials for the space     created_at (RFC 3339)
-//
-// Register puts the grant in its transaction and Deregister deletes it in
-// its own, so a grant exists exactly while the space is registered: no
-// credential can be minted for a space that is gone, even by a process that
-// still holds the space in memory.
-const prefixGrant = "GRANT#"
 
 // maxBatchGet is DynamoDB's limit of keys per BatchGetItem.
 const maxBatchGet = 100
@@ -112,8 +101,8 @@ func (s *Store) ClaimHolders(ctx context.Context, org string, identities []strin
 				if attempt == maxAttempts {
 					return nil, unavailable("the registry store is busy", nil)
 				}
-				if err := backoff(ctx, attempt); err != nil {
-					return nil, err
+				if err := backoff.Wait(ctx, backoffBase, attempt); err != nil {
+					return nil, unavailable("the registry store is busy", err)
 				}
 			}
 		}

@@ -153,10 +153,10 @@ func TestListLimits(t *testing.T) {
 			t.Errorf("fields %+v", e.Fields)
 		}
 		wantKind(t, errOf2(f.store.ListAccounts(t.Context(), f.org, space.Page{Limit: limit})), space.KindInvalid)
-		wantKind(t, errOf2(f.store.ListProbeTargets(t.Context(), 0, "", limit)), space.KindInvalid)
+		wantKind(t, errOf2(f.store.ProbeTargets(t.Context(), 0, "", limit)), space.KindInvalid)
 	}
 	for _, shard := range []int{-1, f.store.ProbeShards()} {
-		wantKind(t, errOf2(f.store.ListProbeTargets(t.Context(), shard, "", 10)), space.KindInvalid)
+		wantKind(t, errOf2(f.store.ProbeTargets(t.Context(), shard, "", 10)), space.KindInvalid)
 	}
 }
 
@@ -193,7 +193,7 @@ func TestListAccounts(t *testing.T) {
 	}
 }
 
-func TestListProbeTargets(t *testing.T) {
+func TestProbeTargets(t *testing.T) {
 	f, live := listOrg(t)
 	// A second org's spaces are probed too.
 	g := &fixture{store: f.store, db: f.db, table: f.table, org: uuid.NewString()}
@@ -212,7 +212,7 @@ func TestListProbeTargets(t *testing.T) {
 	for shard := range f.store.ProbeShards() {
 		after := ""
 		for {
-			page, next, err := f.store.ListProbeTargets(t.Context(), shard, after, 3)
+			page, next, err := f.store.ProbeTargets(t.Context(), shard, after, 3)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,13 +16,15 @@ import (
 // probeStep applies one outcome the way the prober does and saves it.
 func probeStep(t *testing.T, f *fixture, s space.Space, o space.Outcome) (space.Space, *space.Transition) {
 	t.Helper()
-	next, _ := space.ApplyProbe(s, o)
-	next.Version, next.UpdatedAt = s.Version+1, o.At
-	tr := space.TransitionOf(s, next)
-	if err := f.store.SaveProbe(t.Context(), next, tr); err != nil {
-		t.Fatalf("SaveProbe: %v", err)
+	res, err := f.store.UpdateSpace(t.Context(), s.OrgID, s.ID, space.Update[space.Space]{At: o.At, Read: &s,
+		Apply: func(cur space.Space) (space.Space, error) { next, _ := space.ApplyProbe(cur, o); return next, nil }})
+	if err != nil {
+		t.Fatalf("UpdateSpace: %v", err)
 	}
-	return next, tr
+	if res.After.Version != s.Version+1 || !res.After.UpdatedAt.Equal(o.At.UTC()) {
+		t.Fatalf("stored version %d at %v, want %d at %v", res.After.Version, res.After.UpdatedAt, s.Version+1, o.At)
+	}
+	return res.After, space.TransitionOf(res.Before, res.After)
 }
 
 func historyCount(t *testing.T, f *fixture, id string) int {
@@ -127,32 +129,56 @@ func (f *fixture) rawHist(t *testing.T, id string, tr space.Transition) map[stri
 }
 
 // A transition is stored only with its space: a stale version or a
-// deregistered space writes neither.
-func TestSaveProbeIsAtomic(t *testing.T) {
+// deregistered space writes neither; a lost race is read again and applied
+// to what won it.
+func TestUpdateSpaceIsAtomic(t *testing.T) {
 	f := newFixture(t)
 	s := f.register(t, f.newSpace(1))
-	next, _ := space.ApplyProbe(s, space.Outcome{At: now.Add(time.Minute)})
-	next.Version, next.UpdatedAt = s.Version+1, now.Add(time.Minute)
-	tr := space.TransitionOf(s, next)
-
-	stale := next
-	stale.Version = 5
-	if err := f.store.SaveProbe(t.Context(), stale, tr); space.KindOf(err) != space.KindPreconditionFailed {
-		t.Errorf("stale version: %v", err)
+	at := now.Add(time.Minute)
+	toActive := func(cur space.Space) (space.Space, error) {
+		next, _ := space.ApplyProbe(cur, space.Outcome{At: at})
+		return next, nil
 	}
+
+	if _, err := f.store.UpdateSpace(t.Context(), f.org, s.ID, space.Update[space.Space]{IfVersion: 5, At: at, Apply: toActive}); space.KindOf(err) != space.KindPreconditionFailed {
+		t.Errorf("If-Match of another version: %v", err)
+	}
+	// The caller read version 1 while the store already holds version 2:
+	// the write fails, the space is read again and the change applied to
+	// version 2.
+	renamed, err := f.store.UpdateSpace(t.Context(), f.org, s.ID, space.Update[space.Space]{At: at,
+		Apply: func(cur space.Space) (space.Space, error) { cur.Name = "renamed"; return cur, nil }})
+	if err != nil || renamed.After.Version != 2 {
+		t.Fatalf("rename: %+v %v", renamed, err)
+	}
+	applied := 0
+	res, err := f.store.UpdateSpace(t.Context(), f.org, s.ID, space.Update[space.Space]{At: at, Read: &s,
+		Apply: func(cur space.Space) (space.Space, error) { applied++; return toActive(cur) }})
+	if err != nil || applied != 2 || res.Before.Version != 2 || res.After.Version != 3 || res.After.Name != "renamed" {
+		t.Fatalf("after a lost race: applied %d times, %+v, %v", applied, res, err)
+	}
+	if n := historyCount(t, f, s.ID); n != 1 {
+		t.Errorf("%d history items, want the one transition", n)
+	}
+	unchanged, err := f.store.UpdateSpace(t.Context(), f.org, s.ID, space.Update[space.Space]{At: at,
+		Apply: func(cur space.Space) (space.Space, error) { return cur, space.ErrUnchanged }})
+	if err != nil || unchanged.Written || unchanged.After.Version != 3 {
+		t.Errorf("unchanged: %+v %v", unchanged, err)
+	}
+
 	if _, err := f.store.Deregister(t.Context(), f.org, s.ID, 0, now.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.store.SaveProbe(t.Context(), next, tr); space.KindOf(err) != space.KindNotFound {
+	after := res.After
+	if _, err := f.store.UpdateSpace(t.Context(), f.org, s.ID, space.Update[space.Space]{At: at.Add(time.Minute), Read: &after,
+		Apply: func(cur space.Space) (space.Space, error) {
+			next, _ := space.ApplyProbe(cur, space.Outcome{At: at.Add(time.Minute), Reason: space.ReasonTimeout})
+			return next, nil
+		}}); space.KindOf(err) != space.KindNotFound {
 		t.Errorf("deregistered: %v", err)
 	}
-	if n := historyCount(t, f, s.ID); n != 0 {
-		t.Errorf("%d history items written by failed saves", n)
-	}
-	bad := *tr
-	bad.SpaceID = "another"
-	if err := f.store.SaveProbe(t.Context(), next, &bad); space.KindOf(err) != space.KindInternal {
-		t.Errorf("mismatched transition: %v", err)
+	if n := historyCount(t, f, s.ID); n != 1 {
+		t.Errorf("%d history items after failed updates, want 1", n)
 	}
 }
 

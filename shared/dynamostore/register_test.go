@@ -87,9 +87,13 @@ func TestDeregisterRacingSaves(t *testing.T) {
 					unexpected <- err
 					return
 				}
-				next, _ := space.ApplyProbe(cur, space.Outcome{At: now.Add(time.Duration(i) * time.Second)})
-				next.Version++
-				switch err := f.store.SaveSpace(ctx, next); space.KindOf(err) {
+				at := now.Add(time.Duration(i) * time.Second)
+				_, err = f.store.UpdateSpace(ctx, f.org, s.ID, space.Update[space.Space]{IfVersion: cur.Version, At: at, Read: &cur,
+					Apply: func(cur space.Space) (space.Space, error) {
+						next, _ := space.ApplyProbe(cur, space.Outcome{At: at})
+						return next, nil
+					}})
+				switch space.KindOf(err) {
 				case space.KindPreconditionFailed:
 					refused.Add(1)
 				case space.KindNotFound:

@@ -12,17 +12,6 @@ import (
 	"spaces/shared/space"
 )
 
-// Deployment revisions.
-//
-//	pk          sk          what
-//	ORG#<org>   REV#<id>    a revision: its fields (json tags), manifests as a
-//	                        list of maps, state, reason, attempts, version (N)
-//
-// A revision is written with a version check on every state change, so two
-// claims of the same message (SQS delivers at least once) cannot both move
-// it.
-const prefixRevision = "REV#"
-
 var _ space.RevisionStore = (*Store)(nil)
 
 // CreateRevision stores a new revision.
@@ -54,29 +43,38 @@ func (s *Store) GetRevision(ctx context.Context, org, id string) (space.Revision
 	return r, err
 }
 
-// SaveRevision replaces a revision if its stored version is r.Version-1
-// (KindPreconditionFailed otherwise).
-func (s *Store) SaveRevision(ctx context.Context, r space.Revision) error {
-	item, err := s.encode(r)
-	if err != nil {
-		return err
-	}
-	for k, v := range itemKey(r.OrgID, prefixRevision+r.ID) {
-		item[k] = v
-	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item,
-		ConditionExpression:       aws.String("attribute_exists(" + nPK + ") AND " + nVersion + " = :prev"),
-		ExpressionAttributeNames:  names(nPK, nVersion),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":prev": num(r.Version - 1)}})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ccf):
-		return space.Errorf(space.KindPreconditionFailed, "the revision has changed since version %d", r.Version-1)
-	default:
-		return awsError("PutItem", err)
-	}
+// UpdateRevision changes a revision (see space.Update): it is replaced only
+// if its stored version is the one read.
+func (s *Store) UpdateRevision(ctx context.Context, org, id string, u space.Update[space.Revision]) (space.Updated[space.Revision], error) {
+	return space.Run(ctx, space.RevisionVersioned, u,
+		func(ctx context.Context) (space.Revision, error) { return s.GetRevision(ctx, org, id) },
+		func(ctx context.Context, before, after space.Revision) error {
+			item, err := s.encode(after)
+			if err != nil {
+				return err
+			}
+			for k, v := range itemKey(after.OrgID, prefixRevision+after.ID) {
+				item[k] = v
+			}
+			_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item,
+				ConditionExpression:                 aws.String("attribute_exists(" + nPK + ") AND " + nVersion + " = :prev"),
+				ExpressionAttributeNames:            names(nPK, nVersion),
+				ExpressionAttributeValues:           map[string]types.AttributeValue{":prev": num(before.Version)},
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+			var ccf *types.ConditionalCheckFailedException
+			switch {
+			case err == nil:
+				return nil
+			case errors.As(err, &ccf):
+				var stored space.Revision
+				if err := s.decode(ccf.Item, &stored); err != nil {
+					return err
+				}
+				return space.ErrChanged("revision", stored.Version, before.Version)
+			default:
+				return awsError("PutItem", err)
+			}
+		})
 }
 
 // SpaceAsClaimed returns a space item of org whether or not it is

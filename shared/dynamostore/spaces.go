@@ -325,40 +325,74 @@ func (s *Store) queryOrg(ctx context.Context, org, prefix, after, filter string,
 	}
 }
 
-// SaveSpace writes the mutable fields of a live space (name, status, probe,
-// updated_at, version) if its stored version is sp.Version-1. Identity,
+// UpdateSpace changes a live space (see space.Update): its mutable fields
+// (name, status, probe, updated_at, version) are written only if the stored
+// version is the one read and the space is not deregistered, together with
+// the status transition, if the change makes one, in its history. Identity,
 // account, type and the synthetic flag are fixed at registration, so the
 // claim, the account count and the probe shard stay as they were.
-func (s *Store) SaveSpace(ctx context.Context, sp space.Space) error {
-	if sp.DeletedAt != nil {
-		return internal("save space", errors.New("a deregistration must go through Deregister"))
+func (s *Store) UpdateSpace(ctx context.Context, org, id string, u space.Update[space.Space]) (space.Updated[space.Space], error) {
+	return space.Run(ctx, space.SpaceVersioned, u,
+		func(ctx context.Context) (space.Space, error) { return s.GetSpace(ctx, org, id) },
+		s.writeSpace)
+}
+
+// writeSpace is UpdateSpace's conditional write.
+func (s *Store) writeSpace(ctx context.Context, before, after space.Space) error {
+	if after.DeletedAt != nil {
+		return internal("update space", errors.New("a deregistration must go through Deregister"))
 	}
-	probe, err := s.enc.Encode(sp.Probe)
+	probe, err := s.enc.Encode(after.Probe)
 	if err != nil {
 		return internal("encode probe", err)
 	}
-	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	upd := &types.Update{
 		TableName: s.table,
-		Key:       itemKey(sp.OrgID, prefixSpace+sp.ID),
+		Key:       itemKey(after.OrgID, prefixSpace+after.ID),
 		UpdateExpression: aws.String("SET " + nName + " = :name, " + nStatus + " = :status, " + nProbe + " = :probe, " +
 			nUpdated + " = :upd, " + nVersion + " = :ver"),
 		ConditionExpression:      aws.String("attribute_exists(" + nPK + ") AND attribute_not_exists(" + nDeleted + ") AND " + nVersion + " = :prev"),
 		ExpressionAttributeNames: names(nName, nStatus, nProbe, nUpdated, nVersion, nPK, nDeleted),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":name": str(sp.Name), ":status": str(string(sp.Status)), ":probe": probe,
-			":upd": str(sp.UpdatedAt.UTC().Format(time.RFC3339Nano)), ":ver": num(sp.Version), ":prev": num(sp.Version - 1),
+			":name": str(after.Name), ":status": str(string(after.Status)), ":probe": probe,
+			":upd": str(after.UpdatedAt.UTC().Format(time.RFC3339Nano)), ":ver": num(after.Version), ":prev": num(before.Version),
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ccf):
-		return s.whyNotWritable(ctx, sp.OrgID, sp.ID, sp.Version-1, ccf.Item)
-	default:
-		return awsError("UpdateItem", err)
 	}
+	tr := space.TransitionOf(before, after)
+	if tr == nil {
+		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: upd.TableName, Key: upd.Key, UpdateExpression: upd.UpdateExpression,
+			ConditionExpression: upd.ConditionExpression, ExpressionAttributeNames: upd.ExpressionAttributeNames,
+			ExpressionAttributeValues: upd.ExpressionAttributeValues, ReturnValuesOnConditionCheckFailure: upd.ReturnValuesOnConditionCheckFailure,
+		})
+		var ccf *types.ConditionalCheckFailedException
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &ccf):
+			return s.whyNotWritable(ctx, after.OrgID, after.ID, before.Version, ccf.Item)
+		default:
+			return awsError("UpdateItem", err)
+		}
+	}
+	// A status change: the space and its history item in one transaction,
+	// so that the history holds exactly the transitions that were stored.
+	hist, err := s.historyPut(*tr)
+	if err != nil {
+		return err
+	}
+	items := []types.TransactWriteItem{{Update: upd}, hist}
+	return s.transact(ctx, "update space", func() ([]types.TransactWriteItem, error) { return items, nil },
+		func(reasons []types.CancellationReason) error {
+			switch {
+			case failedCheck(reasons, 0):
+				return s.whyNotWritable(ctx, after.OrgID, after.ID, before.Version, reasons[0].Item)
+			case failedCheck(reasons, 1):
+				return internal("update space", fmt.Errorf("space %s already has a transition at %s", after.ID, HistoryKey(*tr)))
+			}
+			return nil
+		})
 }
 
 // whyNotWritable tells why a conditional write on a space failed: it is gone
@@ -382,96 +416,83 @@ func (s *Store) whyNotWritable(ctx context.Context, org, id string, want int64, 
 		return space.ErrNotFound("space")
 	}
 	if sp.Version != want {
-		return space.Errorf(space.KindPreconditionFailed, "the space has changed (version %d, expected %d)", sp.Version, want)
+		return space.ErrChanged("space", sp.Version, want)
 	}
 	return internal("conditional write", fmt.Errorf("space %s at version %d failed its condition", id, want))
 }
 
 // Deregister marks the space deleted, deletes its identity claim and
-// releases its account count in one transaction (see space.Store).
+// releases its account count and grant in one transaction, if the space is at
+// version (0: any); see space.Store. It returns the space as deregistered
+// (without a version, a write that raced it may have moved the version one
+// further than shown).
 func (s *Store) Deregister(ctx context.Context, org, id string, version int64, at time.Time) (space.Space, error) {
 	at = at.UTC()
+	res, err := space.Run(ctx, space.SpaceVersioned, space.Update[space.Space]{IfVersion: version, At: at,
+		Apply: func(sp space.Space) (space.Space, error) { sp.DeletedAt = &at; return sp, nil }},
+		func(ctx context.Context) (space.Space, error) { return s.GetSpace(ctx, org, id) },
+		func(ctx context.Context, before, after space.Space) error {
+			return s.writeDeregistration(ctx, before, after, version != 0)
+		})
+	return res.After, err
+}
+
+// writeDeregistration is Deregister's transaction. Unless pinned to the
+// version read, it wins over any concurrent write of the live space (a probe
+// result must not hold a deregistration up), bumping the version in place.
+func (s *Store) writeDeregistration(ctx context.Context, before, after space.Space, pinned bool) error {
 	const (
 		iSpace = iota
 		iClaim
 		iAccount
 	)
-	var sp space.Space
-	build := func() ([]types.TransactWriteItem, error) {
-		var err error
-		if sp, err = s.GetSpace(ctx, org, id); err != nil {
-			return nil, err
-		}
-		if version != 0 && sp.Version != version {
-			return nil, space.Errorf(space.KindPreconditionFailed, "the space has changed (version %d, expected %d)", sp.Version, version)
-		}
-		cond := "attribute_exists(" + nPK + ") AND attribute_not_exists(" + nDeleted + ")"
-		vals := map[string]types.AttributeValue{":at": str(at.Format(time.RFC3339Nano)), ":one": num(1)}
-		if version != 0 {
-			cond += " AND " + nVersion + " = :v"
-			vals[":v"] = num(version)
-		}
-		return []types.TransactWriteItem{
-			iSpace: {Update: &types.Update{
-				TableName: s.table, Key: itemKey(org, prefixSpace+id),
-				// Removing probe_shard takes the space out of the probe index:
-				// a late probe can no longer even be scheduled.
-				UpdateExpression:          aws.String("SET " + nDeleted + " = :at, " + nUpdated + " = :at, " + nVersion + " = " + nVersion + " + :one REMOVE " + nShard),
-				ConditionExpression:       aws.String(cond),
-				ExpressionAttributeNames:  names(nDeleted, nUpdated, nVersion, nShard, nPK),
-				ExpressionAttributeValues: vals,
-			}},
-			// The identity and the account are immutable, so what was read
-			// above still names the right claim and account.
-			iClaim: {Delete: &types.Delete{
-				TableName: s.table, Key: itemKey(org, prefixClaim+sp.Identity()),
-				ConditionExpression:       aws.String(nSpaceID + " = :id"),
-				ExpressionAttributeNames:  names(nSpaceID),
-				ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(id)},
-			}},
-			iAccount: {Update: &types.Update{
-				TableName: s.table, Key: itemKey(org, prefixAccount+sp.CloudAccountID),
-				UpdateExpression:          aws.String("ADD " + nCount + " :dec"),
-				ConditionExpression:       aws.String("attribute_exists(" + nPK + ")"),
-				ExpressionAttributeNames:  names(nCount, nPK),
-				ExpressionAttributeValues: map[string]types.AttributeValue{":dec": num(-1)},
-			}},
-			// Last, so the indexes above stay fixed: no credential can be
-			// minted for the space once this commits (see grants.go).
-			s.revokeGrantItem(org, id),
-		}, nil
+	org, id := after.OrgID, after.ID
+	cond := "attribute_exists(" + nPK + ") AND attribute_not_exists(" + nDeleted + ")"
+	vals := map[string]types.AttributeValue{":at": str(after.DeletedAt.Format(time.RFC3339Nano)), ":one": num(1)}
+	if pinned {
+		cond += " AND " + nVersion + " = :prev"
+		vals[":prev"] = num(before.Version)
 	}
-	err := s.transact(ctx, "deregister", build, func(reasons []types.CancellationReason) error {
-		switch {
-		case failedCheck(reasons, iSpace) && version != 0:
-			return s.whyNotWritable(ctx, org, id, version, nil)
-		case failedCheck(reasons, iSpace):
-			// Any version was acceptable: the space was deregistered
-			// meanwhile, which the read in build reports.
-			return errRetry
-		case failedCheck(reasons, iClaim):
-			return internal("deregister", fmt.Errorf("the identity claim of space %s is missing or held by another space", id))
-		case failedCheck(reasons, iAccount):
-			return internal("deregister", fmt.Errorf("the cloud account %s of space %s is missing", sp.CloudAccountID, id))
-		}
-		return nil
-	})
-	if err != nil {
-		return space.Space{}, err
+	items := []types.TransactWriteItem{
+		iSpace: {Update: &types.Update{
+			TableName: s.table, Key: itemKey(org, prefixSpace+id),
+			// Removing probe_shard takes the space out of the probe index:
+			// a late probe can no longer even be scheduled.
+			UpdateExpression:                    aws.String("SET " + nDeleted + " = :at, " + nUpdated + " = :at, " + nVersion + " = " + nVersion + " + :one REMOVE " + nShard),
+			ConditionExpression:                 aws.String(cond),
+			ExpressionAttributeNames:            names(nDeleted, nUpdated, nVersion, nShard, nPK),
+			ExpressionAttributeValues:           vals,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}},
+		// The identity and the account are immutable, so what was read
+		// names the right claim and account.
+		iClaim: {Delete: &types.Delete{
+			TableName: s.table, Key: itemKey(org, prefixClaim+before.Identity()),
+			ConditionExpression:       aws.String(nSpaceID + " = :id"),
+			ExpressionAttributeNames:  names(nSpaceID),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":id": str(id)},
+		}},
+		iAccount: {Update: &types.Update{
+			TableName: s.table, Key: itemKey(org, prefixAccount+before.CloudAccountID),
+			UpdateExpression:          aws.String("ADD " + nCount + " :dec"),
+			ConditionExpression:       aws.String("attribute_exists(" + nPK + ")"),
+			ExpressionAttributeNames:  names(nCount, nPK),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":dec": num(-1)},
+		}},
+		// Last, so the indexes above stay fixed: no credential can be
+		// minted for the space once this commits (see grants.go).
+		s.revokeGrantItem(org, id),
 	}
-	if version != 0 {
-		sp.DeletedAt, sp.UpdatedAt, sp.Version = &at, at, version+1
-		return sp, nil
-	}
-	// Without a version, concurrent writes may have moved the space on
-	// before the transaction; read what was deleted. Nothing writes a
-	// deleted space, so this read is exact.
-	got, found, err := s.readSpace(ctx, org, id)
-	if err != nil {
-		return space.Space{}, err
-	}
-	if !found {
-		return space.Space{}, internal("deregister", fmt.Errorf("space %s vanished after deregistration", id))
-	}
-	return got, nil
+	return s.transact(ctx, "deregister", func() ([]types.TransactWriteItem, error) { return items, nil },
+		func(reasons []types.CancellationReason) error {
+			switch {
+			case failedCheck(reasons, iSpace):
+				return s.whyNotWritable(ctx, org, id, before.Version, reasons[iSpace].Item)
+			case failedCheck(reasons, iClaim):
+				return internal("deregister", fmt.Errorf("the identity claim of space %s is missing or held by another space", id))
+			case failedCheck(reasons, iAccount):
+				return internal("deregister", fmt.Errorf("the cloud account %s of space %s is missing", before.CloudAccountID, id))
+			}
+			return nil
+		})
 }

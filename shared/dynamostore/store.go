@@ -1,35 +1,8 @@
 // Package dynamostore implements space.Store on one DynamoDB table (the
 // template's SpacesTable).
 //
-// # Items
-//
-// Every item of an org lives in the org's partition, pk = ORG#<org_id>:
-//
-//	sk                what                       attributes
-//	SPACE#<id>        a space (kept after        the space's fields in snake_case (json tags),
-//	                  deregistration)            times RFC 3339, version (N), deleted_at once
-//	                                             deregistered, probe_shard while probed
-//	CLAIM#<identity>  a cluster identity claim   space_id: the space holding the identity
-//	ACCOUNT#<id>      a cloud account            its fields in snake_case, space_count (N)
-//	IDEMP#<key>       an Idempotency-Key record  key, hash, space (the first answer),
-//	                                             expires_at (epoch seconds, the table's TTL)
-//	GRANT#<space id>  the space's kubeauth grant (grants.go)
-//	ENV#<id>          an environment             its fields, space_id, gate while gated
-//	POLICY#<id>       an autoscaler policy       its fields, space_id, state, state_reason
-//	CASCADE#<space>   the deregistration cascade cascaded_at
-//	                  of the space is done
-//	REV#<id>          a deployment revision      its fields, manifests, state, attempts
-//
-// What is bound to a space is found through link items in the space's own
-// partition, pk = SPACE#<space id>, sk = ENV#<id> | POLICY#<id> (org_id),
-// written in the binding's transaction; a strongly consistent Query of that
-// partition is what the cascade reads. bindings.go tells why links and not a
-// GSI (an eventually consistent index could miss a binding committed just
-// before the deregistration).
-//
-// The sparse GSI "probe" (probe_shard HASH, id RANGE, INCLUDE org_id) holds
-// only registered, non-synthetic spaces: probe_shard is "00".."15", a stable
-// hash of the space id, set at registration and removed at deregistration.
+// Where every item lives and what it holds is keys.go; why each access
+// pattern is shaped as it is, below.
 //
 // # Access patterns
 //
@@ -61,8 +34,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"math/rand/v2"
 	"net"
 	"strconv"
 	"time"
@@ -74,6 +45,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"spaces/shared/backoff"
 	"spaces/shared/space"
 )
 
@@ -85,14 +57,6 @@ const (
 	// maxKeyLen bounds an Idempotency-Key so that its sort key stays far below
 	// DynamoDB's 1 KiB limit.
 	maxKeyLen = 255
-
-	probeIndex  = "probe"
-	probeShards = 16
-
-	prefixSpace   = "SPACE#"
-	prefixClaim   = "CLAIM#"
-	prefixAccount = "ACCOUNT#"
-	prefixIdem    = "IDEMP#"
 
 	// Transactions that collide with concurrent ones (TransactionConflict)
 	// are retried this many times with jittered backoff.
@@ -177,16 +141,10 @@ func New(db *dynamodb.Client, table string, opts ...Option) *Store {
 	return s
 }
 
-func orgPK(org string) string { return "ORG#" + org }
-
 func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 
 func num(v int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
-}
-
-func itemKey(org, sk string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{"pk": str(orgPK(org)), "sk": str(sk)}
 }
 
 // encode marshals v (a struct with json tags) into an item.
@@ -207,14 +165,6 @@ func (s *Store) decode(item map[string]types.AttributeValue, v any) error {
 		return internal("decode item", err)
 	}
 	return nil
-}
-
-// probeShard is the probe index shard of a space id: a stable hash, so that
-// the scheduler's shards stay balanced and a space never moves.
-func probeShard(id string) string {
-	h := fnv.New32a()
-	h.Write([]byte(id))
-	return fmt.Sprintf("%02d", h.Sum32()%probeShards)
 }
 
 func checkLimit(limit int) error {
@@ -259,7 +209,6 @@ func conflicted(reasons []types.CancellationReason) bool {
 	return false
 }
 
-// backoff sleeps before retry attempt n (from 1), with full jitter.
 // errRetry, returned by a transaction's explain function, means the
 // cancellation was a race worth trying again (after a backoff).
 var errRetry = errors.New("retry the transaction")
@@ -295,21 +244,9 @@ func (s *Store) transact(ctx context.Context, op string, build func() ([]types.T
 		if attempt == maxAttempts {
 			return unavailable("the registry store is busy", fmt.Errorf("%s: %d attempts: %w", op, attempt, err))
 		}
-		if err := backoff(ctx, attempt); err != nil {
-			return err
+		if err := backoff.Wait(ctx, backoffBase, attempt); err != nil {
+			return unavailable("the registry store is busy", err)
 		}
-	}
-}
-
-func backoff(ctx context.Context, n int) error {
-	d := time.Duration(rand.Int64N(int64(backoffBase << min(n, 6))))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return unavailable("the registry store is busy", ctx.Err())
-	case <-t.C:
-		return nil
 	}
 }
 

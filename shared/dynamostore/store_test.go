@@ -184,7 +184,7 @@ func TestSpaceRoundTrip(t *testing.T) {
 	}
 }
 
-func TestSaveSpace(t *testing.T) {
+func TestUpdateSpace(t *testing.T) {
 	f := newFixture(t)
 	ctx := t.Context()
 	s := f.register(t, f.newSpace(1))
@@ -194,8 +194,11 @@ func TestSaveSpace(t *testing.T) {
 	next.Name = "renamed"
 	next.UpdatedAt = now.Add(time.Minute)
 	next.Version++
-	if err := f.store.SaveSpace(ctx, next); err != nil {
-		t.Fatalf("SaveSpace: %v", err)
+	set := func(to space.Space) func(space.Space) (space.Space, error) {
+		return func(space.Space) (space.Space, error) { return to, nil }
+	}
+	if _, err := f.store.UpdateSpace(ctx, f.org, s.ID, space.Update[space.Space]{At: next.UpdatedAt, Apply: set(next)}); err != nil {
+		t.Fatalf("UpdateSpace: %v", err)
 	}
 	got, err := f.store.GetSpace(ctx, f.org, s.ID)
 	if err != nil {
@@ -206,14 +209,14 @@ func TestSaveSpace(t *testing.T) {
 	}
 	shard := f.raw(t, f.org, "SPACE#"+s.ID)["probe_shard"]
 	if shard == nil {
-		t.Error("SaveSpace dropped probe_shard")
+		t.Error("UpdateSpace dropped probe_shard")
 	}
 
-	// A stale writer (still at version 1) is refused and changes nothing.
+	// A stale writer (If-Match the old version 1) is refused and changes
+	// nothing.
 	stale := s
 	stale.Status = space.Inactive
-	stale.Version = 2
-	e := wantKind(t, f.store.SaveSpace(ctx, stale), space.KindPreconditionFailed)
+	e := wantKind(t, errOf(f.store.UpdateSpace(ctx, f.org, s.ID, space.Update[space.Space]{IfVersion: 1, At: now, Apply: set(stale)})), space.KindPreconditionFailed)
 	if !strings.Contains(e.Message, "version 2") {
 		t.Errorf("message %q", e.Message)
 	}
@@ -221,12 +224,12 @@ func TestSaveSpace(t *testing.T) {
 		t.Errorf("a refused save changed the space: %#v", again)
 	}
 
-	// Unknown spaces are not created by a save.
+	// Unknown spaces are not created by an update, even one that thinks
+	// it read them.
 	ghost := f.newSpace(9)
-	ghost.Version = 2
-	wantKind(t, f.store.SaveSpace(ctx, ghost), space.KindNotFound)
+	wantKind(t, errOf(f.store.UpdateSpace(ctx, f.org, ghost.ID, space.Update[space.Space]{At: now, Read: &ghost, Apply: set(ghost)})), space.KindNotFound)
 	if item := f.raw(t, f.org, "SPACE#"+ghost.ID); item != nil {
-		t.Errorf("SaveSpace created %v", item)
+		t.Errorf("UpdateSpace created %v", item)
 	}
 }
 
@@ -264,9 +267,9 @@ func TestDeregister(t *testing.T) {
 	wantKind(t, errOf(f.store.Deregister(ctx, f.org, s.ID, 2, at)), space.KindNotFound)
 	late := want
 	late.DeletedAt = nil
-	late.Status = space.Active
-	late.Version = 3
-	wantKind(t, f.store.SaveSpace(ctx, late), space.KindNotFound)
+	late.Version = 2
+	wantKind(t, errOf(f.store.UpdateSpace(ctx, f.org, s.ID, space.Update[space.Space]{At: at, Read: &late,
+		Apply: func(cur space.Space) (space.Space, error) { cur.Status = space.Active; return cur, nil }})), space.KindNotFound)
 
 	// Without a version, the space as deleted is returned.
 	s2 := f.register(t, f.newSpace(2))

@@ -3,6 +3,8 @@ package eventbus
 import (
 	"context"
 	"time"
+
+	"spaces/shared/space"
 )
 
 // SpaceDeregistered is the detail-type of the event the cascade publishes
@@ -20,6 +22,8 @@ type DeregisteredDetail struct {
 }
 
 // PublishDeregistered publishes one "Space Deregistered" event.
-func (p *Publisher) PublishDeregistered(ctx context.Context, d DeregisteredDetail) error {
-	return p.put(ctx, SpaceDeregistered, d.DeregisteredAt, d)
+func (p *Publisher) PublishDeregistered(ctx context.Context, d space.Deregistered) error {
+	at := d.DeletedAt.UTC()
+	return p.put(ctx, SpaceDeregistered, at, DeregisteredDetail{OrgID: d.OrgID, SpaceID: d.SpaceID, Name: d.Name,
+		Provider: string(d.Provider), CloudAccountID: d.CloudAccountID, DeregisteredAt: at})
 }

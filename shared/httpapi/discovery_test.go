@@ -16,10 +16,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"spaces/infra/kubetest"
+	"spaces/infra/minttest"
 	"spaces/shared/auth"
 	"spaces/shared/cursor"
 	"spaces/shared/kubens"
-	"spaces/shared/mint/minttest"
 	"spaces/shared/space"
 )
 

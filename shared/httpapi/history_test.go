@@ -48,12 +48,12 @@ func TestStatusHistory(t *testing.T) {
 	// unknown→active→inactive→active.
 	for i, o := range []space.Outcome{{}, {Reason: "Timeout"}, {Reason: "Timeout"}, {Reason: "Timeout"}, {}} {
 		o.At = at.Add(time.Duration(i+1) * time.Minute)
-		next, _ := space.ApplyProbe(s, o)
-		next.Version, next.UpdatedAt = s.Version+1, o.At
-		if err := store.SaveProbe(t.Context(), next, space.TransitionOf(s, next)); err != nil {
+		res, err := store.UpdateSpace(t.Context(), s.OrgID, s.ID, space.Update[space.Space]{At: o.At, Read: &s,
+			Apply: func(cur space.Space) (space.Space, error) { next, _ := space.ApplyProbe(cur, o); return next, nil }})
+		if err != nil {
 			t.Fatal(err)
 		}
-		s = next
+		s = res.After
 	}
 	cursors, err := cursor.New(cursor.KeyFromSecret("test-secret-test-secret-test-secret"))
 	if err != nil {

@@ -3,7 +3,7 @@ package mint_test
 import (
 	"testing"
 
-	"spaces/shared/mint/minttest"
+	"spaces/infra/minttest"
 	"spaces/shared/space"
 )
 

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"spaces/infra/kubetest"
+	"spaces/infra/minttest"
 	"spaces/shared/kubeprobe"
-	"spaces/shared/mint/minttest"
 	"spaces/shared/space"
 )
 

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"spaces/infra/minttest"
 	"spaces/infra/simcloud"
 	"spaces/infra/testcluster"
 	"spaces/shared/kubeprobe"
 	"spaces/shared/mint/eks"
-	"spaces/shared/mint/minttest"
 	"spaces/shared/space"
 )
 

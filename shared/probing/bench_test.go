@@ -26,6 +26,7 @@ import (
 	"spaces/shared/probing"
 	"spaces/shared/space"
 	"spaces/shared/sqsqueue"
+	"spaces/shared/wiring"
 )
 
 // counter counts AWS calls by operation (X-Amz-Target).
@@ -128,7 +129,7 @@ func benchFanOut(b *testing.B, n int, indexOnly bool) {
 	seedIndex(b, awsclient.DynamoDB(env.Config, env.Endpoint), table, n)
 	store := dynamostore.New(awsclient.DynamoDB(cfg, env.Endpoint), table)
 	q := sqsqueue.New(awsclient.SQS(cfg, env.Endpoint), env.Resources["ProbeQueue"].URL)
-	s := &probing.Scheduler{Targets: store, Queue: probing.SQSQueue{Q: q}, Metrics: &metrics.Emitter{Log: discardLogger()}, Log: discardLogger()}
+	s := probing.NewScheduler(probing.Scheduler{Targets: store, Queue: wiring.ProbeQueue{Q: q}, Metrics: &metrics.Emitter{Log: discardLogger()}, Log: discardLogger()})
 	if indexOnly {
 		s.Queue = &countQueue{}
 	}
@@ -197,8 +198,8 @@ func BenchmarkProber1000Clusters(b *testing.B) {
 	}
 	checker := &kubeprobe.Prober{MaxTransports: 2 * fleet}
 	b.Cleanup(checker.Close)
-	p := &probing.Prober{Store: store, Minter: minter, Checker: checker, Events: &events{}, Now: c.Now,
-		Metrics: &metrics.Emitter{Log: discardLogger()}, Log: discardLogger()}
+	p := probing.NewProber(probing.Prober{Store: store, Minter: minter, Checker: checker, Events: &events{}, Now: c.Now,
+		Metrics: &metrics.Emitter{Log: discardLogger()}, Log: discardLogger()})
 	var batchTimes []time.Duration
 	var btMu sync.Mutex
 	sweep := func() {

@@ -160,12 +160,12 @@ func newHarness(t testing.TB, probeTimeout time.Duration) *harness {
 		org:    "org-" + uuid.NewString()[:8],
 	}
 	quiet := &metrics.Emitter{Log: discardLogger(), Now: c.Now}
-	h.scheduler = &probing.Scheduler{Targets: store, Queue: h.queue, Now: c.Now, Metrics: quiet, Log: discardLogger()}
-	h.prober = &probing.Prober{
+	h.scheduler = probing.NewScheduler(probing.Scheduler{Targets: store, Queue: h.queue, Now: c.Now, Metrics: quiet, Log: discardLogger()})
+	h.prober = probing.NewProber(probing.Prober{
 		Store: store, Minter: h.minter, Checker: &kubeprobe.Prober{Timeout: probeTimeout, Now: c.Now},
 		Events: h.events, Queue: h.queue, Now: c.Now, Timeout: probeTimeout,
 		Metrics: quiet, Log: discardLogger(),
-	}
+	})
 	a, err := h.svc.CreateAccount(t.Context(), h.org, space.NewAccountInput{
 		Provider: space.AWS, Name: "prod",
 		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces", "externalId": "ext-1234"},

@@ -20,12 +20,6 @@ const (
 	KindReprobe = "reprobe"
 )
 
-// Target names one space to probe.
-type Target struct {
-	OrgID string `json:"org_id"`
-	ID    string `json:"id"`
-}
-
 // Message is the body of a probe message: {"org_id", "id"} for a tick, with
 // a kind for the other messages and, for a re-probe, the version the failed
 // probe stored.

@@ -1,6 +1,7 @@
 package probing
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,9 +26,9 @@ const (
 type Store interface {
 	// GetSpace returns a live space (KindNotFound once deregistered).
 	GetSpace(ctx context.Context, org, id string) (space.Space, error)
-	// SaveProbe stores s if the stored version is s.Version-1 and the
-	// space is live, with tr (when not nil) in its history, atomically.
-	SaveProbe(ctx context.Context, s space.Space, tr *space.Transition) error
+	// UpdateSpace changes a live space, with the transition it makes in
+	// its history, atomically (space.Store).
+	UpdateSpace(ctx context.Context, org, id string, u space.Update[space.Space]) (space.Updated[space.Space], error)
 	// UnpublishedTransition is the space's newest transition if its event
 	// was not marked published.
 	UnpublishedTransition(ctx context.Context, org, id string) (*space.Transition, error)
@@ -44,7 +45,8 @@ type Publisher interface {
 	PublishTransition(ctx context.Context, tr space.Transition) error
 }
 
-// Prober handles probe messages.
+// Prober handles probe messages. Build it with NewProber, which sets the
+// defaults named below.
 type Prober struct {
 	Store   Store
 	Minter  kubecred.Minter
@@ -107,9 +109,6 @@ const (
 // dead-letter queue. A failed probe is a result, not a failure.
 func (p *Prober) HandleBatch(ctx context.Context, ds []Delivery) []string {
 	conc := p.Concurrency
-	if conc <= 0 {
-		conc = DefaultConcurrency
-	}
 	var (
 		mu     sync.Mutex
 		failed []string
@@ -121,7 +120,7 @@ func (p *Prober) HandleBatch(ctx context.Context, ds []Delivery) []string {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			if _, err := p.Handle(ctx, d); err != nil {
-				p.log().ErrorContext(ctx, "probe message failed", "message_id", d.MessageID, "error", err)
+				p.Log.ErrorContext(ctx, "probe message failed", "message_id", d.MessageID, "error", err)
 				mu.Lock()
 				failed = append(failed, d.MessageID)
 				mu.Unlock()
@@ -153,11 +152,11 @@ func (p *Prober) Handle(ctx context.Context, d Delivery) (Result, error) {
 	if s.Synthetic {
 		return Result{Action: ActionSynthetic, Space: s}, nil
 	}
-	now := p.now()
+	now := p.Now()
 	switch {
 	case m.Kind == KindReprobe && s.Version != m.Version:
 		return Result{Action: ActionSuperseded, Space: s}, nil
-	case m.Kind == KindTick && s.Probe.LastProbeAt != nil && now.Sub(*s.Probe.LastProbeAt) < p.minGap():
+	case m.Kind == KindTick && s.Probe.LastProbeAt != nil && now.Sub(*s.Probe.LastProbeAt) < p.MinGap:
 		return Result{Action: ActionRecent, Space: s}, nil
 	}
 
@@ -175,71 +174,65 @@ func (p *Prober) Handle(ctx context.Context, d Delivery) (Result, error) {
 		if err := p.Store.MarkPublished(ctx, *res.Transition); err != nil {
 			// Published but not marked: a redelivery would publish it
 			// again, which at-least-once allows.
-			p.log().WarnContext(ctx, "cannot mark a transition published", "space_id", s.ID, "error", err)
+			p.Log.WarnContext(ctx, "cannot mark a transition published", "space_id", s.ID, "error", err)
 		}
 	}
 	if res.Reprobe {
-		next := Delayed{Message: Message{OrgID: s.OrgID, ID: s.ID, Kind: KindReprobe, Version: res.Space.Version}, Delay: p.reprobeDelay()}
+		next := Delayed{Message: Message{OrgID: s.OrgID, ID: s.ID, Kind: KindReprobe, Version: res.Space.Version}, Delay: p.ReprobeDelay}
 		if err := p.Queue.Enqueue(ctx, []Delayed{next}); err != nil {
 			// The result is stored; the next tick probes again anyway.
 			// Failing the message would probe twice for one failure.
-			p.log().WarnContext(ctx, "cannot enqueue a re-probe", "space_id", s.ID, "error", err)
+			p.Log.WarnContext(ctx, "cannot enqueue a re-probe", "space_id", s.ID, "error", err)
 		}
 	}
 	return res, nil
 }
 
-// store applies o to s and writes what must be written. A conflict (the
-// version moved under the probe) re-reads and re-applies once; a space
-// deregistered meanwhile is left alone.
+// errSuperseded stops an update whose result a later probe has overtaken.
+var errSuperseded = errors.New("a later probe is stored")
+
+// store applies o to s and writes what must be written. A lost race (the
+// version moved under the probe) re-reads and re-applies; a space
+// deregistered meanwhile is left alone, and a result older than the stored
+// probe is dropped.
 func (p *Prober) store(ctx context.Context, s space.Space, o space.Outcome, res Result) (Result, error) {
-	for attempt := 1; ; attempt++ {
-		next, _ := space.ApplyProbe(s, o)
+	upd, err := p.Store.UpdateSpace(ctx, s.OrgID, s.ID, space.Update[space.Space]{At: o.At, Read: &s,
+		Apply: func(cur space.Space) (space.Space, error) {
+			if cur.Version != s.Version && cur.Probe.LastProbeAt != nil && !cur.Probe.LastProbeAt.Before(o.At) {
+				res.Space = cur
+				return cur, errSuperseded
+			}
+			next, _ := space.ApplyProbe(cur, o)
+			if !space.NeedsWrite(cur, next, p.Heartbeat) {
+				return cur, space.ErrUnchanged
+			}
+			return next, nil
+		}})
+	switch {
+	case errors.Is(err, errSuperseded):
+		res.Action = ActionSuperseded
+		return res, nil
+	case space.KindOf(err) == space.KindNotFound:
+		res.Action, res.Space = ActionGone, s
+		return res, nil
+	case err != nil:
 		res.Space = s
-		if !space.NeedsWrite(s, next, p.heartbeat()) {
-			return res, nil
-		}
-		next.Version = s.Version + 1
-		next.UpdatedAt = o.At
-		tr := space.TransitionOf(s, next)
-		err := p.Store.SaveProbe(ctx, next, tr)
-		switch space.KindOf(err) {
-		case space.KindNotFound:
-			res.Action = ActionGone
-			return res, nil
-		case space.KindPreconditionFailed:
-			if attempt == 2 {
-				return res, fmt.Errorf("save probe of %s: %w", s.ID, err)
-			}
-			s, err = p.Store.GetSpace(ctx, s.OrgID, s.ID)
-			if space.KindOf(err) == space.KindNotFound {
-				res.Action = ActionGone
-				return res, nil
-			}
-			if err != nil {
-				return res, fmt.Errorf("re-read space %s: %w", s.ID, err)
-			}
-			if s.Probe.LastProbeAt != nil && !s.Probe.LastProbeAt.Before(o.At) {
-				// A later probe is stored already: this result is older news.
-				res.Action, res.Space = ActionSuperseded, s
-				return res, nil
-			}
-			continue
-		}
-		if err != nil {
-			return res, fmt.Errorf("save probe of %s: %w", s.ID, err)
-		}
-		res.Written, res.Transition, res.Space = true, tr, next
-		res.Reprobe = p.Queue != nil && !o.OK() && next.Probe.ConsecutiveFailures < space.FailureThreshold
+		return res, fmt.Errorf("save probe of %s: %w", s.ID, err)
+	}
+	res.Space = upd.After
+	if !upd.Written {
 		return res, nil
 	}
+	res.Written, res.Transition = true, space.TransitionOf(upd.Before, upd.After)
+	res.Reprobe = p.Queue != nil && !o.OK() && upd.After.Probe.ConsecutiveFailures < space.FailureThreshold
+	return res, nil
 }
 
 // probe mints credentials and sends GET /version, once more with fresh
 // credentials when the cluster refuses them. A mint failure is a failed
 // outcome with the minter's reason.
 func (p *Prober) probe(ctx context.Context, s space.Space) space.Outcome {
-	at := p.now().UTC()
+	at := p.Now().UTC()
 	o := p.probeOnce(ctx, s, at)
 	if o.Reason == space.ReasonUnauthorized {
 		// A 401 means "mint fresh credentials and try again now".
@@ -250,7 +243,7 @@ func (p *Prober) probe(ctx context.Context, s space.Space) space.Outcome {
 }
 
 func (p *Prober) probeOnce(ctx context.Context, s space.Space, at time.Time) space.Outcome {
-	mctx, cancel := context.WithTimeout(ctx, p.timeout())
+	mctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	creds, err := p.Minter.Mint(mctx, s)
 	cancel()
 	if err != nil {
@@ -264,7 +257,7 @@ func (p *Prober) probeOnce(ctx context.Context, s space.Space, at time.Time) spa
 		}
 		return space.Outcome{At: at, Reason: reason, Message: msg}
 	}
-	pctx, cancel := context.WithTimeout(ctx, p.timeout())
+	pctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
 	o := p.Checker.Probe(pctx, creds)
 	o.At = at
@@ -288,7 +281,7 @@ func (p *Prober) republish(ctx context.Context, m Message) error {
 		return fmt.Errorf("republish transition of %s: %w", m.ID, err)
 	}
 	if err := p.Store.MarkPublished(ctx, *tr); err != nil {
-		p.log().WarnContext(ctx, "cannot mark a transition published", "space_id", m.ID, "error", err)
+		p.Log.WarnContext(ctx, "cannot mark a transition published", "space_id", m.ID, "error", err)
 	}
 	return nil
 }
@@ -321,11 +314,7 @@ func (p *Prober) record(ctx context.Context, s space.Space, m Message, res Resul
 		}
 		return 0
 	}
-	em := p.Metrics
-	if em == nil {
-		em = &metrics.Emitter{Log: p.log(), Now: p.Now}
-	}
-	em.Emit(ctx, "probe", []string{"Reason"}, props,
+	p.Metrics.Emit(ctx, "probe", []string{"Reason"}, props,
 		metrics.Metric{Name: "Probes", Unit: metrics.Count, Value: 1},
 		metrics.Metric{Name: "ProbeFailures", Unit: metrics.Count, Value: b(!o.OK())},
 		metrics.Metric{Name: "ProbeLatency", Unit: metrics.Milliseconds, Value: float64(o.Latency.Milliseconds())},
@@ -341,46 +330,21 @@ func kindName(k string) string {
 	return k
 }
 
-func (p *Prober) now() time.Time {
-	if p.Now != nil {
-		return p.Now()
+// NewProber returns p with every zero setting at its default.
+func NewProber(p Prober) *Prober {
+	if p.Now == nil {
+		p.Now = time.Now
 	}
-	return time.Now()
-}
-
-func (p *Prober) log() *slog.Logger {
-	if p.Log != nil {
-		return p.Log
+	p.Log = cmp.Or(p.Log, slog.Default())
+	p.Heartbeat = cmp.Or(p.Heartbeat, space.DefaultHeartbeat)
+	p.ReprobeDelay = cmp.Or(p.ReprobeDelay, DefaultReprobeDelay)
+	p.MinGap = cmp.Or(p.MinGap, DefaultMinGap)
+	p.Timeout = cmp.Or(p.Timeout, DefaultTimeout)
+	p.Concurrency = cmp.Or(p.Concurrency, DefaultConcurrency)
+	if p.Metrics == nil {
+		p.Metrics = &metrics.Emitter{Log: p.Log, Now: p.Now}
 	}
-	return slog.Default()
-}
-
-func (p *Prober) heartbeat() time.Duration {
-	if p.Heartbeat > 0 {
-		return p.Heartbeat
-	}
-	return space.DefaultHeartbeat
-}
-
-func (p *Prober) reprobeDelay() time.Duration {
-	if p.ReprobeDelay > 0 {
-		return p.ReprobeDelay
-	}
-	return DefaultReprobeDelay
-}
-
-func (p *Prober) minGap() time.Duration {
-	if p.MinGap > 0 {
-		return p.MinGap
-	}
-	return DefaultMinGap
-}
-
-func (p *Prober) timeout() time.Duration {
-	if p.Timeout > 0 {
-		return p.Timeout
-	}
-	return DefaultTimeout
+	return &p
 }
 
 // CheckHeartbeat refuses a heartbeat that would let a healthy space read as

@@ -4,20 +4,7 @@ import (
 	"context"
 
 	"spaces/shared/space"
-	"spaces/shared/sqsqueue"
 )
-
-// SQSQueue sends probe messages to an SQS queue.
-type SQSQueue struct{ Q *sqsqueue.Queue }
-
-// Enqueue sends the messages in batches of ten.
-func (q SQSQueue) Enqueue(ctx context.Context, msgs []Delayed) error {
-	out := make([]sqsqueue.Message, len(msgs))
-	for i, m := range msgs {
-		out[i] = sqsqueue.Message{Body: m.Message.Encode(), Delay: m.Delay}
-	}
-	return q.Q.Send(ctx, out)
-}
 
 // Enqueuer asks for a probe of a space just registered, so that it leaves
 // unknown within seconds instead of at the next tick. It is the hook the

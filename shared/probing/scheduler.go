@@ -1,6 +1,7 @@
 package probing
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +17,7 @@ import (
 // sparse probe index).
 type TargetLister interface {
 	ProbeShards() int
-	ProbeTargets(ctx context.Context, shard int, startAfter string, limit int) ([]Target, string, error)
+	ProbeTargets(ctx context.Context, shard int, startAfter string, limit int) ([]space.ProbeTarget, string, error)
 }
 
 // Queue sends probe messages. Implementations send every message or return
@@ -25,7 +26,8 @@ type Queue interface {
 	Enqueue(ctx context.Context, msgs []Delayed) error
 }
 
-// Scheduler fans the probe index out into one message per space.
+// Scheduler fans the probe index out into one message per space. Build it
+// with NewScheduler, which sets the defaults named below.
 type Scheduler struct {
 	Targets TargetLister
 	Queue   Queue
@@ -37,6 +39,17 @@ type Scheduler struct {
 	Metrics  *metrics.Emitter
 	Log      *slog.Logger
 	Now      func() time.Time
+}
+
+// NewScheduler returns s with every zero setting at its default.
+func NewScheduler(s Scheduler) *Scheduler {
+	s.Interval = cmp.Or(s.Interval, space.DefaultProbeInterval)
+	s.PageSize = cmp.Or(s.PageSize, 1000)
+	if s.Now == nil {
+		s.Now = time.Now
+	}
+	s.Log = cmp.Or(s.Log, slog.Default())
+	return &s
 }
 
 // FanOut is what one tick did.
@@ -53,18 +66,7 @@ type FanOut struct {
 // spaces already sent get a second tick message, which the prober drops or
 // probes harmlessly, see the package doc).
 func (s *Scheduler) Tick(ctx context.Context) (FanOut, error) {
-	now := s.Now
-	if now == nil {
-		now = time.Now
-	}
-	interval := s.Interval
-	if interval <= 0 {
-		interval = space.DefaultProbeInterval
-	}
-	pageSize := s.PageSize
-	if pageSize <= 0 {
-		pageSize = 1000
-	}
+	now, interval, pageSize := s.Now, s.Interval, s.PageSize
 	start := now()
 	shards := s.Targets.ProbeShards()
 	var (
@@ -88,12 +90,8 @@ func (s *Scheduler) Tick(ctx context.Context) (FanOut, error) {
 	wg.Wait()
 	out.Duration = now().Sub(start)
 	err := errors.Join(errs...)
-	log := s.Log
-	if log == nil {
-		log = slog.Default()
-	}
 	if err != nil {
-		log.ErrorContext(ctx, "fan-out incomplete", "error", err, "spaces", out.Spaces)
+		s.Log.ErrorContext(ctx, "fan-out incomplete", "error", err, "spaces", out.Spaces)
 	}
 	if s.Metrics != nil {
 		failed := 0.0

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"spaces/shared/probing"
+	"spaces/shared/space"
 )
 
 // shardedLister serves shard i as targets i*100.., and fails chosen shards.
@@ -18,13 +19,13 @@ type shardedLister struct {
 
 func (l shardedLister) ProbeShards() int { return 3 }
 
-func (l shardedLister) ProbeTargets(_ context.Context, shard int, after string, limit int) ([]probing.Target, string, error) {
+func (l shardedLister) ProbeTargets(_ context.Context, shard int, after string, limit int) ([]space.ProbeTarget, string, error) {
 	if l.fail[shard] {
 		return nil, "", errors.New("index unavailable")
 	}
-	var all []probing.Target
+	var all []space.ProbeTarget
 	for i := range l.perShard {
-		all = append(all, probing.Target{OrgID: "o", ID: fmt.Sprintf("00000000-0000-4000-8000-%06d%06d", shard, i)})
+		all = append(all, space.ProbeTarget{OrgID: "o", ID: fmt.Sprintf("00000000-0000-4000-8000-%06d%06d", shard, i)})
 	}
 	start := 0
 	for start < len(all) && all[start].ID <= after {
@@ -46,7 +47,7 @@ func (q failingQueue) Enqueue(context.Context, []probing.Delayed) error { return
 func TestTickReportsFailedShards(t *testing.T) {
 	c := newClock()
 	q := &clockQueue{clock: c}
-	s := &probing.Scheduler{Targets: shardedLister{perShard: 25, fail: map[int]bool{1: true}}, Queue: q, PageSize: 10, Now: c.Now, Log: discardLogger()}
+	s := probing.NewScheduler(probing.Scheduler{Targets: shardedLister{perShard: 25, fail: map[int]bool{1: true}}, Queue: q, PageSize: 10, Now: c.Now, Log: discardLogger()})
 	out, err := s.Tick(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "shard 1: index unavailable") || strings.Contains(err.Error(), "shard 0") {
 		t.Errorf("error %v, want shard 1 named", err)

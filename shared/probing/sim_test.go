@@ -46,19 +46,23 @@ func (m *memStore) GetSpace(_ context.Context, org, id string) (space.Space, err
 	return s, nil
 }
 
-func (m *memStore) SaveProbe(_ context.Context, s space.Space, tr *space.Transition) error {
+func (m *memStore) UpdateSpace(ctx context.Context, org, id string, u space.Update[space.Space]) (space.Updated[space.Space], error) {
+	return space.Run(ctx, space.SpaceVersioned, u, func(ctx context.Context) (space.Space, error) { return m.GetSpace(ctx, org, id) }, m.save)
+}
+
+func (m *memStore) save(_ context.Context, before, s space.Space) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	old, ok := m.spaces[s.ID]
 	if !ok || old.Deleted() {
 		return space.ErrNotFound("space")
 	}
-	if old.Version != s.Version-1 {
+	if old.Version != before.Version {
 		return space.Errorf(space.KindPreconditionFailed, "version moved")
 	}
 	m.spaces[s.ID] = s
 	m.writes++
-	if tr != nil {
+	if space.TransitionOf(before, s) != nil {
 		m.transitions++
 	}
 	if m.onSave != nil {
@@ -74,18 +78,18 @@ func (m *memStore) MarkPublished(context.Context, space.Transition) error { retu
 
 func (m *memStore) ProbeShards() int { return 1 }
 
-func (m *memStore) ProbeTargets(_ context.Context, _ int, after string, limit int) ([]probing.Target, string, error) {
+func (m *memStore) ProbeTargets(_ context.Context, _ int, after string, limit int) ([]space.ProbeTarget, string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	i := sort.SearchStrings(m.order, after)
 	if i < len(m.order) && m.order[i] == after {
 		i++
 	}
-	var out []probing.Target
+	var out []space.ProbeTarget
 	for ; i < len(m.order) && len(out) < limit; i++ {
 		s := m.spaces[m.order[i]]
 		if !s.Synthetic && !s.Deleted() {
-			out = append(out, probing.Target{OrgID: s.OrgID, ID: s.ID})
+			out = append(out, space.ProbeTarget{OrgID: s.OrgID, ID: s.ID})
 		}
 	}
 	if i < len(m.order) {
@@ -283,8 +287,8 @@ func simulate(t testing.TB, n int, d time.Duration, faults bool) simReport {
 
 	q := &heapQueue{clock: c}
 	quiet := &metrics.Emitter{Log: discardLogger(), Now: c.Now}
-	sched := &probing.Scheduler{Targets: store, Queue: q, Now: c.Now, Metrics: quiet, Log: discardLogger()}
-	prober := &probing.Prober{Store: store, Minter: simMinter{}, Checker: checker, Queue: q, Now: c.Now, Metrics: quiet, Log: discardLogger()}
+	sched := probing.NewScheduler(probing.Scheduler{Targets: store, Queue: q, Now: c.Now, Metrics: quiet, Log: discardLogger()})
+	prober := probing.NewProber(probing.Prober{Store: store, Minter: simMinter{}, Checker: checker, Queue: q, Now: c.Now, Metrics: quiet, Log: discardLogger()})
 	ctx := context.Background()
 	nextTick := start
 	for {

@@ -27,16 +27,12 @@ package revisions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	"spaces/shared/kubecred"
 	"spaces/shared/space"
-	"spaces/shared/sqsqueue"
 )
 
 // Message is the body of a revision message.
@@ -45,22 +41,16 @@ type Message struct {
 	RevisionID string `json:"revision_id"`
 }
 
-// Queue enqueues revisions on the revisions queue (space.RevisionQueue).
-type Queue struct{ Q *sqsqueue.Queue }
-
-// EnqueueRevision sends one message.
-func (q Queue) EnqueueRevision(ctx context.Context, org, id string) error {
-	body, _ := json.Marshal(Message{OrgID: org, RevisionID: id}) // two strings cannot fail
-	if err := q.Q.Send(ctx, []sqsqueue.Message{{Body: string(body)}}); err != nil {
-		return &space.Error{Kind: space.KindUnavailable, Message: "the revision could not be queued", Err: err}
-	}
-	return nil
+// Encode is the message's JSON body.
+func (m Message) Encode() string {
+	b, _ := json.Marshal(m) // two strings cannot fail
+	return string(b)
 }
 
 // Store is what a claim reads and writes.
 type Store interface {
 	GetRevision(ctx context.Context, org, id string) (space.Revision, error)
-	SaveRevision(ctx context.Context, r space.Revision) error
+	UpdateRevision(ctx context.Context, org, id string, u space.Update[space.Revision]) (space.Updated[space.Revision], error)
 	SpaceAsClaimed(ctx context.Context, org, id string) (space.Space, bool, error)
 }
 
@@ -69,10 +59,20 @@ type Applier interface {
 	Apply(ctx context.Context, c kubecred.Credentials, namespace string, manifests []map[string]any) error
 }
 
-// SQSAPI is the part of the SQS client a claim uses.
-type SQSAPI interface {
-	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
-	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+// Redelivery is what a claim asks of the queue besides acknowledging a
+// message (the SQS adapter implements it).
+type Redelivery interface {
+	// Postpone makes the message come back after d.
+	Postpone(ctx context.Context, receiptHandle string, d time.Duration) error
+	// DeadLetter sends the body to the dead-letter queue.
+	DeadLetter(ctx context.Context, body string) error
+}
+
+// Delivery is one received revision message.
+type Delivery struct {
+	MessageID     string
+	ReceiptHandle string
+	Body          string
 }
 
 // DefaultBackoff is the wait before the first retry against a space that is
@@ -81,12 +81,10 @@ const DefaultBackoff = 30 * time.Second
 
 // Claimer claims revisions.
 type Claimer struct {
-	Store    Store
-	Minter   kubecred.Minter
-	Applier  Applier
-	SQS      SQSAPI
-	QueueURL string
-	DLQURL   string
+	Store   Store
+	Minter  kubecred.Minter
+	Applier Applier
+	Queue   Redelivery
 	// Backoff is the first retry's wait (default DefaultBackoff; SQS counts
 	// whole seconds, so below a second means at once).
 	Backoff    time.Duration
@@ -95,24 +93,30 @@ type Claimer struct {
 	Log        *slog.Logger
 }
 
-// HandleSQS claims each message; the ones to retry (later, or after an
-// infrastructure failure) are reported as batch item failures.
-func (c *Claimer) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	var resp events.SQSEventResponse
-	for _, r := range ev.Records {
-		if !c.claim(ctx, r) {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
-		}
+// NewClaimer returns a claimer with the defaults set.
+func NewClaimer(c Claimer) *Claimer {
+	if c.Backoff <= 0 {
+		c.Backoff = DefaultBackoff
 	}
-	return resp, nil
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	return &c
 }
 
-// claim handles one message and reports whether it may be deleted.
-func (c *Claimer) claim(ctx context.Context, r events.SQSMessage) bool {
-	log := c.log().With("message_id", r.MessageId)
+// errClaimed: another claim moved the revision first.
+var errClaimed = errors.New("claimed by another delivery")
+
+// Claim handles one message and reports whether it may be deleted (false:
+// it comes back, later or after an infrastructure failure).
+func (c *Claimer) Claim(ctx context.Context, d Delivery) bool {
+	log := c.Log.With("message_id", d.MessageID)
 	var m Message
-	if err := json.Unmarshal([]byte(r.Body), &m); err != nil || m.OrgID == "" || m.RevisionID == "" {
-		log.Error("malformed revision message: dropped", "body", r.Body)
+	if err := json.Unmarshal([]byte(d.Body), &m); err != nil || m.OrgID == "" || m.RevisionID == "" {
+		log.Error("malformed revision message: dropped", "body", d.Body)
 		return true
 	}
 	log = log.With("org_id", m.OrgID, "revision_id", m.RevisionID)
@@ -133,10 +137,8 @@ func (c *Claimer) claim(ctx context.Context, r events.SQSMessage) bool {
 		log.Error("cannot read the space", "error", err.Error())
 		return false
 	}
-	decision, reason := space.DecideClaim(sp.Observed(c.now(), c.StaleAfter), found, rev.Attempts)
-	next := rev
-	next.Version++
-	next.UpdatedAt = c.now()
+	decision, reason := space.DecideClaim(sp.Observed(c.Now(), c.StaleAfter), found, rev.Attempts)
+	state, attempts := rev.State, rev.Attempts
 	switch decision {
 	case space.ClaimDeploy:
 		creds, err := c.Minter.Mint(ctx, sp)
@@ -145,48 +147,54 @@ func (c *Claimer) claim(ctx context.Context, r events.SQSMessage) bool {
 			return false
 		}
 		if err := c.Applier.Apply(ctx, creds, rev.Namespace, rev.Manifests); err != nil {
-			next.State, next.Reason = space.RevisionFailed, err.Error()
+			state, reason = space.RevisionFailed, err.Error()
 		} else {
-			next.State, next.Reason = space.RevisionDeployed, ""
+			state, reason = space.RevisionDeployed, ""
 		}
 	case space.ClaimRetry:
-		next.Attempts++
-		next.Reason = reason
-		if !c.save(ctx, log, next) {
+		attempts++
+		if !c.save(ctx, log, rev, state, reason, attempts) {
 			return false
 		}
-		delay := c.backoff(next.Attempts)
-		if _, err := c.SQS.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
-			QueueUrl: aws.String(c.QueueURL), ReceiptHandle: aws.String(r.ReceiptHandle), VisibilityTimeout: int32(delay / time.Second),
-		}); err != nil {
+		delay := c.backoff(attempts)
+		if err := c.Queue.Postpone(ctx, d.ReceiptHandle, delay); err != nil {
 			log.Warn("cannot delay the retry; the queue's visibility timeout applies", "error", err.Error())
 		}
-		log.Info("space not active: revision retried later", "attempts", next.Attempts, "after", delay.String())
+		log.Info("space not active: revision retried later", "attempts", attempts, "after", delay.String())
 		return false
 	case space.ClaimStop:
-		next.Attempts++
-		next.State, next.Reason = space.RevisionStopped, reason
+		attempts++
+		state = space.RevisionStopped
 	case space.ClaimDeadLetter:
-		if _, err := c.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(c.DLQURL), MessageBody: aws.String(r.Body)}); err != nil {
+		if err := c.Queue.DeadLetter(ctx, d.Body); err != nil {
 			log.Error("cannot send to the dead-letter queue; retried", "error", err.Error())
 			return false
 		}
-		next.State, next.Reason = space.RevisionDeadLettered, reason
+		state = space.RevisionDeadLettered
 	}
-	if !c.save(ctx, log, next) {
+	if !c.save(ctx, log, rev, state, reason, attempts) {
 		return false
 	}
-	log.Info("revision claimed", "state", next.State, "reason", next.Reason)
+	log.Info("revision claimed", "state", state, "reason", reason)
 	return true
 }
 
-// save writes the claimed revision: true when written or when another claim
-// moved it first (nothing left to do), false to retry.
-func (c *Claimer) save(ctx context.Context, log *slog.Logger, r space.Revision) bool {
-	switch err := c.Store.SaveRevision(ctx, r); {
+// save writes the claim's outcome on the revision as read: true when
+// written or when another claim moved it first (nothing left to do), false
+// to retry.
+func (c *Claimer) save(ctx context.Context, log *slog.Logger, rev space.Revision, state space.RevisionState, reason string, attempts int) bool {
+	_, err := c.Store.UpdateRevision(ctx, rev.OrgID, rev.ID, space.Update[space.Revision]{At: c.Now(), Read: &rev,
+		Apply: func(r space.Revision) (space.Revision, error) {
+			if r.Version != rev.Version {
+				return r, errClaimed
+			}
+			r.State, r.Reason, r.Attempts = state, reason, attempts
+			return r, nil
+		}})
+	switch {
 	case err == nil:
 		return true
-	case space.KindOf(err) == space.KindPreconditionFailed:
+	case errors.Is(err, errClaimed):
 		log.Info("revision moved by another claim")
 		return true
 	default:
@@ -196,24 +204,6 @@ func (c *Claimer) save(ctx context.Context, log *slog.Logger, r space.Revision) 
 }
 
 func (c *Claimer) backoff(attempt int) time.Duration {
-	b := c.Backoff
-	if b <= 0 {
-		b = DefaultBackoff
-	}
-	d := b << max(attempt-1, 0)
+	d := c.Backoff << max(attempt-1, 0)
 	return min(d, 12*time.Hour) // SQS's maximum visibility timeout
-}
-
-func (c *Claimer) now() time.Time {
-	if c.Now != nil {
-		return c.Now().UTC()
-	}
-	return time.Now().UTC()
-}
-
-func (c *Claimer) log() *slog.Logger {
-	if c.Log != nil {
-		return c.Log
-	}
-	return slog.Default()
 }

@@ -84,8 +84,8 @@ func DecideClaim(s Space, found bool, attempts int) (ClaimDecision, string) {
 type RevisionStore interface {
 	CreateRevision(ctx context.Context, r Revision) error
 	GetRevision(ctx context.Context, org, id string) (Revision, error)
-	// SaveRevision writes r if the stored version is r.Version-1.
-	SaveRevision(ctx context.Context, r Revision) error
+	// UpdateRevision changes a revision (see Update).
+	UpdateRevision(ctx context.Context, org, id string, u Update[Revision]) (Updated[Revision], error)
 }
 
 // RevisionQueue hands a revision to the claimer.
@@ -182,11 +182,16 @@ func (rv *Revisions) Retry(ctx context.Context, org, id string) (Revision, error
 	if s.Status != Active {
 		return Revision{}, Errorf(KindConflict, "the revision's space is %s; retry once it is active", s.Status)
 	}
-	r.State, r.Reason, r.Attempts = RevisionPending, "", 0
-	r.UpdatedAt = rv.Bindings.Spaces.Now().UTC()
-	r.Version++
-	if err := rv.Store.SaveRevision(ctx, r); err != nil {
+	res, err := rv.Store.UpdateRevision(ctx, org, id, Update[Revision]{At: rv.Bindings.Spaces.Now(), Read: &r,
+		Apply: func(r Revision) (Revision, error) {
+			if r.State != RevisionStopped {
+				return r, Errorf(KindConflict, "only a stopped revision can be retried; this one is %s", r.State)
+			}
+			r.State, r.Reason, r.Attempts = RevisionPending, "", 0
+			return r, nil
+		}})
+	if err != nil {
 		return Revision{}, err
 	}
-	return r, rv.Queue.EnqueueRevision(ctx, org, r.ID)
+	return res.After, rv.Queue.EnqueueRevision(ctx, org, id)
 }

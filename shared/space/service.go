@@ -154,22 +154,13 @@ func (svc *Service) SetStatus(ctx context.Context, org, id string, version int64
 	if !ValidID(id) {
 		return Space{}, ErrNotFound("space")
 	}
-	s, err := svc.Store.GetSpace(ctx, org, id)
+	now := svc.Now().UTC()
+	res, err := svc.Store.UpdateSpace(ctx, org, id, Update[Space]{IfVersion: version, At: now,
+		Apply: func(s Space) (Space, error) { next, _ := ApplyManual(s, status, reason, now); return next, nil }})
 	if err != nil {
 		return Space{}, err
 	}
-	if s.Version != version {
-		return Space{}, Errorf(KindPreconditionFailed, "the space has changed (version %d, If-Match %d)", s.Version, version)
-	}
-	now := svc.Now().UTC()
-	next, _ := ApplyManual(s, status, reason, now)
-	next.UpdatedAt = now
-	next.Version++
-	if err := svc.Store.SaveProbe(ctx, next, TransitionOf(s, next)); err != nil {
-		return Space{}, err
-	}
-	s = next
-	return svc.observe(s), nil
+	return svc.observe(res.After), nil
 }
 
 // Deregister soft-deletes one of org's spaces; version 0 means any version.

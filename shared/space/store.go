@@ -30,21 +30,19 @@ type Store interface {
 	GetSpace(ctx context.Context, org, id string) (Space, error)
 	// ListSpaces returns org's live spaces matching q, ordered by id.
 	ListSpaces(ctx context.Context, org string, q Query) ([]Space, string, error)
-	// SaveSpace stores the mutable fields (name, status, probe, updated_at,
-	// version) of a live space whose stored version is s.Version-1; the
-	// identity, account, type and synthetic flag fixed at registration are
-	// never rewritten.
-	SaveSpace(ctx context.Context, s Space) error
-	// SaveProbe is SaveSpace that also stores tr, when not nil, in the
-	// space's status history, atomically.
-	SaveProbe(ctx context.Context, s Space, tr *Transition) error
+	// UpdateSpace changes a live space's mutable fields (name, status,
+	// probe) the one way every versioned item changes (see Update), storing
+	// the status transition the change makes, if any, in its history in the
+	// same write. The identity, account, type and synthetic flag fixed at
+	// registration are never rewritten.
+	UpdateSpace(ctx context.Context, org, id string, u Update[Space]) (Updated[Space], error)
 	// History reads a space's status history, newest first: at most
 	// page.Limit transitions older than the one page.After names, and the
 	// key to continue after when more may follow.
 	History(ctx context.Context, org, id string, page Page) ([]Transition, string, error)
 	// Deregister marks the space deleted at the given time and releases its
-	// identity claim and account count, atomically, if its version is
-	// version (0: any).
+	// identity claim, account count and grant, atomically, if its version is
+	// version (0: any), and returns it as deregistered.
 	Deregister(ctx context.Context, org, id string, version int64, at time.Time) (Space, error)
 }
 

@@ -9,8 +9,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"slices"
+	"spaces/shared/backoff"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +36,7 @@ const (
 // API is the part of the SQS client the queue uses.
 type API interface {
 	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
 }
 
 // Message is one message to send.
@@ -62,6 +63,15 @@ func New(api API, url string) *Queue { return &Queue{api: api, url: url} }
 
 // Calls is how many SendMessageBatch calls the queue has made.
 func (q *Queue) Calls() int64 { return q.calls.Load() }
+
+// Postpone makes a received message visible again only after d (whole
+// seconds, at most SQS's 12 hours).
+func (q *Queue) Postpone(ctx context.Context, receiptHandle string, d time.Duration) error {
+	_, err := q.api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+		QueueUrl: aws.String(q.url), ReceiptHandle: aws.String(receiptHandle), VisibilityTimeout: int32(min(d, 12*time.Hour) / time.Second),
+	})
+	return err
+}
 
 // SendError lists the messages that could not be sent.
 type SendError struct {
@@ -202,20 +212,9 @@ func (q *Queue) sendBatch(ctx context.Context, msgs []Message, start, end int) m
 			break
 		}
 		pending = retry
-		if err := sleep(ctx, time.Duration(rand.Int64N(int64(backoffBase<<attempt)))); err != nil {
+		if err := backoff.Wait(ctx, backoffBase, attempt); err != nil {
 			break
 		}
 	}
 	return why
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

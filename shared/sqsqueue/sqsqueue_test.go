@@ -86,6 +86,10 @@ type flaky struct {
 	failCalls int
 }
 
+func (f *flaky) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+	return f.api.ChangeMessageVisibility(ctx, in, opts...)
+}
+
 func (f *flaky) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
 	f.mu.Lock()
 	var ids []string

@@ -5,7 +5,7 @@
 // not the patch tool (which a fresh Debian machine may lack), and it fails
 // loudly when an anchor is missing or ambiguous instead of applying fuzzily.
 //
-//	go run ./infra/emulator/kumo/applypatch -patch streams.patch -in storage.go -out patched.go
+//	go run ./infra/emulator/kumo/applypatch -patch patches/dynamodb-streams.patch -in storage.go -out patched.go
 package main
 
 import (

@@ -11,22 +11,16 @@ import (
 	"spaces/shared/space"
 )
 
-// ProbeTarget names one space the prober must probe.
-type ProbeTarget struct {
-	OrgID string `json:"org_id"`
-	ID    string `json:"id"`
-}
-
 // ProbeShards is the number of shards of the probe index; shards are
 // numbered 0..ProbeShards()-1.
 func (s *Store) ProbeShards() int { return probeShards }
 
-// ListProbeTargets returns up to limit registered, non-synthetic spaces of
+// ProbeTargets returns up to limit registered, non-synthetic spaces of
 // every org in shard, ordered by id after startAfter, and the id to continue
 // after when more may follow. The index is eventually consistent: a space
 // registered or deregistered a moment ago may be missing or still listed
 // (the prober's conditional writes make the latter harmless).
-func (s *Store) ListProbeTargets(ctx context.Context, shard int, startAfter string, limit int) ([]ProbeTarget, string, error) {
+func (s *Store) ProbeTargets(ctx context.Context, shard int, startAfter string, limit int) ([]space.ProbeTarget, string, error) {
 	if shard < 0 || shard >= probeShards {
 		return nil, "", &space.Error{Kind: space.KindInvalid, Message: "the probe shard is not valid",
 			Fields: []space.FieldError{{Field: "shard", Reason: fmt.Sprintf("must be between 0 and %d", probeShards-1)}}}
@@ -50,7 +44,7 @@ func (s *Store) ListProbeTargets(ctx context.Context, shard int, startAfter stri
 		ExpressionAttributeNames:  names(nShard, nID, nOrg),
 		ExpressionAttributeValues: vals,
 	}
-	out := make([]ProbeTarget, 0, limit+1)
+	out := make([]space.ProbeTarget, 0, limit+1)
 	for len(out) <= limit {
 		in.Limit = aws.Int32(int32(limit + 1 - len(out)))
 		page, err := s.db.Query(ctx, in)
@@ -58,7 +52,7 @@ func (s *Store) ListProbeTargets(ctx context.Context, shard int, startAfter stri
 			return nil, "", awsError("Query", err)
 		}
 		for _, item := range page.Items {
-			var t ProbeTarget
+			var t space.ProbeTarget
 			if err := s.decode(item, &t); err != nil {
 				return nil, "", err
 			}

@@ -3,7 +3,6 @@ package dynamostore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -11,26 +10,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"spaces/shared/probing"
 	"spaces/shared/space"
 )
 
-// Status history items live in a partition of their own per space, so that
-// reading one space's history never touches its org's partition:
-//
-//	pk           sk                          attributes
-//	SPACE#<id>   HIST#<at, fixed width>#<to> org_id, space_id, from, to, reason,
-//	                                         message, at, published (bool),
-//	                                         expires_at (at + 30 days, the TTL)
-//
-// The time has a fixed width (nanoseconds, always nine digits) so that the
-// sort key orders by time; newest first is a backward Query.
-const (
-	prefixHist = "HIST#"
-	histTime   = "2006-01-02T15:04:05.000000000Z"
-
-	nPublished = "#pub"
-)
+const nPublished = "#pub"
 
 // historyRecord is the stored form of a transition.
 type historyRecord struct {
@@ -39,88 +22,18 @@ type historyRecord struct {
 	ExpiresAt int64 `json:"expires_at"`
 }
 
-func spacePK(id string) string { return prefixSpace + id }
-
-// HistoryKey is the key of a transition within its space's history; it is
-// also what a history page continues after.
-func HistoryKey(tr space.Transition) string {
-	return tr.At.UTC().Format(histTime) + "#" + string(tr.To)
-}
-
-// ProbeTargets is ListProbeTargets in the scheduler's terms.
-func (s *Store) ProbeTargets(ctx context.Context, shard int, startAfter string, limit int) ([]probing.Target, string, error) {
-	ts, next, err := s.ListProbeTargets(ctx, shard, startAfter, limit)
+// historyPut is the Put of a transition's history item, only if absent.
+func (s *Store) historyPut(tr space.Transition) (types.TransactWriteItem, error) {
+	hist, err := s.encode(historyRecord{Transition: tr, ExpiresAt: tr.At.Add(space.HistoryRetention).Unix()})
 	if err != nil {
-		return nil, "", err
+		return types.TransactWriteItem{}, err
 	}
-	out := make([]probing.Target, len(ts))
-	for i, t := range ts {
-		out[i] = probing.Target{OrgID: t.OrgID, ID: t.ID}
-	}
-	return out, next, nil
-}
-
-// spaceUpdate is SaveSpace's conditional update as a transaction item.
-func (s *Store) spaceUpdate(sp space.Space) (*types.Update, error) {
-	probe, err := s.enc.Encode(sp.Probe)
-	if err != nil {
-		return nil, internal("encode probe", err)
-	}
-	return &types.Update{
-		TableName: s.table,
-		Key:       itemKey(sp.OrgID, prefixSpace+sp.ID),
-		UpdateExpression: aws.String("SET " + nName + " = :name, " + nStatus + " = :status, " + nProbe + " = :probe, " +
-			nUpdated + " = :upd, " + nVersion + " = :ver"),
-		ConditionExpression:      aws.String("attribute_exists(" + nPK + ") AND attribute_not_exists(" + nDeleted + ") AND " + nVersion + " = :prev"),
-		ExpressionAttributeNames: names(nName, nStatus, nProbe, nUpdated, nVersion, nPK, nDeleted),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":name": str(sp.Name), ":status": str(string(sp.Status)), ":probe": probe,
-			":upd": str(sp.UpdatedAt.UTC().Format(time.RFC3339Nano)), ":ver": num(sp.Version), ":prev": num(sp.Version - 1),
-		},
-	}, nil
-}
-
-// SaveProbe stores a probe's result: like SaveSpace (only if the stored
-// version is sp.Version-1 and the space is not deregistered), and, when tr
-// is not nil, the transition as a history item in the same transaction, so
-// that the history holds exactly the transitions that were stored.
-func (s *Store) SaveProbe(ctx context.Context, sp space.Space, tr *space.Transition) error {
-	if tr == nil {
-		return s.SaveSpace(ctx, sp)
-	}
-	if sp.DeletedAt != nil {
-		return internal("save probe", errors.New("a deregistration must go through Deregister"))
-	}
-	if tr.SpaceID != sp.ID || tr.OrgID != sp.OrgID {
-		return internal("save probe", fmt.Errorf("transition of %s/%s saved with space %s/%s", tr.OrgID, tr.SpaceID, sp.OrgID, sp.ID))
-	}
-	upd, err := s.spaceUpdate(sp)
-	if err != nil {
-		return err
-	}
-	hist, err := s.encode(historyRecord{Transition: *tr, ExpiresAt: tr.At.Add(space.HistoryRetention).Unix()})
-	if err != nil {
-		return err
-	}
-	hist["pk"] = str(spacePK(sp.ID))
-	hist["sk"] = str(prefixHist + HistoryKey(*tr))
-	items := []types.TransactWriteItem{
-		{Update: upd},
-		{Put: &types.Put{
-			TableName: s.table, Item: hist,
-			ConditionExpression: aws.String("attribute_not_exists(" + nPK + ")"), ExpressionAttributeNames: names(nPK),
-		}},
-	}
-	return s.transact(ctx, "save probe", func() ([]types.TransactWriteItem, error) { return items, nil },
-		func(reasons []types.CancellationReason) error {
-			switch {
-			case failedCheck(reasons, 0):
-				return s.whyNotWritable(ctx, sp.OrgID, sp.ID, sp.Version-1, nil)
-			case failedCheck(reasons, 1):
-				return internal("save probe", fmt.Errorf("space %s already has a transition at %s", sp.ID, HistoryKey(*tr)))
-			}
-			return nil
-		})
+	hist["pk"] = str(spacePK(tr.SpaceID))
+	hist["sk"] = str(prefixHist + HistoryKey(tr))
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName: s.table, Item: hist,
+		ConditionExpression: aws.String("attribute_not_exists(" + nPK + ")"), ExpressionAttributeNames: names(nPK),
+	}}, nil
 }
 
 // History returns up to page.Limit transitions of the space, newest first,

@@ -1,0 +1,145 @@
+package dynamostore
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"spaces/shared/space"
+)
+
+// The key design of the one table, in one place: every item, its key and
+// what it holds. Attribute names are the json tags of the stored types
+// (space.Space, space.Environment, ...); stream records are decoded here too
+// (Deregistration), so no other package knows a key or an attribute name.
+//
+// An org's items live in the org's partition, pk = ORG#<org_id>:
+//
+//	sk                 what                        attributes
+//	SPACE#<id>         a space (kept after         the space's fields, times RFC 3339, version (N),
+//	                   deregistration)             deleted_at once deregistered, probe_shard while probed
+//	CLAIM#<identity>   a cluster identity claim    space_id: the space holding the identity
+//	ACCOUNT#<id>       a cloud account             its fields, space_count (N)
+//	IDEMP#<key>        an Idempotency-Key record   key, hash, space (the first answer),
+//	                                               expires_at (epoch seconds, the table's TTL)
+//	GRANT#<space id>   the space's kubeauth grant  space_id, provider, cloud_account_id, created_at
+//	ENV#<id>           an environment              its fields, space_id, gate {reason, since} while gated
+//	POLICY#<id>        an autoscaler policy        its fields, space_id, state, state_reason
+//	CASCADE#<space>    the space's deregistration  cascaded_at
+//	                   cascade is done
+//	REV#<id>           a deployment revision       its fields, manifests, state, reason, attempts
+//
+// A space's own partition, pk = SPACE#<space id>, holds what hangs off it:
+//
+//	ENV#<id>           link: the environment is bound to the space (org_id)
+//	POLICY#<id>        link: the policy is on the space (org_id)
+//	HIST#<at>#<to>     a status transition: org_id, space_id, from, to, reason,
+//	                   message, at, published, expires_at (at + 30 days, TTL)
+//
+// Why links and not a GSI: "everything bound to a space" is one strongly
+// consistent Query of its partition, which an eventually consistent index
+// could not answer for a binding committed just before the deregistration.
+// Each binding write is one transaction: a ConditionCheck that the space is
+// registered, the item (conditional on its version) and its link(s); a link
+// stays after the cascade (the environment still names the old space, gated)
+// until a re-bind deletes it. History has its own partition so that reading
+// one space's history never touches its org's; the transition time has a
+// fixed width (nanoseconds, nine digits) so the sort key orders by time.
+//
+// Grants: Register puts one in its transaction and Deregister deletes it in
+// its own, so a grant exists exactly while the space is registered and no
+// credential can be minted for a space that is gone.
+//
+// The sparse GSI "probe" (probe_shard HASH, id RANGE, INCLUDE org_id) holds
+// only registered, non-synthetic spaces: probe_shard is "00".."15", a stable
+// hash of the space id, set at registration and removed at deregistration.
+const (
+	prefixOrg      = "ORG#"
+	prefixSpace    = "SPACE#"
+	prefixClaim    = "CLAIM#"
+	prefixAccount  = "ACCOUNT#"
+	prefixIdem     = "IDEMP#"
+	prefixGrant    = "GRANT#"
+	prefixEnv      = "ENV#"
+	prefixPolicy   = "POLICY#"
+	prefixCascade  = "CASCADE#"
+	prefixRevision = "REV#"
+	prefixHist     = "HIST#"
+
+	histTime = "2006-01-02T15:04:05.000000000Z"
+
+	probeIndex  = "probe"
+	probeShards = 16
+)
+
+func orgPK(org string) string { return prefixOrg + org }
+
+// spacePK is the partition of a space's links and history.
+func spacePK(id string) string { return prefixSpace + id }
+
+// itemKey is the key of an item in org's partition.
+func itemKey(org, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": str(orgPK(org)), "sk": str(sk)}
+}
+
+// linkKey is the key of an item in a space's partition.
+func linkKey(spaceID, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": str(spacePK(spaceID)), "sk": str(sk)}
+}
+
+// HistoryKey is the key of a transition within its space's history; it is
+// also what a history page continues after.
+func HistoryKey(tr space.Transition) string {
+	return tr.At.UTC().Format(histTime) + "#" + string(tr.To)
+}
+
+// probeShard is the probe index shard of a space id: a stable hash, so that
+// the scheduler's shards stay balanced and a space never moves.
+func probeShard(id string) string {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return fmt.Sprintf("%02d", h.Sum32()%probeShards)
+}
+
+// Deregistration reads a record of the table's stream: ok when it is a
+// space item's MODIFY whose new image has deleted_at and whose old image has
+// not (the template's FilterCriteria passes only those).
+func (s *Store) Deregistration(r events.DynamoDBEventRecord) (space.Deregistered, bool) {
+	if r.EventName != string(events.DynamoDBOperationTypeModify) {
+		return space.Deregistered{}, false
+	}
+	str := func(img map[string]events.DynamoDBAttributeValue, k string) (string, bool) {
+		v, ok := img[k]
+		if !ok || v.DataType() != events.DataTypeString {
+			return "", false
+		}
+		return v.String(), true
+	}
+	if sk, _ := str(r.Change.Keys, "sk"); !strings.HasPrefix(sk, prefixSpace) {
+		return space.Deregistered{}, false
+	}
+	if _, had := str(r.Change.OldImage, "deleted_at"); had {
+		return space.Deregistered{}, false
+	}
+	at, has := str(r.Change.NewImage, "deleted_at")
+	if !has {
+		return space.Deregistered{}, false
+	}
+	var d space.Deregistered
+	d.OrgID, _ = str(r.Change.NewImage, "org_id")
+	d.SpaceID, _ = str(r.Change.NewImage, "id")
+	d.Name, _ = str(r.Change.NewImage, "name")
+	provider, _ := str(r.Change.NewImage, "provider")
+	d.Provider = space.Provider(provider)
+	d.CloudAccountID, _ = str(r.Change.NewImage, "cloud_account_id")
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil || d.OrgID == "" || d.SpaceID == "" {
+		return space.Deregistered{}, false
+	}
+	d.DeletedAt = t
+	return d, true
+}

@@ -1,0 +1,23 @@
+package space
+
+import "time"
+
+// What the use cases pass between the store, the queues and the event bus,
+// so that none of those adapters needs another's types.
+
+// Deregistered is a space's deregistration as the cascade learns it from
+// the store (the table's stream) and announces it ("Space Deregistered").
+type Deregistered struct {
+	OrgID          string
+	SpaceID        string
+	Name           string
+	Provider       Provider
+	CloudAccountID string
+	DeletedAt      time.Time
+}
+
+// ProbeTarget names one space the prober must probe.
+type ProbeTarget struct {
+	OrgID string `json:"org_id"`
+	ID    string `json:"id"`
+}

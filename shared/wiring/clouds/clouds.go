@@ -1,0 +1,37 @@
+// Package clouds reads how a deployed function reaches the three clouds
+// and builds its minter: the one place the api, prober and revisions
+// functions take their federation settings from.
+package clouds
+
+import (
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"spaces/shared/config"
+	"spaces/shared/mint"
+)
+
+// Settings name the federation the deployed functions use (README,
+// "Deploying").
+type Settings struct {
+	GCPWorkloadIdentityProvider string
+	AzureTokenAudience          string
+}
+
+// Read reads GCP_WORKLOAD_IDENTITY_PROVIDER and AZURE_FEDERATED_TOKEN_AUDIENCE.
+func Read(env *config.Env) Settings {
+	return Settings{
+		GCPWorkloadIdentityProvider: env.String("GCP_WORKLOAD_IDENTITY_PROVIDER", ""),
+		AzureTokenAudience:          env.String("AZURE_FEDERATED_TOKEN_AUDIENCE", ""),
+	}
+}
+
+// Minter is the deployed functions' minter; store holds the grants and
+// accounts.
+func Minter(s Settings, awsCfg aws.Config, store interface {
+	mint.Grants
+	mint.Accounts
+},
+) *mint.Minter {
+	return mint.ForRuntime(mint.RuntimeConfig{AWS: awsCfg, Store: store,
+		GCPWorkloadIdentityProvider: s.GCPWorkloadIdentityProvider, AzureTokenAudience: s.AzureTokenAudience})
+}

@@ -1,0 +1,196 @@
+// Package wiring builds each workflow (scheduler, prober, cascade, revision
+// claims) from its settings and adapters, once: the Lambda mains and the
+// local stack call the same constructors, so the local stack runs exactly
+// what AWS runs and differs only in where AWS is (the emulator) and how
+// clouds and clusters are reached (passed in). It also holds the small
+// bridges between the use cases' ports and the generic adapters.
+//
+// It links no client-go and no cloud SDK: the prober's Checker, the
+// claimer's Applier and every Minter are passed in, so that the scheduler
+// and the cascade, which build from here too, stay small. The API's
+// assembly, which needs them, is wiring/api.
+package wiring
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"spaces/shared/awsclient"
+	"spaces/shared/cascade"
+	"spaces/shared/config"
+	"spaces/shared/dynamostore"
+	"spaces/shared/eventbus"
+	"spaces/shared/kubecred"
+	"spaces/shared/metrics"
+	"spaces/shared/probing"
+	"spaces/shared/revisions"
+	"spaces/shared/space"
+	"spaces/shared/sqsqueue"
+)
+
+// AWS is where a workflow finds AWS: the SDK configuration and, locally,
+// the emulator's endpoint ("" in AWS).
+type AWS struct {
+	Config   aws.Config
+	Endpoint string
+}
+
+// Store is the spaces table.
+func (a AWS) Store(table string) *dynamostore.Store {
+	return dynamostore.New(awsclient.DynamoDB(a.Config, a.Endpoint), table)
+}
+
+// Queue sends to (and postpones on) one SQS queue.
+func (a AWS) Queue(url string) *sqsqueue.Queue {
+	return sqsqueue.New(awsclient.SQS(a.Config, a.Endpoint), url)
+}
+
+// Events publishes to one EventBridge bus.
+func (a AWS) Events(bus string) *eventbus.Publisher {
+	return eventbus.New(awsclient.EventBridge(a.Config, a.Endpoint), bus)
+}
+
+// Common are the settings every function reads.
+type Common struct {
+	Table      string
+	StaleAfter time.Duration
+}
+
+// ReadCommon reads TABLE_NAME and STALE_AFTER.
+func ReadCommon(env *config.Env) Common {
+	return Common{Table: env.Required("TABLE_NAME"), StaleAfter: env.Duration("STALE_AFTER", space.DefaultStaleAfter)}
+}
+
+// ProbeQueue sends probe messages (probing.Queue) through SQS.
+type ProbeQueue struct{ Q *sqsqueue.Queue }
+
+// Enqueue sends the messages in batches of ten.
+func (q ProbeQueue) Enqueue(ctx context.Context, msgs []probing.Delayed) error {
+	out := make([]sqsqueue.Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = sqsqueue.Message{Body: m.Message.Encode(), Delay: m.Delay}
+	}
+	return q.Q.Send(ctx, out)
+}
+
+// RevisionQueue hands revisions to the claimer (space.RevisionQueue).
+type RevisionQueue struct{ Q *sqsqueue.Queue }
+
+// EnqueueRevision sends one message.
+func (q RevisionQueue) EnqueueRevision(ctx context.Context, org, id string) error {
+	body := revisions.Message{OrgID: org, RevisionID: id}.Encode()
+	if err := q.Q.Send(ctx, []sqsqueue.Message{{Body: body}}); err != nil {
+		return &space.Error{Kind: space.KindUnavailable, Message: "the revision could not be queued", Err: err}
+	}
+	return nil
+}
+
+// Redelivery postpones revision messages on their queue and dead-letters
+// them to the DLQ (revisions.Redelivery).
+type Redelivery struct{ Queue, DLQ *sqsqueue.Queue }
+
+// Postpone delays the message's next delivery.
+func (r Redelivery) Postpone(ctx context.Context, receiptHandle string, d time.Duration) error {
+	return r.Queue.Postpone(ctx, receiptHandle, d)
+}
+
+// DeadLetter sends the body to the DLQ.
+func (r Redelivery) DeadLetter(ctx context.Context, body string) error {
+	return r.DLQ.Send(ctx, []sqsqueue.Message{{Body: body}})
+}
+
+// SchedulerSettings configure the minute fan-out.
+type SchedulerSettings struct {
+	Table      string
+	ProbeQueue string
+	Interval   time.Duration
+}
+
+// ReadScheduler reads the scheduler's settings.
+func ReadScheduler(env *config.Env) SchedulerSettings {
+	return SchedulerSettings{Table: env.Required("TABLE_NAME"), ProbeQueue: env.Required("PROBE_QUEUE_URL"),
+		Interval: env.Duration("PROBE_INTERVAL", space.DefaultProbeInterval)}
+}
+
+// Scheduler builds the fan-out.
+func Scheduler(a AWS, s SchedulerSettings, log *slog.Logger) *probing.Scheduler {
+	return probing.NewScheduler(probing.Scheduler{
+		Targets: a.Store(s.Table), Queue: ProbeQueue{a.Queue(s.ProbeQueue)}, Interval: s.Interval,
+		Metrics: &metrics.Emitter{Log: log}, Log: log,
+	})
+}
+
+// ProberSettings configure the prober.
+type ProberSettings struct {
+	Common
+	ProbeQueue string
+	EventBus   string
+	Heartbeat  time.Duration
+	// Interval is the probe interval; a short one (locally) shortens the
+	// re-probe rhythm with it.
+	Interval time.Duration
+}
+
+// ReadProber reads the prober's settings and checks that a healthy space
+// cannot read as stale between heartbeats.
+func ReadProber(env *config.Env) (ProberSettings, error) {
+	s := ProberSettings{Common: ReadCommon(env), ProbeQueue: env.Required("PROBE_QUEUE_URL"), EventBus: env.Required("EVENT_BUS_NAME"),
+		Heartbeat: env.Duration("HEARTBEAT", space.DefaultHeartbeat), Interval: space.DefaultProbeInterval}
+	return s, probing.CheckHeartbeat(s.Heartbeat, s.Interval, s.StaleAfter)
+}
+
+// Prober builds the prober; minter and checker reach the clouds and the
+// clusters.
+func Prober(a AWS, s ProberSettings, minter kubecred.Minter, checker probing.Checker, log *slog.Logger) *probing.Prober {
+	return probing.NewProber(probing.Prober{
+		Store: a.Store(s.Table), Minter: minter, Checker: checker,
+		Events: a.Events(s.EventBus), Queue: ProbeQueue{a.Queue(s.ProbeQueue)},
+		Heartbeat: s.Heartbeat, Metrics: &metrics.Emitter{Log: log}, Log: log,
+		MinGap:       min(probing.DefaultMinGap, s.Interval/3),
+		ReprobeDelay: min(probing.DefaultReprobeDelay, s.Interval/5),
+	})
+}
+
+// CascadeSettings configure the deregistration cascade.
+type CascadeSettings struct {
+	Table    string
+	EventBus string
+}
+
+// ReadCascade reads the cascade's settings.
+func ReadCascade(env *config.Env) CascadeSettings {
+	return CascadeSettings{Table: env.Required("TABLE_NAME"), EventBus: env.Required("EVENT_BUS_NAME")}
+}
+
+// Cascade builds the cascade.
+func Cascade(a AWS, s CascadeSettings, log *slog.Logger) *cascade.Cascade {
+	return cascade.New(cascade.Cascade{Store: a.Store(s.Table), Events: a.Events(s.EventBus), Log: log})
+}
+
+// ClaimerSettings configure the revision claims.
+type ClaimerSettings struct {
+	Common
+	RevisionsQueue string
+	RevisionsDLQ   string
+	// Backoff is the first retry's wait (0: revisions.DefaultBackoff).
+	Backoff time.Duration
+}
+
+// ReadClaimer reads the claimer's settings.
+func ReadClaimer(env *config.Env) ClaimerSettings {
+	return ClaimerSettings{Common: ReadCommon(env), RevisionsQueue: env.Required("REVISIONS_QUEUE_URL"),
+		RevisionsDLQ: env.Required("REVISIONS_DLQ_URL")}
+}
+
+// Claimer builds the revision claimer; minter and applier reach the
+// clusters.
+func Claimer(a AWS, s ClaimerSettings, minter kubecred.Minter, applier revisions.Applier, log *slog.Logger) *revisions.Claimer {
+	return revisions.NewClaimer(revisions.Claimer{
+		Store: a.Store(s.Table), Minter: minter, Applier: applier,
+		Queue:   Redelivery{Queue: a.Queue(s.RevisionsQueue), DLQ: a.Queue(s.RevisionsDLQ)},
+		Backoff: s.Backoff, StaleAfter: s.StaleAfter, Log: log,
+	})
+}
