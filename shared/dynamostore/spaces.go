@@ -361,6 +361,8 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space) error
 	}
 	tr := space.TransitionOf(before, after)
 	if tr == nil {
+		// The common case (a heartbeat, a failure count): a plain UpdateItem,
+		// half the write units of a transaction.
 		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: upd.TableName, Key: upd.Key, UpdateExpression: upd.UpdateExpression,
 			ConditionExpression: upd.ConditionExpression, ExpressionAttributeNames: upd.ExpressionAttributeNames,

@@ -3,6 +3,8 @@ package space
 import (
 	"context"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -171,12 +173,11 @@ func (in NewPolicyInput) Validate() error {
 	case !dnsLabel.MatchString(t.Namespace):
 		fe.add("target.namespace", "must be a DNS label (lowercase letters, digits and '-', at most 63)")
 	}
-	switch t.Kind {
-	case "":
+	switch {
+	case t.Kind == "":
 		fe.add("target.kind", "is required")
-	case "Deployment", "StatefulSet", "ReplicaSet":
-	default:
-		fe.add("target.kind", "must be one of Deployment, StatefulSet, ReplicaSet")
+	case !slices.Contains(ScalableKinds, t.Kind):
+		fe.add("target.kind", "must be one of %s", strings.Join(ScalableKinds, ", "))
 	}
 	switch {
 	case t.Name == "":
