@@ -20,7 +20,7 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 # recipe, loudly, when it cannot, so nothing ever runs unpatched.
 WITH_OVERLAY = modfile=$$(bash infra/emulator/kumo/overlay.sh) && export GOFLAGS="$(strip $(GOFLAGS)) -modfile=$$modfile" &&
 
-.PHONY: run test token deps kube-bins vet bench build clean overlay
+.PHONY: run test lint token deps kube-bins vet bench build clean overlay
 .DEFAULT_GOAL := run
 
 ## run: the whole service locally (embedded AWS emulator, API on 127.0.0.1:8080)
@@ -28,9 +28,13 @@ run: deps
 	@mkdir -p $(KUMO_DATA_DIR)
 	$(WITH_OVERLAY) KUMO_DATA_DIR=$(KUMO_DATA_DIR) $(GO) run ./infra/cmd/local
 
-## test: every test, after installing what they need (modules, kube-apiserver + etcd)
-test: deps kube-bins
+## test: the lints, then every test, after installing what they need (modules, kube-apiserver + etcd)
+test: lint deps kube-bins
 	unset KUMO_DATA_DIR && $(WITH_OVERLAY) $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
+
+## lint: go.mod and go.sum tidy (CI fails when they are not)
+lint:
+	@GOFLAGS= $(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'GOFLAGS= go mod tidy'" >&2; exit 1; }
 
 ## vet: go vet with the emulator overlay
 vet: deps
