@@ -3,6 +3,9 @@ package spaces_test
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -474,6 +477,43 @@ func TestCORSLetsTheConsoleUseTheWholeAPI(t *testing.T) {
 		// Browsers always expose the CORS-safelisted response headers.
 		if h != "www-authenticate" && !exposed[h] {
 			t.Errorf("ExposeHeaders lacks %s, which the API sends", h)
+		}
+	}
+}
+
+// TestEverySampleEventIsExercised: each sample event under events/ is read
+// by some test, by its path or by a glob of its folder, so that a sample
+// cannot rot unnoticed.
+func TestEverySampleEventIsExercised(t *testing.T) {
+	var sources strings.Builder
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != ".") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, "_test.go") && path != "template_ops_test.go" {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			sources.Write(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, _ := filepath.Glob("events/*/*.json")
+	if len(samples) == 0 {
+		t.Fatal("no sample events")
+	}
+	for _, s := range samples {
+		dir, name := filepath.Split(s)
+		if !strings.Contains(sources.String(), s) && !strings.Contains(sources.String(), dir+"*.json") &&
+			!strings.Contains(sources.String(), `"`+name+`"`) {
+			t.Errorf("%s is read by no test", s)
 		}
 	}
 }
