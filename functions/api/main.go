@@ -20,15 +20,13 @@ import (
 	"spaces/shared/probing"
 	"spaces/shared/registry"
 	"spaces/shared/revisions"
-	"spaces/shared/secret"
 	"spaces/shared/space"
 	"spaces/shared/sqsqueue"
 )
 
 type settings struct {
 	table      string
-	secret     string   // current value of the cursor secret
-	previous   []string // its value before the last rotation, if any
+	secret     string
 	staleAfter time.Duration
 	probeQueue string // where registration probes are sent
 	revisions  string // where deployment revisions are queued
@@ -41,22 +39,14 @@ func main() {
 	log, env := fn.Log, fn.Env
 	s := settings{
 		table:      env.Required("TABLE_NAME"),
+		secret:     env.Required("CURSOR_SECRET"),
 		staleAfter: env.Duration("STALE_AFTER", space.DefaultStaleAfter),
 		probeQueue: env.Required("PROBE_QUEUE_URL"),
 		revisions:  env.Required("REVISIONS_QUEUE_URL"),
 		gcpPool:    env.String("GCP_WORKLOAD_IDENTITY_PROVIDER", ""),
 		azureAud:   env.String("AZURE_FEDERATED_TOKEN_AUDIENCE", ""),
 	}
-	secretARN := env.Required("CURSOR_SECRET_ARN")
 	awsCfg := fn.AWS(context.Background())
-	// The cursor key comes from Secrets Manager at cold start, never from
-	// the environment; the previous value keeps older cursors open.
-	cur, prev, err := secret.Versions(context.Background(), awsclient.SecretsManager(awsCfg, ""), secretARN)
-	fn.Check("cursor secret", err)
-	s.secret = cur
-	if prev != "" {
-		s.previous = []string{prev}
-	}
 	store := dynamostore.New(awsclient.DynamoDB(awsCfg, ""), s.table)
 	minter := mint.ForRuntime(mint.RuntimeConfig{AWS: awsCfg, Store: store, GCPWorkloadIdentityProvider: s.gcpPool, AzureTokenAudience: s.azureAud})
 	probes := probing.Enqueuer{Queue: probing.SQSQueue{Q: sqsqueue.New(awsclient.SQS(awsCfg, ""), s.probeQueue)}}
@@ -68,11 +58,7 @@ func main() {
 
 // handler builds the API exactly as the function serves it.
 func handler(s settings, store *dynamostore.Store, minter *mint.Minter, probes probing.Enqueuer, revs space.RevisionQueue, log *slog.Logger) (http.Handler, error) {
-	var previous [][]byte
-	for _, p := range s.previous {
-		previous = append(previous, cursor.KeyFromSecret(p))
-	}
-	cursors, err := cursor.New(cursor.KeyFromSecret(s.secret), previous...)
+	cursors, err := cursor.New(cursor.KeyFromSecret(s.secret))
 	if err != nil {
 		return nil, err
 	}
