@@ -20,7 +20,7 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 # recipe, loudly, when it cannot, so nothing ever runs unpatched.
 WITH_OVERLAY = modfile=$$(bash infra/emulator/kumo/overlay.sh) && export GOFLAGS="$(strip $(GOFLAGS)) -modfile=$$modfile" &&
 
-.PHONY: run test token deps kube-bins vet bench build clean overlay
+.PHONY: run test lint lint-tools token deps kube-bins vet bench build clean overlay
 .DEFAULT_GOAL := run
 
 ## run: the whole service locally (embedded AWS emulator, API on 127.0.0.1:8080)
@@ -28,9 +28,25 @@ run: deps
 	@mkdir -p $(KUMO_DATA_DIR)
 	$(WITH_OVERLAY) KUMO_DATA_DIR=$(KUMO_DATA_DIR) $(GO) run ./infra/cmd/local
 
-## test: every test, after installing what they need (modules, kube-apiserver + etcd)
-test: deps kube-bins
+## test: the lints, then every test, after installing what they need (modules, kube-apiserver + etcd)
+test: lint deps kube-bins
 	unset KUMO_DATA_DIR && $(WITH_OVERLAY) $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
+
+# Lint tools, pinned. cfn-lint comes with the machine's Python (PyPI is out of
+# reach here); Redocly CLI from the npm registry through npx, cached after the
+# first run.
+CFN_LINT ?= cfn-lint
+REDOCLY  := @redocly/cli@2.77.0
+
+## lint: go.mod/go.sum tidy, template.yaml clean under cfn-lint (informational checks too), openapi.yaml clean under Redocly (no warning)
+lint: lint-tools
+	@GOFLAGS= $(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'GOFLAGS= go mod tidy'" >&2; exit 1; }
+	$(CFN_LINT) --include-checks I -- template.yaml
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true npx --yes $(REDOCLY) lint --config redocly.yaml openapi.yaml
+
+lint-tools:
+	@command -v $(CFN_LINT) >/dev/null || python3 -m pip install --quiet cfn-lint==1.51.0
+	@command -v npx >/dev/null || { apt-get update && apt-get install -y nodejs npm; }
 
 ## vet: go vet with the emulator overlay
 vet: deps

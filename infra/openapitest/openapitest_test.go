@@ -294,7 +294,8 @@ func TestNamespaceAndRegionSchemasCarryTheDomainRules(t *testing.T) {
 		t.Fatal("components.parameters.Region is missing")
 	}
 	region := param.Schema.Schema()
-	for _, r := range []string{"eu-west-1", "us-gov-west-1", "cn-north-1", "ap-southeast-2", "us-central1", "eu-west", "EU-WEST-1", "eu-west-10", " eu-west-1"} {
+	for _, r := range []string{"eu-west-1", "us-gov-west-1", "cn-north-1", "ap-southeast-2", "us-central1", "eu-west", "EU-WEST-1", "eu-west-10", " eu-west-1",
+		"eusc-de-east-1", "us-isof-south-1", "eu-isoe-west-1", "eusc-fr-east-1", "us-gov-west"} {
 		domainOK := space.ValidateConfigValue(space.AWS, "region", r) == ""
 		docOK, _ := sv.ValidateSchemaBytes(region, []byte(strconv.Quote(r)))
 		if domainOK != docOK {

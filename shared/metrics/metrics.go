@@ -37,7 +37,9 @@ type Emitter struct {
 // Emit writes one line carrying the metrics, aggregated by the dimension
 // keys dims names (their values are taken from props; keep them few and of
 // low cardinality: every distinct value set is a billed metric), and every
-// property as a plain field. msg is the log message.
+// property as a plain field. msg is the log message. With dims, each metric
+// is also published without dimensions, as the total that alarms need
+// (CloudWatch alarms cannot sum a metric over its dimension values).
 func (e *Emitter) Emit(ctx context.Context, msg string, dims []string, props []slog.Attr, ms ...Metric) {
 	log := e.Log
 	if log == nil {
@@ -53,14 +55,15 @@ func (e *Emitter) Emit(ctx context.Context, msg string, dims []string, props []s
 		defs[i] = map[string]string{"Name": m.Name, "Unit": m.Unit}
 		attrs = append(attrs, slog.Float64(m.Name, m.Value))
 	}
-	if dims == nil {
-		dims = []string{}
+	sets := [][]string{{}}
+	if len(dims) > 0 {
+		sets = [][]string{dims, {}}
 	}
 	attrs = append(attrs, slog.Any("_aws", map[string]any{
 		"Timestamp": now().UnixMilli(),
 		"CloudWatchMetrics": []map[string]any{{
 			"Namespace":  Namespace,
-			"Dimensions": [][]string{dims},
+			"Dimensions": sets,
 			"Metrics":    defs,
 		}},
 	}))

@@ -27,8 +27,9 @@ func TestEmitWritesEMF(t *testing.T) {
 	want := map[string]any{
 		"Timestamp": float64(at.UnixMilli()),
 		"CloudWatchMetrics": []any{map[string]any{
-			"Namespace":  "Spaces",
-			"Dimensions": []any{[]any{"Reason"}},
+			"Namespace": "Spaces",
+			// By reason, and the total over every reason.
+			"Dimensions": []any{[]any{"Reason"}, []any{}},
 			"Metrics": []any{
 				map[string]any{"Name": "Probes", "Unit": "Count"},
 				map[string]any{"Name": "ProbeLatency", "Unit": "Milliseconds"},

@@ -11,8 +11,10 @@ import (
 var (
 	// EKS: 1–100 characters, starts alphanumeric, then alphanumerics, - and _.
 	eksClusterName = regexp.MustCompile(`^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$`)
-	// AWS commercial, GovCloud, China and ISO region codes such as us-east-1.
-	awsRegion = regexp.MustCompile(`^(us|eu|ap|sa|ca|me|af|il|mx|cn)(-gov|-iso|-isob)?-(north|south|east|west|central|northeast|northwest|southeast|southwest)-[1-9]$`)
+	// An AWS region code in any partition, such as us-east-1 or
+	// eusc-de-east-1: the regionRegex of each partition AWS publishes (the
+	// SDKs' partitions.json), lowercase only.
+	awsRegion = regexp.MustCompile(`^((us|eu|ap|sa|ca|me|af|il|mx|cn)-[a-z0-9]+|us-(gov|iso|isob|isof)-[a-z0-9]+|eu-isoe-[a-z0-9]+|eusc-de-[a-z0-9]+)-[0-9]+$`)
 	// GKE: 1–40 characters, lowercase letters, digits and -, starts with a
 	// letter, ends with a letter or digit.
 	gkeClusterName = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$`)
@@ -28,8 +30,8 @@ var (
 	// not ending with a period.
 	azureResourceGroup = regexp.MustCompile(`^[-\w.()]{0,89}[-\w()]$`)
 	uuidPattern        = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-	// IAM role ARN in any partition.
-	iamRoleARN = regexp.MustCompile(`^arn:aws(-cn|-us-gov)?:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$`)
+	// IAM role ARN in any partition AWS publishes.
+	iamRoleARN = regexp.MustCompile(`^arn:aws(-cn|-us-gov|-iso|-iso-b|-iso-e|-iso-f|-eusc)?:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$`)
 	// sts:AssumeRole ExternalId: 2–1224 characters of [\w+=,.@:/-].
 	externalID = regexp.MustCompile(`^[\w+=,.@:/-]{2,}$`) // at most 1224: see maxLen
 	// A Google service account: name@project.iam.gserviceaccount.com.

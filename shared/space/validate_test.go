@@ -39,7 +39,10 @@ func TestRegisterInputValid(t *testing.T) {
 			t.Errorf("%s: %v", p, err)
 		}
 	}
-	for _, region := range []string{"us-east-1", "us-gov-west-1", "cn-north-1", "ap-southeast-4", "il-central-1", "mx-central-1"} {
+	// Every partition's shape AWS publishes, the European Sovereign Cloud's
+	// and the ISO regions included.
+	for _, region := range []string{"us-east-1", "us-gov-west-1", "cn-north-1", "ap-southeast-4", "il-central-1", "mx-central-1",
+		"ap-east-2", "eusc-de-east-1", "us-iso-east-1", "us-isob-east-1", "us-isof-south-1", "eu-isoe-west-1", "cn-northwest-1"} {
 		in := validInput(AWS)
 		in.Config["region"] = region
 		if err := in.Validate(); err != nil {
@@ -139,6 +142,26 @@ func TestAccountInput(t *testing.T) {
 	for _, f := range []string{"name", "connection.roleArn", "connection.externalId", "connection.secretKey"} {
 		if _, ok := got[f]; !ok {
 			t.Errorf("missing problem on %s in %v", f, got)
+		}
+	}
+}
+
+// TestRoleARNPartitions: a role in any partition AWS publishes is accepted;
+// an unknown partition, a user or a short account id is refused.
+func TestRoleARNPartitions(t *testing.T) {
+	check := func(arn string) bool {
+		in := NewAccountInput{Provider: AWS, Name: "prod", Connection: map[string]string{"roleArn": arn, "externalId": "spaces-acme"}}
+		_, bad := fields(in.Validate())["connection.roleArn"]
+		return !bad
+	}
+	for _, p := range []string{"aws", "aws-cn", "aws-us-gov", "aws-iso", "aws-iso-b", "aws-iso-e", "aws-iso-f", "aws-eusc"} {
+		if arn := "arn:" + p + ":iam::123456789012:role/spaces"; !check(arn) {
+			t.Errorf("%s refused", arn)
+		}
+	}
+	for _, arn := range []string{"arn:aws-moon:iam::123456789012:role/spaces", "arn:aws:iam::123456789012:user/spaces", "arn:aws-eusc:iam::1234:role/spaces", "ARN:AWS:IAM::123456789012:role/x"} {
+		if check(arn) {
+			t.Errorf("%s accepted", arn)
 		}
 	}
 }

@@ -1,0 +1,487 @@
+package spaces_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/awslabs/goformation/v7/intrinsics"
+	"github.com/pb33f/libopenapi"
+
+	"spaces"
+)
+
+// rawTemplate is template.yaml as JSON with its intrinsic functions left as
+// written ({"Ref": ...}, {"Fn::GetAtt": [...]}), so tests can check what the
+// template refers to, not what some parameter default resolves to.
+type rawTemplate struct {
+	Parameters map[string]map[string]any
+	Resources  map[string]rawResource
+}
+
+type rawResource struct {
+	Type                string
+	Condition           string
+	DeletionPolicy      string
+	UpdateReplacePolicy string
+	Metadata            map[string]any
+	Properties          map[string]any
+}
+
+func parseRaw(t *testing.T) rawTemplate {
+	t.Helper()
+	js, err := intrinsics.ProcessYAML(spaces.Template, &intrinsics.ProcessorOptions{NoProcess: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tpl rawTemplate
+	if err := json.Unmarshal(js, &tpl); err != nil {
+		t.Fatal(err)
+	}
+	return tpl
+}
+
+func (tpl rawTemplate) ofType(typ string) []string {
+	var ids []string
+	for id, r := range tpl.Resources {
+		if r.Type == typ {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// ref returns the logical id v refers to with Ref or Fn::GetAtt, or "".
+func ref(v any) string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return ""
+	}
+	if r, ok := m["Ref"].(string); ok {
+		return r
+	}
+	switch g := m["Fn::GetAtt"].(type) {
+	case []any:
+		if len(g) == 2 {
+			s, _ := g[0].(string)
+			return s
+		}
+	case string:
+		id, _, _ := strings.Cut(g, ".")
+		return id
+	}
+	return ""
+}
+
+// get walks a path of map keys.
+func get(v any, path ...string) any {
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+func list(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	if v == nil {
+		return nil
+	}
+	return []any{v}
+}
+
+// TestFunctionsLogWithRetention: every function writes to its own log group
+// (LoggingConfig), and every log group, the API's access log included, keeps
+// events for LogRetentionDays (default 30).
+func TestFunctionsLogWithRetention(t *testing.T) {
+	tpl := parseRaw(t)
+	if d := tpl.Parameters["LogRetentionDays"]["Default"]; fmt.Sprint(d) != "30" {
+		t.Errorf("LogRetentionDays default = %v, want 30", d)
+	}
+	groups := map[string]bool{}
+	for _, id := range tpl.ofType("AWS::Logs::LogGroup") {
+		groups[id] = true
+		if got := ref(tpl.Resources[id].Properties["RetentionInDays"]); got != "LogRetentionDays" {
+			t.Errorf("%s: RetentionInDays refers to %q, want LogRetentionDays", id, got)
+		}
+	}
+	used := map[string]string{}
+	for _, fn := range tpl.ofType("AWS::Serverless::Function") {
+		g := ref(get(tpl.Resources[fn].Properties, "LoggingConfig", "LogGroup"))
+		if !groups[g] {
+			t.Errorf("%s: LoggingConfig.LogGroup = %q, not a log group of the template", fn, g)
+			continue
+		}
+		if other, dup := used[g]; dup {
+			t.Errorf("%s and %s share the log group %s", fn, other, g)
+		}
+		used[g] = fn
+	}
+	api := tpl.Resources["HttpApi"].Properties
+	if g := ref(get(api, "AccessLogSettings", "DestinationArn")); !groups[g] {
+		t.Errorf("HttpApi access logs go to %q, not a log group of the template", g)
+	}
+	format, _ := get(api, "AccessLogSettings", "Format").(string)
+	if !json.Valid([]byte(format)) || !strings.Contains(format, "$context.requestId") || !strings.Contains(format, "$context.status") {
+		t.Errorf("HttpApi access log format is not one JSON object with the request id and status: %s", format)
+	}
+}
+
+// alarmMetrics lists what an alarm watches as "Namespace MetricName
+// dimension-ref" (a single metric or every MetricStat of its math).
+func alarmMetrics(p map[string]any) []string {
+	one := func(m map[string]any) string {
+		s := fmt.Sprint(m["Namespace"], " ", m["MetricName"])
+		for _, d := range list(m["Dimensions"]) {
+			v := get(d, "Value")
+			if r := ref(v); r != "" {
+				s += " " + r
+			} else {
+				s += " " + fmt.Sprint(v)
+			}
+		}
+		return s
+	}
+	var out []string
+	if p["MetricName"] != nil {
+		out = append(out, one(p))
+	}
+	for _, m := range list(p["Metrics"]) {
+		if ms, ok := get(m, "MetricStat", "Metric").(map[string]any); ok {
+			out = append(out, one(ms))
+		}
+	}
+	return out
+}
+
+// TestAlarmsReachSomeone: every alarm notifies the alarm topic when it fires
+// and when it clears, the topic takes an optional e-mail subscription, and
+// the alarms the on-call needs exist: errors of every function, throttles,
+// API 5xx rate and p99 latency, the stream's iterator age, the oldest message
+// of the probe and revisions queues, the depth of every dead-letter queue,
+// the schedule's target errors and the share of stale statuses.
+func TestAlarmsReachSomeone(t *testing.T) {
+	tpl := parseRaw(t)
+	if tpl.Resources["AlarmTopic"].Type != "AWS::SNS::Topic" {
+		t.Fatal("no AlarmTopic (AWS::SNS::Topic)")
+	}
+	sub := tpl.Resources["AlarmEmailSubscription"]
+	if sub.Type != "AWS::SNS::Subscription" || sub.Condition != "HasAlarmEmail" || ref(sub.Properties["Endpoint"]) != "AlarmEmail" {
+		t.Errorf("AlarmEmailSubscription = %+v, want an e-mail subscription to the AlarmEmail parameter, only when it is set", sub)
+	}
+	if d, ok := tpl.Parameters["AlarmEmail"]["Default"]; !ok || d != "" {
+		t.Errorf("AlarmEmail default = %v, want empty (optional)", d)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched := map[string]bool{}
+	for _, id := range tpl.ofType("AWS::CloudWatch::Alarm") {
+		p := tpl.Resources[id].Properties
+		// README's Operating Spaces says what each alarm means and what to do.
+		if !strings.Contains(string(readme), "`"+id+"`") {
+			t.Errorf("%s: README.md does not explain it", id)
+		}
+		for _, key := range []string{"AlarmActions", "OKActions"} {
+			acts := list(p[key])
+			if len(acts) == 0 || !slices.ContainsFunc(acts, func(a any) bool { return ref(a) == "AlarmTopic" }) {
+				t.Errorf("%s: %s does not notify AlarmTopic", id, key)
+			}
+		}
+		if d, _ := p["AlarmDescription"].(string); d == "" {
+			t.Errorf("%s: no AlarmDescription (the on-call reads it first)", id)
+		}
+		for _, m := range alarmMetrics(p) {
+			watched[m] = true
+		}
+	}
+	want := []string{
+		"AWS/Lambda Throttles ApiFunction", "AWS/Lambda Throttles SchedulerFunction", "AWS/Lambda Throttles ProberFunction",
+		"AWS/Lambda Throttles CascadeFunction", "AWS/Lambda Throttles RevisionsFunction",
+		"AWS/ApiGateway 5xx HttpApi", "AWS/ApiGateway Count HttpApi", "AWS/ApiGateway Latency HttpApi",
+		"AWS/Lambda IteratorAge CascadeFunction",
+		"AWS/SQS ApproximateAgeOfOldestMessage ProbeQueue", "AWS/SQS ApproximateAgeOfOldestMessage RevisionsQueue",
+		"AWS/Scheduler TargetErrorCount default",
+		"Spaces FanOutSize", "Spaces Probes",
+	}
+	for _, fn := range tpl.ofType("AWS::Serverless::Function") {
+		want = append(want, "AWS/Lambda Errors "+fn)
+	}
+	// Every dead-letter target of a queue, and every failure destination.
+	dlqs := map[string]bool{"SchedulerDLQ": true, "CascadeFailureQueue": true}
+	for _, q := range tpl.ofType("AWS::SQS::Queue") {
+		if d := ref(get(tpl.Resources[q].Properties, "RedrivePolicy", "deadLetterTargetArn")); d != "" {
+			dlqs[d] = true
+		}
+	}
+	for d := range dlqs {
+		want = append(want, "AWS/SQS ApproximateNumberOfMessagesVisible "+d)
+	}
+	for _, w := range want {
+		if !watched[w] {
+			t.Errorf("no alarm watches %s", w)
+		}
+	}
+	p99 := tpl.Resources["ApiLatencyAlarm"].Properties
+	if p99["ExtendedStatistic"] != "p99" {
+		t.Errorf("ApiLatencyAlarm statistic = %v, want p99", p99["ExtendedStatistic"])
+	}
+	if tpl.Resources["Dashboard"].Type != "AWS::CloudWatch::Dashboard" {
+		t.Fatal("no Dashboard (AWS::CloudWatch::Dashboard)")
+	}
+	body, _ := get(tpl.Resources["Dashboard"].Properties, "DashboardBody", "Fn::Sub").(string)
+	body = regexp.MustCompile(`\$\{[^}]+\}`).ReplaceAllString(body, "x")
+	if !json.Valid([]byte(body)) {
+		t.Errorf("DashboardBody is not JSON once substituted: %s", body)
+	}
+	for _, m := range []string{"Probes", `"Transitions"`, `"FanOutDuration"`, `"ProbeLatency"`} {
+		if !strings.Contains(body, m) {
+			t.Errorf("the dashboard does not show %s", m)
+		}
+	}
+}
+
+// statements returns every IAM statement of the template's roles, with the
+// role it belongs to.
+func statements(tpl rawTemplate) map[string][]map[string]any {
+	out := map[string][]map[string]any{}
+	for _, id := range tpl.ofType("AWS::IAM::Role") {
+		for _, pol := range list(tpl.Resources[id].Properties["Policies"]) {
+			for _, st := range list(get(pol, "PolicyDocument", "Statement")) {
+				if m, ok := st.(map[string]any); ok {
+					out[id] = append(out[id], m)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestLeastPrivilege: every function runs as a role of the template, so SAM
+// adds no managed policy (AWSLambdaSQSQueueExecutionRole and
+// AWSLambdaDynamoDBExecutionRole grant their actions on "*"); no statement
+// grants anything on "*" but sts:GetWebIdentityToken, which has no resource
+// type and is held to one audience, RS256 and five minutes; queue, stream,
+// log, table, bus and secret actions name this stack's resources.
+func TestLeastPrivilege(t *testing.T) {
+	tpl := parseRaw(t)
+	for _, fn := range tpl.ofType("AWS::Serverless::Function") {
+		p := tpl.Resources[fn].Properties
+		role := ref(p["Role"])
+		if tpl.Resources[role].Type != "AWS::IAM::Role" {
+			t.Errorf("%s: Role = %q, want a role of the template (SAM's generated role adds wildcard managed policies)", fn, role)
+		}
+		if p["Policies"] != nil {
+			t.Errorf("%s: has SAM Policies; put statements in its role", fn)
+		}
+	}
+	for role, sts := range statements(tpl) {
+		if mp := tpl.Resources[role].Properties["ManagedPolicyArns"]; mp != nil {
+			t.Errorf("%s: managed policies %v", role, mp)
+		}
+		for _, st := range sts {
+			actions := list(st["Action"])
+			for _, r := range list(st["Resource"]) {
+				if r != "*" {
+					continue
+				}
+				if len(actions) != 1 || actions[0] != "sts:GetWebIdentityToken" {
+					t.Errorf("%s %v: %v on \"*\"", role, st["Sid"], actions)
+					continue
+				}
+				cond, _ := st["Condition"].(map[string]any)
+				aud := get(cond, "ForAllValues:StringEquals", "sts:IdentityTokenAudience")
+				if ref(aud) != "AzureFederatedTokenAudience" ||
+					get(cond, "Null", "sts:IdentityTokenAudience") != "false" ||
+					get(cond, "StringEquals", "sts:SigningAlgorithm") != "RS256" ||
+					fmt.Sprint(get(cond, "NumericLessThanEquals", "sts:DurationSeconds")) != "300" {
+					t.Errorf("%s %v: sts:GetWebIdentityToken conditions %v; want the audience parameter (and present), RS256, at most 300 s", role, st["Sid"], cond)
+				}
+			}
+			for _, a := range actions {
+				s, _ := a.(string)
+				if strings.Contains(s, "*") {
+					t.Errorf("%s %v: wildcard action %s", role, st["Sid"], s)
+				}
+				svc, _, _ := strings.Cut(s, ":")
+				switch svc {
+				case "sqs", "dynamodb", "logs", "events", "secretsmanager":
+					for _, r := range list(st["Resource"]) {
+						if id := ref(r); id == "" {
+							if sub, ok := get(r, "Fn::Sub").(string); !ok || !strings.HasPrefix(sub, "${SpacesTable.Arn}/") {
+								t.Errorf("%s %v: %s on %v, not a resource of this stack", role, st["Sid"], s, r)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestStatefulResourcesAreKept: every queue has an explicit deletion and
+// replacement policy and retention; the table is retained and protected from
+// deletion; the API has reserved concurrency and stage throttling from
+// parameters.
+func TestStatefulResourcesAreKept(t *testing.T) {
+	tpl := parseRaw(t)
+	for _, q := range tpl.ofType("AWS::SQS::Queue") {
+		r := tpl.Resources[q]
+		if r.DeletionPolicy == "" || r.UpdateReplacePolicy == "" {
+			t.Errorf("%s: DeletionPolicy %q, UpdateReplacePolicy %q; want both explicit", q, r.DeletionPolicy, r.UpdateReplacePolicy)
+		}
+		if r.Properties["MessageRetentionPeriod"] == nil {
+			t.Errorf("%s: no MessageRetentionPeriod", q)
+		}
+	}
+	table := tpl.Resources["SpacesTable"]
+	if table.DeletionPolicy != "Retain" || table.UpdateReplacePolicy != "Retain" || table.Properties["DeletionProtectionEnabled"] != true {
+		t.Errorf("SpacesTable: %q/%q, deletion protection %v; want Retain, Retain, true", table.DeletionPolicy, table.UpdateReplacePolicy, table.Properties["DeletionProtectionEnabled"])
+	}
+	if ref(tpl.Resources["ApiFunction"].Properties["ReservedConcurrentExecutions"]) != "ApiReservedConcurrency" {
+		t.Error("ApiFunction: ReservedConcurrentExecutions is not the ApiReservedConcurrency parameter")
+	}
+	rs := get(tpl.Resources["HttpApi"].Properties, "DefaultRouteSettings")
+	if ref(get(rs, "ThrottlingRateLimit")) != "ThrottlingRateLimit" || ref(get(rs, "ThrottlingBurstLimit")) != "ThrottlingBurstLimit" {
+		t.Errorf("HttpApi DefaultRouteSettings = %v, want rate and burst from parameters", rs)
+	}
+}
+
+// TestGatewayEnforcesTheInternalScope: PATCH /spaces/{id}/status needs the
+// spaces:internal scope at the gateway, not only in the function; no other
+// route asks for a scope.
+func TestGatewayEnforcesTheInternalScope(t *testing.T) {
+	tpl := parseRaw(t)
+	events, _ := tpl.Resources["ApiFunction"].Properties["Events"].(map[string]any)
+	for name, ev := range events {
+		p := get(ev, "Properties")
+		scopes := list(get(p, "Auth", "AuthorizationScopes"))
+		route := fmt.Sprint(get(p, "Method"), " ", get(p, "Path"))
+		if route == "PATCH /spaces/{id}/status" {
+			if !slices.Equal(scopes, []any{"spaces:internal"}) || get(p, "Auth", "Authorizer") != "PlatformJwt" {
+				t.Errorf("%s (%s): Auth = %v, want PlatformJwt with scope spaces:internal", name, route, get(p, "Auth"))
+			}
+		} else if len(scopes) > 0 {
+			t.Errorf("%s (%s): unexpected scopes %v", name, route, scopes)
+		}
+	}
+}
+
+// TestCORSLetsTheConsoleUseTheWholeAPI: with a console origin set, the
+// gateway allows exactly that origin, every method the API serves, every
+// request header openapi.yaml declares, and exposes every response header
+// it declares; without one there is no CORS at all.
+func TestCORSLetsTheConsoleUseTheWholeAPI(t *testing.T) {
+	tpl := parseRaw(t)
+	if d := tpl.Parameters["ConsoleOrigin"]["Default"]; d != "" {
+		t.Errorf("ConsoleOrigin default = %v, want empty (no cross-origin access)", d)
+	}
+	cors := list(get(tpl.Resources["HttpApi"].Properties, "CorsConfiguration", "Fn::If"))
+	if len(cors) != 3 || cors[0] != "HasConsoleOrigin" || ref(cors[2]) != "AWS::NoValue" {
+		t.Fatalf("HttpApi CorsConfiguration = %v, want Fn::If [HasConsoleOrigin, config, AWS::NoValue]", cors)
+	}
+	cfg := cors[1]
+	origins := list(get(cfg, "AllowOrigins"))
+	if len(origins) != 1 || ref(origins[0]) != "ConsoleOrigin" {
+		t.Errorf("AllowOrigins = %v, want exactly the ConsoleOrigin parameter", origins)
+	}
+	lower := func(key string) map[string]bool {
+		out := map[string]bool{}
+		for _, v := range list(get(cfg, key)) {
+			out[strings.ToLower(fmt.Sprint(v))] = true
+		}
+		return out
+	}
+	methods, allowed, exposed := lower("AllowMethods"), lower("AllowHeaders"), lower("ExposeHeaders")
+
+	doc, err := libopenapi.NewDocument(spaces.OpenAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := doc.BuildV3Model()
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := map[string]bool{"authorization": true, "content-type": true}
+	var expose []string
+	for _, item := range m.Model.Paths.PathItems.FromOldest() {
+		params := item.Parameters
+		for method, op := range item.GetOperations().FromOldest() {
+			if !methods[strings.ToLower(method)] && method != "get" {
+				t.Errorf("AllowMethods lacks %s", strings.ToUpper(method))
+			}
+			for _, p := range append(slices.Clone(params), op.Parameters...) {
+				if p.In == "header" {
+					need[strings.ToLower(p.Name)] = true
+				}
+			}
+			for _, resp := range op.Responses.Codes.FromOldest() {
+				for name := range resp.Headers.KeysFromOldest() {
+					expose = append(expose, strings.ToLower(name))
+				}
+			}
+		}
+	}
+	for h := range need {
+		if !allowed[h] {
+			t.Errorf("AllowHeaders lacks %s, which the API takes", h)
+		}
+	}
+	for _, h := range expose {
+		// Browsers always expose the CORS-safelisted response headers.
+		if h != "www-authenticate" && !exposed[h] {
+			t.Errorf("ExposeHeaders lacks %s, which the API sends", h)
+		}
+	}
+}
+
+// TestEverySampleEventIsExercised: each sample event under events/ is read
+// by some test, by its path or by a glob of its folder, so that a sample
+// cannot rot unnoticed.
+func TestEverySampleEventIsExercised(t *testing.T) {
+	var sources strings.Builder
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != ".") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, "_test.go") && path != "template_ops_test.go" {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			sources.Write(b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, _ := filepath.Glob("events/*/*.json")
+	if len(samples) == 0 {
+		t.Fatal("no sample events")
+	}
+	for _, s := range samples {
+		dir, name := filepath.Split(s)
+		if !strings.Contains(sources.String(), s) && !strings.Contains(sources.String(), dir+"*.json") &&
+			!strings.Contains(sources.String(), `"`+name+`"`) {
+			t.Errorf("%s is read by no test", s)
+		}
+	}
+}
