@@ -16,6 +16,7 @@ import (
 	"spaces/shared/dynamostore"
 	"spaces/shared/revisions"
 	"spaces/shared/space"
+	"spaces/shared/wiring"
 )
 
 // TestSampleClaimEvent pushes events/revisions/claim.json through the claim
@@ -44,8 +45,11 @@ func TestSampleClaimEvent(t *testing.T) {
 	store := dynamostore.New(awsclient.DynamoDB(env.Config, env.Endpoint), env.Name(t, "SpacesTable"))
 	q := awsclient.SQS(env.Config, env.Endpoint)
 	dlq := env.Resources["RevisionsDLQ"].URL
-	c := &revisions.Claimer{Store: store, SQS: q, QueueURL: env.Resources["RevisionsQueue"].URL, DLQURL: dlq,
-		StaleAfter: space.DefaultStaleAfter, Log: slog.New(slog.DiscardHandler)}
+	// The claimer as the function builds it; no claim here reaches a cluster.
+	c := wiring.Claimer(wiring.AWS{Config: env.Config, Endpoint: env.Endpoint}, wiring.ClaimerSettings{
+		Common:         wiring.Common{Table: env.Name(t, "SpacesTable"), StaleAfter: space.DefaultStaleAfter},
+		RevisionsQueue: env.Resources["RevisionsQueue"].URL, RevisionsDLQ: dlq,
+	}, nil, nil, slog.New(slog.DiscardHandler))
 	deadLetters := func() []string {
 		t.Helper()
 		out, err := q.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(dlq), MaxNumberOfMessages: 10})
