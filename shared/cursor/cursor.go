@@ -32,13 +32,34 @@ const (
 // enc is strict so every cursor has exactly one spelling.
 var enc = base64.RawURLEncoding.Strict()
 
-// Codec seals and opens cursors with one key. It is safe for concurrent use.
+// Codec seals cursors with one key and opens them with that key or an
+// earlier one. It is safe for concurrent use.
 type Codec struct {
 	aead cipher.AEAD
+	// older open cursors sealed before a key rotation, so that a client
+	// paging through a listing is not cut off by it.
+	older []cipher.AEAD
 }
 
-// New returns a codec for a 32-byte key (see KeyFromSecret).
-func New(key []byte) (*Codec, error) {
+// New returns a codec for a 32-byte key (see KeyFromSecret). Cursors sealed
+// with any of the previous keys still open; new ones are sealed with key.
+func New(key []byte, previous ...[]byte) (*Codec, error) {
+	aead, err := newAEAD(key)
+	if err != nil {
+		return nil, err
+	}
+	c := &Codec{aead: aead}
+	for _, k := range previous {
+		a, err := newAEAD(k)
+		if err != nil {
+			return nil, fmt.Errorf("previous key: %w", err)
+		}
+		c.older = append(c.older, a)
+	}
+	return c, nil
+}
+
+func newAEAD(key []byte) (cipher.AEAD, error) {
 	if len(key) != KeySize {
 		return nil, fmt.Errorf("cursor: key must be %d bytes, got %d", KeySize, len(key))
 	}
@@ -51,7 +72,7 @@ func New(key []byte) (*Codec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cursor: %w", err)
 	}
-	return &Codec{aead: aead}, nil
+	return aead, nil
 }
 
 // KeyFromSecret derives the key from a configured secret, so every deployed
@@ -100,6 +121,12 @@ func (c *Codec) Open(scope, s string, v any) error {
 		return invalid(fmt.Errorf("unknown cursor version %d", raw[0]))
 	}
 	plain, err := c.aead.Open(nil, nil, raw[1:], aad(scope))
+	for _, a := range c.older {
+		if err == nil {
+			break
+		}
+		plain, err = a.Open(nil, nil, raw[1:], aad(scope))
+	}
 	if err != nil {
 		return invalid(errors.New("authentication failed (tampered, other key or other scope)"))
 	}

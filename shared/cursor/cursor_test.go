@@ -113,6 +113,50 @@ func TestSharedSecretInteroperates(t *testing.T) {
 	}
 }
 
+// TestRotationKeepsCursorsOpenAcrossOneRotation: after the secret is
+// rotated, a codec built from the new value and the previous one opens the
+// cursors sealed before, seals only with the new key, and a codec that no
+// longer carries the old value refuses them, leaving the target untouched.
+func TestRotationKeepsCursorsOpenAcrossOneRotation(t *testing.T) {
+	before := newCodec(t, "value one")
+	old := seal(t, before, scopeAcme, position{After: spaceID})
+
+	rotated, err := cursor.New(cursor.KeyFromSecret("value two"), cursor.KeyFromSecret("value one"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out position
+	if err := rotated.Open(scopeAcme, old, &out); err != nil || out.After != spaceID {
+		t.Fatalf("a cursor from before the rotation: %+v, %v", out, err)
+	}
+	// Still bound to its scope under the previous key.
+	if err := rotated.Open("org=other|GET /spaces|provider=aws", old, &out); err == nil {
+		t.Error("the previous key opened a cursor for another scope")
+	}
+	fresh := seal(t, rotated, scopeAcme, position{After: otherSpace})
+	if err := newCodec(t, "value two").Open(scopeAcme, fresh, &out); err != nil || out.After != otherSpace {
+		t.Errorf("a new cursor is not sealed with the current key: %+v, %v", out, err)
+	}
+	if err := before.Open(scopeAcme, fresh, &out); err == nil {
+		t.Error("the old key opened a cursor sealed after the rotation")
+	}
+
+	// A second rotation drops "value one": its cursors are refused.
+	twice, err := cursor.New(cursor.KeyFromSecret("value three"), cursor.KeyFromSecret("value two"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := position{After: "unchanged"}
+	err = twice.Open(scopeAcme, old, &kept)
+	var se *space.Error
+	if !errors.As(err, &se) || se.Kind != space.KindMalformed || kept.After != "unchanged" {
+		t.Errorf("two rotations later: %v, target %+v; want a malformed-cursor error and no change", err, kept)
+	}
+	if _, err := cursor.New(cursor.KeyFromSecret("x"), make([]byte, 16)); err == nil || !strings.Contains(err.Error(), "previous key") {
+		t.Errorf("New with a 16-byte previous key = %v, want a key-length error", err)
+	}
+}
+
 func TestSealsAreUnlinkable(t *testing.T) {
 	// A fresh nonce each time: the same position never gives the same
 	// cursor, so clients cannot even tell two cursors point at one place.
