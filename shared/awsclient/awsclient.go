@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 )
@@ -115,6 +116,15 @@ func EventBridge(cfg aws.Config, endpoint string) *eventbridge.Client {
 // STS returns an STS client.
 func STS(cfg aws.Config, endpoint string) *sts.Client {
 	return sts.NewFromConfig(cfg, func(o *sts.Options) {
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	})
+}
+
+// SecretsManager returns a Secrets Manager client.
+func SecretsManager(cfg aws.Config, endpoint string) *secretsmanager.Client {
+	return secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
