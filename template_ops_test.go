@@ -333,6 +333,46 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 }
 
+// TestSecretsStayOutOfTheEnvironment: no parameter carries a secret
+// (NoEcho), no environment variable holds one, and the API reads the cursor
+// secret's ARN from its environment and the value from Secrets Manager,
+// with permission for that one secret.
+func TestSecretsStayOutOfTheEnvironment(t *testing.T) {
+	tpl := parseRaw(t)
+	for name, p := range tpl.Parameters {
+		if p["NoEcho"] == true {
+			t.Errorf("parameter %s is NoEcho: a secret passed as a parameter lands in the function's configuration", name)
+		}
+	}
+	secretLike := []string{"SECRET", "PASSWORD", "TOKEN", "KEY", "CREDENTIAL"}
+	for _, fn := range tpl.ofType("AWS::Serverless::Function") {
+		vars, _ := get(tpl.Resources[fn].Properties, "Environment", "Variables").(map[string]any)
+		for name, v := range vars {
+			for _, w := range secretLike {
+				if strings.Contains(name, w) && !strings.HasSuffix(name, "_ARN") && name != "AZURE_FEDERATED_TOKEN_AUDIENCE" {
+					t.Errorf("%s: environment variable %s looks like a secret", fn, name)
+				}
+			}
+			if strings.HasSuffix(name, "_ARN") && tpl.Resources[ref(v)].Type != "AWS::SecretsManager::Secret" {
+				t.Errorf("%s: %s does not refer to a Secrets Manager secret", fn, name)
+			}
+		}
+	}
+	vars, _ := get(tpl.Resources["ApiFunction"].Properties, "Environment", "Variables").(map[string]any)
+	if ref(vars["CURSOR_SECRET_ARN"]) != "CursorSecret" {
+		t.Fatalf("ApiFunction: CURSOR_SECRET_ARN = %v, want a Ref to CursorSecret", vars["CURSOR_SECRET_ARN"])
+	}
+	granted := false
+	for _, st := range statements(tpl)[ref(tpl.Resources["ApiFunction"].Properties["Role"])] {
+		if slices.Contains(list(st["Action"]), any("secretsmanager:GetSecretValue")) {
+			granted = slices.ContainsFunc(list(st["Resource"]), func(r any) bool { return ref(r) == "CursorSecret" })
+		}
+	}
+	if !granted {
+		t.Error("the API's role cannot read CursorSecret")
+	}
+}
+
 // TestStatefulResourcesAreKept: every queue has an explicit deletion and
 // replacement policy and retention; the table is retained and protected from
 // deletion; the API has reserved concurrency and stage throttling from

@@ -10,7 +10,9 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"spaces/shared/auth"
+	"spaces/shared/awsclient"
 	"spaces/shared/config"
+	"spaces/shared/secret"
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/api"
 	"spaces/shared/wiring/clouds"
@@ -18,8 +20,14 @@ import (
 
 func main() {
 	fn := config.NewFunction()
+	ctx := context.Background()
 	s, fed := api.Read(fn.Env), clouds.Read(fn.Env)
-	a := wiring.AWS{Config: fn.AWS(context.Background())}
+	a := wiring.AWS{Config: fn.AWS(ctx)}
+	// The cursor key comes from Secrets Manager at cold start, never from
+	// the environment; the previous value keeps older cursors open.
+	var err error
+	s.CursorSecret, s.PreviousCursorSecret, err = secret.Versions(ctx, awsclient.SecretsManager(a.Config, ""), s.CursorSecretARN)
+	fn.Check("cursor secret", err)
 	h, err := handler(a, s, fed, fn)
 	fn.Check("handler", err)
 	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)

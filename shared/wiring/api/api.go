@@ -22,14 +22,20 @@ import (
 // Settings are the api function's configuration.
 type Settings struct {
 	wiring.Common
-	CursorSecret   string
-	ProbeQueue     string // where registration probes are sent ("": none)
-	RevisionsQueue string // where deployment revisions are queued
+	// CursorSecretARN names the Secrets Manager secret whose values seal
+	// pagination cursors; CursorSecret and PreviousCursorSecret are its
+	// current and previous value (after a rotation, cursors sealed with the
+	// previous one still open).
+	CursorSecretARN      string
+	CursorSecret         string
+	PreviousCursorSecret string
+	ProbeQueue           string // where registration probes are sent ("": none)
+	RevisionsQueue       string // where deployment revisions are queued
 }
 
 // Read reads the api function's settings.
 func Read(env *config.Env) Settings {
-	return Settings{Common: wiring.ReadCommon(env), CursorSecret: env.Required("CURSOR_SECRET"),
+	return Settings{Common: wiring.ReadCommon(env), CursorSecretARN: env.Required("CURSOR_SECRET_ARN"),
 		ProbeQueue: env.Required("PROBE_QUEUE_URL"), RevisionsQueue: env.Required("REVISIONS_QUEUE_URL")}
 }
 
@@ -44,7 +50,11 @@ type Options struct {
 
 // New returns the assembled API and the domain service behind it.
 func New(a wiring.AWS, s Settings, o Options) (*httpapi.API, *space.Service, error) {
-	cursors, err := cursor.New(cursor.KeyFromSecret(s.CursorSecret))
+	var previous [][]byte
+	if s.PreviousCursorSecret != "" {
+		previous = append(previous, cursor.KeyFromSecret(s.PreviousCursorSecret))
+	}
+	cursors, err := cursor.New(cursor.KeyFromSecret(s.CursorSecret), previous...)
 	if err != nil {
 		return nil, nil, err
 	}
