@@ -48,7 +48,10 @@ func main() {
 	}
 	awsCfg := fn.AWS(context.Background())
 	store := dynamostore.New(awsclient.DynamoDB(awsCfg, ""), s.table)
-	minter := mint.ForRuntime(mint.RuntimeConfig{AWS: awsCfg, Store: store, GCPWorkloadIdentityProvider: s.gcpPool, AzureTokenAudience: s.azureAud})
+	minter := mint.ForRuntime(mint.RuntimeConfig{AWS: awsCfg, Store: store, GCPWorkloadIdentityProvider: s.gcpPool, AzureTokenAudience: s.azureAud,
+		// Who the customers' clouds are told to trust (each account's setup).
+		GCPFederationRole: env.String("GCP_FEDERATION_ROLE_ARN", ""), AWSPrincipal: env.String("SPACES_AWS_PRINCIPAL", ""),
+		AzureIssuer: env.String("AZURE_FEDERATED_TOKEN_ISSUER", ""), AzureSubject: env.String("AZURE_FEDERATED_TOKEN_SUBJECT", "")})
 	probes := probing.Enqueuer{Queue: probing.SQSQueue{Q: sqsqueue.New(awsclient.SQS(awsCfg, ""), s.probeQueue)}}
 	revs := revisions.Queue{Q: sqsqueue.New(awsclient.SQS(awsCfg, ""), s.revisions)}
 	h, err := handler(s, store, minter, probes, revs, log)

@@ -36,8 +36,9 @@ func main() {
 	awsCfg := fn.AWS(ctx)
 	store := dynamostore.New(awsclient.DynamoDB(awsCfg, ""), table)
 	p := &probing.Prober{
-		Store:     store,
-		Minter:    mint.ForRuntime(mint.RuntimeConfig{AWS: awsCfg, Store: store, GCPWorkloadIdentityProvider: gcpPool, AzureTokenAudience: azureAud}),
+		Store: store,
+		Minter: mint.ForRuntime(mint.RuntimeConfig{AWS: awsCfg, Store: store, GCPWorkloadIdentityProvider: gcpPool, AzureTokenAudience: azureAud,
+			GCPFederationRole: env.String("GCP_FEDERATION_ROLE_ARN", "")}),
 		Checker:   &kubeprobe.Prober{Timeout: probing.DefaultTimeout},
 		Events:    eventbus.New(awsclient.EventBridge(awsCfg, ""), bus),
 		Queue:     probing.SQSQueue{Q: sqsqueue.New(awsclient.SQS(awsCfg, ""), queueURL)},

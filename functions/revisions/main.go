@@ -29,8 +29,9 @@ func main() {
 	awsCfg := fn.AWS(context.Background())
 	store := dynamostore.New(awsclient.DynamoDB(awsCfg, ""), table)
 	c := &revisions.Claimer{
-		Store:      store,
-		Minter:     mint.ForRuntime(mint.RuntimeConfig{AWS: awsCfg, Store: store, GCPWorkloadIdentityProvider: gcpPool, AzureTokenAudience: azureAud}),
+		Store: store,
+		Minter: mint.ForRuntime(mint.RuntimeConfig{AWS: awsCfg, Store: store, GCPWorkloadIdentityProvider: gcpPool, AzureTokenAudience: azureAud,
+			GCPFederationRole: env.String("GCP_FEDERATION_ROLE_ARN", "")}),
 		Applier:    &kubeapply.Applier{},
 		SQS:        awsclient.SQS(awsCfg, ""),
 		QueueURL:   queueURL,

@@ -22,11 +22,12 @@ import (
 )
 
 // The demo accounts' fixed identities: POST them as a cloud account's
-// connection (Connection builds it) and the simulated cloud lets Spaces in.
+// connection (Connection builds it); the simulated cloud lets Spaces in once
+// the setup the answer carries is applied (simcloud's console,
+// POST /console/apply-setup, or Cloud.ApplySetup) and the account verified.
 const (
 	AWSAccount = "210987654321"
 	RoleARN    = "arn:aws:iam::" + AWSAccount + ":role/spaces-demo"
-	ExternalID = "spaces-demo"
 	AWSRegion  = "eu-west-1"
 
 	GCPProject        = "acme-demo"
@@ -42,7 +43,7 @@ const (
 func Connection(p space.Provider) map[string]string {
 	switch p {
 	case space.AWS:
-		return map[string]string{"roleArn": RoleARN, "externalId": ExternalID}
+		return map[string]string{"roleArn": RoleARN}
 	case space.GCP:
 		return map[string]string{"projectId": GCPProject, "serviceAccountEmail": GCPServiceAccount}
 	case space.Azure:
@@ -129,7 +130,12 @@ func Start(opts Options) (*Demo, error) {
 		return nil, fmt.Errorf("simulated cloud: %w", err)
 	}
 	d := &Demo{Cloud: sc}
-	sc.AddRole(RoleARN, ExternalID)
+	// The customer's role, service account and app exist but trust nobody
+	// yet: each org's setup adds its own trust.
+	if err := sc.SetTrustPolicy(RoleARN, []byte(`{"Version":"2012-10-17","Statement":[]}`)); err != nil {
+		d.Close()
+		return nil, err
+	}
 	sc.AddServiceAccount(GCPServiceAccount)
 	sc.AddApp(AzureTenant, AzureClient)
 	ca, err := testcluster.NewCA()

@@ -74,13 +74,15 @@ func get(t *testing.T, tc *testcluster.Cluster, token string) int {
 // cluster of the same cloud, EKS tokens included.
 func TestProvidersAndTokenCheck(t *testing.T) {
 	sc := simcloud.StartForTest(t, simcloud.Options{})
-	sc.AddRole(roleARN, external)
-	sc.AddServiceAccount(sa)
-	sc.AddApp(tenant, client)
 	accounts := map[space.Provider]space.CloudAccount{
-		space.AWS:   {ID: "a-aws", Provider: space.AWS, Connection: map[string]string{"roleArn": roleARN, "externalId": external}},
-		space.GCP:   {ID: "a-gcp", Provider: space.GCP, Connection: map[string]string{"projectId": project, "serviceAccountEmail": sa}},
-		space.Azure: {ID: "a-az", Provider: space.Azure, Connection: map[string]string{"tenantId": tenant, "clientId": client, "subscriptionId": sub}},
+		space.AWS:   {ID: "a-aws", OrgID: "acme", Provider: space.AWS, Connection: map[string]string{"roleArn": roleARN, "externalId": external}},
+		space.GCP:   {ID: "a-gcp", OrgID: "acme", Provider: space.GCP, Connection: map[string]string{"projectId": project, "serviceAccountEmail": sa}},
+		space.Azure: {ID: "a-az", OrgID: "acme", Provider: space.Azure, Connection: map[string]string{"tenantId": tenant, "clientId": client, "subscriptionId": sub}},
+	}
+	for _, a := range accounts {
+		if err := sc.ApplySetup(a); err != nil {
+			t.Fatal(err)
+		}
 	}
 	providers := sc.Providers()
 	for _, p := range []space.Provider{space.AWS, space.GCP, space.Azure} {

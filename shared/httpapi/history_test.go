@@ -36,8 +36,12 @@ func TestStatusHistory(t *testing.T) {
 	svc := &space.Service{Store: store, Now: func() time.Time { return at }, NewID: uuid.NewString}
 	org := "org-" + uuid.NewString()[:8]
 	acct, err := svc.CreateAccount(t.Context(), org, space.NewAccountInput{Provider: space.AWS, Name: "a",
-		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces", "externalId": "ext-1"}})
+		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces"}})
 	if err != nil {
+		t.Fatal(err)
+	}
+	acct.Status, acct.Version = space.AccountReady, acct.Version+1 // as a verification would
+	if err := store.SaveAccount(t.Context(), acct); err != nil {
 		t.Fatal(err)
 	}
 	s, _, err := svc.Register(t.Context(), org, space.RegisterInput{Provider: space.AWS, SpaceType: space.TypeKubernetes,

@@ -168,9 +168,13 @@ func newHarness(t testing.TB, probeTimeout time.Duration) *harness {
 	}
 	a, err := h.svc.CreateAccount(t.Context(), h.org, space.NewAccountInput{
 		Provider: space.AWS, Name: "prod",
-		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces", "externalId": "ext-1234"},
+		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces"},
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	a.Status, a.Version = space.AccountReady, a.Version+1 // as a verification would
+	if err := h.store.SaveAccount(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
 	h.account = a
