@@ -2,9 +2,11 @@ package mint_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
+	"spaces/infra/testcluster"
 	"spaces/shared/mint/minttest"
 	"spaces/shared/space"
 )
@@ -74,4 +76,60 @@ func reasonOf(err error) string {
 		return e.Reason
 	}
 	return ""
+}
+
+// An AWS account stored before verification existed keeps minting for the
+// space already on it, takes no new registration, and on its first
+// verification trades its customer-chosen external id for a generated one:
+// pending until the role names the new id, then ready.
+func TestLegacyAccount(t *testing.T) {
+	env := minttest.Start(t)
+	ctx := t.Context()
+	const role = "arn:aws:iam::" + minttest.AWSAccount + ":role/legacy"
+	env.Cloud.AddRole(role, "chosen-by-customer")
+	legacy := space.CloudAccount{ID: uuid.NewString(), OrgID: env.Org, Provider: space.AWS, Name: "old",
+		Connection: map[string]string{"roleArn": role, "externalId": "chosen-by-customer"}, CreatedAt: time.Now().UTC(), Version: 1}
+	if err := env.Store.CreateAccount(ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	tc := testcluster.NewForTest(t)
+	cl := minttest.Cluster(space.AWS, "legacy-1", tc.URL(), tc.CAPEM())
+	cl.Principals = []string{role}
+	env.Cloud.AddCluster(cl)
+	// A space registered back then (the store does not check readiness).
+	old := space.NewSpace(uuid.NewString(), env.Org, space.RegisterInput{Provider: space.AWS, SpaceType: space.TypeKubernetes,
+		CloudAccountID: legacy.ID, Config: minttest.Config(space.AWS, "legacy-1")}, time.Now().UTC())
+	if err := env.Store.Register(ctx, old, space.Idempotency{}); err != nil {
+		t.Fatal(err)
+	}
+
+	got, err := env.Service.GetAccount(ctx, env.Org, legacy.ID)
+	if err != nil || got.Status != space.AccountPending || got.StatusReason != space.ReasonReverificationRequired {
+		t.Fatalf("legacy account reads %+v, %v", got, err)
+	}
+	if _, err := env.Minter.Mint(ctx, old); err != nil {
+		t.Errorf("the legacy account's space no longer mints: %v", err)
+	}
+	_, _, err = env.Service.Register(ctx, env.Org, space.RegisterInput{Provider: space.AWS, SpaceType: space.TypeKubernetes,
+		CloudAccountID: legacy.ID, Config: minttest.Config(space.AWS, "legacy-2")}, "")
+	if e, ok := err.(*space.Error); !ok || e.Reason != space.ReasonAccountNotReady || len(e.Fields) != 1 || e.Fields[0].Field != "cloud_account_id" {
+		t.Errorf("registering on the legacy account: %v", err)
+	}
+
+	rotated, err := env.Service.VerifyAccount(ctx, env.Org, legacy.ID)
+	if reasonOf(err) != space.ReasonReverificationRequired || rotated.Status != space.AccountPending ||
+		rotated.Connection["externalId"] == "chosen-by-customer" || rotated.Setup == nil || rotated.Setup.ExternalID != rotated.Connection["externalId"] {
+		t.Fatalf("first verification of the legacy account: %+v, %v", rotated, err)
+	}
+	if err := env.Cloud.ApplySetup(rotated); err != nil {
+		t.Fatal(err)
+	}
+	ready, err := env.Service.VerifyAccount(ctx, env.Org, legacy.ID)
+	if err != nil || !ready.Ready() {
+		t.Fatalf("after the role names the new id: %+v, %v", ready, err)
+	}
+	env.Minter.Invalidate(old.ID)
+	if _, err := env.Minter.Mint(ctx, old); err != nil {
+		t.Errorf("the space does not mint through the verified account: %v", err)
+	}
 }

@@ -101,10 +101,17 @@ func (svc *Service) verify(ctx context.Context, a CloudAccount, explicit bool) (
 			msg = de.Message
 		}
 		next.Status = AccountPending
-		if explicit || reason == ReasonExternalIDNotRequired || reason == ReasonTrustNotOrgBound {
-			next.Status = AccountFailed
-		}
 		next.StatusReason, next.StatusMessage = reason, msg
+		switch {
+		case explicit || reason == ReasonExternalIDNotRequired || reason == ReasonTrustNotOrgBound:
+			next.Status = AccountFailed
+		case !a.Legacy:
+			// A first try before the customer applied the setup is
+			// expected to be refused: say what to do, with the cloud's
+			// answer.
+			next.StatusReason = ReasonNotVerified
+			next.StatusMessage = "apply the setup, then POST /cloud-accounts/" + a.ID + "/verify (the cloud answers now: " + msg + ")"
+		}
 		problem = &Error{Kind: KindInvalid, Reason: reason, Message: "the cloud does not trust this org's identity for the account: " + msg}
 	}
 	saver, ok := svc.Store.(AccountSaver)

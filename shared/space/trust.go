@@ -122,7 +122,8 @@ func (c TrustConfig) Setup(a CloudAccount) *TrustSetup {
 		return &TrustSetup{Principal: p, Subject: c.GCPSubject(a.OrgID), Steps: []string{
 			"gcloud iam service-accounts add-iam-policy-binding " + sa + " --project " + a.Connection["projectId"] +
 				" --role roles/iam.serviceAccountTokenCreator --member '" + p + "'",
-			"grant " + sa + " roles/container.clusterViewer on the project, and what it may do in each cluster through Kubernetes RBAC",
+			"gcloud projects add-iam-policy-binding " + a.Connection["projectId"] + " --member serviceAccount:" + sa + " --role roles/container.clusterViewer",
+			"give " + sa + " what it may do in each cluster through Kubernetes RBAC",
 			verify,
 		}}
 	case Azure:
@@ -131,8 +132,9 @@ func (c TrustConfig) Setup(a CloudAccount) *TrustSetup {
 			"subject": c.AzureSubject, "audiences": []string{aud}})
 		return &TrustSetup{Principal: c.AzureSubject, Issuer: c.AzureIssuer, Subject: c.AzureSubject, Audience: aud, Steps: []string{
 			"az ad app federated-credential create --id " + a.Connection["clientId"] + " --parameters '" + string(fic) + "'",
-			"az role assignment create --assignee " + a.Connection["clientId"] + " --role 'Azure Kubernetes Service Cluster User Role' --scope /subscriptions/" +
-				a.Connection["subscriptionId"] + ", plus Reader to list the clusters and Kubernetes RBAC in each",
+			"az role assignment create --assignee " + a.Connection["clientId"] + " --role 'Azure Kubernetes Service Cluster User Role' --scope /subscriptions/" + a.Connection["subscriptionId"],
+			"az role assignment create --assignee " + a.Connection["clientId"] + " --role Reader --scope /subscriptions/" + a.Connection["subscriptionId"],
+			"give the app what it may do in each cluster through Kubernetes RBAC",
 			verify,
 		}}
 	}
