@@ -52,6 +52,11 @@ type TrustSetup struct {
 	Steps []string `json:"steps"`
 }
 
+// CanaryOrg is an org id no token can carry (it starts with a NUL): the
+// identity Spaces presents for it must be refused by every customer's
+// cloud, or the customer's grant is wider than their org.
+const CanaryOrg = "\x00spaces-trust-canary"
+
 var plainOrg = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,46}$`)
 
 // OrgTag names an org in what Spaces presents to a cloud (an AWS role
@@ -103,8 +108,23 @@ func (c TrustConfig) AWSTrustPolicy(externalID string) json.RawMessage {
 	return b
 }
 
-// Setup is the customer's setup for a.
+// Setup is the customer's setup for a. A deployment that does not say who
+// Spaces is to a cloud gets no made-up setup, only that fact.
 func (c TrustConfig) Setup(a CloudAccount) *TrustSetup {
+	missing := map[Provider]string{}
+	if c.AWSPrincipal == "" {
+		missing[AWS] = "SPACES_AWS_PRINCIPAL"
+	}
+	if c.GCPWorkloadIdentityProvider == "" || c.GCPFederationRole == "" {
+		missing[GCP] = "GCP_WORKLOAD_IDENTITY_PROVIDER and GCP_FEDERATION_ROLE_ARN"
+	}
+	if c.AzureIssuer == "" || c.AzureSubject == "" || c.AzureAudienceBase == "" {
+		missing[Azure] = "AZURE_FEDERATED_TOKEN_ISSUER, _SUBJECT and _AUDIENCE"
+	}
+	if env, ok := missing[a.Provider]; ok {
+		return &TrustSetup{ExternalID: a.Connection["externalId"], Steps: []string{
+			"this deployment does not say who Spaces is to " + string(a.Provider) + " (" + env + "): ask its operator"}}
+	}
 	verify := "curl -X POST $API/cloud-accounts/" + a.ID + "/verify -H \"Authorization: Bearer $TOKEN\""
 	switch a.Provider {
 	case AWS:

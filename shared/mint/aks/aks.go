@@ -297,13 +297,9 @@ func armMessage(re *azcore.ResponseError) string {
 	return "Azure: the managed cluster was not found"
 }
 
-// CanaryOrg is an org no customer has: its identity must be refused
-// everywhere, or the customer's trust is wider than their org.
-const CanaryOrg = "spaces-trust-canary"
-
 // VerifyAccount checks the account's trust: the org's federated token
 // signs the app in and lists the subscription's clusters, and another
-// org's token (CanaryOrg) is refused by Entra.
+// org's token (space.CanaryOrg) is refused by Entra.
 func (m *Minter) VerifyAccount(ctx context.Context, acct space.CloudAccount) error {
 	m.Forget(acct)
 	if _, err := m.ListClusters(ctx, acct, ""); err != nil {
@@ -317,7 +313,7 @@ func (m *Minter) VerifyAccount(ctx context.Context, acct space.CloudAccount) err
 		return err
 	}
 	canary := acct
-	canary.OrgID = CanaryOrg
+	canary.OrgID = space.CanaryOrg
 	cred, err := m.credential(canary)
 	if err != nil {
 		return err

@@ -323,20 +323,16 @@ func classify(op string, err error) error {
 	return cloud.Unavailable(op, err)
 }
 
-// CanaryOrg is an org no customer has: its identity must be refused
-// everywhere, or the customer's grant is wider than their org.
-const CanaryOrg = "spaces-trust-canary"
-
 // VerifyAccount checks the account's trust: the org's federated identity
 // may impersonate the service account and list the project's clusters,
-// and another org's identity (CanaryOrg) may not impersonate it.
+// and another org's identity (space.CanaryOrg) may not impersonate it.
 func (m *Minter) VerifyAccount(ctx context.Context, acct space.CloudAccount) error {
 	m.Forget(acct)
 	if _, err := m.ListClusters(ctx, acct, ""); err != nil {
 		return err
 	}
 	sa := acct.Connection["serviceAccountEmail"]
-	_, err := m.generateAccessToken(ctx, CanaryOrg, sa)
+	_, err := m.generateAccessToken(ctx, space.CanaryOrg, sa)
 	var de *space.Error
 	switch {
 	case err == nil:
