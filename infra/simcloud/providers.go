@@ -132,5 +132,8 @@ func (c *Cloud) consoleApply(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
+	if c.opts.OnApply != nil {
+		c.opts.OnApply(acct)
+	}
 	writeJSON(w, http.StatusOK, map[string]string{"applied": string(acct.Provider) + " setup of " + acct.ID})
 }

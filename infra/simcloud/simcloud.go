@@ -146,6 +146,9 @@ type Options struct {
 	SessionLifetime time.Duration
 	// Now reads the clock (default time.Now).
 	Now func() time.Time
+	// OnApply, when set, is told of every setup the console applied (the
+	// demo keeps them across restarts, as a real cloud would).
+	OnApply func(space.CloudAccount)
 }
 
 // Cloud is a running simulated cloud. It is safe for concurrent use.

@@ -76,6 +76,9 @@ func configure() (local.Config, error) {
 		cfg.Demo = &demo.Options{
 			FlapUp:   env.Duration("SPACES_DEMO_FLAP_UP", demo.DefaultFlapUp),
 			FlapDown: env.Duration("SPACES_DEMO_FLAP_DOWN", demo.DefaultFlapDown),
+			// The simulated customers' trust survives restarts, like the
+			// accounts in the table.
+			SetupsFile: ".local/demo-setups.jsonl",
 		}
 	}
 	return cfg, env.Err()
