@@ -304,12 +304,13 @@ func TestLeastPrivilege(t *testing.T) {
 					continue
 				}
 				cond, _ := st["Condition"].(map[string]any)
-				aud := get(cond, "ForAllValues:StringEquals", "sts:IdentityTokenAudience")
-				if ref(aud) != "AzureFederatedTokenAudience" ||
+				// Each org's token has its own audience under the parameter's stem.
+				aud, _ := get(cond, "ForAllValues:StringLike", "sts:IdentityTokenAudience", "Fn::Sub").(string)
+				if aud != "${AzureFederatedTokenAudience}/org*" ||
 					get(cond, "Null", "sts:IdentityTokenAudience") != "false" ||
 					get(cond, "StringEquals", "sts:SigningAlgorithm") != "RS256" ||
 					fmt.Sprint(get(cond, "NumericLessThanEquals", "sts:DurationSeconds")) != "300" {
-					t.Errorf("%s %v: sts:GetWebIdentityToken conditions %v; want the audience parameter (and present), RS256, at most 300 s", role, st["Sid"], cond)
+					t.Errorf("%s %v: sts:GetWebIdentityToken conditions %v; want the org audiences under the parameter (and present), RS256, at most 300 s", role, st["Sid"], cond)
 				}
 			}
 			for _, a := range actions {
@@ -344,16 +345,27 @@ func TestSecretsStayOutOfTheEnvironment(t *testing.T) {
 			t.Errorf("parameter %s is NoEcho: a secret passed as a parameter lands in the function's configuration", name)
 		}
 	}
-	secretLike := []string{"SECRET", "PASSWORD", "TOKEN", "KEY", "CREDENTIAL"}
+	secretLike := func(name string) bool {
+		// The federated token settings are public identifiers (audience,
+		// issuer URL, subject ARN), not credentials.
+		if strings.HasPrefix(name, "AZURE_FEDERATED_TOKEN_") {
+			return false
+		}
+		for _, w := range []string{"SECRET", "PASSWORD", "TOKEN", "KEY", "CREDENTIAL"} {
+			if strings.Contains(name, w) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, fn := range tpl.ofType("AWS::Serverless::Function") {
 		vars, _ := get(tpl.Resources[fn].Properties, "Environment", "Variables").(map[string]any)
 		for name, v := range vars {
-			for _, w := range secretLike {
-				if strings.Contains(name, w) && !strings.HasSuffix(name, "_ARN") && name != "AZURE_FEDERATED_TOKEN_AUDIENCE" {
-					t.Errorf("%s: environment variable %s looks like a secret", fn, name)
-				}
-			}
-			if strings.HasSuffix(name, "_ARN") && tpl.Resources[ref(v)].Type != "AWS::SecretsManager::Secret" {
+			switch {
+			case !secretLike(name):
+			case !strings.HasSuffix(name, "_ARN"):
+				t.Errorf("%s: environment variable %s looks like a secret", fn, name)
+			case tpl.Resources[ref(v)].Type != "AWS::SecretsManager::Secret":
 				t.Errorf("%s: %s does not refer to a Secrets Manager secret", fn, name)
 			}
 		}

@@ -48,6 +48,7 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 		"list-cloud-accounts.json":      200,
 		"create-cloud-account.json":     201,
 		"get-cloud-account.json":        404,
+		"verify-cloud-account.json":     404,
 		"delete-cloud-account.json":     404,
 		"openapi.json":                  200,
 		"list-account-clusters.json":    404,

@@ -8,10 +8,13 @@
 package demo
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -22,11 +25,12 @@ import (
 )
 
 // The demo accounts' fixed identities: POST them as a cloud account's
-// connection (Connection builds it) and the simulated cloud lets Spaces in.
+// connection (Connection builds it); the simulated cloud lets Spaces in once
+// the setup the answer carries is applied (simcloud's console,
+// POST /console/apply-setup, or Cloud.ApplySetup) and the account verified.
 const (
 	AWSAccount = "210987654321"
 	RoleARN    = "arn:aws:iam::" + AWSAccount + ":role/spaces-demo"
-	ExternalID = "spaces-demo"
 	AWSRegion  = "eu-west-1"
 
 	GCPProject        = "acme-demo"
@@ -42,7 +46,7 @@ const (
 func Connection(p space.Provider) map[string]string {
 	switch p {
 	case space.AWS:
-		return map[string]string{"roleArn": RoleARN, "externalId": ExternalID}
+		return map[string]string{"roleArn": RoleARN}
 	case space.GCP:
 		return map[string]string{"projectId": GCPProject, "serviceAccountEmail": GCPServiceAccount}
 	case space.Azure:
@@ -96,6 +100,11 @@ type Options struct {
 	// then down, over and over (defaults DefaultFlapUp, DefaultFlapDown).
 	FlapUp, FlapDown time.Duration
 	Log              *slog.Logger
+	// SetupsFile, when set, keeps the setups applied through the console
+	// (one account per line) and applies them again at start: the
+	// customers' clouds remember their trust across restarts of make run,
+	// as the table remembers the accounts.
+	SetupsFile string
 }
 
 // Cluster is a running demo cluster.
@@ -124,14 +133,27 @@ func Start(opts Options) (*Demo, error) {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	sc, err := simcloud.Start(simcloud.Options{})
+	var setups *setupLog
+	if opts.SetupsFile != "" {
+		setups = &setupLog{path: opts.SetupsFile, log: opts.Log}
+	}
+	sc, err := simcloud.Start(simcloud.Options{OnApply: setups.add})
 	if err != nil {
 		return nil, fmt.Errorf("simulated cloud: %w", err)
 	}
 	d := &Demo{Cloud: sc}
-	sc.AddRole(RoleARN, ExternalID)
+	// The customer's role, service account and app exist but trust nobody
+	// yet: each org's setup adds its own trust.
+	if err := sc.SetTrustPolicy(RoleARN, []byte(`{"Version":"2012-10-17","Statement":[]}`)); err != nil {
+		d.Close()
+		return nil, err
+	}
 	sc.AddServiceAccount(GCPServiceAccount)
 	sc.AddApp(AzureTenant, AzureClient)
+	if err := setups.replay(sc); err != nil {
+		d.Close()
+		return nil, err
+	}
 	ca, err := testcluster.NewCA()
 	if err != nil {
 		d.Close()
@@ -240,4 +262,61 @@ func (d *Demo) Close() {
 		c.Close()
 	}
 	d.Cloud.Close()
+}
+
+// setupLog is the file of setups applied through the console. A nil
+// *setupLog keeps nothing.
+type setupLog struct {
+	path string
+	log  *slog.Logger
+	mu   sync.Mutex
+}
+
+// add appends acct's setup; a failure is logged (the setup is applied
+// meanwhile, and only a restart would forget it).
+func (l *setupLog) add(acct space.CloudAccount) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	line, _ := json.Marshal(acct)
+	f, err := os.OpenFile(l.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err == nil {
+		_, err = f.Write(append(line, '\n'))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		l.log.Warn("demo setup not kept", "account", acct.ID, "error", err)
+	}
+}
+
+// replay applies every kept setup, in order (a later one for the same
+// role replaces the trust policy, as it did when it was applied).
+func (l *setupLog) replay(sc *simcloud.Cloud) error {
+	if l == nil {
+		return nil
+	}
+	data, err := os.ReadFile(l.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("demo setups: %w", err)
+	}
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var acct space.CloudAccount
+		if err := json.Unmarshal(line, &acct); err != nil {
+			return fmt.Errorf("demo setups %s line %d: %w", l.path, i+1, err)
+		}
+		if err := sc.ApplySetup(acct); err != nil {
+			return fmt.Errorf("demo setups %s line %d: %w", l.path, i+1, err)
+		}
+	}
+	return nil
 }

@@ -1,12 +1,16 @@
 package demo_test
 
 import (
+	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -95,4 +99,47 @@ func TestDemo(t *testing.T) {
 	waitFor(0)
 	waitFor(http.StatusUnauthorized)
 	waitFor(0)
+}
+
+// Setups applied through the console are applied again when the demo
+// starts over with the same file: the simulated customers' clouds keep
+// their trust across restarts of make run, as the table keeps the accounts.
+func TestSetupsSurviveARestart(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "setups.jsonl")
+	opts := demo.Options{SetupsFile: file, Log: slog.New(slog.DiscardHandler)}
+	acct := space.CloudAccount{ID: "acct-1", OrgID: "acme", Provider: space.AWS,
+		Connection: map[string]string{"roleArn": demo.RoleARN, "externalId": space.NewExternalID()}}
+	verify := func(d *demo.Demo) error {
+		p := d.Cloud.Providers()[space.AWS].(interface {
+			VerifyAccount(context.Context, space.CloudAccount) error
+		})
+		return p.VerifyAccount(t.Context(), acct)
+	}
+
+	d, err := demo.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := verify(d); err == nil {
+		t.Fatal("the demo role trusts Spaces before any setup")
+	}
+	raw, _ := json.Marshal(acct)
+	res, err := d.Cloud.HTTPClient().Post(d.Cloud.URL+"/console/apply-setup", "application/json", bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if err := verify(d); res.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("after the console: %d, %v", res.StatusCode, err)
+	}
+	d.Close()
+
+	d, err = demo.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	if err := verify(d); err != nil {
+		t.Errorf("after a restart: %v", err)
+	}
 }

@@ -22,6 +22,8 @@ import (
 
 	"spaces/infra/emulator"
 	"spaces/shared/awsclient"
+	"spaces/shared/dynamostore"
+	"spaces/shared/space"
 )
 
 // crashChildEnv makes the test binary a persisting local stack (see
@@ -142,11 +144,22 @@ func TestAcknowledgedWritesSurviveAKill(t *testing.T) {
 		}
 		if account == "" {
 			code, m, err := c.post("/cloud-accounts", "", map[string]any{"provider": "aws", "name": "crash",
-				"connection": map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces", "externalId": "spaces-ext-1"}})
+				"connection": map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces"}})
 			if err != nil || code != http.StatusCreated {
 				t.Fatalf("create account: %d %v %v", code, m, err)
 			}
 			account = m["id"].(string)
+			// No cloud verifies it here: mark it ready in the table, as a
+			// verification would.
+			cfg, err := awsclient.Load(t.Context(), awsclient.Options{Endpoint: c.emulator, Region: emulator.Region})
+			if err != nil {
+				t.Fatal(err)
+			}
+			acct := accountOf(t, m)
+			acct.Status, acct.Version = space.AccountReady, acct.Version+1
+			if err := dynamostore.New(awsclient.DynamoDB(cfg, c.emulator), c.table).SaveAccount(t.Context(), acct); err != nil {
+				t.Fatal(err)
+			}
 		}
 		var (
 			mu   sync.Mutex

@@ -49,8 +49,7 @@ func TestDemoTour(t *testing.T) {
 	}
 	var spaces []registered
 	for _, p := range []space.Provider{space.AWS, space.GCP, space.Azure} {
-		acct := c.must(201, c.do("POST", "/cloud-accounts", map[string]any{
-			"provider": p, "name": "demo " + string(p), "connection": demo.Connection(p)}))["id"].(string)
+		acct := c.connect(st.Demo.Cloud, p, demo.Connection(p))
 		picker := "/cloud-accounts/" + acct + "/clusters"
 		if p == space.AWS {
 			picker += "?region=" + demo.AWSRegion
@@ -174,8 +173,7 @@ func TestDemoFlappingCluster(t *testing.T) {
 			flapping = s
 		}
 	}
-	acct := c.must(201, c.do("POST", "/cloud-accounts", map[string]any{
-		"provider": flapping.Provider, "name": "demo", "connection": demo.Connection(flapping.Provider)}))["id"].(string)
+	acct := c.connect(st.Demo.Cloud, flapping.Provider, demo.Connection(flapping.Provider))
 	id := c.must(201, c.do("POST", "/spaces", map[string]any{"provider": flapping.Provider, "space_type": "kubernetes",
 		"cloud_account_id": acct, "config": flapping.Config()}))["id"].(string)
 	waitActive(t, c, id)

@@ -19,7 +19,10 @@ import (
 
 	"spaces"
 	"spaces/infra/openapitest"
+	"spaces/infra/simcloud"
 	"spaces/shared/awsclient"
+	"spaces/shared/dynamostore"
+	"spaces/shared/space"
 )
 
 var stackSeq atomic.Int64
@@ -46,6 +49,7 @@ func startStack(t testing.TB) *Stack {
 // against openapi.yaml.
 type client struct {
 	t     testing.TB
+	st    *Stack
 	base  string
 	token string
 	http  *http.Client
@@ -66,7 +70,7 @@ func newClient(t testing.TB, st *Stack, org string, scopes ...string) *client {
 		}
 	}
 	validatorOnce.Do(func() { validator = openapitest.New(t, spaces.OpenAPI) })
-	return &client{t: t, base: st.APIURL, token: token,
+	return &client{t: t, st: st, base: st.APIURL, token: token,
 		http: &http.Client{Transport: openapitest.RoundTripper(t, validator, http.DefaultTransport)}}
 }
 
@@ -144,15 +148,64 @@ func (c *client) must(status int, r resp) map[string]any {
 	return r.json(c.t)
 }
 
+// connect connects a cloud account of the simulated cloud the new way:
+// POST it (pending, with its setup), apply the setup in the cloud as the
+// customer would, and verify it (ready). It returns the account's id.
+func (c *client) connect(sc *simcloud.Cloud, p space.Provider, conn map[string]string) string {
+	c.t.Helper()
+	created := c.must(201, c.do("POST", "/cloud-accounts", map[string]any{"provider": p, "name": string(p), "connection": conn}))
+	acct := accountOf(c.t, created)
+	if err := sc.ApplySetup(acct); err != nil {
+		c.t.Fatal(err)
+	}
+	if got := c.must(200, c.do("POST", "/cloud-accounts/"+acct.ID+"/verify", nil)); got["status"] != "ready" {
+		c.t.Fatalf("verified %s account: %v", p, got)
+	}
+	return acct.ID
+}
+
+// accountOf reads an account answered by the API.
+func accountOf(t testing.TB, m map[string]any) space.CloudAccount {
+	t.Helper()
+	b, _ := json.Marshal(m)
+	var a space.CloudAccount
+	if err := json.Unmarshal(b, &a); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// account connects an account that no cloud verifies (the stack has no
+// minter): created through the API, pending, then marked ready in the
+// table, as a verification would, so that registry tests can register on it.
 func (c *client) account(provider string) string {
 	c.t.Helper()
 	conn := map[string]map[string]string{
-		"aws":   {"roleArn": "arn:aws:iam::123456789012:role/spaces", "externalId": "spaces-ext-1"},
+		"aws":   {"roleArn": "arn:aws:iam::123456789012:role/spaces"},
 		"gcp":   {"projectId": "acme-prod", "serviceAccountEmail": "spaces@acme-prod.iam.gserviceaccount.com"},
 		"azure": {"tenantId": azSub, "clientId": azSub, "subscriptionId": azSub},
 	}[provider]
 	m := c.must(201, c.do("POST", "/cloud-accounts", map[string]any{"provider": provider, "name": provider + " prod", "connection": conn}))
+	if m["status"] != "pending" {
+		c.t.Fatalf("new account is %v, want pending", m["status"])
+	}
+	c.markReady(accountOf(c.t, m))
 	return m["id"].(string)
+}
+
+// markReady stores a as verified.
+func (c *client) markReady(a space.CloudAccount) {
+	c.t.Helper()
+	if c.st == nil {
+		c.t.Fatal("client has no stack")
+	}
+	store := dynamostore.New(awsclient.DynamoDB(c.st.AWS, c.st.EmulatorURL), c.st.Table)
+	now := time.Now().UTC()
+	a.Status, a.StatusReason, a.StatusMessage, a.VerifiedAt, a.Setup = space.AccountReady, "", "", &now, nil
+	a.Version++
+	if err := store.SaveAccount(context.Background(), a); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 const azSub = "0b5d3c52-4d7e-4b0e-9a43-2f0d6c1e8a11"

@@ -28,9 +28,6 @@ import (
 // turns inactive when the API server stops and active when it starts again.
 func TestRealClusterThroughEveryCloud(t *testing.T) {
 	sc := simcloud.StartForTest(t, simcloud.Options{})
-	sc.AddRole(minttest.RoleARN, minttest.ExternalID)
-	sc.AddServiceAccount(minttest.ServiceAcct)
-	sc.AddApp(minttest.TenantID, minttest.ClientID)
 	kc := kubetest.Start(t, kubetest.Options{TokenWebhook: &kubetest.TokenWebhook{URL: sc.WebhookURL("kube"), CAPEM: sc.CAPEM}})
 	for _, p := range space.Providers {
 		cl := minttest.Cluster(p, "real-"+string(p), kc.URL, kc.CAPEM)
@@ -40,7 +37,7 @@ func TestRealClusterThroughEveryCloud(t *testing.T) {
 
 	// The minter reads grants and accounts from the stack's table, which
 	// exists once the stack has started; nothing mints before that.
-	minter := &mint.Minter{Providers: sc.Providers()}
+	minter := &mint.Minter{Providers: sc.Providers(), Trust: sc.Trust()}
 	prefix := fmt.Sprintf("k%d%d-", time.Now().UnixNano()%1e6, stackSeq.Add(1))
 	st, err := Start(context.Background(), Config{
 		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
@@ -59,13 +56,13 @@ func TestRealClusterThroughEveryCloud(t *testing.T) {
 	c := newClient(t, st, "acme")
 	admin := kubernetes.NewForConfigOrDie(kc.RESTConfig())
 	connections := map[space.Provider]map[string]string{
-		space.AWS:   {"roleArn": minttest.RoleARN, "externalId": minttest.ExternalID},
+		space.AWS:   {"roleArn": minttest.RoleARN},
 		space.GCP:   {"projectId": minttest.GCPProject, "serviceAccountEmail": minttest.ServiceAcct},
 		space.Azure: {"tenantId": minttest.TenantID, "clientId": minttest.ClientID, "subscriptionId": minttest.Subscription},
 	}
 	ids := map[space.Provider]string{}
 	for _, p := range space.Providers {
-		acct := c.must(201, c.do("POST", "/cloud-accounts", map[string]any{"provider": p, "name": string(p), "connection": connections[p]}))["id"].(string)
+		acct := c.connect(sc, p, connections[p])
 		cfg := map[string]string(minttest.Config(p, "real-"+string(p)))
 		ids[p] = c.must(201, c.do("POST", "/spaces", map[string]any{
 			"provider": p, "space_type": "kubernetes", "cloud_account_id": acct, "config": cfg,

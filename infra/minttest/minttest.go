@@ -21,7 +21,6 @@ import (
 const (
 	AWSAccount    = "123456789012"
 	RoleARN       = "arn:aws:iam::" + AWSAccount + ":role/spaces-access"
-	ExternalID    = "spaces-ext-0001"
 	Region        = "eu-west-1"
 	GCPProject    = "acme-prod-1"
 	GCPLocation   = "europe-west1"
@@ -50,22 +49,27 @@ func Start(t testing.TB) *Env {
 	emu := emulatortest.Start(t)
 	store := dynamostore.New(awsclient.DynamoDB(emu.Config, emu.Endpoint), emu.Name(t, "SpacesTable"))
 	sc := simcloud.StartForTest(t, simcloud.Options{})
-	sc.AddRole(RoleARN, ExternalID)
-	sc.AddServiceAccount(ServiceAcct)
-	sc.AddApp(TenantID, ClientID)
 
 	env := &Env{Cloud: sc, Store: store, Service: space.NewService(store, 0), Org: uuid.NewString(),
 		Accounts: map[space.Provider]space.CloudAccount{}}
 	env.Minter = sc.Minter(store)
+	env.Service.Verifier, env.Service.Trust = env.Minter, env.Minter.Trust
 
 	for p, conn := range map[space.Provider]map[string]string{
-		space.AWS:   {"roleArn": RoleARN, "externalId": ExternalID},
+		space.AWS:   {"roleArn": RoleARN},
 		space.GCP:   {"projectId": GCPProject, "serviceAccountEmail": ServiceAcct},
 		space.Azure: {"tenantId": TenantID, "clientId": ClientID, "subscriptionId": Subscription},
 	} {
 		a, err := env.Service.CreateAccount(t.Context(), env.Org, space.NewAccountInput{Provider: p, Name: string(p), Connection: conn})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The customer applies the setup; the account is then verified.
+		if err := sc.ApplySetup(a); err != nil {
+			t.Fatal(err)
+		}
+		if a, err = env.Service.VerifyAccount(t.Context(), env.Org, a.ID); err != nil || !a.Ready() {
+			t.Fatalf("verify %s account: %v (%s)", p, err, a.Status)
 		}
 		env.Accounts[p] = a
 	}

@@ -7,12 +7,14 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -257,6 +259,8 @@ func (c *Cloud) sts(w http.ResponseWriter, r *http.Request) {
 	switch action {
 	case "AssumeRole":
 		c.assumeRole(w, form, caller)
+	case "GetWebIdentityToken":
+		c.webIdentityToken(w, form, caller)
 	case "GetCallerIdentity":
 		arn, account, user := "arn:aws:iam::"+"000000000000"+":user/spaces-runtime", "000000000000", "AIDASIMCLOUDRUNTIME"
 		if s := caller.session; s != nil {
@@ -274,10 +278,11 @@ func (c *Cloud) sts(w http.ResponseWriter, r *http.Request) {
 
 func (c *Cloud) assumeRole(w http.ResponseWriter, form url.Values, caller awsCaller) {
 	roleARN, ext, name := form.Get("RoleArn"), form.Get("ExternalId"), form.Get("RoleSessionName")
+	_, hasExt := form["ExternalId"]
 	c.mu.Lock()
-	want, known := c.roles[roleARN]
+	tp, known := c.roles[roleARN]
 	c.mu.Unlock()
-	if caller.session != nil || !known || want != ext || name == "" {
+	if caller.session != nil || !known || !tp.allows(RuntimeARN, ext, hasExt) || name == "" {
 		stsError(w, http.StatusForbidden, "AccessDenied", fmt.Sprintf(
 			"User: arn:aws:iam::000000000000:user/spaces-runtime is not authorized to perform: sts:AssumeRole on resource: %s", roleARN))
 		return
@@ -438,4 +443,120 @@ func (c *Cloud) eksList(w http.ResponseWriter, r *http.Request) {
 func eksError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("X-Amzn-Errortype", code)
 	writeJSON(w, status, map[string]string{"message": msg})
+}
+
+// trustPolicy is a role's trust policy: the statements that allow
+// sts:AssumeRole.
+type trustPolicy []trustStatement
+
+type trustStatement struct {
+	principals  []string
+	externalIDs []string // the sts:ExternalId condition; none: no condition
+}
+
+// allows evaluates the policy as IAM does for AssumeRole: some statement
+// names the caller (its ARN, its account's root or its account id) and,
+// if it has an sts:ExternalId condition, the request carries a matching
+// external id.
+func (tp trustPolicy) allows(caller, ext string, hasExt bool) bool {
+	acct := accountOf(caller)
+	for _, st := range tp {
+		named := false
+		for _, p := range st.principals {
+			named = named || p == caller || p == "arn:aws:iam::"+acct+":root" || p == acct
+		}
+		if !named {
+			continue
+		}
+		if len(st.externalIDs) == 0 {
+			return true
+		}
+		for _, id := range st.externalIDs {
+			if hasExt && id == ext {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// parseTrustPolicy reads an IAM trust policy document. Only what Spaces'
+// setup uses is understood (Allow, AWS principals, sts:AssumeRole,
+// StringEquals sts:ExternalId); anything else is refused, as a stricter
+// IAM would, rather than silently trusted.
+func parseTrustPolicy(doc []byte) (trustPolicy, error) {
+	var d struct {
+		Statement []struct {
+			Effect    string
+			Principal struct{ AWS stringList }
+			Action    stringList
+			Condition map[string]map[string]stringList
+		}
+	}
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return nil, fmt.Errorf("MalformedPolicyDocument: %w", err)
+	}
+	var tp trustPolicy
+	for _, st := range d.Statement {
+		if st.Effect != "Allow" || !slices.Contains(st.Action, "sts:AssumeRole") {
+			continue
+		}
+		ts := trustStatement{principals: st.Principal.AWS}
+		for op, keys := range st.Condition {
+			for k, v := range keys {
+				if op != "StringEquals" || !strings.EqualFold(k, "sts:ExternalId") {
+					return nil, fmt.Errorf("MalformedPolicyDocument: condition %s %s is not supported here", op, k)
+				}
+				ts.externalIDs = append(ts.externalIDs, v...)
+			}
+		}
+		tp = append(tp, ts)
+	}
+	return tp, nil
+}
+
+// stringList is an IAM policy value: one string or a list of them.
+type stringList []string
+
+func (l *stringList) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*l = []string{one}
+		return nil
+	}
+	return json.Unmarshal(b, (*[]string)(l))
+}
+
+// webIdentityToken is sts:GetWebIdentityToken: a token naming the caller
+// (sub) for the audience asked for, which Entra checks against an app's
+// federated credentials.
+func (c *Cloud) webIdentityToken(w http.ResponseWriter, form url.Values, caller awsCaller) {
+	aud := form.Get("Audience.member.1")
+	if aud == "" {
+		stsError(w, http.StatusBadRequest, "ValidationError", "Audience is required")
+		return
+	}
+	sub := RuntimeARN
+	if caller.session != nil {
+		sub = caller.session.roleARN
+	}
+	tok := "awsjwt." + randomHex(24)
+	exp := c.opts.Now().Add(5 * time.Minute).UTC().Truncate(time.Second)
+	c.mu.Lock()
+	c.assert[tok] = webToken{FederatedCredential: FederatedCredential{Issuer: c.AWSIssuer(), Subject: sub, Audience: aud}, expires: exp}
+	c.mu.Unlock()
+	writeXML(w, http.StatusOK, webIdentityTokenResponse{Xmlns: stsNS, Result: webIdentityTokenResult{
+		WebIdentityToken: tok, Expiration: exp.Format(time.RFC3339)}, RequestID: randomHex(8)})
+}
+
+type webIdentityTokenResponse struct {
+	XMLName   xml.Name               `xml:"GetWebIdentityTokenResponse"`
+	Xmlns     string                 `xml:"xmlns,attr"`
+	Result    webIdentityTokenResult `xml:"GetWebIdentityTokenResult"`
+	RequestID string                 `xml:"ResponseMetadata>RequestId"`
+}
+
+type webIdentityTokenResult struct {
+	WebIdentityToken string `xml:"WebIdentityToken"`
+	Expiration       string `xml:"Expiration"`
 }

@@ -3,6 +3,7 @@ package simcloud
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,8 +39,11 @@ func (c *Cloud) entraToken(w http.ResponseWriter, r *http.Request) {
 	tenant, client := r.PathValue("tenant"), r.PostForm.Get("client_id")
 	principal := AzurePrincipal(tenant, client)
 	c.mu.Lock()
-	app, trusted := c.apps[principal], c.assert[r.PostForm.Get("client_assertion")]
+	fics, app := c.apps[principal]
+	tok, issued := c.assert[r.PostForm.Get("client_assertion")]
 	c.mu.Unlock()
+	// Entra matches issuer, subject and audience exactly.
+	trusted := issued && c.opts.Now().Before(tok.expires) && slices.Contains(fics, tok.FederatedCredential)
 	switch {
 	case r.PostForm.Get("grant_type") != "client_credentials" ||
 		r.PostForm.Get("client_assertion_type") != "urn:ietf:params:oauth:client-assertion-type:jwt-bearer":
@@ -56,8 +60,8 @@ func (c *Cloud) entraToken(w http.ResponseWriter, r *http.Request) {
 	}
 	scope := r.PostForm.Get("scope")
 	audience := strings.TrimSuffix(strings.Fields(scope + " x")[0], "/.default")
-	tok, exp := c.issue(principal, audience, space.Azure)
-	writeJSON(w, http.StatusOK, map[string]any{"token_type": "Bearer", "access_token": tok,
+	at, exp := c.issue(principal, audience, space.Azure)
+	writeJSON(w, http.StatusOK, map[string]any{"token_type": "Bearer", "access_token": at,
 		"expires_in": int(time.Until(exp).Seconds()), "ext_expires_in": int(time.Until(exp).Seconds())})
 }
 

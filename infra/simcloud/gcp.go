@@ -5,34 +5,81 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"spaces/shared/space"
 )
 
-// runtimePrincipal is the Google identity of the runtime itself.
-const runtimePrincipal = "runtime:" + GoogleClientID
+// federatedPrefix starts every principal of a workload identity pool.
+const federatedPrefix = "principal://iam.googleapis.com/"
 
-// googleToken is an OAuth2 token endpoint for the runtime's own identity
-// (client credentials, client_secret_basic or _post).
-func (c *Cloud) googleToken(w http.ResponseWriter, r *http.Request) {
-	if fail := c.count("google:token"); fail != 0 {
+// googleExchange is Google STS's token exchange for an AWS workload
+// identity pool provider: the subject token is a GetCallerIdentity request
+// signed with the caller's AWS credentials, which simcloud's STS verifies;
+// the pool's mapping google.subject=assertion.arn names the principal
+// after the caller's ARN, role session name included.
+func (c *Cloud) googleExchange(w http.ResponseWriter, r *http.Request) {
+	if fail := c.count("google:sts"); fail != 0 {
 		googleError(w, fail, "UNAVAILABLE", "simulated failure")
 		return
 	}
 	_ = r.ParseForm()
-	id, secret, ok := r.BasicAuth()
-	if !ok {
-		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
-	}
-	if r.PostForm.Get("grant_type") != "client_credentials" || id != GoogleClientID || secret != GoogleClientSecret {
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "The OAuth client was not found."})
+	f := r.PostForm
+	audience := "//iam.googleapis.com/" + GCPWorkloadIdentityProvider
+	if f.Get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange" ||
+		f.Get("subject_token_type") != "urn:ietf:params:aws:token-type:aws4_request" || f.Get("audience") != audience {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request", "error_description": "unsupported exchange"})
 		return
 	}
-	tok, exp := c.issue(runtimePrincipal, "runtime", "")
+	raw, err := url.QueryUnescape(f.Get("subject_token"))
+	var st struct {
+		URL     string `json:"url"`
+		Method  string `json:"method"`
+		Headers []struct{ Key, Value string }
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(raw), &st)
+	}
+	u, uerr := url.Parse(st.URL)
+	if err != nil || uerr != nil || !strings.HasPrefix(u.Host, "sts.") || u.Query().Get("Action") != "GetCallerIdentity" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant", "error_description": "the subject token is not a signed GetCallerIdentity request"})
+		return
+	}
+	req, _ := http.NewRequest(st.Method, st.URL, nil)
+	req.Host = u.Host
+	for _, h := range st.Headers {
+		if !strings.EqualFold(h.Key, "host") {
+			req.Header.Add(h.Key, h.Value)
+		}
+	}
+	caller, err := c.verifyHeaderSigned(req, nil)
+	if err != nil || caller.session == nil || req.Header.Get("x-goog-cloud-target-resource") != audience {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant", "error_description": "The AWS request signature is invalid or not for this provider"})
+		return
+	}
+	s := caller.session
+	arn := "arn:aws:sts::" + accountOf(s.roleARN) + ":assumed-role/" + s.roleARN[strings.LastIndex(s.roleARN, "/")+1:] + "/" + s.sessionName
+	pool, _, _ := strings.Cut(GCPWorkloadIdentityProvider, "/providers/")
+	tok, exp := c.issue(federatedPrefix+pool+"/subject/"+arn, "federated", "")
 	writeJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "Bearer",
-		"expires_in": int(time.Until(exp).Seconds())})
+		"issued_token_type": "urn:ietf:params:oauth:token-type:access_token", "expires_in": int(time.Until(exp).Seconds())})
+}
+
+// grantsImpersonation reports whether the service account lets principal
+// impersonate it: named, or through a principalSet of its pool.
+func grantsImpersonation(granted []string, principal string) bool {
+	for _, g := range granted {
+		if g == principal {
+			return true
+		}
+		if set, ok := strings.CutSuffix(g, "/*"); ok && strings.HasPrefix(set, "principalSet://") &&
+			strings.HasPrefix(principal, federatedPrefix+strings.TrimPrefix(set, "principalSet://iam.googleapis.com/")+"/subject/") {
+			return true
+		}
+	}
+	return false
 }
 
 // generateAccessToken is IAM Credentials' projects.serviceAccounts.
@@ -48,7 +95,7 @@ func (c *Cloud) generateAccessToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	caller, live := c.lookup(bearer(r))
-	if !live || caller.principal != runtimePrincipal {
+	if !live || !strings.HasPrefix(caller.principal, federatedPrefix) {
 		googleError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
 		return
 	}
@@ -61,7 +108,7 @@ func (c *Cloud) generateAccessToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.mu.Lock()
-	allowed := c.sas[sa]
+	allowed := grantsImpersonation(c.sas[sa], caller.principal)
 	c.mu.Unlock()
 	if !allowed {
 		googleError(w, http.StatusForbidden, "PERMISSION_DENIED",
@@ -79,7 +126,7 @@ func (c *Cloud) gkeCaller(w http.ResponseWriter, r *http.Request, op string) (st
 		return "", false
 	}
 	is, ok := c.lookup(bearer(r))
-	if !ok || is.principal == runtimePrincipal {
+	if !ok || strings.HasPrefix(is.principal, federatedPrefix) {
 		googleError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
 		return "", false
 	}

@@ -2,14 +2,15 @@ package simcloud
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"time"
 
 	azcloud "github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"golang.org/x/oauth2"
-	"golang.org/x/oauth2/clientcredentials"
 
 	"spaces/shared/mint"
 	"spaces/shared/mint/aks"
@@ -24,13 +25,8 @@ import (
 // their ordinary overrides.
 func (c *Cloud) Providers() map[space.Provider]mint.Provider {
 	hc := c.HTTPClient()
-	awsCfg := aws.Config{
-		Region:      "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider(RuntimeAccessKeyID, RuntimeSecretAccessKey, ""),
-		HTTPClient:  hc,
-	}
-	google := (&clientcredentials.Config{ClientID: GoogleClientID, ClientSecret: GoogleClientSecret,
-		TokenURL: c.GoogleTokenURL()}).TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, hc))
+	awsCfg := c.runtimeAWS()
+	fed := mint.Federation{AWS: awsCfg, Trust: c.Trust(), STSEndpoint: c.URL, GoogleTokenURL: c.GoogleTokenURL(), HTTPClient: hc}
 	azure := azcloud.Configuration{
 		ActiveDirectoryAuthorityHost: c.EntraAuthorityHost(),
 		Services: map[azcloud.ServiceName]azcloud.ServiceConfiguration{
@@ -38,10 +34,30 @@ func (c *Cloud) Providers() map[space.Provider]mint.Provider {
 		},
 	}
 	return map[space.Provider]mint.Provider{
-		space.AWS: eks.New(eks.Config{AWS: awsCfg, Endpoint: c.URL}),
-		space.GCP: gke.New(gke.Config{Runtime: google, HTTPClient: hc, IAMEndpoint: c.URL, ContainerEndpoint: c.URL}),
-		space.Azure: aks.New(aks.Config{Cloud: &azure, HTTPClient: hc,
-			Assertion: func(context.Context) (string, error) { return c.FederatedAssertion(), nil }}),
+		space.AWS:   eks.New(eks.Config{AWS: awsCfg, Endpoint: c.URL}),
+		space.GCP:   gke.New(gke.Config{Runtime: fed.Google, HTTPClient: hc, IAMEndpoint: c.URL, ContainerEndpoint: c.URL}),
+		space.Azure: aks.New(aks.Config{Cloud: &azure, HTTPClient: hc, Assertion: fed.AzureAssertion}),
+	}
+}
+
+func (c *Cloud) runtimeAWS() aws.Config {
+	return aws.Config{
+		Region:      "us-east-1",
+		Credentials: credentials.NewStaticCredentialsProvider(RuntimeAccessKeyID, RuntimeSecretAccessKey, ""),
+		HTTPClient:  c.HTTPClient(),
+	}
+}
+
+// Trust is who Spaces is to this cloud: what a customer of the simulated
+// cloud is told to trust (space.TrustConfig).
+func (c *Cloud) Trust() space.TrustConfig {
+	return space.TrustConfig{
+		AWSPrincipal:                RuntimeARN,
+		GCPWorkloadIdentityProvider: GCPWorkloadIdentityProvider,
+		GCPFederationRole:           FederationRoleARN,
+		AzureIssuer:                 c.AWSIssuer(),
+		AzureSubject:                RuntimeARN,
+		AzureAudienceBase:           AzureAudienceBase,
 	}
 }
 
@@ -51,7 +67,7 @@ func (c *Cloud) Minter(store interface {
 	mint.Grants
 	mint.Accounts
 }) *mint.Minter {
-	return &mint.Minter{Grants: store, Accounts: store, Providers: c.Providers()}
+	return &mint.Minter{Grants: store, Accounts: store, Providers: c.Providers(), Trust: c.Trust()}
 }
 
 // ReviewTimeout bounds one token review made through TokenCheck: an EKS
@@ -83,4 +99,41 @@ func (c *Cloud) TokenCheck(backend string) func(ctx context.Context, token strin
 		_, err := c.ReviewToken(ctx, backend, token)
 		return err == nil
 	}
+}
+
+// ApplySetup does in the simulated cloud what the customer of acct is told
+// to do (its setup, space.TrustConfig.Setup): put the trust policy on the
+// AWS role, grant the org's principal on the GCP service account, add the
+// org's federated credential to the Entra app.
+func (c *Cloud) ApplySetup(acct space.CloudAccount) error {
+	setup := c.Trust().Setup(acct)
+	switch acct.Provider {
+	case space.AWS:
+		return c.SetTrustPolicy(acct.Connection["roleArn"], setup.TrustPolicy)
+	case space.GCP:
+		c.AddServiceAccount(acct.Connection["serviceAccountEmail"], setup.Principal)
+	case space.Azure:
+		c.AddApp(acct.Connection["tenantId"], acct.Connection["clientId"],
+			FederatedCredential{Issuer: setup.Issuer, Subject: setup.Subject, Audience: setup.Audience})
+	}
+	return nil
+}
+
+// consoleApply is the simulated customers' console: the body is a cloud
+// account as POST /cloud-accounts answered it, and its setup is applied as
+// the customer would (ApplySetup). Only the demo's loopback users reach it.
+func (c *Cloud) consoleApply(w http.ResponseWriter, r *http.Request) {
+	var acct space.CloudAccount
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&acct); err != nil || acct.ID == "" || !acct.Provider.Valid() {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the body must be a cloud account as POST /cloud-accounts answered it"})
+		return
+	}
+	if err := c.ApplySetup(acct); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	if c.opts.OnApply != nil {
+		c.opts.OnApply(acct)
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"applied": string(acct.Provider) + " setup of " + acct.ID})
 }

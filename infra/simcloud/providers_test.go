@@ -1,9 +1,12 @@
 package simcloud_test
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"spaces/infra/simcloud"
@@ -74,13 +77,15 @@ func get(t *testing.T, tc *testcluster.Cluster, token string) int {
 // cluster of the same cloud, EKS tokens included.
 func TestProvidersAndTokenCheck(t *testing.T) {
 	sc := simcloud.StartForTest(t, simcloud.Options{})
-	sc.AddRole(roleARN, external)
-	sc.AddServiceAccount(sa)
-	sc.AddApp(tenant, client)
 	accounts := map[space.Provider]space.CloudAccount{
-		space.AWS:   {ID: "a-aws", Provider: space.AWS, Connection: map[string]string{"roleArn": roleARN, "externalId": external}},
-		space.GCP:   {ID: "a-gcp", Provider: space.GCP, Connection: map[string]string{"projectId": project, "serviceAccountEmail": sa}},
-		space.Azure: {ID: "a-az", Provider: space.Azure, Connection: map[string]string{"tenantId": tenant, "clientId": client, "subscriptionId": sub}},
+		space.AWS:   {ID: "a-aws", OrgID: "acme", Provider: space.AWS, Connection: map[string]string{"roleArn": roleARN, "externalId": external}},
+		space.GCP:   {ID: "a-gcp", OrgID: "acme", Provider: space.GCP, Connection: map[string]string{"projectId": project, "serviceAccountEmail": sa}},
+		space.Azure: {ID: "a-az", OrgID: "acme", Provider: space.Azure, Connection: map[string]string{"tenantId": tenant, "clientId": client, "subscriptionId": sub}},
+	}
+	for _, a := range accounts {
+		if err := sc.ApplySetup(a); err != nil {
+			t.Fatal(err)
+		}
 	}
 	providers := sc.Providers()
 	for _, p := range []space.Provider{space.AWS, space.GCP, space.Azure} {
@@ -120,5 +125,38 @@ func TestProvidersAndTokenCheck(t *testing.T) {
 	sc.Revoke(creds.Token)
 	if _, err := sc.ReviewToken(t.Context(), "gcp-mine", creds.Token); err == nil {
 		t.Error("a revoked token passed review")
+	}
+}
+
+// The demo's console applies an account's setup as its customer would; a
+// body that is not an account changes nothing.
+func TestConsoleAppliesSetup(t *testing.T) {
+	sc := simcloud.StartForTest(t, simcloud.Options{})
+	acct := space.CloudAccount{ID: "a-aws", OrgID: "acme", Provider: space.AWS,
+		Connection: map[string]string{"roleArn": roleARN, "externalId": external}}
+	clusterFor(t, sc, space.AWS, "console", true)
+	eks := sc.Providers()[space.AWS].(interface {
+		VerifyAccount(context.Context, space.CloudAccount) error
+	})
+	post := func(body string) int {
+		res, err := sc.HTTPClient().Post(sc.URL+"/console/apply-setup", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if got := post(`{"provider":"nope"}`); got != http.StatusBadRequest {
+		t.Errorf("a body that is not an account: %d", got)
+	}
+	if err := eks.VerifyAccount(t.Context(), acct); err == nil {
+		t.Fatal("the role trusts Spaces before any setup")
+	}
+	raw, _ := json.Marshal(acct)
+	if got := post(string(raw)); got != http.StatusOK {
+		t.Fatalf("applying the setup: %d", got)
+	}
+	if err := eks.VerifyAccount(t.Context(), acct); err != nil {
+		t.Errorf("after the setup: %v", err)
 	}
 }

@@ -58,11 +58,28 @@ const (
 	// RuntimeAccessKeyID and RuntimeSecretAccessKey sign AssumeRole calls.
 	RuntimeAccessKeyID     = "AKIASIMCLOUDRUNTIME1"
 	RuntimeSecretAccessKey = "simcloud-runtime-secret-access-key"
-	// GoogleClientID and GoogleClientSecret get the runtime's Google token
-	// (client credentials grant) from GoogleTokenURL.
-	GoogleClientID     = "spaces-runtime"
-	GoogleClientSecret = "simcloud-google-secret"
+	// RuntimeARN is who the runtime's own credentials are.
+	RuntimeARN = "arn:aws:iam::000000000000:user/spaces-runtime"
+	// FederationRoleARN is Spaces' own role the runtime assumes, session
+	// named after the org, before exchanging at Google's STS.
+	FederationRoleARN = "arn:aws:iam::000000000000:role/spaces-gcp-federation"
+	// GCPWorkloadIdentityProvider is Spaces' pool provider trusting the
+	// runtime's AWS account, with google.subject=assertion.arn.
+	GCPWorkloadIdentityProvider = "projects/100000000001/locations/global/workloadIdentityPools/spaces/providers/aws"
+	// AzureAudienceBase is the stem of the per-org audiences of the
+	// runtime's web identity tokens.
+	AzureAudienceBase = "api://AzureADTokenExchange"
 )
+
+// FederatedCredential is one federated identity credential of an Entra
+// app: a token is accepted when issuer, subject and audience all match.
+type FederatedCredential struct{ Issuer, Subject, Audience string }
+
+// webToken is a web identity token STS issued (sts:GetWebIdentityToken).
+type webToken struct {
+	FederatedCredential
+	expires time.Time
+}
 
 // Token is the TokenSink a testcluster implements: simcloud pushes the
 // tokens it issues to the clusters that should accept them.
@@ -129,6 +146,9 @@ type Options struct {
 	SessionLifetime time.Duration
 	// Now reads the clock (default time.Now).
 	Now func() time.Time
+	// OnApply, when set, is told of every setup the console applied (the
+	// demo keeps them across restarts, as a real cloud would).
+	OnApply func(space.CloudAccount)
 }
 
 // Cloud is a running simulated cloud. It is safe for concurrent use.
@@ -143,10 +163,10 @@ type Cloud struct {
 
 	mu       sync.Mutex
 	clusters []*Cluster
-	roles    map[string]string // role ARN -> external id
-	sas      map[string]bool   // impersonable service accounts
-	apps     map[string]bool   // azure principals that may federate
-	assert   map[string]bool   // federated assertions Entra trusts
+	roles    map[string]trustPolicy           // role ARN -> who may assume it
+	sas      map[string][]string              // service account -> principals that may impersonate it
+	apps     map[string][]FederatedCredential // azure principal -> its federated credentials
+	assert   map[string]webToken              // web identity tokens STS issued
 	tokens   map[string]issued
 	sessions map[string]session // access key id -> session
 	calls    map[string]int
@@ -174,9 +194,12 @@ func Start(opts Options) (*Cloud, error) {
 	}
 	c := &Cloud{
 		CAPEM: ca.PEM(), opts: opts,
-		roles: map[string]string{}, sas: map[string]bool{}, apps: map[string]bool{}, assert: map[string]bool{},
+		roles: map[string]trustPolicy{}, sas: map[string][]string{}, apps: map[string][]FederatedCredential{}, assert: map[string]webToken{},
 		tokens: map[string]issued{}, sessions: map[string]session{}, calls: map[string]int{}, failing: map[string]int{},
 	}
+	// Spaces' own federation role trusts the runtime (no external id: it
+	// is Spaces' role, in Spaces' account).
+	c.roles[FederationRoleARN] = trustPolicy{{principals: []string{RuntimeARN}}}
 	c.srv = httptest.NewUnstartedServer(c.routes())
 	c.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	c.srv.StartTLS()
@@ -211,7 +234,7 @@ func (c *Cloud) HTTPClient() *http.Client {
 }
 
 // Endpoints for the SDKs' overrides.
-func (c *Cloud) GoogleTokenURL() string { return c.URL + "/google/token" }
+func (c *Cloud) GoogleTokenURL() string { return c.URL + "/google/sts/v1/token" }
 
 // EntraAuthorityHost is the ActiveDirectoryAuthorityHost of a custom
 // cloud.Configuration.
@@ -253,37 +276,54 @@ func (c *Cloud) RemoveCluster(p space.Provider, name string) {
 	c.clusters = out
 }
 
-// AddRole lets AssumeRole into roleARN with externalID.
+// AddRole creates roleARN trusting the runtime with the condition
+// sts:ExternalId = externalID ("" adds no condition: anyone the principal
+// names may assume it, with or without an external id).
 func (c *Cloud) AddRole(roleARN, externalID string) {
+	tp := trustPolicy{{principals: []string{RuntimeARN}}}
+	if externalID != "" {
+		tp[0].externalIDs = []string{externalID}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.roles[roleARN] = externalID
+	c.roles[roleARN] = tp
 }
 
-// AddServiceAccount lets the runtime impersonate the service account.
-func (c *Cloud) AddServiceAccount(email string) {
+// SetTrustPolicy replaces the trust policy of roleARN (creating the role)
+// with an IAM policy document, as aws iam update-assume-role-policy does.
+func (c *Cloud) SetTrustPolicy(roleARN string, doc []byte) error {
+	tp, err := parseTrustPolicy(doc)
+	if err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.sas[email] = true
+	c.roles[roleARN] = tp
+	return nil
 }
 
-// AddApp lets the Entra application federate with assertions from
-// FederatedAssertion.
-func (c *Cloud) AddApp(tenantID, clientID string) {
+// AddServiceAccount creates the service account (if new) and lets the
+// principals impersonate it (roles/iam.serviceAccountTokenCreator):
+// principal://iam.googleapis.com/<pool>/subject/<subject>, or
+// principalSet://iam.googleapis.com/<pool>/* for the whole pool.
+func (c *Cloud) AddServiceAccount(email string, principals ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.apps[AzurePrincipal(tenantID, clientID)] = true
+	c.sas[email] = append(c.sas[email], principals...)
 }
 
-// FederatedAssertion returns a new assertion Entra accepts in a client
-// assertion grant: what the runtime's identity provider would sign.
-func (c *Cloud) FederatedAssertion() string {
-	a := "fed." + randomHex(24)
+// AddApp creates the Entra application (if new) with federated
+// credentials.
+func (c *Cloud) AddApp(tenantID, clientID string, fics ...FederatedCredential) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.assert[a] = true
-	return a
+	p := AzurePrincipal(tenantID, clientID)
+	c.apps[p] = append(c.apps[p], fics...)
 }
+
+// AWSIssuer is the issuer of the runtime's web identity tokens (the AWS
+// account's outbound identity federation issuer).
+func (c *Cloud) AWSIssuer() string { return c.URL + "/aws-outbound" }
 
 // Revoke invalidates an issued Google or Entra token, or an AWS session by
 // its access key id, everywhere.
@@ -442,7 +482,7 @@ func (c *Cloud) routes() http.Handler {
 	mux.HandleFunc("GET /clusters/{name}", c.eksDescribe)
 	mux.HandleFunc("GET /clusters", c.eksList)
 	// Google.
-	mux.HandleFunc("POST /google/token", c.googleToken)
+	mux.HandleFunc("POST /google/sts/v1/token", c.googleExchange)
 	mux.HandleFunc("POST /v1/projects/-/serviceAccounts/{sa}", c.generateAccessToken)
 	mux.HandleFunc("GET /v1/projects/{project}/locations/{location}/clusters/{name}", c.gkeGet)
 	mux.HandleFunc("GET /v1/projects/{project}/locations/{location}/clusters", c.gkeList)
@@ -452,6 +492,8 @@ func (c *Cloud) routes() http.Handler {
 	mux.HandleFunc("GET /subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.ContainerService/managedClusters/{name}", c.armGet)
 	mux.HandleFunc("POST /subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.ContainerService/managedClusters/{name}/listClusterUserCredential", c.armUserCredential)
 	mux.HandleFunc("GET /subscriptions/{sub}/providers/Microsoft.ContainerService/managedClusters", c.armList)
+	// The customers' side, for the demo: apply an account's setup.
+	mux.HandleFunc("POST /console/apply-setup", c.consoleApply)
 	// Kubernetes token review.
 	mux.HandleFunc("POST /tokenreview/{backend}", c.tokenReview)
 	return mux

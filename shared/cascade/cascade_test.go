@@ -57,8 +57,12 @@ func newWorld(t testing.TB) *world {
 	store := dynamostore.New(awsclient.DynamoDB(env.Config, env.Endpoint), env.Resources["SpacesTable"].Name)
 	svc := space.NewService(store, space.DefaultStaleAfter)
 	a, err := svc.CreateAccount(t.Context(), "acme", space.NewAccountInput{Provider: space.AWS, Name: "prod",
-		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces", "externalId": "spaces-ext-1"}})
+		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces"}})
 	if err != nil {
+		t.Fatal(err)
+	}
+	a.Status, a.Version = space.AccountReady, a.Version+1 // as a verification would
+	if err := store.SaveAccount(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
 	return &world{store: store, svc: svc, bindings: &space.Bindings{Spaces: svc, Store: store}, acct: a.ID}

@@ -56,6 +56,7 @@ func (s *Store) GetAccount(ctx context.Context, org, id string) (space.CloudAcco
 	if err := s.decode(item, &a); err != nil {
 		return space.CloudAccount{}, err
 	}
+	a.MarkLegacy()
 	return a, nil
 }
 
@@ -74,6 +75,7 @@ func (s *Store) ListAccounts(ctx context.Context, org string, page space.Page) (
 				return err
 			}
 			if a.ID > page.After {
+				a.MarkLegacy()
 				out = append(out, a)
 			}
 			return nil
@@ -124,4 +126,54 @@ func (s *Store) DeleteAccount(ctx context.Context, org, id string) error {
 	}
 	return &space.Error{Kind: space.KindConflict,
 		Message: fmt.Sprintf("the cloud account is used by %d registered %s", c.SpaceCount, spaces)}
+}
+
+// Placeholders of SaveAccount, all of one length: kumo substitutes them by
+// plain string replacement, so none may be a prefix of another.
+var accountNames = map[string]string{
+	"#acSt": "status", "#acRs": "status_reason", "#acMs": "status_message",
+	"#acVf": "verified_at", "#acCn": "connection", "#acVn": "version",
+}
+
+// SaveAccount stores a verification result: the account's status, reason,
+// message, verification time and connection (an AWS external id can be
+// replaced), if its stored version is a.Version-1. The space count and
+// everything fixed at creation are left alone.
+func (s *Store) SaveAccount(ctx context.Context, a space.CloudAccount) error {
+	a.Setup = nil
+	item, err := s.encode(a)
+	if err != nil {
+		return err
+	}
+	vals := map[string]types.AttributeValue{
+		":st": str(string(a.Status)), ":rs": str(a.StatusReason), ":ms": str(a.StatusMessage),
+		":cn": item["connection"], ":vn": num(a.Version), ":pv": num(a.Version - 1),
+	}
+	update := "SET #acSt = :st, #acRs = :rs, #acMs = :ms, #acCn = :cn, #acVn = :vn"
+	if v, ok := item["verified_at"]; ok {
+		update += ", #acVf = :vf"
+		vals[":vf"] = v
+	} else {
+		update += " REMOVE #acVf"
+	}
+	nm := names(nPK)
+	for k, v := range accountNames {
+		nm[k] = v
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: s.table, Key: itemKey(a.OrgID, prefixAccount+a.ID),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String("attribute_exists(#pk) AND #acVn = :pv"),
+		ExpressionAttributeNames:  nm,
+		ExpressionAttributeValues: vals,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ccf):
+		return space.Errorf(space.KindPreconditionFailed, "the cloud account changed meanwhile; try again")
+	default:
+		return awsError("UpdateItem", err)
+	}
 }

@@ -46,7 +46,7 @@ func (f *fixture) createAccount(t testing.TB, org string, p space.Provider) spac
 	a := space.CloudAccount{
 		ID: uuid.NewString(), OrgID: org, Provider: p, Name: string(p) + " account",
 		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces", "externalId": "ext-1"},
-		CreatedAt:  now, Version: 1,
+		Status:     space.AccountReady, CreatedAt: now, Version: 1,
 	}
 	if err := f.store.CreateAccount(t.Context(), a); err != nil {
 		t.Fatalf("CreateAccount: %v", err)

@@ -54,3 +54,17 @@ func (a *API) deleteAccount(w http.ResponseWriter, r *http.Request, p auth.Princ
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
+
+// verifyAccount: POST /cloud-accounts/{id}/verify — ask the customer's cloud
+// again whether it trusts this org's identity: 200 with the ready account,
+// 422 (reason from the cloud) with the account stored as failed, 503 when
+// the cloud cannot tell (nothing changes).
+func (a *API) verifyAccount(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	acct, err := a.Spaces.VerifyAccount(r.Context(), p.OrgID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", etag(acct.Version))
+	writeJSON(w, http.StatusOK, "application/json", acct)
+	return nil
+}

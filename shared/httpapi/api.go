@@ -54,6 +54,7 @@ var routes = []route{
 	{"GET", "/cloud-accounts/{id}", (*API).getAccount},
 	{"DELETE", "/cloud-accounts/{id}", (*API).deleteAccount},
 	{"GET", "/cloud-accounts/{id}/clusters", (*API).listClusters},
+	{"POST", "/cloud-accounts/{id}/verify", (*API).verifyAccount},
 	{"GET", "/spaces/{id}/status-history", (*API).statusHistory},
 	{"GET", "/space-discovery/{spaceID}/namespaces", (*API).listNamespaces},
 	{"POST", "/space-discovery/{spaceID}/namespaces", (*API).createNamespace},

@@ -33,6 +33,9 @@ func (a *API) listClusters(w http.ResponseWriter, r *http.Request, p auth.Princi
 	if err := q.err(); err != nil {
 		return err
 	}
+	if !acct.Ready() {
+		return acct.NotReady("")
+	}
 	list, err := d.Clusters.ListClusters(r.Context(), acct, region)
 	if err != nil {
 		return err

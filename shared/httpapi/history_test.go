@@ -32,12 +32,17 @@ func (orgHeader) Authenticate(r *http.Request) (auth.Principal, error) {
 func TestStatusHistory(t *testing.T) {
 	env := emulatortest.Start(t)
 	store := dynamostore.New(awsclient.DynamoDB(env.Config, env.Endpoint), env.Name(t, "SpacesTable"))
-	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	// The present: history expires after 30 days and the emulator sweeps it.
+	at := time.Now().UTC().Truncate(time.Second)
 	svc := &space.Service{Store: store, Now: func() time.Time { return at }, NewID: uuid.NewString}
 	org := "org-" + uuid.NewString()[:8]
 	acct, err := svc.CreateAccount(t.Context(), org, space.NewAccountInput{Provider: space.AWS, Name: "a",
-		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces", "externalId": "ext-1"}})
+		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces"}})
 	if err != nil {
+		t.Fatal(err)
+	}
+	acct.Status, acct.Version = space.AccountReady, acct.Version+1 // as a verification would
+	if err := store.SaveAccount(t.Context(), acct); err != nil {
 		t.Fatal(err)
 	}
 	s, _, err := svc.Register(t.Context(), org, space.RegisterInput{Provider: space.AWS, SpaceType: space.TypeKubernetes,

@@ -34,6 +34,12 @@ type Provider interface {
 	space.ClusterLister
 }
 
+// Verifier is a Provider that can check a cloud account's trust
+// (space.AccountVerifier).
+type Verifier interface {
+	VerifyAccount(ctx context.Context, acct space.CloudAccount) error
+}
+
 // Forgetter is a Provider that caches tokens or sessions of an account:
 // Forget drops them, after a cluster refused a credential minted from them.
 type Forgetter interface {
@@ -57,6 +63,9 @@ type Minter struct {
 	Grants    Grants
 	Accounts  Accounts
 	Providers map[space.Provider]Provider
+	// Trust is who Spaces is to the customers' clouds (the setup shown for
+	// each account); the providers present the same identities.
+	Trust space.TrustConfig
 	// RefreshBefore and Timeout default to DefaultRefreshBefore and
 	// DefaultTimeout; Now to time.Now.
 	RefreshBefore time.Duration
@@ -76,9 +85,10 @@ type entry struct {
 }
 
 var (
-	_ kubecred.Minter      = (*Minter)(nil)
-	_ space.ClusterChecker = (*Minter)(nil)
-	_ space.ClusterLister  = (*Minter)(nil)
+	_ kubecred.Minter       = (*Minter)(nil)
+	_ space.ClusterChecker  = (*Minter)(nil)
+	_ space.ClusterLister   = (*Minter)(nil)
+	_ space.AccountVerifier = (*Minter)(nil)
 )
 
 func (m *Minter) now() time.Time {
@@ -179,6 +189,10 @@ func (m *Minter) account(ctx context.Context, org, id string, want space.Provide
 	if want != "" && acct.Provider != want {
 		return space.CloudAccount{}, nil, cloud.Errorf(space.ReasonCredentialsUnavailable, "the cloud account is for another provider", nil)
 	}
+	if !acct.CanMint() {
+		return space.CloudAccount{}, nil, cloud.Errorf(space.ReasonCredentialsUnavailable,
+			"the cloud account is "+string(acct.Status)+": its trust must be verified again (POST /cloud-accounts/"+acct.ID+"/verify)", nil)
+	}
 	p, ok := m.Providers[acct.Provider]
 	if !ok {
 		return space.CloudAccount{}, nil, cloud.Errorf(space.ReasonCredentialsUnavailable, "no minter is configured for "+string(acct.Provider), nil)
@@ -251,6 +265,9 @@ func (m *Minter) Invalidate(spaceID string) {
 // account (registration). A missing cluster is a 422 on config.clusterName
 // with the cloud's message.
 func (m *Minter) CheckCluster(ctx context.Context, acct space.CloudAccount, s space.Space) error {
+	if !acct.Ready() {
+		return acct.NotReady("cloud_account_id")
+	}
 	p, ok := m.Providers[acct.Provider]
 	if !ok {
 		return cloud.Errorf(space.ReasonCredentialsUnavailable, "no minter is configured for "+string(acct.Provider), nil)
@@ -265,6 +282,9 @@ func (m *Minter) CheckCluster(ctx context.Context, acct space.CloudAccount, s sp
 
 // ListClusters lists the clusters the account can see.
 func (m *Minter) ListClusters(ctx context.Context, acct space.CloudAccount, region string) ([]space.DiscoveredCluster, error) {
+	if !acct.Ready() {
+		return nil, acct.NotReady("")
+	}
 	p, ok := m.Providers[acct.Provider]
 	if !ok {
 		return nil, cloud.Errorf(space.ReasonCredentialsUnavailable, "no minter is configured for "+string(acct.Provider), nil)
@@ -276,4 +296,20 @@ func (m *Minter) ListClusters(ctx context.Context, acct space.CloudAccount, regi
 		return nil, classify(err)
 	}
 	return list, nil
+}
+
+// VerifyAccount asks the account's cloud whether it trusts the org's
+// identity, and only it (space.AccountVerifier): the provider's own check,
+// through the same sessions and tokens the prober uses.
+func (m *Minter) VerifyAccount(ctx context.Context, acct space.CloudAccount) error {
+	p, ok := m.Providers[acct.Provider].(Verifier)
+	if !ok {
+		return cloud.Errorf(space.ReasonCredentialsUnavailable, "no verifier is configured for "+string(acct.Provider), nil)
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout())
+	defer cancel()
+	if err := p.VerifyAccount(ctx, acct); err != nil {
+		return classify(err)
+	}
+	return nil
 }

@@ -3,8 +3,10 @@ package mint
 import (
 	"context"
 	"errors"
+	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google/externalaccount"
@@ -16,13 +18,17 @@ import (
 )
 
 // RuntimeConfig is how the deployed functions reach the three clouds from
-// their own AWS identity, with no stored secret:
-//   - AWS: the function's role assumes each account's role (eks).
-//   - GCP: workload identity federation with AWS as the identity provider;
-//     GCPWorkloadIdentityProvider is the provider's resource name
+// their own AWS identity, with no stored secret, always as one org (see
+// space.TrustConfig):
+//   - AWS: the function's role assumes each account's role with the
+//     account's generated external id (eks).
+//   - GCP: the function assumes GCPFederationRole with the org's tag as
+//     session name and exchanges that session at the workload identity
+//     pool provider GCPWorkloadIdentityProvider
 //     (projects/N/locations/global/workloadIdentityPools/P/providers/Q).
-//   - Azure: the function's STS web identity token (sts:GetWebIdentityToken,
-//     audience AzureTokenAudience) is the federated client assertion.
+//   - Azure: the function's STS web identity token (sts:GetWebIdentityToken)
+//     for the org's audience, AzureTokenAudience + "/" + org tag, is the
+//     federated client assertion.
 type RuntimeConfig struct {
 	AWS   aws.Config
 	Store interface {
@@ -30,32 +36,78 @@ type RuntimeConfig struct {
 		Accounts
 	}
 	GCPWorkloadIdentityProvider string
+	GCPFederationRole           string
 	AzureTokenAudience          string
+	// AWSPrincipal, AzureIssuer and AzureSubject are who the customers'
+	// clouds are told to trust (the setup each account shows).
+	AWSPrincipal string
+	AzureIssuer  string
+	AzureSubject string
 }
 
 // ForRuntime builds the minter of a deployed function.
 func ForRuntime(cfg RuntimeConfig) *Minter {
-	return &Minter{Grants: cfg.Store, Accounts: cfg.Store, Providers: map[space.Provider]Provider{
+	trust := space.TrustConfig{
+		AWSPrincipal: cfg.AWSPrincipal, GCPWorkloadIdentityProvider: cfg.GCPWorkloadIdentityProvider,
+		GCPFederationRole: cfg.GCPFederationRole, AzureIssuer: cfg.AzureIssuer, AzureSubject: cfg.AzureSubject,
+		AzureAudienceBase: cfg.AzureTokenAudience,
+	}
+	fed := Federation{AWS: cfg.AWS, Trust: trust}
+	return &Minter{Grants: cfg.Store, Accounts: cfg.Store, Trust: trust, Providers: map[space.Provider]Provider{
 		space.AWS:   eks.New(eks.Config{AWS: cfg.AWS}),
-		space.GCP:   gke.New(gke.Config{Runtime: googleFederation(cfg.AWS, cfg.GCPWorkloadIdentityProvider)}),
-		space.Azure: aks.New(aks.Config{Assertion: awsWebIdentity(sts.NewFromConfig(cfg.AWS), cfg.AzureTokenAudience)}),
+		space.GCP:   gke.New(gke.Config{Runtime: fed.Google}),
+		space.Azure: aks.New(aks.Config{Assertion: fed.AzureAssertion}),
 	}}
+}
+
+// Federation is the runtime's identity towards Google and Entra, per org.
+// The simulated cloud uses it too, with its endpoints.
+type Federation struct {
+	// AWS is the runtime's own configuration.
+	AWS   aws.Config
+	Trust space.TrustConfig
+	// STSEndpoint and GoogleTokenURL override AWS STS and Google STS
+	// (default: the real ones); HTTPClient carries the Google exchange.
+	STSEndpoint    string
+	GoogleTokenURL string
+	HTTPClient     *http.Client
 }
 
 var errNoFederation = errors.New("cloud federation is not configured for this provider")
 
-// googleFederation exchanges the function's AWS credentials for a Google
-// access token through a workload identity pool.
-func googleFederation(awsCfg aws.Config, provider string) oauth2.TokenSource {
-	if provider == "" {
+func (f Federation) sts() *sts.Client {
+	return sts.NewFromConfig(f.AWS, func(o *sts.Options) {
+		if f.STSEndpoint != "" {
+			o.BaseEndpoint = aws.String(f.STSEndpoint)
+		}
+	})
+}
+
+// Google is the org's Google identity: a session of the federation role
+// named after the org, exchanged at the workload identity pool, whose
+// mapping google.subject=assertion.arn makes the org part of the principal.
+func (f Federation) Google(org string) oauth2.TokenSource {
+	t := f.Trust
+	if t.GCPWorkloadIdentityProvider == "" || t.GCPFederationRole == "" {
 		return failingSource{errNoFederation}
 	}
-	ts, err := externalaccount.NewTokenSource(context.Background(), externalaccount.Config{
-		Audience:                       "//iam.googleapis.com/" + provider,
+	creds := aws.NewCredentialsCache(stscreds.NewAssumeRoleProvider(f.sts(), t.GCPFederationRole, func(o *stscreds.AssumeRoleOptions) {
+		o.RoleSessionName = space.OrgTag(org)
+	}))
+	ctx := context.Background()
+	if f.HTTPClient != nil {
+		ctx = context.WithValue(ctx, oauth2.HTTPClient, f.HTTPClient)
+	}
+	tokenURL := f.GoogleTokenURL
+	if tokenURL == "" {
+		tokenURL = "https://sts.googleapis.com/v1/token"
+	}
+	ts, err := externalaccount.NewTokenSource(ctx, externalaccount.Config{
+		Audience:                       "//iam.googleapis.com/" + t.GCPWorkloadIdentityProvider,
 		SubjectTokenType:               "urn:ietf:params:aws:token-type:aws4_request",
-		TokenURL:                       "https://sts.googleapis.com/v1/token",
+		TokenURL:                       tokenURL,
 		Scopes:                         []string{"https://www.googleapis.com/auth/cloud-platform"},
-		AwsSecurityCredentialsSupplier: awsSupplier{awsCfg},
+		AwsSecurityCredentialsSupplier: awsSupplier{region: f.AWS.Region, creds: creds},
 	})
 	if err != nil {
 		return failingSource{err}
@@ -63,14 +115,17 @@ func googleFederation(awsCfg aws.Config, provider string) oauth2.TokenSource {
 	return ts
 }
 
-type awsSupplier struct{ cfg aws.Config }
+type awsSupplier struct {
+	region string
+	creds  aws.CredentialsProvider
+}
 
 func (s awsSupplier) AwsRegion(context.Context, externalaccount.SupplierOptions) (string, error) {
-	return s.cfg.Region, nil
+	return s.region, nil
 }
 
 func (s awsSupplier) AwsSecurityCredentials(ctx context.Context, _ externalaccount.SupplierOptions) (*externalaccount.AwsSecurityCredentials, error) {
-	c, err := s.cfg.Credentials.Retrieve(ctx) // the SDK's credential cache
+	c, err := s.creds.Retrieve(ctx) // cached until shortly before the session ends
 	if err != nil {
 		return nil, err
 	}
@@ -81,19 +136,17 @@ type failingSource struct{ err error }
 
 func (f failingSource) Token() (*oauth2.Token, error) { return nil, f.err }
 
-// awsWebIdentity returns the function's own STS-issued OIDC token for
-// audience, which an Entra app's federated credential trusts.
-func awsWebIdentity(client *sts.Client, audience string) func(context.Context) (string, error) {
-	return func(ctx context.Context) (string, error) {
-		if audience == "" {
-			return "", errNoFederation
-		}
-		out, err := client.GetWebIdentityToken(ctx, &sts.GetWebIdentityTokenInput{
-			Audience: []string{audience}, SigningAlgorithm: aws.String("RS256"), DurationSeconds: aws.Int32(300),
-		})
-		if err != nil {
-			return "", err
-		}
-		return aws.ToString(out.WebIdentityToken), nil
+// AzureAssertion is the runtime's own STS-issued OIDC token for the org's
+// audience, which the customer's Entra app trusts for that org only.
+func (f Federation) AzureAssertion(ctx context.Context, org string) (string, error) {
+	if f.Trust.AzureAudienceBase == "" {
+		return "", errNoFederation
 	}
+	out, err := f.sts().GetWebIdentityToken(ctx, &sts.GetWebIdentityTokenInput{
+		Audience: []string{f.Trust.AzureAudience(org)}, SigningAlgorithm: aws.String("RS256"), DurationSeconds: aws.Int32(300),
+	})
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(out.WebIdentityToken), nil
 }

@@ -32,7 +32,10 @@ type clock struct {
 	now time.Time
 }
 
-func newClock() *clock { return &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
+// newClock starts at the present: history items expire 30 days after their
+// time, and the emulator sweeps expired items every 30 s, so a clock in the
+// past would lose them in the middle of a test.
+func newClock() *clock { return &clock{now: time.Now().UTC().Truncate(time.Second)} }
 
 func (c *clock) Now() time.Time {
 	c.mu.Lock()
@@ -168,9 +171,13 @@ func newHarness(t testing.TB, probeTimeout time.Duration) *harness {
 	})
 	a, err := h.svc.CreateAccount(t.Context(), h.org, space.NewAccountInput{
 		Provider: space.AWS, Name: "prod",
-		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces", "externalId": "ext-1234"},
+		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces"},
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	a.Status, a.Version = space.AccountReady, a.Version+1 // as a verification would
+	if err := h.store.SaveAccount(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
 	h.account = a

@@ -41,7 +41,7 @@ type ClusterLister interface {
 // find the cluster in it. It is meant to run after in.Validate() and before
 // the store registers s.
 func CheckRegistration(ctx context.Context, store Store, checker ClusterChecker, s Space) error {
-	if s.Synthetic || checker == nil {
+	if s.Synthetic {
 		return nil
 	}
 	acct, err := store.GetAccount(ctx, s.OrgID, s.CloudAccountID)
@@ -52,6 +52,14 @@ func CheckRegistration(ctx context.Context, store Store, checker ClusterChecker,
 	}
 	if err != nil {
 		return err
+	}
+	// Only an account whose cloud was seen to trust this org, and only it,
+	// takes registrations (confused deputy).
+	if !acct.Ready() {
+		return acct.NotReady("cloud_account_id")
+	}
+	if checker == nil {
+		return nil
 	}
 	return checker.CheckCluster(ctx, acct, s)
 }

@@ -22,44 +22,10 @@ type Service struct {
 	// Clusters checks that a cluster exists in its cloud account before it is
 	// registered; nil skips the check.
 	Clusters ClusterChecker
-}
-
-// CreateAccount validates and stores a new cloud account.
-func (svc *Service) CreateAccount(ctx context.Context, org string, in NewAccountInput) (CloudAccount, error) {
-	if err := in.Validate(); err != nil {
-		return CloudAccount{}, err
-	}
-	a := CloudAccount{
-		ID:         svc.NewID(),
-		OrgID:      org,
-		Provider:   in.Provider,
-		Name:       in.Name,
-		Connection: in.Connection,
-		CreatedAt:  svc.Now().UTC(),
-		Version:    1,
-	}
-	return a, svc.Store.CreateAccount(ctx, a)
-}
-
-// GetAccount returns one of org's accounts.
-func (svc *Service) GetAccount(ctx context.Context, org, id string) (CloudAccount, error) {
-	if !ValidID(id) {
-		return CloudAccount{}, ErrNotFound("cloud account")
-	}
-	return svc.Store.GetAccount(ctx, org, id)
-}
-
-// ListAccounts pages through org's accounts.
-func (svc *Service) ListAccounts(ctx context.Context, org string, page Page) ([]CloudAccount, string, error) {
-	return svc.Store.ListAccounts(ctx, org, page)
-}
-
-// DeleteAccount removes an account no registered space uses.
-func (svc *Service) DeleteAccount(ctx context.Context, org, id string) error {
-	if !ValidID(id) {
-		return ErrNotFound("cloud account")
-	}
-	return svc.Store.DeleteAccount(ctx, org, id)
+	// Verifier checks a cloud account's trust (nil: no cloud is reachable,
+	// accounts stay pending); Trust is what the customer is told to trust.
+	Verifier AccountVerifier
+	Trust    TrustConfig
 }
 
 // Register validates in and registers the cluster for org. With an

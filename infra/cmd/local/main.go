@@ -39,6 +39,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "spaces: cannot mint a token:", err)
 		os.Exit(1)
 	}
+	if st.Demo != nil {
+		// The simulated cloud's console (the customer's side of the tour)
+		// speaks HTTPS with its own CA: curl --cacert takes this file.
+		if err := os.WriteFile(simcloudCA, st.Demo.Cloud.CAPEM, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "spaces: cannot write the simulated cloud's CA:", err)
+			os.Exit(1)
+		}
+	}
 	fmt.Print(banner(st, cfg, token))
 	select {
 	case <-ctx.Done():
@@ -48,6 +56,9 @@ func main() {
 	fmt.Println("\nstopping…")
 	st.Close()
 }
+
+// simcloudCA is where make run leaves the simulated cloud's CA.
+const simcloudCA = ".local/simcloud-ca.pem"
 
 // configure reads the environment once.
 func configure() (local.Config, error) {
@@ -65,6 +76,9 @@ func configure() (local.Config, error) {
 		cfg.Demo = &demo.Options{
 			FlapUp:   env.Duration("SPACES_DEMO_FLAP_UP", demo.DefaultFlapUp),
 			FlapDown: env.Duration("SPACES_DEMO_FLAP_DOWN", demo.DefaultFlapDown),
+			// The simulated customers' trust survives restarts, like the
+			// accounts in the table.
+			SetupsFile: ".local/demo-setups.jsonl",
 		}
 	}
 	return cfg, env.Err()
@@ -98,8 +112,9 @@ A token for org "acme", valid 12 hours (more with: make -s token ORG=<org> [SCOP
 `, st.APIURL, st.PublicURL, token, dataLine(st))
 	if st.Demo == nil {
 		b.WriteString(`
-The demo is off (SPACES_DEMO=0): no cloud is reachable, so registrations are
-not checked against a cloud and every probe fails with CredentialsUnavailable.
+The demo is off (SPACES_DEMO=0): no cloud is reachable, so cloud accounts
+stay pending (verify answers 503), nothing new can be registered, and every
+probe fails with CredentialsUnavailable.
 
 Try:
 
@@ -126,18 +141,32 @@ Stop with Ctrl-C.
 	}
 	awsConn, _ := json.Marshal(demo.Connection(space.AWS))
 	fmt.Fprintf(&b, `
+The simulated cloud's console, where you play the customer (apply an
+account's setup), is at %[3]s (CA in %[4]s):
+
+  export SIMCLOUD=%[3]s
+
 Try (README.md, "A five-minute tour", walks through all of it):
 
-  # connect the demo AWS account, then pick from the clusters it can see
-  ACCOUNT=$(curl -s -X POST $API/cloud-accounts -H "Authorization: Bearer $TOKEN" \
+  # connect the demo AWS account: pending, with the external id Spaces
+  # generated and the trust policy for the role
+  curl -s -X POST $API/cloud-accounts -H "Authorization: Bearer $TOKEN" \
     -H 'Content-Type: application/json' \
-    -d '{"provider":"aws","name":"demo","connection":%s}' | jq -r .id)
-  curl -s "$API/cloud-accounts/$ACCOUNT/clusters?region=%s" -H "Authorization: Bearer $TOKEN" | jq
+    -d '{"provider":"aws","name":"demo","connection":%[1]s}' > account.json
+  jq '{id, status, setup}' account.json
+  ACCOUNT=$(jq -r .id account.json)
+
+  # as the customer, put the trust policy on the role; then verify
+  curl -s --cacert %[4]s -X POST $SIMCLOUD/console/apply-setup -d @account.json
+  curl -s -X POST $API/cloud-accounts/$ACCOUNT/verify -H "Authorization: Bearer $TOKEN" | jq '{status, verified_at}'
+
+  # pick from the clusters it can see
+  curl -s "$API/cloud-accounts/$ACCOUNT/clusters?region=%[2]s" -H "Authorization: Bearer $TOKEN" | jq
 
   # register one (POST /spaces with a config from the list), then watch it
   curl -s $API/spaces -H "Authorization: Bearer $TOKEN" | jq '.items[] | {id, name, status}'
 
 Stop with Ctrl-C.
-`, awsConn, demo.AWSRegion)
+`, awsConn, demo.AWSRegion, st.Demo.Cloud.URL, simcloudCA)
 	return b.String()
 }

@@ -8,8 +8,10 @@ package aks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -34,10 +36,11 @@ const ServerScope = "6dae42f8-4368-4678-94ff-3960e28e3630/.default"
 
 // Config configures a Minter.
 type Config struct {
-	// Assertion returns the runtime's federated identity token, presented
-	// to Entra as the client assertion (its audience is
-	// api://AzureADTokenExchange or what AzureFederatedTokenAudience says).
-	Assertion func(ctx context.Context) (string, error)
+	// Assertion returns the runtime's federated identity token for an org,
+	// presented to Entra as the client assertion; its audience names the
+	// org (space.TrustConfig.AzureAudience), so an app's federated
+	// credential trusts one org only.
+	Assertion func(ctx context.Context, org string) (string, error)
 	// Cloud is the Azure cloud (default azcloud.AzurePublic); a custom one
 	// points at a sovereign cloud or the simulated cloud. Custom authority
 	// hosts skip MSAL's instance discovery.
@@ -53,7 +56,7 @@ type Config struct {
 type Minter struct {
 	cfg   Config
 	mu    sync.Mutex
-	creds map[string]*azidentity.ClientAssertionCredential // tenant/client
+	creds map[string]*azidentity.ClientAssertionCredential // tenant/client/org
 }
 
 // New returns a Minter.
@@ -79,31 +82,36 @@ func (m *Minter) clientOptions() policy.ClientOptions {
 // credential returns the account's cached federated credential (it caches
 // its tokens until they expire).
 func (m *Minter) credential(acct space.CloudAccount) (*azidentity.ClientAssertionCredential, error) {
-	tenant, client := acct.Connection["tenantId"], acct.Connection["clientId"]
+	tenant, client, org := acct.Connection["tenantId"], acct.Connection["clientId"], acct.OrgID
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if c, ok := m.creds[tenant+"/"+client]; ok {
+	if c, ok := m.creds[credKey(acct)]; ok {
 		return c, nil
 	}
 	if m.cfg.Assertion == nil {
 		return nil, cloud.Errorf(space.ReasonCredentialsUnavailable, "no federated identity is configured for Azure", nil)
 	}
-	c, err := azidentity.NewClientAssertionCredential(tenant, client, m.cfg.Assertion, &azidentity.ClientAssertionCredentialOptions{
+	assertion := func(ctx context.Context) (string, error) { return m.cfg.Assertion(ctx, org) }
+	c, err := azidentity.NewClientAssertionCredential(tenant, client, assertion, &azidentity.ClientAssertionCredentialOptions{
 		ClientOptions:            m.clientOptions(),
 		DisableInstanceDiscovery: m.cfg.Cloud.ActiveDirectoryAuthorityHost != azcloud.AzurePublic.ActiveDirectoryAuthorityHost,
 	})
 	if err != nil {
 		return nil, cloud.Errorf(space.ReasonCredentialsUnavailable, "cannot build the Azure credential", err)
 	}
-	m.creds[tenant+"/"+client] = c
+	m.creds[credKey(acct)] = c
 	return c, nil
+}
+
+func credKey(acct space.CloudAccount) string {
+	return acct.Connection["tenantId"] + "/" + acct.Connection["clientId"] + "/" + acct.OrgID
 }
 
 // Forget drops the account's credential and the tokens it caches.
 func (m *Minter) Forget(acct space.CloudAccount) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.creds, acct.Connection["tenantId"]+"/"+acct.Connection["clientId"])
+	delete(m.creds, credKey(acct))
 }
 
 func (m *Minter) clusters(acct space.CloudAccount, subscription string) (*armcontainerservice.ManagedClustersClient, error) {
@@ -287,4 +295,53 @@ func armMessage(re *azcore.ResponseError) string {
 		return "Azure: " + re.ErrorCode
 	}
 	return "Azure: the managed cluster was not found"
+}
+
+// VerifyAccount checks the account's trust: the org's federated token
+// signs the app in and lists the subscription's clusters, and another
+// org's token (space.CanaryOrg) is refused by Entra.
+func (m *Minter) VerifyAccount(ctx context.Context, acct space.CloudAccount) error {
+	m.Forget(acct)
+	if _, err := m.ListClusters(ctx, acct, ""); err != nil {
+		// Entra refusing the org's token is the customer's answer here,
+		// not an outage.
+		var af *azidentity.AuthenticationFailedError
+		if errors.As(err, &af) && (af.RawResponse == nil || af.RawResponse.StatusCode < 500) {
+			return cloud.Errorf(space.ReasonAccessDenied, "Entra refused this org's federated token for app "+
+				acct.Connection["clientId"]+": "+entraMessage(af), err)
+		}
+		return err
+	}
+	canary := acct
+	canary.OrgID = space.CanaryOrg
+	cred, err := m.credential(canary)
+	if err != nil {
+		return err
+	}
+	defer m.Forget(canary)
+	_, err = cred.GetToken(ctx, policy.TokenRequestOptions{Scopes: []string{m.cfg.Cloud.Services[azcloud.ResourceManager].Audience + "/.default"}})
+	var de *space.Error
+	switch {
+	case err == nil:
+		return &space.Error{Kind: space.KindInvalid, Reason: space.ReasonTrustNotOrgBound, Message: "the app " + acct.Connection["clientId"] +
+			" accepts tokens of other orgs: its federated credential must name this org's audience"}
+	case errors.As(classify("entra:token", err), &de) && de.Reason == space.ReasonCredentialsUnavailable:
+		return nil
+	}
+	return classify("entra:token", err)
+}
+
+// entraMessage is Entra's error description (AADSTS...), without the
+// SDK's request dump.
+func entraMessage(af *azidentity.AuthenticationFailedError) string {
+	if af.RawResponse == nil || af.RawResponse.Body == nil {
+		return "sign-in refused"
+	}
+	var body struct {
+		Description string `json:"error_description"`
+	}
+	if err := json.NewDecoder(io.LimitReader(af.RawResponse.Body, 1<<16)).Decode(&body); err != nil || body.Description == "" {
+		return "sign-in refused"
+	}
+	return body.Description
 }

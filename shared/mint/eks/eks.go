@@ -227,3 +227,28 @@ func classify(op string, err error) error {
 	}
 	return cloud.Unavailable(op, err)
 }
+
+// VerifyAccount checks the role's trust the way the prober will use it:
+// AssumeRole with the account's external id must succeed, and AssumeRole
+// without one must be refused, or the trust policy does not require the
+// external id and any other customer of Spaces could name the role.
+func (m *Minter) VerifyAccount(ctx context.Context, acct space.CloudAccount) error {
+	m.Forget(acct)
+	if _, err := m.session(acct).Retrieve(ctx); err != nil {
+		return classify("sts:AssumeRole", err)
+	}
+	role := acct.Connection["roleArn"]
+	_, err := sts.NewFromConfig(m.cfg.AWS, m.stsOptions).AssumeRole(ctx, &sts.AssumeRoleInput{
+		RoleArn: aws.String(role), RoleSessionName: aws.String(sessionName), DurationSeconds: aws.Int32(900),
+	})
+	if err == nil {
+		return &space.Error{Kind: space.KindInvalid, Reason: space.ReasonExternalIDNotRequired, Message: "the trust policy of " + role +
+			" does not require the external id: it must allow sts:AssumeRole only with the condition StringEquals sts:ExternalId = " +
+			acct.Connection["externalId"]}
+	}
+	var de *space.Error
+	if errors.As(classify("sts:AssumeRole", err), &de) && de.Reason == space.ReasonAccessDenied {
+		return nil
+	}
+	return classify("sts:AssumeRole", err)
+}

@@ -46,9 +46,11 @@ const (
 
 // Config configures a Minter.
 type Config struct {
-	// Runtime is the runtime's own Google identity (workload identity
-	// federation in Lambda: golang.org/x/oauth2/google.FindDefaultCredentials).
-	Runtime oauth2.TokenSource
+	// Runtime is the runtime's own Google identity acting for an org
+	// (workload identity federation with the org in the subject, see
+	// space.TrustConfig): the customer's service account grants it to that
+	// org's principal only.
+	Runtime func(org string) oauth2.TokenSource
 	// HTTPClient carries every call (default http.DefaultClient); its
 	// transport is wrapped with the tokens.
 	HTTPClient *http.Client
@@ -62,9 +64,9 @@ type Config struct {
 // Minter mints GKE credentials. It is safe for concurrent use.
 type Minter struct {
 	cfg    Config
-	iam    *http.Client
 	mu     sync.Mutex
-	tokens map[string]oauth2.TokenSource // service account -> cached impersonated tokens
+	iam    map[string]*http.Client       // org -> IAM client with the org's federated identity
+	tokens map[string]oauth2.TokenSource // org + service account -> cached impersonated tokens
 	apis   map[string]*container.ClusterManagerClient
 }
 
@@ -84,7 +86,7 @@ func New(cfg Config) *Minter {
 	}
 	return &Minter{
 		cfg:    cfg,
-		iam:    withTokens(cfg.HTTPClient, cfg.Runtime),
+		iam:    map[string]*http.Client{},
 		tokens: map[string]oauth2.TokenSource{},
 		apis:   map[string]*container.ClusterManagerClient{},
 	}
@@ -103,27 +105,51 @@ func withTokens(base *http.Client, ts oauth2.TokenSource) *http.Client {
 // impersonated is a token source of the service account, caching each
 // token until shortly before it expires.
 type impersonated struct {
-	m  *Minter
-	sa string
+	m       *Minter
+	org, sa string
 }
 
 func (i impersonated) Token() (*oauth2.Token, error) {
-	return i.m.generateAccessToken(context.Background(), i.sa)
+	return i.m.generateAccessToken(context.Background(), i.org, i.sa)
 }
 
-func (m *Minter) tokenSource(sa string) oauth2.TokenSource {
+// key names what an org's impersonation of a service account caches.
+func key(org, sa string) string { return org + "\x00" + sa }
+
+func (m *Minter) tokenSource(org, sa string) oauth2.TokenSource {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ts, ok := m.tokens[sa]
+	ts, ok := m.tokens[key(org, sa)]
 	if !ok {
-		ts = oauth2.ReuseTokenSourceWithExpiry(nil, impersonated{m: m, sa: sa}, refreshBefore)
-		m.tokens[sa] = ts
+		ts = oauth2.ReuseTokenSourceWithExpiry(nil, impersonated{m: m, org: org, sa: sa}, refreshBefore)
+		m.tokens[key(org, sa)] = ts
 	}
 	return ts
 }
 
-// generateAccessToken is IAM Credentials' generateAccessToken.
-func (m *Minter) generateAccessToken(ctx context.Context, sa string) (*oauth2.Token, error) {
+// iamClient is the IAM Credentials client acting as the org's federated
+// identity.
+func (m *Minter) iamClient(org string) (*http.Client, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.iam[org]; ok {
+		return c, nil
+	}
+	if m.cfg.Runtime == nil {
+		return nil, cloud.Errorf(space.ReasonCredentialsUnavailable, "no federated identity is configured for GCP", nil)
+	}
+	c := withTokens(m.cfg.HTTPClient, m.cfg.Runtime(org))
+	m.iam[org] = c
+	return c, nil
+}
+
+// generateAccessToken is IAM Credentials' generateAccessToken, called as
+// the org's federated identity.
+func (m *Minter) generateAccessToken(ctx context.Context, org, sa string) (*oauth2.Token, error) {
+	iam, err := m.iamClient(org)
+	if err != nil {
+		return nil, err
+	}
 	body, _ := json.Marshal(map[string]any{"scope": []string{Scope}, "lifetime": lifetime})
 	u := strings.TrimSuffix(m.cfg.IAMEndpoint, "/") + "/v1/projects/-/serviceAccounts/" + url.PathEscape(sa) + ":generateAccessToken"
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
@@ -131,7 +157,7 @@ func (m *Minter) generateAccessToken(ctx context.Context, sa string) (*oauth2.To
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := m.iam.Do(req)
+	resp, err := iam.Do(req)
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) {
@@ -149,7 +175,7 @@ func (m *Minter) generateAccessToken(ctx context.Context, sa string) (*oauth2.To
 			} `json:"error"`
 		}
 		_ = json.Unmarshal(data, &e)
-		msg := fmt.Sprintf("impersonating %s: %s", sa, e.Error.Message)
+		msg := fmt.Sprintf("impersonating %s as %s: %s", sa, space.OrgTag(org), e.Error.Message)
 		switch {
 		case resp.StatusCode == http.StatusUnauthorized:
 			return nil, cloud.Errorf(space.ReasonCredentialsUnavailable, msg, nil)
@@ -170,37 +196,37 @@ func (m *Minter) generateAccessToken(ctx context.Context, sa string) (*oauth2.To
 
 // Forget drops the account's cached access token and client.
 func (m *Minter) Forget(acct space.CloudAccount) {
-	sa := acct.Connection["serviceAccountEmail"]
+	k := key(acct.OrgID, acct.Connection["serviceAccountEmail"])
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.tokens, sa)
-	if c, ok := m.apis[sa]; ok {
+	delete(m.tokens, k)
+	if c, ok := m.apis[k]; ok {
 		_ = c.Close()
-		delete(m.apis, sa)
+		delete(m.apis, k)
 	}
 }
 
 // api returns the container API client acting as the service account.
-func (m *Minter) api(ctx context.Context, sa string) (*container.ClusterManagerClient, error) {
+func (m *Minter) api(ctx context.Context, org, sa string) (*container.ClusterManagerClient, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if c, ok := m.apis[sa]; ok {
+	if c, ok := m.apis[key(org, sa)]; ok {
 		return c, nil
 	}
-	ts := m.tokens[sa]
+	ts := m.tokens[key(org, sa)]
 	c, err := container.NewClusterManagerRESTClient(ctx,
 		option.WithEndpoint(m.cfg.ContainerEndpoint),
 		option.WithHTTPClient(withTokens(m.cfg.HTTPClient, ts)))
 	if err != nil {
 		return nil, cloud.Errorf(space.ReasonCredentialsUnavailable, "cannot build the GKE client", err)
 	}
-	m.apis[sa] = c
+	m.apis[key(org, sa)] = c
 	return c, nil
 }
 
 // token returns the service account's current access token.
-func (m *Minter) token(ctx context.Context, sa string) (*oauth2.Token, error) {
-	tok, err := m.tokenSource(sa).Token()
+func (m *Minter) token(ctx context.Context, org, sa string) (*oauth2.Token, error) {
+	tok, err := m.tokenSource(org, sa).Token()
 	if err != nil {
 		var de *space.Error
 		if errors.As(err, &de) {
@@ -214,11 +240,11 @@ func (m *Minter) token(ctx context.Context, sa string) (*oauth2.Token, error) {
 // Mint returns credentials for the space's cluster.
 func (m *Minter) Mint(ctx context.Context, acct space.CloudAccount, s space.Space) (kubecred.Credentials, error) {
 	sa := acct.Connection["serviceAccountEmail"]
-	tok, err := m.token(ctx, sa)
+	tok, err := m.token(ctx, acct.OrgID, sa)
 	if err != nil {
 		return kubecred.Credentials{}, err
 	}
-	cl, err := m.get(ctx, sa, s)
+	cl, err := m.get(ctx, acct.OrgID, sa, s)
 	if err != nil {
 		return kubecred.Credentials{}, err
 	}
@@ -229,11 +255,11 @@ func (m *Minter) Mint(ctx context.Context, acct space.CloudAccount, s space.Spac
 	return kubecred.Credentials{Server: "https://" + cl.GetEndpoint(), CAData: ca, Token: tok.AccessToken, ExpiresAt: tok.Expiry}, nil
 }
 
-func (m *Minter) get(ctx context.Context, sa string, s space.Space) (*containerpb.Cluster, error) {
-	if _, err := m.token(ctx, sa); err != nil {
+func (m *Minter) get(ctx context.Context, org, sa string, s space.Space) (*containerpb.Cluster, error) {
+	if _, err := m.token(ctx, org, sa); err != nil {
 		return nil, err
 	}
-	api, err := m.api(ctx, sa)
+	api, err := m.api(ctx, org, sa)
 	if err != nil {
 		return nil, err
 	}
@@ -250,17 +276,17 @@ func (m *Minter) get(ctx context.Context, sa string, s space.Space) (*containerp
 
 // CheckCluster looks the cluster up (registration check).
 func (m *Minter) CheckCluster(ctx context.Context, acct space.CloudAccount, s space.Space) error {
-	_, err := m.get(ctx, acct.Connection["serviceAccountEmail"], s)
+	_, err := m.get(ctx, acct.OrgID, acct.Connection["serviceAccountEmail"], s)
 	return err
 }
 
 // ListClusters lists the project's clusters in every location.
 func (m *Minter) ListClusters(ctx context.Context, acct space.CloudAccount, _ string) ([]space.DiscoveredCluster, error) {
 	sa, project := acct.Connection["serviceAccountEmail"], acct.Connection["projectId"]
-	if _, err := m.token(ctx, sa); err != nil {
+	if _, err := m.token(ctx, acct.OrgID, sa); err != nil {
 		return nil, err
 	}
-	api, err := m.api(ctx, sa)
+	api, err := m.api(ctx, acct.OrgID, sa)
 	if err != nil {
 		return nil, err
 	}
@@ -295,4 +321,25 @@ func classify(op string, err error) error {
 		}
 	}
 	return cloud.Unavailable(op, err)
+}
+
+// VerifyAccount checks the account's trust: the org's federated identity
+// may impersonate the service account and list the project's clusters,
+// and another org's identity (space.CanaryOrg) may not impersonate it.
+func (m *Minter) VerifyAccount(ctx context.Context, acct space.CloudAccount) error {
+	m.Forget(acct)
+	if _, err := m.ListClusters(ctx, acct, ""); err != nil {
+		return err
+	}
+	sa := acct.Connection["serviceAccountEmail"]
+	_, err := m.generateAccessToken(ctx, space.CanaryOrg, sa)
+	var de *space.Error
+	switch {
+	case err == nil:
+		return &space.Error{Kind: space.KindInvalid, Reason: space.ReasonTrustNotOrgBound, Message: sa +
+			" lets identities of other orgs impersonate it: grant roles/iam.serviceAccountTokenCreator to this org's principal only, not to the whole pool"}
+	case errors.As(err, &de) && de.Reason == space.ReasonAccessDenied:
+		return nil
+	}
+	return err
 }

@@ -80,6 +80,7 @@ func New(a wiring.AWS, s Settings, o Options) (*httpapi.API, *space.Service, err
 	// against the cloud and the discovery routes answer 503.
 	if o.Minter != nil {
 		svc.Clusters = o.Minter
+		svc.Verifier, svc.Trust = o.Minter, o.Minter.Trust
 		api.Discovery = &httpapi.Discovery{
 			Namespaces: &kubens.Service{Spaces: svc, Minter: o.Minter},
 			Clusters:   o.Minter,

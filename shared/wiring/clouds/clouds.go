@@ -15,6 +15,11 @@ import (
 type Settings struct {
 	GCPWorkloadIdentityProvider string
 	AzureTokenAudience          string
+	// Who the customers' clouds are told to trust (each account's setup).
+	GCPFederationRole string
+	AWSPrincipal      string
+	AzureIssuer       string
+	AzureSubject      string
 }
 
 // Read reads GCP_WORKLOAD_IDENTITY_PROVIDER and AZURE_FEDERATED_TOKEN_AUDIENCE.
@@ -22,6 +27,10 @@ func Read(env *config.Env) Settings {
 	return Settings{
 		GCPWorkloadIdentityProvider: env.String("GCP_WORKLOAD_IDENTITY_PROVIDER", ""),
 		AzureTokenAudience:          env.String("AZURE_FEDERATED_TOKEN_AUDIENCE", ""),
+		GCPFederationRole:           env.String("GCP_FEDERATION_ROLE_ARN", ""),
+		AWSPrincipal:                env.String("SPACES_AWS_PRINCIPAL", ""),
+		AzureIssuer:                 env.String("AZURE_FEDERATED_TOKEN_ISSUER", ""),
+		AzureSubject:                env.String("AZURE_FEDERATED_TOKEN_SUBJECT", ""),
 	}
 }
 
@@ -33,5 +42,6 @@ func Minter(s Settings, awsCfg aws.Config, store interface {
 },
 ) *mint.Minter {
 	return mint.ForRuntime(mint.RuntimeConfig{AWS: awsCfg, Store: store,
-		GCPWorkloadIdentityProvider: s.GCPWorkloadIdentityProvider, AzureTokenAudience: s.AzureTokenAudience})
+		GCPWorkloadIdentityProvider: s.GCPWorkloadIdentityProvider, AzureTokenAudience: s.AzureTokenAudience,
+		GCPFederationRole: s.GCPFederationRole, AWSPrincipal: s.AWSPrincipal, AzureIssuer: s.AzureIssuer, AzureSubject: s.AzureSubject})
 }
