@@ -9,6 +9,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"path"
+	"strings"
 
 	"spaces/shared/auth"
 	"spaces/shared/cursor"
@@ -123,6 +125,12 @@ func (a *API) authenticated(h func(*API, http.ResponseWriter, *http.Request, aut
 // instead of the mux's plain-text replies.
 func problems(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The mux would redirect a non-canonical path (//x, /./x, /a/../b)
+		// with an HTML body; no route has such a path, so it is a 404.
+		if !canonical(r.URL.Path) {
+			writeError(w, r, &httpError{http.StatusNotFound, "no such route; the path is not in canonical form"})
+			return
+		}
 		if _, pattern := mux.Handler(r); pattern != "" {
 			mux.ServeHTTP(w, r)
 			return
@@ -142,6 +150,19 @@ func problems(mux *http.ServeMux) http.Handler {
 		}
 		writeError(w, r, &httpError{code, detail})
 	})
+}
+
+// canonical reports whether p is what path.Clean makes of it (a trailing
+// slash aside).
+func canonical(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
 
 type discard struct {

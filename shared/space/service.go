@@ -82,6 +82,15 @@ func (svc *Service) Register(ctx context.Context, org string, in RegisterInput, 
 			return Space{}, false, &Error{Kind: KindInvalid, Message: "the Idempotency-Key was already used for a different request",
 				Fields: []FieldError{{Field: "Idempotency-Key", Reason: "was used with another request body"}}}
 		}
+		// A replay must not hand out a space that is gone: the client would
+		// act on a 201 whose space answers 404.
+		if _, err := svc.Store.GetSpace(ctx, org, replay.Record.Space.ID); KindOf(err) == KindNotFound {
+			return Space{}, false, &Error{Kind: KindConflict, Reason: GateSpaceDeregistered,
+				Message: "the space registered under this Idempotency-Key has been deregistered; register again with a new key",
+				Fields:  []FieldError{{Field: "Idempotency-Key", Reason: "names a registration whose space was deregistered"}}}
+		} else if err != nil {
+			return Space{}, false, err
+		}
 		return replay.Record.Space, true, nil
 	}
 	if err != nil {
@@ -139,7 +148,7 @@ func (svc *Service) List(ctx context.Context, org string, f ListFilter, page Pag
 }
 
 // SetStatus applies a status reported by an internal caller, if the space is
-// still at version (optimistic concurrency).
+// still at version (optimistic concurrency; 0 means any version).
 func (svc *Service) SetStatus(ctx context.Context, org, id string, version int64, status Status, reason string) (Space, error) {
 	var fe fieldErrors
 	if !status.Valid() {
@@ -158,7 +167,7 @@ func (svc *Service) SetStatus(ctx context.Context, org, id string, version int64
 	if err != nil {
 		return Space{}, err
 	}
-	if s.Version != version {
+	if version != 0 && s.Version != version { // 0: If-Match: *, any version
 		return Space{}, Errorf(KindPreconditionFailed, "the space has changed (version %d, If-Match %d)", s.Version, version)
 	}
 	now := svc.Now().UTC()

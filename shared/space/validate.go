@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -143,9 +144,19 @@ func checkName(fe *fieldErrors, name string) {
 		return
 	}
 	for _, r := range name {
-		if r < 0x20 || r == 0x7f {
-			fe.add("name", "must not contain control characters")
+		if invisible(r) {
+			fe.add("name", "must not contain control, format or invisible characters (such as U+%04X)", r)
 			return
 		}
 	}
+}
+
+// invisible reports characters that make a name look like another one or
+// reorder what is displayed: anything but letters, marks, digits,
+// punctuation, symbols and plain spaces, so C0 and C1 controls, format
+// characters (the BOM, zero-width characters, bidi overrides), line
+// separators, private-use and unassigned code points, and the replacement
+// character that broken encodings leave.
+func invisible(r rune) bool {
+	return r == unicode.ReplacementChar || !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Zs)
 }
