@@ -128,7 +128,7 @@ func problems(mux *http.ServeMux) http.Handler {
 		// The mux would redirect a non-canonical path (//x, /./x, /a/../b)
 		// with an HTML body; no route has such a path, so it is a 404.
 		if !canonical(r.URL.Path) {
-			writeError(w, r, &httpError{http.StatusNotFound, "no such route; the path is not in canonical form"})
+			writeError(w, r, &httpError{status: http.StatusNotFound, detail: "no such route; the path is not in canonical form"})
 			return
 		}
 		if _, pattern := mux.Handler(r); pattern != "" {
@@ -148,7 +148,7 @@ func problems(mux *http.ServeMux) http.Handler {
 		if rec.code == http.StatusMethodNotAllowed {
 			code, detail = rec.code, "this route does not accept "+r.Method
 		}
-		writeError(w, r, &httpError{code, detail})
+		writeError(w, r, &httpError{status: code, detail: detail})
 	})
 }
 

@@ -26,26 +26,26 @@ const MaxBody = 64 << 10
 func readObject(w http.ResponseWriter, r *http.Request, fields map[string]any) error {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
-		return &httpError{http.StatusUnsupportedMediaType, "the request body must be application/json"}
+		return &httpError{status: http.StatusUnsupportedMediaType, detail: "the request body must be application/json", field: "Content-Type"}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is larger than %d bytes", MaxBody)}
+		return &httpError{status: http.StatusRequestEntityTooLarge, detail: fmt.Sprintf("the request body is larger than %d bytes", MaxBody), field: "body"}
 	}
 	if err != nil {
 		return &space.Error{Kind: space.KindMalformed, Message: "the request body could not be read", Err: err}
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return space.Errorf(space.KindMalformed, "the request body is empty; a JSON object is required")
+		return bodyError("the request body is empty; a JSON object is required")
 	}
 	var raw map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&raw); err != nil || raw == nil {
-		return space.Errorf(space.KindMalformed, "the request body is not a JSON object")
+		return bodyError("the request body is not a JSON object")
 	}
 	if dec.More() {
-		return space.Errorf(space.KindMalformed, "the request body has data after the JSON object")
+		return bodyError("the request body has data after the JSON object")
 	}
 	// encoding/json silently replaces invalid UTF-8 and keeps the last of
 	// duplicate keys; either would store something other than what the
@@ -77,6 +77,11 @@ func readObject(w http.ResponseWriter, r *http.Request, fields map[string]any) e
 		return &space.Error{Kind: space.KindMalformed, Message: "the request body has unknown or mistyped fields", Fields: bad}
 	}
 	return nil
+}
+
+// bodyError is a 400 about the body as a whole, named "body".
+func bodyError(msg string) error {
+	return &space.Error{Kind: space.KindMalformed, Message: msg, Fields: []space.FieldError{{Field: "body", Reason: msg}}}
 }
 
 func typeReason(dst any) string {

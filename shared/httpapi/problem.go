@@ -29,6 +29,7 @@ type problem struct {
 type httpError struct {
 	status int
 	detail string
+	field  string // the header or "body" at fault, if any
 }
 
 func (e *httpError) Error() string { return e.detail }
@@ -71,11 +72,18 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &he):
 		p.Status, p.Detail = he.status, he.detail
 		p.Type = problemTypePrefix + httpSlugs[he.status]
+		if he.field != "" {
+			p.Errors = []space.FieldError{{Field: he.field, Reason: he.detail}}
+		}
 	case errors.As(err, &de):
 		k := kinds[de.Kind]
 		p.Status, p.Type = k.status, problemTypePrefix+k.slug
 		p.Detail, p.Errors, p.Reason, p.ExistingSpaceID = de.Message, de.Fields, de.Reason, de.ExistingID
 		switch de.Kind {
+		case space.KindUnauthenticated:
+			if len(p.Errors) == 0 { // the credentials are what to fix
+				p.Errors = []space.FieldError{{Field: "Authorization", Reason: de.Message}}
+			}
 		case space.KindInternal:
 			p.Detail = "an internal error occurred; quote the request id when reporting it"
 		case space.KindBadGateway:
