@@ -42,6 +42,10 @@ func newQuery(rawQuery string, allowed ...string) *query {
 			q.fail(rawKey, "is not a validly percent-encoded parameter name")
 			continue
 		}
+		if k == "" {
+			q.fail("query", "has a parameter without a name")
+			continue
+		}
 		val, err := url.QueryUnescape(rawVal)
 		if err != nil {
 			q.fail(k, "has an invalid percent-escape in its value")
