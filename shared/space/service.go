@@ -154,9 +154,7 @@ func (svc *Service) SetStatus(ctx context.Context, org, id string, version int64
 	if !status.Valid() {
 		fe.add("status", "must be one of active, inactive, unknown")
 	}
-	if len(reason) > 256 {
-		fe.add("reason", "must be at most 256 characters")
-	}
+	checkText(&fe, "reason", reason, 256)
 	if err := fe.err("the status update is not valid"); err != nil {
 		return Space{}, err
 	}

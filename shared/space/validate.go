@@ -135,6 +135,22 @@ func ValidID(s string) bool { return uuidPattern.MatchString(s) }
 
 const maxNameLen = 100
 
+// checkText refuses free text (a reason) that is not valid UTF-8, is longer
+// than max characters or holds characters that hide or reorder what is
+// displayed (see invisible).
+func checkText(fe *fieldErrors, field, s string, max int) {
+	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > max {
+		fe.add(field, "must be at most %d characters of valid UTF-8", max)
+		return
+	}
+	for _, r := range s {
+		if invisible(r) {
+			fe.add(field, "must not contain control, format or invisible characters (such as U+%04X)", r)
+			return
+		}
+	}
+}
+
 func checkName(fe *fieldErrors, name string) {
 	if name == "" {
 		return
