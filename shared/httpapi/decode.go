@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,6 +62,10 @@ func readObject(w http.ResponseWriter, r *http.Request, fields map[string]any) e
 	sort.Strings(keys)
 	for _, k := range keys {
 		dst, ok := fields[k]
+		if k == "" {
+			bad = append(bad, space.FieldError{Field: "body", Reason: "has an empty key"})
+			continue
+		}
 		if !ok {
 			bad = append(bad, space.FieldError{Field: k, Reason: "is not a known field"})
 			continue
@@ -112,7 +117,7 @@ func textProblems(body []byte, raw map[string]json.RawMessage) []space.FieldErro
 		keys := slices.Sorted(maps.Keys(raw))
 		for _, k := range keys {
 			if !utf8.Valid(raw[k]) || hasLoneSurrogate(raw[k]) {
-				bad = append(bad, space.FieldError{Field: k, Reason: "must be valid UTF-8"})
+				bad = append(bad, space.FieldError{Field: cmp.Or(k, "body"), Reason: "must be valid UTF-8"})
 			}
 		}
 		if len(bad) == 0 { // the bad text is in a key
@@ -121,6 +126,9 @@ func textProblems(body []byte, raw map[string]json.RawMessage) []space.FieldErro
 		return bad
 	}
 	if path, dup := duplicateKey(body); dup {
+		if path == "" { // the empty key, twice
+			path = "body"
+		}
 		bad = append(bad, space.FieldError{Field: path, Reason: "is given more than once"})
 	}
 	return bad

@@ -160,7 +160,17 @@ func FuzzIfMatch(f *testing.F) {
 			}
 			return
 		}
-		h := strings.TrimSpace(header)
+		// RFC 9110 5.6.1.2: empty list elements are ignored.
+		var tags []string
+		for _, t := range strings.Split(header, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				tags = append(tags, t)
+			}
+		}
+		if len(tags) != 1 {
+			t.Fatalf("%q (%d tags) accepted", header, len(tags))
+		}
+		h := tags[0]
 		if strings.Contains(h, "W/") {
 			t.Fatalf("weak tag %q matched", header)
 		}
