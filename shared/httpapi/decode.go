@@ -35,7 +35,8 @@ func readObject(w http.ResponseWriter, r *http.Request, fields map[string]any) e
 		return &httpError{status: http.StatusRequestEntityTooLarge, detail: fmt.Sprintf("the request body is larger than %d bytes", MaxBody), field: "body"}
 	}
 	if err != nil {
-		return &space.Error{Kind: space.KindMalformed, Message: "the request body could not be read", Err: err}
+		return &space.Error{Kind: space.KindMalformed, Message: "the request body could not be read", Err: err,
+			Fields: []space.FieldError{{Field: "body", Reason: "could not be read to the end"}}}
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return bodyError("the request body is empty; a JSON object is required")
