@@ -40,6 +40,8 @@ var clusterScoped = map[string]bool{
 	"FlowSchema": true, "PriorityLevelConfiguration": true,
 	"TokenReview": true, "SubjectAccessReview": true, "SelfSubjectAccessReview": true, "SelfSubjectRulesReview": true,
 	"IPAddress": true, "ServiceCIDR": true, "DeviceClass": true, "ResourceSlice": true,
+	"VolumeAttributesClass": true, "MutatingAdmissionPolicy": true, "MutatingAdmissionPolicyBinding": true,
+	"ClusterTrustBundle": true, "StorageVersion": true, "StorageVersionMigration": true,
 }
 
 // ClusterScoped reports whether kind is a built-in cluster-scoped kind.
