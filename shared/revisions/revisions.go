@@ -145,7 +145,7 @@ func (c *Claimer) claim(ctx context.Context, r events.SQSMessage) bool {
 			return false
 		}
 		if err := c.Applier.Apply(ctx, creds, rev.Namespace, rev.Manifests); err != nil {
-			next.State, next.Reason = space.RevisionFailed, err.Error()
+			next.State, next.Reason = space.RevisionFailed, space.FailureReason(err.Error())
 		} else {
 			next.State, next.Reason = space.RevisionDeployed, ""
 		}

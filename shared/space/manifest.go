@@ -26,6 +26,22 @@ const (
 	MaxManifestsSize = 400<<10 - 16<<10
 )
 
+// MaxFailureReason bounds the cluster's message kept on a failed revision,
+// so that the revision stays within the 16 KB MaxManifestsSize leaves it.
+const MaxFailureReason = 4 << 10
+
+// FailureReason is msg cut to MaxFailureReason bytes on a rune boundary.
+func FailureReason(msg string) string {
+	if len(msg) <= MaxFailureReason {
+		return msg
+	}
+	cut := MaxFailureReason - len("…")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
+}
+
 // clusterScoped are the built-in kinds that live outside any namespace. A
 // revision is confined to its environment's namespace, so these are refused
 // at push; the applier also refuses any kind the cluster reports as

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func configMap(data map[string]any) map[string]any {
@@ -109,5 +110,16 @@ func TestManifestsSizeRules(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%#v: %d bytes, want %d", c.v, got, c.want)
 		}
+	}
+}
+
+func TestFailureReasonIsBounded(t *testing.T) {
+	if got := FailureReason("short"); got != "short" {
+		t.Errorf("short message changed: %q", got)
+	}
+	long := strings.Repeat("é", MaxFailureReason) // 2 bytes a rune
+	got := FailureReason(long)
+	if len(got) > MaxFailureReason || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
+		t.Errorf("%d bytes, valid %v", len(got), utf8.ValidString(got))
 	}
 }
