@@ -20,7 +20,7 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 # recipe, loudly, when it cannot, so nothing ever runs unpatched.
 WITH_OVERLAY = modfile=$$(bash infra/emulator/kumo/overlay.sh) && export GOFLAGS="$(strip $(GOFLAGS)) -modfile=$$modfile" &&
 
-.PHONY: run test lint lint-tools token deps kube-bins vet bench build clean overlay
+.PHONY: run test lint lint-tools token deps kube-bins vet bench fuzz build clean overlay
 .DEFAULT_GOAL := run
 
 ## run: the whole service locally (embedded AWS emulator, API on 127.0.0.1:8080)
@@ -47,6 +47,26 @@ lint: lint-tools
 lint-tools:
 	@command -v $(CFN_LINT) >/dev/null || python3 -m pip install --quiet cfn-lint==1.51.0
 	@command -v npx >/dev/null || { apt-get update && apt-get install -y nodejs npm; }
+
+# Every fuzz target as package:Target. `make test` runs their seed corpora
+# (f.Add and testdata/fuzz) like any test; `make fuzz` mutates each one for
+# FUZZTIME and prints how many inputs ran.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := \
+	./shared/httpapi:FuzzReadObject ./shared/httpapi:FuzzQuery ./shared/httpapi:FuzzIfMatch ./shared/httpapi:FuzzRouting \
+	./shared/space:FuzzRegisterInput ./shared/space:FuzzCheckManifests ./shared/dynamostore:FuzzRevisionManifests \
+	./shared/auth:FuzzLocalVerifier ./shared/cursor:FuzzOpen ./shared/probing:FuzzDecodeMessage
+
+## fuzz: run each fuzz target for FUZZTIME (default 30s): make fuzz FUZZTIME=5m
+fuzz: deps
+	unset KUMO_DATA_DIR && $(WITH_OVERLAY) total=0; \
+	for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		out=$$($(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel 2 $$pkg 2>&1) || { echo "$$out" | grep -v ' INFO '; echo "FAIL $$t"; exit 1; }; \
+		n=$$(echo "$$out" | grep -o 'execs: [0-9]*' | tail -1 | grep -o '[0-9]*'); \
+		total=$$((total + $${n:-0})); echo "ok   $$t: $${n:-0} inputs, 0 crashes"; \
+	done; \
+	echo "fuzz: $$total inputs over $(words $(FUZZ_TARGETS)) targets, 0 crashes"
 
 ## vet: go vet with the emulator overlay
 vet: deps

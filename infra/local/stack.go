@@ -209,7 +209,10 @@ func (st *Stack) serve(addr string, h http.Handler) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// ReadTimeout bounds the whole request, body included, so a client
+	// trickling a byte every few seconds cannot hold a connection (a body
+	// is at most 64 KiB); IdleTimeout closes idle keep-alive connections.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 20 * time.Second, IdleTimeout: time.Minute}
 	st.servers = append(st.servers, srv)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

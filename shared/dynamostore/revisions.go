@@ -2,10 +2,12 @@ package dynamostore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -39,8 +41,44 @@ func (s *Store) CreateRevision(ctx context.Context, r space.Revision) error {
 // GetRevision returns one revision of org.
 func (s *Store) GetRevision(ctx context.Context, org, id string) (space.Revision, error) {
 	var r space.Revision
-	err := s.getDecoded(ctx, org, prefixRevision+id, "revision", &r)
-	return r, err
+	item, err := s.getItem(ctx, itemKey(org, prefixRevision+id))
+	if err != nil {
+		return r, err
+	}
+	if item == nil {
+		return r, space.ErrNotFound("revision")
+	}
+	if err := revisionDecoder.Decode(&types.AttributeValueMemberM{Value: item}, &r); err != nil {
+		return r, internal("decode item", err)
+	}
+	for _, m := range r.Manifests {
+		exactNumbers(m)
+	}
+	return r, nil
+}
+
+// revisionDecoder keeps manifest numbers as they were pushed: the default
+// decoder turns them into float64, which changes integers above 2^53.
+var revisionDecoder = attributevalue.NewDecoder(func(o *attributevalue.DecoderOptions) {
+	o.TagKey, o.UseNumber = "json", true
+})
+
+// exactNumbers turns the decoder's attributevalue.Number (which encodes to
+// JSON as a string) into json.Number (which encodes as the number).
+func exactNumbers(v any) any {
+	switch v := v.(type) {
+	case attributevalue.Number:
+		return json.Number(v)
+	case map[string]any:
+		for k, e := range v {
+			v[k] = exactNumbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = exactNumbers(e)
+		}
+	}
+	return v
 }
 
 // UpdateRevision changes a revision (see space.Update): it is replaced only

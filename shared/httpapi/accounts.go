@@ -27,7 +27,7 @@ func (a *API) createAccount(w http.ResponseWriter, r *http.Request, p auth.Princ
 }
 
 func (a *API) listAccounts(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	q := newQuery(r.URL.Query(), pageParams...)
+	q := newQuery(r.URL.RawQuery, pageParams...)
 	scope := strings.Join([]string{"cloud-accounts", p.OrgID}, "|")
 	page := a.page(q, scope)
 	if err := q.err(); err != nil {

@@ -9,6 +9,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"path"
+	"strings"
 
 	"spaces/shared/auth"
 	"spaces/shared/cursor"
@@ -124,6 +126,12 @@ func (a *API) authenticated(h func(*API, http.ResponseWriter, *http.Request, aut
 // instead of the mux's plain-text replies.
 func problems(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The mux would redirect a non-canonical path (//x, /./x, /a/../b)
+		// with an HTML body; no route has such a path, so it is a 404.
+		if !canonical(r.URL.Path) {
+			writeError(w, r, &httpError{status: http.StatusNotFound, detail: "no such route; the path is not in canonical form"})
+			return
+		}
 		if _, pattern := mux.Handler(r); pattern != "" {
 			mux.ServeHTTP(w, r)
 			return
@@ -141,8 +149,21 @@ func problems(mux *http.ServeMux) http.Handler {
 		if rec.code == http.StatusMethodNotAllowed {
 			code, detail = rec.code, "this route does not accept "+r.Method
 		}
-		writeError(w, r, &httpError{code, detail})
+		writeError(w, r, &httpError{status: code, detail: detail})
 	})
+}
+
+// canonical reports whether p is what path.Clean makes of it (a trailing
+// slash aside).
+func canonical(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
 
 type discard struct {

@@ -16,7 +16,7 @@ func (a *API) listClusters(w http.ResponseWriter, r *http.Request, p auth.Princi
 	if err != nil {
 		return err
 	}
-	q := newQuery(r.URL.Query(), "region")
+	q := newQuery(r.URL.RawQuery, "region")
 	region := q.get("region")
 	acct, err := a.Spaces.GetAccount(r.Context(), p.OrgID, r.PathValue("id"))
 	if err != nil {

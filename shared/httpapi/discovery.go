@@ -35,7 +35,7 @@ func (a *API) listNamespaces(w http.ResponseWriter, r *http.Request, p auth.Prin
 	if err != nil {
 		return err
 	}
-	if err := newQuery(r.URL.Query()).err(); err != nil {
+	if err := newQuery(r.URL.RawQuery).err(); err != nil {
 		return err
 	}
 	id := r.PathValue("spaceID")

@@ -1,8 +1,8 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -44,7 +44,7 @@ func (a *API) listEnvironments(w http.ResponseWriter, r *http.Request, p auth.Pr
 	if err != nil {
 		return err
 	}
-	q := newQuery(r.URL.Query(), pageParams...)
+	q := newQuery(r.URL.RawQuery, pageParams...)
 	scope := strings.Join([]string{"environments", p.OrgID}, "|")
 	page := a.page(q, scope)
 	if err := q.err(); err != nil {
@@ -97,15 +97,23 @@ type policyTarget struct {
 }
 
 // UnmarshalJSON refuses unknown fields and fields that are not strings.
+// Keys are matched exactly: encoding/json would match struct fields
+// case-insensitively and accept {"NAME": ...}.
 func (t *policyTarget) UnmarshalJSON(b []byte) error {
-	type plain policyTarget
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var v plain
-	if err := dec.Decode(&v); err != nil {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
 		return err
 	}
-	*t = policyTarget(v)
+	dst := map[string]*string{"namespace": &t.Namespace, "kind": &t.Kind, "name": &t.Name}
+	for k, v := range m {
+		p, ok := dst[k]
+		if !ok {
+			return fmt.Errorf("unknown field %q", k)
+		}
+		if err := json.Unmarshal(v, p); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -139,7 +147,7 @@ func (a *API) listPolicies(w http.ResponseWriter, r *http.Request, p auth.Princi
 	if err != nil {
 		return err
 	}
-	q := newQuery(r.URL.Query(), pageParams...)
+	q := newQuery(r.URL.RawQuery, pageParams...)
 	scope := strings.Join([]string{"autoscaler-policies", p.OrgID}, "|")
 	page := a.page(q, scope)
 	if err := q.err(); err != nil {

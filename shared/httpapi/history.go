@@ -11,7 +11,7 @@ import (
 // opaque cursor bound to the org and the space.
 func (a *API) statusHistory(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	id := r.PathValue("id")
-	q := newQuery(r.URL.Query(), pageParams...)
+	q := newQuery(r.URL.RawQuery, pageParams...)
 	scope := "status-history|" + p.OrgID + "|" + id
 	page := a.page(q, scope)
 	if err := q.err(); err != nil {

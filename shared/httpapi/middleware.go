@@ -51,6 +51,16 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
+// clientGone records a request the client abandoned (nginx's 499), so the
+// access log never counts it as a server error.
+func (s *statusRecorder) clientGone() {
+	if s.status == 0 {
+		s.status = statusClientClosed
+	}
+}
+
+const statusClientClosed = 499
+
 func (s *statusRecorder) Write(b []byte) (int, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK
@@ -70,6 +80,10 @@ func observe(base *slog.Logger, next http.Handler) http.Handler {
 			id = hex.EncodeToString(b[:])
 		}
 		w.Header().Set("X-Request-Id", id)
+		// Every answer is JSON about one caller's items: never sniffed as
+		// another type, never kept by a shared cache.
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-store")
 		st := &reqState{id: id, log: base.With("request_id", id)}
 		rec := &statusRecorder{ResponseWriter: w}
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, st))

@@ -26,8 +26,33 @@ type query struct {
 // pageParams are the parameters of every paged listing.
 var pageParams = []string{"limit", "cursor"}
 
-func newQuery(v url.Values, allowed ...string) *query {
-	q := &query{v: v}
+func newQuery(rawQuery string, allowed ...string) *query {
+	q := &query{v: url.Values{}}
+	// url.ParseQuery drops a pair whose percent-escape is broken and
+	// r.URL.Query() hides the error, so ?provider=gc%zz would list every
+	// provider: a filter that fails open. Each pair is decoded here and a
+	// bad one is refused by name.
+	for _, pair := range strings.Split(rawQuery, "&") {
+		if pair == "" {
+			continue
+		}
+		rawKey, rawVal, _ := strings.Cut(pair, "=")
+		k, err := url.QueryUnescape(rawKey)
+		if err != nil {
+			q.fail(rawKey, "is not a validly percent-encoded parameter name")
+			continue
+		}
+		if k == "" {
+			q.fail("query", "has a parameter without a name")
+			continue
+		}
+		val, err := url.QueryUnescape(rawVal)
+		if err != nil {
+			q.fail(k, "has an invalid percent-escape in its value")
+		}
+		q.v[k] = append(q.v[k], val)
+	}
+	v := q.v
 	ok := map[string]bool{}
 	for _, a := range allowed {
 		ok[a] = true

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -28,6 +29,7 @@ type problem struct {
 type httpError struct {
 	status int
 	detail string
+	field  string // the header or "body" at fault, if any
 }
 
 func (e *httpError) Error() string { return e.detail }
@@ -70,12 +72,25 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &he):
 		p.Status, p.Detail = he.status, he.detail
 		p.Type = problemTypePrefix + httpSlugs[he.status]
+		if he.field != "" {
+			p.Errors = []space.FieldError{{Field: he.field, Reason: he.detail}}
+		}
 	case errors.As(err, &de):
 		k := kinds[de.Kind]
 		p.Status, p.Type = k.status, problemTypePrefix+k.slug
 		p.Detail, p.Errors, p.Reason, p.ExistingSpaceID = de.Message, de.Fields, de.Reason, de.ExistingID
-		if de.Kind == space.KindInternal {
+		switch de.Kind {
+		case space.KindUnauthenticated:
+			if len(p.Errors) == 0 { // the credentials are what to fix
+				p.Errors = []space.FieldError{{Field: "Authorization", Reason: de.Message}}
+			}
+		case space.KindInternal:
 			p.Detail = "an internal error occurred; quote the request id when reporting it"
+		case space.KindBadGateway:
+			// The message may carry the cloud's own words, which can name
+			// Spaces' runtime principal: the log keeps it, the client is
+			// told what to fix.
+			p.Detail = badGatewayDetail(de.Reason)
 		}
 	default:
 		k := kinds[space.KindInternal]
@@ -83,13 +98,23 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		p.Detail = "an internal error occurred; quote the request id when reporting it"
 	}
 	p.Title = http.StatusText(p.Status)
+	if errors.Is(r.Context().Err(), context.Canceled) {
+		// The client went away (the server cancels the request's context
+		// then): whatever failed downstream is not the server's fault, and
+		// nobody reads the answer. Logged and counted as 499, never 5xx.
+		if rec, ok := w.(interface{ clientGone() }); ok {
+			rec.clientGone()
+		}
+		logger(r.Context()).Info("client cancelled the request", "error", err.Error())
+		return
+	}
 	if p.Status >= 500 {
 		logger(r.Context()).Error("request failed", "status", p.Status, "error", err.Error())
 	} else {
 		logger(r.Context()).Info("request refused", "status", p.Status, "error", err.Error())
 	}
 	if p.Status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="spaces"`)
+		w.Header().Set("WWW-Authenticate", challenge(de))
 	}
 	writeJSON(w, p.Status, "application/problem+json", p)
 }
@@ -105,4 +130,32 @@ func writeJSON(w http.ResponseWriter, status int, contentType string, v any) {
 	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
+}
+
+// challenge is the RFC 6750 WWW-Authenticate value: bare when no
+// credentials were offered, with the error code when they were wrong.
+func challenge(de *space.Error) string {
+	const base = `Bearer realm="spaces"`
+	if de != nil && (de.Reason == "invalid_token" || de.Reason == "invalid_request" || de.Reason == "insufficient_scope") {
+		return base + `, error="` + de.Reason + `"`
+	}
+	return base
+}
+
+// badGatewayDetail tells the client what to fix for each 502 reason.
+func badGatewayDetail(reason string) string {
+	switch reason {
+	case space.ReasonAccessDenied:
+		return "the cloud refused Spaces access: check the cloud account's connection (the role or identity Spaces uses and its permissions on the cluster)"
+	case space.ReasonClusterNotFound:
+		return "the cloud account has no such cluster: check the space's config and the cloud account"
+	case space.ReasonUnauthorized:
+		return "the cluster refused Spaces' credentials: check that the cluster grants access to the cloud account's identity"
+	case space.ReasonCredentialsUnavailable:
+		return "no usable credentials could be minted for the cluster: check the cloud account's connection"
+	case space.ReasonBadResponse:
+		return "the cluster answered unexpectedly; try again, and quote the request id if it persists"
+	default:
+		return "a dependency answered unexpectedly; quote the request id when reporting it"
+	}
 }

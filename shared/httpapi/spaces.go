@@ -11,7 +11,7 @@ import (
 )
 
 func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	q := newQuery(r.URL.Query(), append(pageParams, "provider", "status", "space_type", "cloud_account_id", "picker")...)
+	q := newQuery(r.URL.RawQuery, append(pageParams, "provider", "status", "space_type", "cloud_account_id", "picker")...)
 	f := space.ListFilter{
 		Provider:  space.Provider(q.oneOf("provider", "aws", "gcp", "azure")),
 		Status:    space.Status(q.oneOf("status", "active", "inactive", "unknown")),
@@ -140,8 +140,14 @@ func ifMatch(r *http.Request, required bool) (int64, error) {
 	if len(tags) == 1 && tags[0] == "*" {
 		return 0, nil
 	}
+	if len(tags) == 1 && strings.HasPrefix(tags[0], "W/") {
+		// RFC 9110 13.1.1: If-Match uses the strong comparison, so a weak
+		// tag never matches.
+		return 0, &space.Error{Kind: space.KindPreconditionFailed, Message: "a weak ETag never matches If-Match",
+			Fields: []space.FieldError{{Field: "If-Match", Reason: `must be a strong ETag as returned by GET, such as "3", not W/"3"`}}}
+	}
 	if len(tags) == 1 {
-		t := strings.TrimPrefix(tags[0], "W/")
+		t := tags[0]
 		if len(t) >= 3 && t[0] == '"' && t[len(t)-1] == '"' {
 			if v, err := strconv.ParseInt(t[1:len(t)-1], 10, 64); err == nil && v > 0 {
 				return v, nil

@@ -34,8 +34,8 @@ type Applier struct {
 	Timeout time.Duration
 }
 
-// Apply server-side-applies each manifest in order into namespace (for
-// namespaced kinds; a manifest naming another namespace is refused). The
+// Apply server-side-applies each manifest in order into namespace (a
+// cluster-scoped kind or a manifest naming another namespace is refused). The
 // first error stops it and carries the cluster's message.
 func (a *Applier) Apply(ctx context.Context, c kubecred.Credentials, namespace string, manifests []map[string]any) error {
 	timeout := a.Timeout
@@ -62,14 +62,16 @@ func (a *Applier) Apply(ctx context.Context, c kubecred.Credentials, namespace s
 		if err != nil {
 			return fmt.Errorf("manifest %d (%s %s): %w", i, gvk.Kind, obj.GetName(), err)
 		}
-		var ri dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
-		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-			if ns := obj.GetNamespace(); ns != "" && ns != namespace {
-				return fmt.Errorf("manifest %d (%s %s): namespace %q is not the environment's namespace %q", i, gvk.Kind, obj.GetName(), ns, namespace)
-			}
-			obj.SetNamespace(namespace)
-			ri = dyn.Resource(mapping.Resource).Namespace(namespace)
+		// A revision must not escape its environment: the cluster, not a
+		// list of kinds, says what is cluster-scoped (custom kinds too).
+		if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+			return fmt.Errorf("manifest %d (%s %s): the kind is cluster-scoped; a revision may only hold objects in the environment's namespace %q", i, gvk.Kind, obj.GetName(), namespace)
 		}
+		if ns := obj.GetNamespace(); ns != "" && ns != namespace {
+			return fmt.Errorf("manifest %d (%s %s): namespace %q is not the environment's namespace %q", i, gvk.Kind, obj.GetName(), ns, namespace)
+		}
+		obj.SetNamespace(namespace)
+		ri := dyn.Resource(mapping.Resource).Namespace(namespace)
 		body, err := json.Marshal(obj.Object)
 		if err != nil {
 			return fmt.Errorf("manifest %d: %w", i, err)

@@ -147,7 +147,7 @@ func (c *Claimer) Claim(ctx context.Context, d Delivery) bool {
 			return false
 		}
 		if err := c.Applier.Apply(ctx, creds, rev.Namespace, rev.Manifests); err != nil {
-			state, reason = space.RevisionFailed, err.Error()
+			state, reason = space.RevisionFailed, space.FailureReason(err.Error())
 		} else {
 			state, reason = space.RevisionDeployed, ""
 		}

@@ -106,17 +106,7 @@ func (rv *Revisions) Push(ctx context.Context, org, envID string, manifests []ma
 	if !ValidID(envID) {
 		return Revision{}, ErrNotFound("environment")
 	}
-	var fe fieldErrors
-	switch {
-	case len(manifests) == 0:
-		fe.add("manifests", "must hold 1 to %d Kubernetes objects", MaxManifests)
-	case len(manifests) > MaxManifests:
-		fe.add("manifests", "must hold at most %d Kubernetes objects", MaxManifests)
-	}
-	for i, m := range manifests {
-		checkManifest(&fe, i, m)
-	}
-	if err := fe.err("the revision is not valid"); err != nil {
+	if err := CheckManifests(manifests); err != nil {
 		return Revision{}, err
 	}
 	e, err := rv.Bindings.GetEnvironment(ctx, org, envID)
@@ -136,14 +126,40 @@ func (rv *Revisions) Push(ctx context.Context, org, envID string, manifests []ma
 	return r, rv.Queue.EnqueueRevision(ctx, org, r.ID)
 }
 
-func checkManifest(fe *fieldErrors, i int, m map[string]any) {
+// CheckManifests reports every problem of a revision's manifests: count,
+// the fields the applier needs, kinds outside a namespace, and DynamoDB's
+// limits (manifest.go).
+func CheckManifests(manifests []map[string]any) error {
+	var fe fieldErrors
+	switch {
+	case len(manifests) == 0:
+		fe.add("manifests", "must hold 1 to %d Kubernetes objects", MaxManifests)
+	case len(manifests) > MaxManifests:
+		fe.add("manifests", "must hold at most %d Kubernetes objects", MaxManifests)
+	}
+	size := ManifestsSize(nil)
+	for i, m := range manifests {
+		size += 1 + checkManifest(&fe, i, m)
+	}
+	if size > MaxManifestsSize {
+		fe.add("manifests", "take %d bytes as a DynamoDB attribute; at most %d fit in a revision", size, MaxManifestsSize)
+	}
+	return fe.err("the revision is not valid")
+}
+
+// checkManifest checks one manifest and returns its size in DynamoDB
+// terms (manifest.go).
+func checkManifest(fe *fieldErrors, i int, m map[string]any) int {
 	at := func(f string) string { return "manifests[" + strconv.Itoa(i) + "]." + f }
 	str := func(v any) string { s, _ := v.(string); return s }
 	if str(m["apiVersion"]) == "" {
 		fe.add(at("apiVersion"), "is required")
 	}
-	if str(m["kind"]) == "" {
+	switch kind := str(m["kind"]); {
+	case kind == "":
 		fe.add(at("kind"), "is required")
+	case ClusterScoped(kind):
+		fe.add(at("kind"), "is cluster-scoped; a revision may only hold objects in its environment's namespace")
 	}
 	meta, _ := m["metadata"].(map[string]any)
 	if !dnsSubdomain.MatchString(str(meta["name"])) {
@@ -152,6 +168,7 @@ func checkManifest(fe *fieldErrors, i int, m map[string]any) {
 	if ns := str(meta["namespace"]); meta["namespace"] != nil && ns == "" {
 		fe.add(at("metadata.namespace"), "must be a string")
 	}
+	return checkManifestValues(fe, "manifests["+strconv.Itoa(i)+"]", m)
 }
 
 // Get returns one revision of org.

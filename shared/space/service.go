@@ -48,6 +48,15 @@ func (svc *Service) Register(ctx context.Context, org string, in RegisterInput, 
 			return Space{}, false, &Error{Kind: KindInvalid, Message: "the Idempotency-Key was already used for a different request",
 				Fields: []FieldError{{Field: "Idempotency-Key", Reason: "was used with another request body"}}}
 		}
+		// A replay must not hand out a space that is gone: the client would
+		// act on a 201 whose space answers 404.
+		if _, err := svc.Store.GetSpace(ctx, org, replay.Record.Space.ID); KindOf(err) == KindNotFound {
+			return Space{}, false, &Error{Kind: KindConflict, Reason: GateSpaceDeregistered,
+				Message: "the space registered under this Idempotency-Key has been deregistered; register again with a new key",
+				Fields:  []FieldError{{Field: "Idempotency-Key", Reason: "names a registration whose space was deregistered"}}}
+		} else if err != nil {
+			return Space{}, false, err
+		}
 		return replay.Record.Space, true, nil
 	}
 	if err != nil {
@@ -105,15 +114,13 @@ func (svc *Service) List(ctx context.Context, org string, f ListFilter, page Pag
 }
 
 // SetStatus applies a status reported by an internal caller, if the space is
-// still at version (optimistic concurrency).
+// still at version (optimistic concurrency; 0 means any version).
 func (svc *Service) SetStatus(ctx context.Context, org, id string, version int64, status Status, reason string) (Space, error) {
 	var fe fieldErrors
 	if !status.Valid() {
 		fe.add("status", "must be one of active, inactive, unknown")
 	}
-	if len(reason) > 256 {
-		fe.add("reason", "must be at most 256 characters")
-	}
+	checkText(&fe, "reason", reason, 256)
 	if err := fe.err("the status update is not valid"); err != nil {
 		return Space{}, err
 	}

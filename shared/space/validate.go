@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -136,6 +137,22 @@ func ValidID(s string) bool { return uuidPattern.MatchString(s) }
 
 const maxNameLen = 100
 
+// checkText refuses free text (a reason) that is not valid UTF-8, is longer
+// than max characters or holds characters that hide or reorder what is
+// displayed (see invisible).
+func checkText(fe *fieldErrors, field, s string, max int) {
+	if !utf8.ValidString(s) || utf8.RuneCountInString(s) > max {
+		fe.add(field, "must be at most %d characters of valid UTF-8", max)
+		return
+	}
+	for _, r := range s {
+		if invisible(r) {
+			fe.add(field, "must not contain control, format or invisible characters (such as U+%04X)", r)
+			return
+		}
+	}
+}
+
 func checkName(fe *fieldErrors, name string) {
 	if name == "" {
 		return
@@ -145,9 +162,19 @@ func checkName(fe *fieldErrors, name string) {
 		return
 	}
 	for _, r := range name {
-		if r < 0x20 || r == 0x7f {
-			fe.add("name", "must not contain control characters")
+		if invisible(r) {
+			fe.add("name", "must not contain control, format or invisible characters (such as U+%04X)", r)
 			return
 		}
 	}
+}
+
+// invisible reports characters that make a name look like another one or
+// reorder what is displayed: anything but letters, marks, digits,
+// punctuation, symbols and plain spaces, so C0 and C1 controls, format
+// characters (the BOM, zero-width characters, bidi overrides), line
+// separators, private-use and unassigned code points, and the replacement
+// character that broken encodings leave.
+func invisible(r rune) bool {
+	return r == unicode.ReplacementChar || !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Zs)
 }

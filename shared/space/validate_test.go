@@ -78,6 +78,16 @@ func TestRegisterInputInvalid(t *testing.T) {
 		{"eks name starts dash", func(in *RegisterInput) { in.Config["clusterName"] = "-prod" }, "config.clusterName"},
 		{"eks name too long", func(in *RegisterInput) { in.Config["clusterName"] = strings.Repeat("a", 101) }, "config.clusterName"},
 		{"name control char", func(in *RegisterInput) { in.Name = "a\x01b" }, "name"},
+		{"name C1 control", func(in *RegisterInput) { in.Name = "a\u0085b" }, "name"},
+		{"name BOM", func(in *RegisterInput) { in.Name = "\ufeffprod" }, "name"},
+		{"name bidi override", func(in *RegisterInput) { in.Name = "prod\u202eved" }, "name"},
+		{"name bidi isolate", func(in *RegisterInput) { in.Name = "prod\u2066x" }, "name"},
+		{"name zero-width space", func(in *RegisterInput) { in.Name = "pro\u200bd" }, "name"},
+		{"name zero-width joiner", func(in *RegisterInput) { in.Name = "pro\u200dd" }, "name"},
+		{"name line separator", func(in *RegisterInput) { in.Name = "a\u2028b" }, "name"},
+		{"name private use", func(in *RegisterInput) { in.Name = "a\ue000b" }, "name"},
+		{"name replacement char", func(in *RegisterInput) { in.Name = "a\ufffdb" }, "name"},
+		{"name invalid UTF-8", func(in *RegisterInput) { in.Name = "a\xffb" }, "name"},
 		{"name too long", func(in *RegisterInput) { in.Name = strings.Repeat("n", 101) }, "name"},
 	}
 	for _, c := range cases {
@@ -175,5 +185,17 @@ func TestIdentityFoldsAzureOnly(t *testing.T) {
 	}
 	if Identity(AWS, Config{"clusterName": "A", "region": "us-east-1"}) == Identity(AWS, Config{"clusterName": "a", "region": "us-east-1"}) {
 		t.Error("EKS names are case-sensitive")
+	}
+}
+
+// Refusing invisible characters must not refuse ordinary names in any
+// script, with combining marks, symbols and inner spaces.
+func TestNameAcceptsPrintableUnicode(t *testing.T) {
+	for _, name := range []string{"Prod (EU) – Ω", "東京 本番", "cafe\u0301 №1", "Ops ✓ #7", "a\u00a0b"} {
+		in := validInput(AWS)
+		in.Name = name
+		if err := in.Validate(); err != nil {
+			t.Errorf("name %q refused: %v", name, err)
+		}
 	}
 }
