@@ -52,7 +52,7 @@ func BenchmarkMint(b *testing.B) {
 // BenchmarkGatewayRequest is the whole deployed path: event to request,
 // claims to principal, handler, response.
 func BenchmarkGatewayRequest(b *testing.B) {
-	adapter := httpadapter.NewV2(auth.Middleware(auth.GatewayClaims{}, writeProblem)(&whoami{}))
+	adapter := httpadapter.NewV2(protect(auth.GatewayClaims{}, writeProblem, &whoami{}))
 	ev := gatewayEvent("Bearer x", map[string]string{"sub": "alice", "org_id": "acme", "scope": "spaces:internal"}, nil)
 	ctx := context.Background()
 	for b.Loop() {

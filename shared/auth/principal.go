@@ -5,7 +5,6 @@
 package auth
 
 import (
-	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -34,21 +33,8 @@ type Authenticator interface {
 	Authenticate(r *http.Request) (Principal, error)
 }
 
-type ctxKey struct{}
-
-// NewContext returns ctx carrying p.
-func NewContext(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, ctxKey{}, p)
-}
-
-// FromContext returns the principal Middleware stored in ctx.
-func FromContext(ctx context.Context) (Principal, bool) {
-	p, ok := ctx.Value(ctxKey{}).(Principal)
-	return p, ok
-}
-
-// RFC 6750 error codes, kept in space.Error.Reason so that Middleware can
-// build the WWW-Authenticate challenge without parsing messages.
+// RFC 6750 error codes, kept in space.Error.Reason so that Challenge can
+// build the WWW-Authenticate value without parsing messages.
 const (
 	reasonInvalidRequest = "invalid_request"
 	reasonInvalidToken   = "invalid_token"

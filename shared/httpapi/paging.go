@@ -94,6 +94,15 @@ func (q *query) oneOf(name string, values ...string) string {
 	return ""
 }
 
+// oneOf is q.oneOf for the domain's own lists of values.
+func oneOf[T ~string](q *query, name string, values []T) T {
+	s := make([]string, len(values))
+	for i, v := range values {
+		s[i] = string(v)
+	}
+	return T(q.oneOf(name, s...))
+}
+
 func (q *query) limit() int {
 	s := q.v.Get("limit")
 	if s == "" {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"spaces/shared/auth"
 	"spaces/shared/space"
 )
 
@@ -114,7 +115,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		logger(r.Context()).Info("request refused", "status", p.Status, "error", err.Error())
 	}
 	if p.Status == http.StatusUnauthorized {
-		w.Header().Set("WWW-Authenticate", challenge(de))
+		w.Header().Set("WWW-Authenticate", auth.Challenge(err))
 	}
 	writeJSON(w, p.Status, "application/problem+json", p)
 }
@@ -130,16 +131,6 @@ func writeJSON(w http.ResponseWriter, status int, contentType string, v any) {
 	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
-}
-
-// challenge is the RFC 6750 WWW-Authenticate value: bare when no
-// credentials were offered, with the error code when they were wrong.
-func challenge(de *space.Error) string {
-	const base = `Bearer realm="spaces"`
-	if de != nil && (de.Reason == "invalid_token" || de.Reason == "invalid_request" || de.Reason == "insufficient_scope") {
-		return base + `, error="` + de.Reason + `"`
-	}
-	return base
 }
 
 // badGatewayDetail tells the client what to fix for each 502 reason.

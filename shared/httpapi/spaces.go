@@ -13,10 +13,10 @@ import (
 func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	q := newQuery(r.URL.RawQuery, append(pageParams, "provider", "status", "space_type", "cloud_account_id", "picker")...)
 	f := space.ListFilter{
-		Provider:  space.Provider(q.oneOf("provider", "aws", "gcp", "azure")),
-		Status:    space.Status(q.oneOf("status", "active", "inactive", "unknown")),
+		Provider:  oneOf(q, "provider", space.Providers),
+		Status:    oneOf(q, "status", space.Statuses),
 		SpaceType: q.oneOf("space_type", space.TypeKubernetes),
-		Picker:    space.Picker(q.oneOf("picker", "environment", "autoscaler", "event-readiness")),
+		Picker:    oneOf(q, "picker", space.Pickers),
 	}
 	if id := q.get("cloud_account_id"); id != "" {
 		if !space.ValidID(id) {

@@ -1,5 +1,7 @@
 package space
 
+import "slices"
+
 // Picker names a consumer that offers spaces to choose from; each leaves out
 // the spaces DESIGN's gating rules exclude.
 type Picker string
@@ -10,9 +12,10 @@ const (
 	PickerEventReadiness Picker = "event-readiness"
 )
 
-func (p Picker) Valid() bool {
-	return p == PickerEnvironment || p == PickerAutoscaler || p == PickerEventReadiness
-}
+// Pickers lists every picker.
+var Pickers = []Picker{PickerEnvironment, PickerAutoscaler, PickerEventReadiness}
+
+func (p Picker) Valid() bool { return slices.Contains(Pickers, p) }
 
 // Allows reports whether the picker may offer s (as observed). Inactive spaces
 // are left out of every picker; synthetic spaces are left out of the

@@ -1,6 +1,7 @@
 package space
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -18,7 +19,7 @@ const (
 // Providers lists the supported providers in a stable order.
 var Providers = []Provider{AWS, GCP, Azure}
 
-func (p Provider) Valid() bool { return p == AWS || p == GCP || p == Azure }
+func (p Provider) Valid() bool { return slices.Contains(Providers, p) }
 
 // Status is a space's reachability as the probe sees it.
 type Status string
@@ -29,7 +30,10 @@ const (
 	Unknown  Status = "unknown"
 )
 
-func (s Status) Valid() bool { return s == Active || s == Inactive || s == Unknown }
+// Statuses lists every status.
+var Statuses = []Status{Active, Inactive, Unknown}
+
+func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
 
 // TypeKubernetes is the only space type accepted today; others are reserved.
 const TypeKubernetes = "kubernetes"
