@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"sort"
@@ -114,8 +117,10 @@ type listResponse[T any] struct {
 }
 
 // writeList answers one page of a listing; after is the id to continue
-// after ("" when the listing is complete), sealed into the next cursor.
-func writeList[T any](a *API, w http.ResponseWriter, scope string, items []T, after string, err error) error {
+// after ("" when the listing is complete), sealed into the next cursor. The
+// page carries an ETag derived from its bytes, so a client polling with
+// If-None-Match gets a 304 without a body while nothing on the page changed.
+func writeList[T any](a *API, w http.ResponseWriter, r *http.Request, scope string, items []T, after string, err error) error {
 	if err != nil {
 		return err
 	}
@@ -128,6 +133,42 @@ func writeList[T any](a *API, w http.ResponseWriter, scope string, items []T, af
 	if items == nil {
 		items = []T{}
 	}
-	writeJSON(w, http.StatusOK, "application/json", listResponse[T]{Items: items, NextCursor: next})
+	body, err := json.Marshal(listResponse[T]{Items: items, NextCursor: next})
+	if err != nil {
+		return err
+	}
+	body = append(body, '\n')
+	tag := listETag(body)
+	w.Header().Set("ETag", tag)
+	if noneMatch(r.Header.Values("If-None-Match"), tag) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
 	return nil
+}
+
+// listETag is a strong entity tag for a page's exact bytes. The page already
+// reflects the observed status (ProbeStale), so a space turning stale changes
+// it too; the cursor is deterministic, so an unchanged page keeps its tag.
+func listETag(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"l-` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
+}
+
+// noneMatch reports whether If-None-Match (as header values, which the proxy
+// may have split on commas) names tag or is *. Comparison is weak (RFC 9110
+// 13.1.2), so W/"x" matches "x".
+func noneMatch(values []string, tag string) bool {
+	for _, v := range values {
+		for _, t := range strings.Split(v, ",") {
+			t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+			if t == "*" || t == tag {
+				return true
+			}
+		}
+	}
+	return false
 }
