@@ -20,7 +20,7 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 # recipe, loudly, when it cannot, so nothing ever runs unpatched.
 WITH_OVERLAY = modfile=$$(bash infra/emulator/kumo/overlay.sh) && export GOFLAGS="$(strip $(GOFLAGS)) -modfile=$$modfile" &&
 
-.PHONY: run test token deps kube-bins vet bench build clean overlay
+.PHONY: run test token deps kube-bins browser vet bench build clean overlay
 .DEFAULT_GOAL := run
 
 ## run: the whole service locally (embedded AWS emulator, API on 127.0.0.1:8080)
@@ -28,8 +28,8 @@ run: deps
 	@mkdir -p $(KUMO_DATA_DIR)
 	$(WITH_OVERLAY) KUMO_DATA_DIR=$(KUMO_DATA_DIR) $(GO) run ./infra/cmd/local
 
-## test: every test, after installing what they need (modules, kube-apiserver + etcd)
-test: deps kube-bins
+## test: every test, after installing what they need (modules, kube-apiserver + etcd, chromium)
+test: deps kube-bins browser
 	unset KUMO_DATA_DIR && $(WITH_OVERLAY) $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
 
 ## vet: go vet with the emulator overlay
@@ -47,12 +47,16 @@ token:
 deps:
 	$(GO) mod download
 
+## browser: Debian's chromium for the console's browser tests (installed once)
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
 ## kube-bins: build kube-apiserver and etcd once into a cache outside the repo
 kube-bins:
 	bash infra/kube/build.sh
 
 ## bench: the benchmarks behind BENCHMARKS.md
-bench: deps
+bench: deps browser
 	unset KUMO_DATA_DIR && $(WITH_OVERLAY) $(GO) test -run '^$$' -bench . -benchmem ./...
 
 clean:

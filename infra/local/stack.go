@@ -69,7 +69,9 @@ type Config struct {
 	Cascade CascadeConfig
 	// Revisions configures the deployment revision claims.
 	Revisions RevisionsConfig
-	Log       *slog.Logger
+	// ConsoleRefresh is how often the web console polls (default 5s).
+	ConsoleRefresh time.Duration
+	Log            *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -188,7 +190,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	api, svc := registry.API(registry.Options{Store: store, Minter: cfg.Minter, Auth: verifier, Cursors: cursors,
 		Log: cfg.Log, StaleAfter: cfg.StaleAfter, Probes: st.ProbeQueue, Revisions: st.RevisionQueue})
 	st.Service = svc
-	if st.APIURL, err = st.serve(cfg.APIAddr, api.Handler()); err != nil {
+	if st.APIURL, err = st.serve(cfg.APIAddr, st.withConsole(cfg, api.Handler())); err != nil {
 		return nil, fmt.Errorf("api listener: %w", err)
 	}
 	if cfg.EmulatorAddr != "" {
