@@ -47,9 +47,12 @@ token:
 deps:
 	$(GO) mod download
 
-## browser: Debian's chromium for the console's browser tests (installed once)
+## browser: Debian's chromium and axe-core (npm, pinned, outside the repo) for the console's browser tests
+AXE_VERSION := 4.11.0
+AXE_DIR     := $(HOME)/.cache/spaces/axe-$(AXE_VERSION)
 browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+	@test -f $(AXE_DIR)/node_modules/axe-core/axe.min.js || npm install --no-audit --no-fund --silent --prefix $(AXE_DIR) axe-core@$(AXE_VERSION)
 
 ## kube-bins: build kube-apiserver and etcd once into a cache outside the repo
 kube-bins:
@@ -74,6 +77,9 @@ build-ProberFunction:
 
 build-CascadeFunction:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/cascade
+
+build-ConsoleFunction:
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/console
 
 build-RevisionsFunction:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/revisions

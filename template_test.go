@@ -12,6 +12,7 @@ import (
 	"github.com/awslabs/goformation/v7"
 
 	"spaces"
+	"spaces/shared/console"
 	"spaces/shared/httpapi"
 )
 
@@ -70,7 +71,7 @@ func TestTemplateMatchesTheCode(t *testing.T) {
 			t.Errorf("functions/%s is not deployed by template.yaml", e.Name())
 		}
 	}
-	served := httpapi.Routes()
+	served := append(httpapi.Routes(), console.Routes...)
 	sort.Strings(served)
 	sort.Strings(templateRoutes)
 	if !slices.Equal(served, templateRoutes) {

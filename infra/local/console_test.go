@@ -36,17 +36,19 @@ import (
 // (checked before it is sent, whatever the server would answer), and its
 // answer must follow the document too.
 type consoleProxy struct {
-	t       testing.TB
-	v       *openapitest.Validator
-	assets  map[string]bool
-	srv     *httptest.Server
-	mu      sync.Mutex
-	api     []string // "METHOD /path?query status" of every API request
-	bad     []string
-	n304    int
+	t      testing.TB
+	v      *openapitest.Validator
+	assets map[string]bool
+	srv    *httptest.Server
+	mu     sync.Mutex
+	api    []string // "METHOD /path?query status" of every API request
+	bad    []string
+	n304   int
 }
 
-func newConsoleProxy(t testing.TB, st *Stack) *consoleProxy {
+// newConsoleProxy fronts st; ui, when not nil, serves the console's own
+// files instead of the stack (another sign-in configuration).
+func newConsoleProxy(t testing.TB, st *Stack, ui http.Handler) *consoleProxy {
 	validatorOnce.Do(func() { validator = openapitest.New(t, spaces.OpenAPI) })
 	p := &consoleProxy{t: t, v: validator, assets: map[string]bool{"GET /": true, "GET /console/config.json": true, "POST " + DevSignInPath: true}}
 	_ = fs.WalkDir(console.Files(), ".", func(path string, d fs.DirEntry, err error) error {
@@ -61,6 +63,10 @@ func newConsoleProxy(t testing.TB, st *Stack) *consoleProxy {
 	checked.Transport = checkRequests{p, openapitest.RoundTripper(t, validator, http.DefaultTransport)}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p.assets[r.Method+" "+r.URL.Path] {
+			if ui != nil {
+				ui.ServeHTTP(w, r)
+				return
+			}
 			plain.ServeHTTP(w, r)
 			return
 		}
@@ -154,10 +160,12 @@ func browser(t testing.TB) context.Context {
 
 // page drives one browser tab in a test.
 type page struct {
-	t     *testing.T
-	ctx   context.Context
-	base  string
-	shots string
+	t       *testing.T
+	ctx     context.Context
+	base    string
+	shots   string
+	axe     string   // axe-core's source, once loaded
+	audited []string // the screens audit checked
 }
 
 func (p *page) run(what string, actions ...chromedp.Action[chromedp.Void]) {
@@ -181,6 +189,68 @@ func (p *page) until(what, expr string, limit time.Duration) {
 		text, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`document.querySelector('main').innerText.slice(0, 1500)`))
 		p.t.Fatalf("waiting for %s (%s): %v\npage: %s", what, expr, err, text)
 	}
+}
+
+// untilAcrossLoads is until for an expression that must hold after the page
+// has navigated away and back (a sign-in redirect): evaluation errors while
+// the page changes are retried.
+func (p *page) untilAcrossLoads(what, expr string, limit time.Duration) {
+	p.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		ctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.shot("failed-" + strings.ReplaceAll(what, " ", "-"))
+			p.t.Fatalf("waiting for %s (%s): %v", what, expr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// axeVersion is the axe-core release make test installs (make browser)
+// into the cache outside the repository.
+const axeVersion = "4.11.0"
+
+func axeSource(t testing.TB) string {
+	home, _ := os.UserHomeDir()
+	file := filepath.Join(home, ".cache", "spaces", "axe-"+axeVersion, "node_modules", "axe-core", "axe.min.js")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("axe-core %s is not installed (make test installs it): %v", axeVersion, err)
+	}
+	return string(b)
+}
+
+// audit runs axe-core's WCAG 2 A and AA rules on the screen as it is and
+// fails on every violation.
+func (p *page) audit(screen string) {
+	p.t.Helper()
+	if p.axe == "" {
+		p.axe = axeSource(p.t)
+	}
+	if _, err := chromedp.Run(p.ctx, chromedp.Evaluate[bool](p.axe+";true")); err != nil {
+		p.t.Fatalf("load axe-core: %v", err)
+	}
+	res, err := chromedp.Run(p.ctx, chromedp.Evaluate[struct {
+		Passes     int
+		Violations []any
+	}](`axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}).then(r => ({passes: r.passes.length,
+		violations: r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help, targets: v.nodes.slice(0, 3).map(n => n.target.join(' '))}))}))`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		p.t.Fatalf("axe-core on %s: %v", screen, err)
+	}
+	if len(res.Violations) > 0 {
+		p.t.Errorf("accessibility violations (axe-core %s, WCAG 2.1 A/AA) on %s: %v", axeVersion, screen, res.Violations)
+	}
+	if res.Passes == 0 {
+		p.t.Errorf("axe-core checked nothing on %s", screen)
+	}
+	p.audited = append(p.audited, screen)
 }
 
 // visit moves the single-page app to a route (a fragment change, no reload).
@@ -260,7 +330,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	proxy := newConsoleProxy(t, st)
+	proxy := newConsoleProxy(t, st, nil)
 	p := &page{t: t, ctx: browser(t), base: proxy.srv.URL, shots: screenshotDir(t)}
 	org := "org-" + uuid.NewString()[:8]
 	const wait = time.Minute
@@ -269,6 +339,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	p.run("open the console", chromedp.Navigate(p.base+"/"))
 	p.until("the sign-in form", `!!document.querySelector('#org-input')`, wait)
 	p.shot("01-sign-in")
+	p.audit("sign-in")
 	p.run("sign in", chromedp.SetValue(chromedp.CSS("#org-input"), org), chromedp.Click(chromedp.CSS(`form button[type=submit]`)))
 	p.until("the empty spaces list", `document.querySelector('main').innerText.includes('No space is registered yet')`, wait)
 	stored := p.eval(`location.href + ' ' + document.cookie`)
@@ -276,6 +347,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("a token is in the URL or a cookie: %s", stored)
 	}
 	p.shot("02-spaces-empty")
+	p.audit("spaces (empty)")
 
 	// Connect an AWS account with the demo identity, typed in.
 	conn := demo.Connection(space.AWS)
@@ -289,6 +361,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	// A bad role ARN is named next to its field.
 	p.until("the field error on roleArn", `document.querySelector('#conn-roleArn').getAttribute('aria-invalid') === 'true' && !!document.querySelector('#conn-roleArn-err')`, wait)
 	p.shot("03-connect-field-error")
+	p.audit("connect account (with a field error)")
 	p.run("fix the role ARN",
 		chromedp.SetValue(chromedp.CSS("#conn-roleArn"), conn["roleArn"]),
 		chromedp.Click(chromedp.CSS(`#connect-form button[type=submit]`)))
@@ -298,6 +371,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	p.run("choose the region", chromedp.SetValue(chromedp.CSS("#region"), demo.AWSRegion), chromedp.Click(chromedp.CSS(`#region-form button`)))
 	p.until("demo-eks-1 in the picker", `!!document.querySelector('tr[data-cluster="demo-eks-1"] button')`, wait)
 	p.shot("04-cluster-picker")
+	p.audit("cluster picker")
 	p.run("register demo-eks-1", chromedp.Click(chromedp.CSS(`tr[data-cluster="demo-eks-1"] button`)))
 	p.until("the space detail", `location.hash.startsWith('#/spaces/') && !!document.querySelector('#identity')`, wait)
 	eks1 := p.eval(`location.hash.slice('#/spaces/'.length)`)
@@ -324,6 +398,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("the cluster holds %v, want payments among them", dc.Namespaces())
 	}
 	p.shot("05-space-detail")
+	p.audit("space detail")
 
 	// A second cluster through the picker, where demo-eks-1 is now marked
 	// registered and linked to its space.
@@ -354,6 +429,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 	p.shot("06-deregister-confirmation")
+	p.audit("deregister confirmation")
 	p.run("confirm", chromedp.Click(chromedp.CSS("#deregister-confirm")))
 	p.until("back on the list without demo-eks-1", `location.hash === '#/spaces' && !!document.querySelector('tr[data-name="demo-eks-2"]') && !document.querySelector('tr[data-space="`+eks1+`"]')`, wait)
 
@@ -361,6 +437,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	p.run("open environments", chromedp.Click(chromedp.CSS(`nav a[href="#/environments"]`)))
 	p.until("the gate banner", `!!document.querySelector('tr[data-env="checkout"] [data-gate="Space deregistered"]')`, wait)
 	p.shot("07-environment-gated")
+	p.audit("environments (gated)")
 	// Re-bind it to demo-eks-2.
 	eks2 := p.eval(`[...document.querySelectorAll('tr[data-env="checkout"] select option')].find(o => o.textContent.startsWith('demo-eks-2')).value`)
 	p.run("re-bind", chromedp.SetValue(chromedp.CSS(`tr[data-env="checkout"] select`), eks2), chromedp.Click(chromedp.CSS(`tr[data-env="checkout"] .rebind button`)))
@@ -385,6 +462,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	p.until("its reason shown", `document.querySelector('tr[data-name="`+flapping.Name+`"] [data-reason]').dataset.reason === 'Unreachable'`, wait)
 	p.until("the inactive count", `document.querySelector('[data-count="inactive"] b').textContent === '1'`, wait)
 	p.shot("08-spaces-list-inactive")
+	p.audit("spaces (one inactive)")
 	p.until("the flapping space active again", row+`.dataset.status === 'active'`, wait)
 	same = p.eval(`window.__marker`)
 	if same != "list" {
@@ -401,6 +479,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	p.run("phone width", chromedp.EmulateViewport(390, 844))
 	p.until("the list at phone width", `document.querySelectorAll('#spaces-table tbody tr').length === 2`, wait)
 	p.shot("10-spaces-list-phone")
+	p.audit("spaces at phone width")
 	p.run("desktop width", chromedp.EmulateViewport(1280, 900))
 
 	// Another org sees none of it.
@@ -422,7 +501,8 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("a request line carries a token: %s", r)
 		}
 	}
-	t.Logf("%d API requests, every one checked against openapi.yaml; screenshots in %s", len(requests), p.shots)
+	t.Logf("%d API requests, every one checked against openapi.yaml; screens audited with axe-core: %s; screenshots in %s",
+		len(requests), strings.Join(p.audited, ", "), p.shots)
 }
 
 func containsString(list []string, s string) bool {

@@ -109,10 +109,13 @@ func headers(w http.ResponseWriter, csp string) {
 
 func contentSecurityPolicy(cfg Config) string {
 	connect := "'self'"
-	if u, err := url.Parse(cfg.Issuer); err == nil && u.Scheme == "https" && u.Host != "" {
-		// Discovery lives at the issuer; the token endpoint it names may be
-		// on another host (Cognito's hosted domain), so any https origin.
-		connect += " https:"
+	if u, err := url.Parse(cfg.Issuer); err == nil && u.Host != "" {
+		connect += " " + u.Scheme + "://" + u.Host
+		if u.Scheme == "https" {
+			// The token endpoint the discovery document names may be on
+			// another host (Cognito's hosted domain), so any https origin.
+			connect += " https:"
+		}
 	}
 	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src " + connect +
 		"; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"

@@ -118,7 +118,7 @@ type listResponse[T any] struct {
 
 // writeList answers one page of a listing; after is the id to continue
 // after ("" when the listing is complete), sealed into the next cursor. The
-// page carries an ETag derived from its bytes, so a client polling with
+// page carries an ETag derived from its content, so a client polling with
 // If-None-Match gets a 304 without a body while nothing on the page changed.
 func writeList[T any](a *API, w http.ResponseWriter, r *http.Request, scope string, items []T, after string, err error) error {
 	if err != nil {
@@ -138,7 +138,10 @@ func writeList[T any](a *API, w http.ResponseWriter, r *http.Request, scope stri
 		return err
 	}
 	body = append(body, '\n')
-	tag := listETag(body)
+	tag, err := listETag(scope, items, after)
+	if err != nil {
+		return err
+	}
 	w.Header().Set("ETag", tag)
 	if noneMatch(r.Header.Values("If-None-Match"), tag) {
 		w.WriteHeader(http.StatusNotModified)
@@ -150,18 +153,31 @@ func writeList[T any](a *API, w http.ResponseWriter, r *http.Request, scope stri
 	return nil
 }
 
-// listETag is a strong entity tag for a page's exact bytes. The page already
-// reflects the observed status (ProbeStale), so a space turning stale changes
-// it too; the cursor is deterministic, so an unchanged page keeps its tag.
-func listETag(body []byte) string {
-	sum := sha256.Sum256(body)
-	return `"l-` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
+// listETag is a weak entity tag of a page: its items and the position it
+// continues after, within its listing (scope). The sealed cursor itself is
+// left out, since sealing is randomised: two pages with the same tag carry
+// the same items and cursors to the same next page, though not the same
+// cursor bytes, which is what a weak tag promises. The items already reflect
+// the observed status (ProbeStale), so a space turning stale changes it too.
+func listETag[T any](scope string, items []T, after string) (string, error) {
+	b, err := json.Marshal(items)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	h.Write([]byte(scope))
+	h.Write([]byte{0})
+	h.Write([]byte(after))
+	h.Write([]byte{0})
+	h.Write(b)
+	return `W/"l-` + base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:18]) + `"`, nil
 }
 
 // noneMatch reports whether If-None-Match (as header values, which the proxy
 // may have split on commas) names tag or is *. Comparison is weak (RFC 9110
-// 13.1.2), so W/"x" matches "x".
+// 13.1.2, as If-None-Match requires), so "x" matches W/"x".
 func noneMatch(values []string, tag string) bool {
+	tag = strings.TrimPrefix(tag, "W/")
 	for _, v := range values {
 		for _, t := range strings.Split(v, ",") {
 			t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
