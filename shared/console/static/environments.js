@@ -1,6 +1,6 @@
 // Environments (gates, create with the environment picker, re-bind) and
 // their deployment revisions (push, watch, re-enqueue stopped ones).
-import { h, badge, providerMark, errorBox, field, empty, flash, showFieldErrors, when, validate, patterned } from './ui.js';
+import { h, badge, providerMark, errorBox, field, empty, flash, showFieldErrors, when, ago, validate, patterned } from './ui.js';
 
 // pickerOptions: the spaces the environment picker allows (the API leaves
 // out inactive ones before anything is rendered).
@@ -153,6 +153,7 @@ export async function environmentDetail(root, [id], ctx) {
   const head = h('div');
   root.replaceChildren(h('p', null, h('a', { href: '#/environments' }, '← Environments')), head, h('div', { class: 'card' }, h('h2', null, 'Revisions pushed from this browser'), revs), push);
 
+  let lastSig = '';
   async function load() {
     const e = await api.get(`/environments/${id}`);
     let sp = null;
@@ -163,6 +164,14 @@ export async function environmentDetail(root, [id], ctx) {
     const ids = known(session.org(), id);
     if (!ids.length) { revs.replaceChildren(empty('No revision pushed from this browser yet.')); return; }
     const rows = await Promise.all(ids.map(r => api.get(`/revisions/${r}`).catch(() => null)));
+    // Rebuilt only when something changed, so a button is not replaced
+    // under the pointer.
+    const sig = JSON.stringify([sp && sp.status, rows.map(r => r && [r.id, r.version])]);
+    if (sig === lastSig) {
+      for (const t of revs.querySelectorAll('time[datetime]')) t.textContent = ago(t.getAttribute('datetime'));
+      return;
+    }
+    lastSig = sig;
     revs.replaceChildren(h('table', { class: 'stack', id: 'rev-table' },
       h('thead', null, h('tr', null, ['Revision', 'State', 'Attempts', 'Updated', ''].map(t => h('th', { scope: 'col' }, t)))),
       h('tbody', null, rows.filter(Boolean).map(r => revisionRow(r, sp, ctx, load)))));
