@@ -20,7 +20,7 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 # recipe, loudly, when it cannot, so nothing ever runs unpatched.
 WITH_OVERLAY = modfile=$$(bash infra/emulator/kumo/overlay.sh) && export GOFLAGS="$(strip $(GOFLAGS)) -modfile=$$modfile" &&
 
-.PHONY: run test lint lint-tools token deps kube-bins vet bench fuzz build clean overlay
+.PHONY: run test lint lint-tools token deps kube-bins browser vet bench fuzz build clean overlay
 .DEFAULT_GOAL := run
 
 ## run: the whole service locally (embedded AWS emulator, API on 127.0.0.1:8080)
@@ -28,8 +28,8 @@ run: deps
 	@mkdir -p $(KUMO_DATA_DIR)
 	$(WITH_OVERLAY) KUMO_DATA_DIR=$(KUMO_DATA_DIR) $(GO) run ./infra/cmd/local
 
-## test: the lints, then every test, after installing what they need (modules, kube-apiserver + etcd)
-test: lint deps kube-bins
+## test: the lints, then every test, after installing what they need (modules, kube-apiserver + etcd, chromium)
+test: lint deps kube-bins browser
 	unset KUMO_DATA_DIR && $(WITH_OVERLAY) $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
 
 # Lint tools, pinned. cfn-lint comes with the machine's Python (PyPI is out of
@@ -83,12 +83,19 @@ token:
 deps:
 	$(GO) mod download
 
+## browser: Debian's chromium and axe-core (npm, pinned, outside the repo) for the console's browser tests
+AXE_VERSION := 4.11.0
+AXE_DIR     := $(HOME)/.cache/spaces/axe-$(AXE_VERSION)
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+	@test -f $(AXE_DIR)/node_modules/axe-core/axe.min.js || npm install --no-audit --no-fund --silent --prefix $(AXE_DIR) axe-core@$(AXE_VERSION)
+
 ## kube-bins: build kube-apiserver and etcd once into a cache outside the repo
 kube-bins:
 	bash infra/kube/build.sh
 
 ## bench: the benchmarks behind BENCHMARKS.md
-bench: deps
+bench: deps browser
 	unset KUMO_DATA_DIR && $(WITH_OVERLAY) $(GO) test -run '^$$' -bench . -benchmem ./...
 
 clean:
@@ -106,6 +113,9 @@ build-ProberFunction:
 
 build-CascadeFunction:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/cascade
+
+build-ConsoleFunction:
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/console
 
 build-RevisionsFunction:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/revisions

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"spaces/shared/console"
 	"spaces/shared/httpapi"
 )
 
@@ -68,7 +69,7 @@ func TestTemplateMatchesTheCode(t *testing.T) {
 			t.Errorf("functions/%s is not deployed by template.yaml", e.Name())
 		}
 	}
-	served := httpapi.Routes()
+	served := append(httpapi.Routes(), console.Routes...)
 	sort.Strings(served)
 	sort.Strings(templateRoutes)
 	if !slices.Equal(served, templateRoutes) {

@@ -66,7 +66,9 @@ type Config struct {
 	Cascade CascadeConfig
 	// Revisions configures the deployment revision claims.
 	Revisions RevisionsConfig
-	Log       *slog.Logger
+	// ConsoleRefresh is how often the web console polls (default 5s).
+	ConsoleRefresh time.Duration
+	Log            *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -191,7 +193,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	st.Service = svc
-	if st.APIURL, err = st.serve(cfg.APIAddr, handler.Handler()); err != nil {
+	if st.APIURL, err = st.serve(cfg.APIAddr, st.withConsole(cfg, handler.Handler())); err != nil {
 		return nil, fmt.Errorf("api listener: %w", err)
 	}
 	if cfg.EmulatorAddr != "" {

@@ -139,6 +139,26 @@ func (v *Validator) Check(t testing.TB, req *http.Request, reqBody []byte, resp 
 	}
 }
 
+// RequestMismatches lists every way a request departs from the document
+// (an unknown route included), whatever the server would answer: for a
+// client that must send only documented requests, such as the console.
+func (v *Validator) RequestMismatches(req *http.Request, reqBody []byte) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	r := cloneRequest(req, reqBody)
+	_, errs := v.http.ValidateHttpRequestSync(r)
+	var out []string
+	for _, e := range errs {
+		out = append(out, describe(e))
+	}
+	if len(out) == 0 {
+		if _, _, template := paths.FindPath(r, v.model, nil); !matchesTemplate(template, r.URL.EscapedPath()) {
+			out = append(out, fmt.Sprintf("%s is not exactly the documented path %s", r.URL.EscapedPath(), template))
+		}
+	}
+	return out
+}
+
 // mismatches returns every way the exchange departs from the document.
 func (v *Validator) mismatches(req *http.Request, reqBody []byte, resp *http.Response, respBody []byte) []string {
 	v.mu.Lock()

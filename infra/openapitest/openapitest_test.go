@@ -420,6 +420,13 @@ func namespaceJSON(t testing.TB, change func(map[string]any)) string {
 		CreatedAt: time.Date(2025, 6, 1, 9, 0, 0, 0, time.UTC)}, change)
 }
 
+// pageHeaders are those of a page of a paged listing, which carries an ETag.
+func pageHeaders() http.Header {
+	h := listHeaders()
+	h.Set("ETag", `W/"l-AAAAAAAAAAAAAAAAAAAAAAAA"`)
+	return h
+}
+
 func listHeaders() http.Header {
 	return headers("Content-Type", "application/json", "X-Request-Id", "r")
 }
@@ -445,9 +452,9 @@ func TestCheckPassesWhatTheDocumentPromises(t *testing.T) {
 		"new space, never probed": {method: "GET", path: get, status: 200, header: okHeaders(),
 			body: spaceJSON(t, func(m map[string]any) { m["probe"] = map[string]any{"reason": "NotProbed", "consecutive_failures": 0} })},
 		"empty list": {method: "GET", path: "/spaces?limit=500&provider=aws&picker=autoscaler", status: 200,
-			header: headers("Content-Type", "application/json", "X-Request-Id", "r"), body: `{"items":[]}`},
+			header: pageHeaders(), body: `{"items":[]}`},
 		"list with cursor": {method: "GET", path: "/spaces", status: 200,
-			header: headers("Content-Type", "application/json", "X-Request-Id", "r"), body: `{"items":[` + spaceJSON(t, nil) + `],"next_cursor":"AbC"}`},
+			header: pageHeaders(), body: `{"items":[` + spaceJSON(t, nil) + `],"next_cursor":"AbC"}`},
 		"registered": {method: "POST", path: "/spaces", reqHeader: headers("Content-Type", "application/json", "Idempotency-Key", "k-1"),
 			reqBody: `{"provider":"aws","space_type":"kubernetes","cloud_account_id":"6f1c2b4e-8a3d-4c5e-9f70-1a2b3c4d5e6f","config":{"clusterName":"prod-eu","region":"eu-west-1"}}`,
 			status:  201, header: headers("Content-Type", "application/json", "ETag", `"1"`, "X-Request-Id", "r", "Location", "/spaces/"+spaceID, "Idempotent-Replayed", "true"),
@@ -468,9 +475,11 @@ func TestCheckPassesWhatTheDocumentPromises(t *testing.T) {
 		"unknown method refused": {method: "PUT", path: get, status: 405, header: problemHeaders(), body: problemJSON(405, "method-not-allowed", "")},
 		"registration refused by the cloud": {method: "POST", path: "/spaces", reqHeader: headers("Content-Type", "application/json"),
 			reqBody: registerBody, status: 502, header: problemHeaders(), body: problemJSON(502, "bad-gateway", `,"reason":"AccessDenied"`)},
-		"status history": {method: "GET", path: get + "/status-history?limit=2", status: 200, header: listHeaders(),
+		"list unchanged": {method: "GET", path: "/spaces?limit=10", reqHeader: headers("If-None-Match", `W/"l-AAAAAAAAAAAAAAAAAAAAAAAA"`), status: 304,
+			header: headers("X-Request-Id", "r", "ETag", `W/"l-AAAAAAAAAAAAAAAAAAAAAAAA"`)},
+		"status history": {method: "GET", path: get + "/status-history?limit=2", status: 200, header: pageHeaders(),
 			body: `{"items":[` + transitionJSON(t, nil) + `],"next_cursor":"c1"}`},
-		"status history, empty": {method: "GET", path: get + "/status-history", status: 200, header: listHeaders(), body: `{"items":[]}`},
+		"status history, empty": {method: "GET", path: get + "/status-history", status: 200, header: pageHeaders(), body: `{"items":[]}`},
 		"cluster picker": {method: "GET", path: "/cloud-accounts/" + spaceID + "/clusters?region=eu-west-1", status: 200, header: listHeaders(),
 			body: `{"items":[` + clusterJSON(t, nil) + `]}`},
 		"cluster picker, gcp": {method: "GET", path: "/cloud-accounts/" + spaceID + "/clusters", status: 200, header: listHeaders(),

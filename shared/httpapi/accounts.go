@@ -34,7 +34,7 @@ func (a *API) listAccounts(w http.ResponseWriter, r *http.Request, p auth.Princi
 		return err
 	}
 	items, after, err := a.Spaces.ListAccounts(r.Context(), p.OrgID, page)
-	return writeList(a, w, scope, items, after, err)
+	return writeList(a, w, r, scope, items, after, err)
 }
 
 func (a *API) getAccount(w http.ResponseWriter, r *http.Request, p auth.Principal) error {

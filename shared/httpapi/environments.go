@@ -51,7 +51,7 @@ func (a *API) listEnvironments(w http.ResponseWriter, r *http.Request, p auth.Pr
 		return err
 	}
 	items, after, err := b.ListEnvironments(r.Context(), p.OrgID, page)
-	return writeList(a, w, scope, items, after, err)
+	return writeList(a, w, r, scope, items, after, err)
 }
 
 func (a *API) getEnvironment(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
@@ -154,7 +154,7 @@ func (a *API) listPolicies(w http.ResponseWriter, r *http.Request, p auth.Princi
 		return err
 	}
 	items, after, err := b.ListPolicies(r.Context(), p.OrgID, page)
-	return writeList(a, w, scope, items, after, err)
+	return writeList(a, w, r, scope, items, after, err)
 }
 
 func (a *API) getPolicy(w http.ResponseWriter, r *http.Request, p auth.Principal) error {

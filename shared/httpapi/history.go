@@ -18,5 +18,5 @@ func (a *API) statusHistory(w http.ResponseWriter, r *http.Request, p auth.Princ
 		return err
 	}
 	items, after, err := a.Spaces.History(r.Context(), p.OrgID, id, page)
-	return writeList(a, w, scope, items, after, err)
+	return writeList(a, w, r, scope, items, after, err)
 }

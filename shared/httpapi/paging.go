@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"sort"
@@ -148,8 +151,10 @@ type listResponse[T any] struct {
 }
 
 // writeList answers one page of a listing; after is the id to continue
-// after ("" when the listing is complete), sealed into the next cursor.
-func writeList[T any](a *API, w http.ResponseWriter, scope string, items []T, after string, err error) error {
+// after ("" when the listing is complete), sealed into the next cursor. The
+// page carries an ETag derived from its content, so a client polling with
+// If-None-Match gets a 304 without a body while nothing on the page changed.
+func writeList[T any](a *API, w http.ResponseWriter, r *http.Request, scope string, items []T, after string, err error) error {
 	if err != nil {
 		return err
 	}
@@ -162,6 +167,58 @@ func writeList[T any](a *API, w http.ResponseWriter, scope string, items []T, af
 	if items == nil {
 		items = []T{}
 	}
-	writeJSON(w, http.StatusOK, "application/json", listResponse[T]{Items: items, NextCursor: next})
+	body, err := json.Marshal(listResponse[T]{Items: items, NextCursor: next})
+	if err != nil {
+		return err
+	}
+	body = append(body, '\n')
+	tag, err := listETag(scope, items, after)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", tag)
+	if noneMatch(r.Header.Values("If-None-Match"), tag) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
 	return nil
+}
+
+// listETag is a weak entity tag of a page: its items and the position it
+// continues after, within its listing (scope). The sealed cursor itself is
+// left out, since sealing is randomised: two pages with the same tag carry
+// the same items and cursors to the same next page, though not the same
+// cursor bytes, which is what a weak tag promises. The items already reflect
+// the observed status (ProbeStale), so a space turning stale changes it too.
+func listETag[T any](scope string, items []T, after string) (string, error) {
+	b, err := json.Marshal(items)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	h.Write([]byte(scope))
+	h.Write([]byte{0})
+	h.Write([]byte(after))
+	h.Write([]byte{0})
+	h.Write(b)
+	return `W/"l-` + base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:18]) + `"`, nil
+}
+
+// noneMatch reports whether If-None-Match (as header values, which the proxy
+// may have split on commas) names tag or is *. Comparison is weak (RFC 9110
+// 13.1.2, as If-None-Match requires), so "x" matches W/"x".
+func noneMatch(values []string, tag string) bool {
+	tag = strings.TrimPrefix(tag, "W/")
+	for _, v := range values {
+		for _, t := range strings.Split(v, ",") {
+			t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+			if t == "*" || t == tag {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -30,7 +30,7 @@ func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principa
 		return err
 	}
 	items, after, err := a.Spaces.List(r.Context(), p.OrgID, f, page)
-	return writeList(a, w, scope, items, after, err)
+	return writeList(a, w, r, scope, items, after, err)
 }
 
 // idempotencyKey follows the IETF Idempotency-Key draft: an opaque string;

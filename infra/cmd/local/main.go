@@ -102,6 +102,7 @@ func banner(st *local.Stack, cfg local.Config, token string) string {
 Spaces is running.
 
   API           %[1]s   (OpenAPI: %[1]s/openapi.yaml)
+  Console       %[1]s/   (development sign-in for any org)
   AWS emulator  %[2]s   (aws --endpoint-url %[2]s dynamodb scan --table-name SpacesTable)
   data          %[4]s
 

@@ -1,0 +1,70 @@
+package local
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"spaces/infra/demo"
+	"spaces/shared/console"
+	"spaces/shared/space"
+)
+
+// DevSignInPath is the local stack's development sign-in: it mints a token
+// for any org with the stack's development key (the one `make token` uses).
+// It exists only here, never in a deployed function.
+const DevSignInPath = "/console/dev/sign-in"
+
+// devTokenTTL matches the token make run prints.
+const devTokenTTL = 12 * time.Hour
+
+// withConsole serves the console at / and /console/ beside the API, and the
+// development sign-in; every other request goes to the API unchanged.
+func (st *Stack) withConsole(cfg Config, api http.Handler) http.Handler {
+	cc := console.Config{SignIn: "dev", DevSignIn: DevSignInPath, RefreshSeconds: int(cfg.ConsoleRefresh / time.Second)}
+	if st.Demo != nil {
+		cc.DemoConnections = map[string]any{}
+		for _, p := range []space.Provider{space.AWS, space.GCP, space.Azure} {
+			cc.DemoConnections[string(p)] = demo.Connection(p)
+		}
+	}
+	ui := console.Handler(cc)
+	mux := http.NewServeMux()
+	mux.Handle("GET /{$}", ui)
+	mux.Handle("GET /console/", ui)
+	mux.Handle("POST "+DevSignInPath, st.devSignIn(cfg.Log))
+	mux.Handle("/", api)
+	return mux
+}
+
+// devSignIn answers {"org": "acme"} with {"access_token": …, "expires_in": …}.
+// The token goes only into the response body: nothing logs it.
+func (st *Stack) devSignIn(log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		var in struct {
+			Org string `json:"org"`
+		}
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
+		if err := dec.Decode(&in); err != nil {
+			devProblem(w, http.StatusBadRequest, "the body must be a JSON object like {\"org\": \"acme\"}")
+			return
+		}
+		token, err := st.Signer.Mint(strings.TrimSpace(in.Org), "console-dev", nil, devTokenTTL)
+		if err != nil {
+			devProblem(w, http.StatusUnprocessableEntity, strings.TrimPrefix(err.Error(), "auth: cannot mint token: "))
+			return
+		}
+		log.Info("development sign-in", "org_id", in.Org)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": token, "token_type": "Bearer", "expires_in": int(devTokenTTL / time.Second)})
+	})
+}
+
+func devProblem(w http.ResponseWriter, code int, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]any{"title": http.StatusText(code), "status": code, "detail": detail})
+}

@@ -1,0 +1,85 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
+
+	"spaces/infra/demo"
+)
+
+// Revisions in the browser: a revision pushed to an environment whose space
+// (the flapping demo cluster) is down stops after its claims; the console
+// shows Re-enqueue disabled with the reason while the space is inactive,
+// enabled once it is active again, and re-enqueues it.
+func TestConsoleRevisions(t *testing.T) {
+	prefix := fmt.Sprintf("r%s-", uuid.NewString()[:8])
+	st, err := Start(context.Background(), Config{
+		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
+		Log:   slog.New(slog.DiscardHandler),
+		Names: func(id string) string { return prefix + id },
+		// Down long enough for three failed probes and three claims.
+		Demo:           &demo.Options{FlapUp: 8 * time.Second, FlapDown: 30 * time.Second},
+		Probing:        ProbingConfig{Interval: time.Second},
+		Revisions:      RevisionsConfig{Backoff: time.Second, Wait: time.Second},
+		ConsoleRefresh: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	org := "org-" + uuid.NewString()[:8]
+	c := newClient(t, st, org)
+	var flapping demo.Spec
+	for _, s := range demo.Specs {
+		if s.Flaps {
+			flapping = s
+		}
+	}
+	acct := c.connect(st.Demo.Cloud, flapping.Provider, demo.Connection(flapping.Provider))
+	spaceID := c.must(201, c.do("POST", "/spaces", map[string]any{"provider": flapping.Provider, "space_type": "kubernetes",
+		"cloud_account_id": acct, "config": flapping.Config()}))["id"].(string)
+	// The environment picker refuses an inactive space: create the
+	// environment while the cluster is up.
+	var envID string
+	for envID == "" {
+		waitActive(t, c, spaceID)
+		if r := c.do("POST", "/environments", map[string]any{"name": "web", "space_id": spaceID}); r.status == 201 {
+			envID = r.json(t)["id"].(string)
+		}
+	}
+	waitStatus(t, c, spaceID, "inactive", time.Minute)
+
+	proxy := newConsoleProxy(t, st, nil)
+	p := &page{t: t, ctx: browser(t), base: proxy.srv.URL, shots: screenshotDir(t)}
+	const wait = time.Minute
+	p.run("open the console", chromedp.Navigate(p.base+"/"))
+	p.until("the sign-in form", `!!document.querySelector('#org-input')`, wait)
+	p.run("sign in", chromedp.SetValue(chromedp.CSS("#org-input"), org), chromedp.Click(chromedp.CSS(`form button[type=submit]`)))
+	p.until("the spaces list", `!!document.querySelector('#spaces-table')`, wait)
+	p.visit("open the environment", "#/environments/"+envID)
+	p.until("the push form", `!!document.querySelector('#push-form')`, wait)
+	p.run("push a revision", chromedp.Click(chromedp.CSS(`#push-form button[type=submit]`)))
+	row := `document.querySelector('#rev-table tbody tr')`
+	p.until("the revision stopped", row+` && `+row+`.dataset.state === 'stopped'`, wait)
+	// Well inside the 30 s the cluster is down: the button waits, and says why.
+	if p.eval(`String(`+row+`.querySelector('button').disabled)`) != "true" {
+		t.Error("Re-enqueue is enabled while the space is inactive")
+	}
+	if why := p.eval(row + `.innerText`); !strings.Contains(why, "inactive: re-enqueue once it is active") {
+		t.Errorf("the disabled Re-enqueue gives no reason: %q", why)
+	}
+	p.shot("11-revision-stopped")
+	p.audit("environment with a stopped revision")
+	p.until("Re-enqueue enabled once the space is active", row+`.dataset.state === 'stopped' && !`+row+`.querySelector('button').disabled`, wait)
+	p.run("re-enqueue", chromedp.Click(chromedp.CSS(`#rev-table tbody tr button`)))
+	p.until("the revision claimed again", row+`.dataset.state !== 'stopped'`, wait)
+	p.shot("12-revision-re-enqueued")
+	t.Logf("revision state after re-enqueue: %s", p.eval(row+`.dataset.state`))
+}

@@ -1,0 +1,78 @@
+// The API client: same origin, bearer token from the session, problem
+// documents turned into ApiError, and conditional GETs for polled listings.
+
+export class ApiError extends Error {
+  constructor(status, problem, message) {
+    super(message || (problem && (problem.detail || problem.title)) || `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem;
+  }
+}
+
+// Counters the benchmark and the tests read: how many requests went out and
+// how many came back 304.
+export const stats = { requests: 0, notModified: 0 };
+window.__spacesStats = stats;
+
+export function createApi(session, onUnauthorized) {
+  const tags = new Map(); // path -> {etag, data}
+
+  async function request(method, path, opts = {}) {
+    const headers = {};
+    const token = session.token();
+    if (token) headers.Authorization = `Bearer ${token}`;
+    if (opts.body !== undefined) headers['Content-Type'] = 'application/json';
+    Object.assign(headers, opts.headers || {});
+    const cached = opts.poll ? tags.get(path) : undefined;
+    if (cached) headers['If-None-Match'] = cached.etag;
+    stats.requests++;
+    let res;
+    try {
+      // no-store: the page manages its own ETags, so a 304 reaches it as one.
+      res = await fetch(path, { method, headers, cache: 'no-store', credentials: 'omit', body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+    } catch (e) {
+      throw new ApiError(0, null, 'The API could not be reached');
+    }
+    if (res.status === 304 && cached) { stats.notModified++; return { data: cached.data, changed: false }; }
+    if (res.status === 204) return { data: null, changed: true };
+    const type = res.headers.get('Content-Type') || '';
+    const body = type.includes('json') ? await res.json() : null;
+    if (!res.ok) {
+      if (res.status === 401) onUnauthorized();
+      throw new ApiError(res.status, body);
+    }
+    const etag = res.headers.get('ETag');
+    if (opts.poll && etag) tags.set(path, { etag, data: body });
+    return { data: body, changed: true, etag };
+  }
+
+  const api = {
+    request,
+    get: (path, opts) => request('GET', path, opts).then(r => r.data),
+    poll: (path) => request('GET', path, { poll: true }),
+    post: (path, body, headers) => request('POST', path, { body, headers }).then(r => r.data),
+    put: (path, body) => request('PUT', path, { body }).then(r => r.data),
+    del: (path) => request('DELETE', path).then(r => r.data),
+    // all walks every page of a listing (limit 100).
+    async all(path, max = 50) {
+      const out = [];
+      let cursor = '';
+      for (let i = 0; i < max; i++) {
+        const sep = path.includes('?') ? '&' : '?';
+        const page = await api.get(`${path}${sep}limit=100${cursor ? '&cursor=' + encodeURIComponent(cursor) : ''}`);
+        out.push(...page.items);
+        if (!page.next_cursor) break;
+        cursor = page.next_cursor;
+      }
+      return out;
+    },
+  };
+  return api;
+}
+
+export function qs(params) {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v) p.set(k, v);
+  const s = p.toString();
+  return s ? `?${s}` : '';
+}

@@ -1,0 +1,124 @@
+// The console's entry point: configuration, sign-in, and a hash router (the
+// fragment never reaches a server, so deep links need no server routes and
+// never collide with the API's paths).
+import { h, flash, errorBox, field } from './ui.js';
+import { createApi } from './api.js';
+import { createSession, devSignIn, oidcSignIn, oidcCallback } from './auth.js';
+import { spacesList, spaceDetail } from './spaces.js';
+import { accounts, clusterPicker } from './accounts.js';
+import { environments, environmentDetail } from './environments.js';
+
+const main = document.getElementById('main');
+const session = createSession();
+let cfg;
+let cleanup = [];
+
+const routes = [
+  [/^#\/spaces\/([0-9a-fA-F-]{36})$/, spaceDetail],
+  [/^#\/spaces$/, spacesList],
+  [/^#\/connect$/, accounts],
+  [/^#\/accounts\/([0-9a-fA-F-]{36})\/clusters$/, clusterPicker],
+  [/^#\/environments\/([0-9a-fA-F-]{36})$/, environmentDetail],
+  [/^#\/environments$/, environments],
+];
+
+function signedOut(message) {
+  session.clear();
+  render(message);
+}
+
+const api = createApi(session, () => signedOut('Your session has expired: sign in again.'));
+
+function stop() { for (const f of cleanup) f(); cleanup = []; }
+
+// ctx is what every view gets: the API, the config, timers tied to the view.
+function context() {
+  return {
+    api, cfg, session,
+    // every runs fn now and every refresh_seconds until the view changes;
+    // a tick never overlaps the previous one.
+    every(fn) {
+      let busy = false, live = true;
+      const tick = async () => { if (busy || !live) return; busy = true; try { await fn(); } finally { busy = false; } };
+      const id = setInterval(tick, (cfg.refresh_seconds || 5) * 1000);
+      cleanup.push(() => { live = false; clearInterval(id); });
+      return tick();
+    },
+    onLeave(fn) { cleanup.push(fn); },
+    go(hash) { location.hash = hash; },
+  };
+}
+
+function signInView(message) {
+  const note = message ? h('div', { class: 'alert warn', role: 'alert' }, message) : null;
+  if (cfg.sign_in === 'dev') {
+    const org = h('input', { id: 'org-input', name: 'org', required: true, autocomplete: 'organization', value: 'acme', pattern: '[A-Za-z0-9._:-]{1,128}' });
+    const err = h('div');
+    const form = h('form', { class: 'card' }, h('h1', null, 'Sign in'), note,
+      h('p', { class: 'muted' }, 'Development sign-in (local stack only): a token for any org, signed with the key ', h('code', null, 'make token'), ' uses.'),
+      field('Org', org, 'Everything you see and do belongs to this org.'),
+      err, h('button', { class: 'primary', type: 'submit' }, 'Sign in'));
+    form.addEventListener('submit', async e => {
+      e.preventDefault();
+      try { await devSignIn(cfg, session, org.value.trim()); route(); } catch (x) { err.replaceChildren(errorBox(x, 'Sign-in failed')); }
+    });
+    return h('div', { class: 'signin' }, form);
+  }
+  const err = h('div');
+  const btn = h('button', { class: 'primary', type: 'button' }, 'Sign in');
+  btn.addEventListener('click', () => oidcSignIn(cfg).catch(x => err.replaceChildren(errorBox(x, 'Sign-in failed'))));
+  return h('div', { class: 'signin' }, h('div', { class: 'card' }, h('h1', null, 'Sign in'), note,
+    h('p', null, 'Sign in with your organisation’s identity provider (', h('code', null, cfg.issuer), ').'), err, btn));
+}
+
+function render(message) {
+  stop();
+  const signed = !!session.token();
+  document.getElementById('nav').hidden = !signed;
+  document.getElementById('who').hidden = !signed;
+  if (!signed) { main.replaceChildren(signInView(message)); return; }
+  document.getElementById('org').textContent = `org ${session.org()}`;
+  route();
+}
+
+function route() {
+  stop();
+  if (!session.token()) { render(); return; }
+  document.getElementById('nav').hidden = false;
+  document.getElementById('who').hidden = false;
+  document.getElementById('org').textContent = `org ${session.org()}`;
+  const hash = location.hash.split('?')[0] || '#/spaces';
+  for (const a of document.querySelectorAll('nav a')) {
+    const here = hash === a.getAttribute('href') || hash.startsWith(a.getAttribute('href') + '/') || (a.getAttribute('href') === '#/connect' && hash.startsWith('#/accounts/'));
+    if (here) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
+  }
+  for (const [re, view] of routes) {
+    const m = hash.match(re);
+    if (m) {
+      main.replaceChildren(h('p', { class: 'loading' }, 'Loading…'));
+      view(main, m.slice(1), context()).catch(x => main.replaceChildren(errorBox(x, 'This page could not be loaded')));
+      main.focus({ preventScroll: true });
+      return;
+    }
+  }
+  location.replace('#/spaces');
+}
+
+async function start() {
+  try {
+    const res = await fetch('/console/config.json', { cache: 'no-store' });
+    cfg = await res.json();
+  } catch {
+    main.replaceChildren(h('div', { class: 'alert error', role: 'alert' }, 'The console’s configuration could not be loaded: reload the page.'));
+    return;
+  }
+  document.getElementById('signout').addEventListener('click', () => { signedOut(); flash('Signed out.'); });
+  window.addEventListener('hashchange', route);
+  if (cfg.sign_in === 'oidc') {
+    try { await oidcCallback(cfg, session); } catch (x) { render(x.message); return; }
+  }
+  if (!location.hash) location.replace('#/spaces');
+  render();
+}
+
+start();

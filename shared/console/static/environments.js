@@ -1,0 +1,200 @@
+// Environments (gates, create with the environment picker, re-bind) and
+// their deployment revisions (push, watch, re-enqueue stopped ones).
+import { h, badge, providerMark, errorBox, field, empty, flash, showFieldErrors, when, ago, validate, patterned } from './ui.js';
+
+// pickerOptions: the spaces the environment picker allows (the API leaves
+// out inactive ones before anything is rendered).
+async function pickerOptions(api) {
+  return api.all('/spaces?picker=environment');
+}
+
+function spaceOption(sp, selected) {
+  return h('option', { value: sp.id, selected }, `${sp.name} · ${sp.provider} · ${sp.status}${sp.synthetic ? ' · synthetic' : ''}`);
+}
+
+export async function environments(root, _, ctx) {
+  const { api } = ctx;
+  const list = h('div', null, h('p', { class: 'loading' }, 'Loading environments…'));
+  const error = h('div');
+  const name = h('input', { id: 'env-name', name: 'name', required: true, maxlength: 100, 'data-field': 'name', autocomplete: 'off' });
+  const space = h('select', { id: 'env-space', name: 'space_id', required: true, 'data-field': 'space_id' });
+  const ns = patterned({ id: 'env-namespace', name: 'namespace', 'data-field': 'namespace' }, 'namespace');
+  const err = h('div');
+  const form = h('form', { class: 'card', id: 'env-form', 'aria-labelledby': 'env-title', novalidate: true }, h('h2', { id: 'env-title' }, 'Create an environment'),
+    h('div', { class: 'row' }, field('Name', name), field('Space', space, 'Inactive spaces are not offered.'), field('Namespace', ns, 'Optional: defaults to the name.')),
+    err, h('button', { class: 'primary', type: 'submit' }, 'Create environment'));
+  form.addEventListener('submit', async e => {
+    e.preventDefault();
+    const body = { name: name.value.trim(), space_id: space.value };
+    if (ns.value.trim()) body.namespace = ns.value.trim();
+    try {
+      const invalid = validate(form);
+      if (invalid) throw invalid;
+      const env = await api.post('/environments', body);
+      showFieldErrors(form, null); err.replaceChildren();
+      flash(`Environment ${env.name} created.`);
+      form.reset();
+      await refresh();
+    } catch (x) {
+      const rest = showFieldErrors(form, x);
+      err.replaceChildren(rest.length || !(x.problem && x.problem.errors) ? errorBox(x, 'The environment was not created') : '');
+    }
+  });
+  root.replaceChildren(h('h1', null, 'Environments'), error, h('div', { class: 'card' }, list), form);
+
+  let picker = [];
+  async function loadPicker() {
+    picker = await pickerOptions(api);
+    const keep = space.value;
+    space.replaceChildren(picker.length ? h('option', { value: '' }, 'Choose a space…') : h('option', { value: '' }, 'No space can take an environment now'),
+      ...picker.map(sp => spaceOption(sp, sp.id === keep)));
+  }
+
+  // Rebinding controls stay as they are while the list refreshes, so a
+  // choice in progress is not lost: rows are rebuilt only when data changed.
+  let lastSig = '';
+  async function refresh() {
+    try {
+      const [envs, spaces] = await Promise.all([api.all('/environments'), api.all('/spaces')]);
+      const byId = new Map(spaces.map(s => [s.id, s]));
+      const sig = JSON.stringify(envs.map(e => [e.id, e.version, e.gate, byId.get(e.space_id) && byId.get(e.space_id).status]));
+      error.replaceChildren();
+      if (sig === lastSig) return;
+      lastSig = sig;
+      if (!envs.length) { list.replaceChildren(empty('No environment yet: create one below, bound to an active space.')); return; }
+      list.replaceChildren(h('table', { class: 'stack', id: 'env-table' },
+        h('thead', null, h('tr', null, ['Environment', 'Space', 'Namespace', 'State'].map(t => h('th', { scope: 'col' }, t)))),
+        h('tbody', null, envs.map(e => envRow(e, byId.get(e.space_id), picker, ctx, refresh)))));
+    } catch (x) {
+      error.replaceChildren(errorBox(x, 'The environments could not be loaded'));
+    }
+  }
+  await loadPicker();
+  await ctx.every(async () => { await refresh(); await loadPicker(); });
+}
+
+function envRow(e, sp, picker, ctx, refresh) {
+  const state = h('td', { 'data-label': 'State' });
+  if (e.gate) {
+    state.append(h('div', { class: 'alert warn gate', role: 'status', 'data-gate': e.gate.reason }, h('strong', null, e.gate.reason), ' since ', when(e.gate.since),
+      ': no new deployment until it is re-bound.'), rebind(e, picker, ctx, refresh));
+  } else if (sp && sp.status === 'inactive') {
+    state.append(h('div', { class: 'alert warn gate', role: 'status', 'data-gate': 'Space inactive' }, h('strong', null, 'Space inactive'),
+      sp.probe && sp.probe.reason ? ` (${sp.probe.reason})` : '', ': new revisions cannot be pushed until it recovers.'), rebind(e, picker, ctx, refresh));
+  } else {
+    state.append(h('span', { class: 'badge s-active' }, 'ready'));
+  }
+  return h('tr', { 'data-env': e.name },
+    h('td', { 'data-label': 'Environment' }, h('a', { href: `#/environments/${e.id}` }, e.name)),
+    h('td', { 'data-label': 'Space' }, sp ? [providerMark(sp.provider, false), ' ', h('a', { href: `#/spaces/${sp.id}` }, sp.name), ' ', badge(sp.status)]
+      : h('span', { class: 'muted' }, `deregistered space ${e.space_id.slice(0, 8)}…`)),
+    h('td', { 'data-label': 'Namespace' }, h('code', null, e.namespace)), state);
+}
+
+function rebind(e, picker, ctx, refresh) {
+  const options = picker.filter(sp => sp.id !== e.space_id);
+  const id = `rebind-${e.id}`;
+  const sel = h('select', { id, 'data-field': 'space_id' }, h('option', { value: '' }, options.length ? 'Choose a space…' : 'No other space available'), options.map(sp => spaceOption(sp, false)));
+  const err = h('div');
+  const btn = h('button', { type: 'submit' }, 'Re-bind');
+  const form = h('form', { class: 'row rebind', 'aria-label': `Re-bind ${e.name}` }, h('label', { for: id }, 'Re-bind to'), sel, btn, err);
+  form.addEventListener('submit', async ev => {
+    ev.preventDefault();
+    if (!sel.value) { err.replaceChildren(h('span', { class: 'err' }, 'Choose a space first.')); return; }
+    btn.disabled = true;
+    try {
+      await ctx.api.put(`/environments/${e.id}/space`, { space_id: sel.value });
+      flash(`${e.name} re-bound.`);
+      await refresh();
+    } catch (x) {
+      btn.disabled = false;
+      err.replaceChildren(errorBox(x, `${e.name} was not re-bound`));
+    }
+  });
+  return form;
+}
+
+// ---- one environment and its revisions --------------------------------------
+
+function known(org, envID) {
+  try { return JSON.parse(localStorage.getItem(`spaces.revisions.${org}.${envID}`) || '[]'); } catch { return []; }
+}
+function remember(org, envID, revID) {
+  const ids = [revID, ...known(org, envID).filter(x => x !== revID)].slice(0, 20);
+  localStorage.setItem(`spaces.revisions.${org}.${envID}`, JSON.stringify(ids));
+}
+
+const SAMPLE = JSON.stringify([{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'hello' }, data: { greeting: 'hello' } }], null, 2);
+
+export async function environmentDetail(root, [id], ctx) {
+  const { api, session } = ctx;
+  const env = await api.get(`/environments/${id}`);
+  const revs = h('div', { id: 'revisions' });
+  const manifests = h('textarea', { id: 'manifests', rows: 8, 'data-field': 'manifests', spellcheck: 'false' });
+  manifests.value = SAMPLE;
+  const err = h('div');
+  const push = h('form', { class: 'card', id: 'push-form', 'aria-labelledby': 'push-title' }, h('h2', { id: 'push-title' }, 'Push a revision'),
+    field('Manifests (a JSON array of Kubernetes objects)', manifests), err, h('button', { class: 'primary', type: 'submit' }, 'Push revision'));
+  push.addEventListener('submit', async e => {
+    e.preventDefault();
+    let list;
+    try { list = JSON.parse(manifests.value); } catch (x) { err.replaceChildren(h('p', { class: 'err', role: 'alert' }, `The manifests are not JSON: ${x.message}`)); return; }
+    try {
+      const rev = await api.post(`/environments/${id}/revisions`, { manifests: list });
+      remember(session.org(), id, rev.id);
+      err.replaceChildren();
+      flash('Revision queued.');
+      await load();
+    } catch (x) {
+      showFieldErrors(push, x);
+      err.replaceChildren(errorBox(x, 'The revision was not pushed'));
+    }
+  });
+  const head = h('div');
+  root.replaceChildren(h('p', null, h('a', { href: '#/environments' }, '← Environments')), head, h('div', { class: 'card' }, h('h2', null, 'Revisions pushed from this browser'), revs), push);
+
+  let lastSig = '';
+  async function load() {
+    const e = await api.get(`/environments/${id}`);
+    let sp = null;
+    try { sp = await api.get(`/spaces/${e.space_id}`); } catch (x) { if (x.status !== 404) throw x; }
+    head.replaceChildren(h('h1', null, e.name),
+      h('p', null, 'Bound to ', sp ? [h('a', { href: `#/spaces/${sp.id}` }, sp.name), ' ', badge(sp.status, sp.probe && sp.probe.reason)] : 'a deregistered space', ', namespace ', h('code', null, e.namespace)),
+      e.gate ? h('div', { class: 'alert warn', role: 'status' }, h('strong', null, e.gate.reason), ': re-bind it on the ', h('a', { href: '#/environments' }, 'environments page'), ' to deploy again.') : '');
+    const ids = known(session.org(), id);
+    if (!ids.length) { revs.replaceChildren(empty('No revision pushed from this browser yet.')); return; }
+    const rows = await Promise.all(ids.map(r => api.get(`/revisions/${r}`).catch(() => null)));
+    // Rebuilt only when something changed, so a button is not replaced
+    // under the pointer.
+    const sig = JSON.stringify([sp && sp.status, rows.map(r => r && [r.id, r.version])]);
+    if (sig === lastSig) {
+      for (const t of revs.querySelectorAll('time[datetime]')) t.textContent = ago(t.getAttribute('datetime'));
+      return;
+    }
+    lastSig = sig;
+    revs.replaceChildren(h('table', { class: 'stack', id: 'rev-table' },
+      h('thead', null, h('tr', null, ['Revision', 'State', 'Attempts', 'Updated', ''].map(t => h('th', { scope: 'col' }, t)))),
+      h('tbody', null, rows.filter(Boolean).map(r => revisionRow(r, sp, ctx, load)))));
+  }
+  await ctx.every(() => load().catch(x => revs.replaceChildren(errorBox(x, 'The revisions could not be loaded'))));
+}
+
+const REV = { pending: 'unknown', deployed: 'active', failed: 'inactive', stopped: 'inactive', 'dead-lettered': 'inactive' };
+
+function revisionRow(r, sp, ctx, load) {
+  const act = h('td');
+  if (r.state === 'stopped') {
+    const ready = sp && sp.status === 'active';
+    const why = sp ? `Its space is ${sp.status}: re-enqueue once it is active.` : 'Its space was deregistered.';
+    const b = h('button', { type: 'button', disabled: !ready, 'aria-describedby': ready ? null : `why-${r.id}` }, 'Re-enqueue');
+    b.addEventListener('click', async () => {
+      b.disabled = true;
+      try { await ctx.api.post(`/revisions/${r.id}/retry`); flash('Revision re-enqueued.'); await load(); } catch (x) { b.disabled = false; act.append(errorBox(x, 'Not re-enqueued')); }
+    });
+    act.append(b, ready ? null : h('div', { class: 'muted', id: `why-${r.id}` }, why));
+  }
+  return h('tr', { 'data-revision': r.id, 'data-state': r.state },
+    h('td', { 'data-label': 'Revision' }, h('code', null, r.id.slice(0, 8))),
+    h('td', { 'data-label': 'State' }, h('span', { class: `badge s-${REV[r.state]}` }, r.state), r.reason ? h('span', { class: 'reason' }, r.reason) : null),
+    h('td', { 'data-label': 'Attempts' }, String(r.attempts)), h('td', { 'data-label': 'Updated' }, when(r.updated_at)), act);
+}
