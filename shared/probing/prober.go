@@ -19,7 +19,9 @@ const (
 	DefaultReprobeDelay = 12 * time.Second
 	DefaultMinGap       = 20 * time.Second
 	DefaultTimeout      = 5 * time.Second
-	DefaultConcurrency  = 10
+	// DefaultConcurrency is the template's BatchSize: every message of a
+	// batch is probed at once, so an invocation lasts about one probe.
+	DefaultConcurrency = 20
 )
 
 // Store is what the prober reads and writes.
