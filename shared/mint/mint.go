@@ -117,18 +117,38 @@ func (m *Minter) timeout() time.Duration {
 // grant is checked on every call, so a deregistered space gets nothing, not
 // even from the cache, and no cloud API is called for it.
 func (m *Minter) Mint(ctx context.Context, s space.Space) (kubecred.Credentials, error) {
+	return m.mintChecked(ctx, s, true)
+}
+
+// MintLive is Mint for a caller that has just read s strongly consistent
+// and found it registered (the prober): the grant is created and deleted in
+// the same transactions that register and deregister the space, so that
+// read is the same liveness fact as the grant, and reading the grant again
+// would only double the cost of every probe.
+func (m *Minter) MintLive(ctx context.Context, s space.Space) (kubecred.Credentials, error) {
+	return m.mintChecked(ctx, s, false)
+}
+
+func (m *Minter) mintChecked(ctx context.Context, s space.Space, checkGrant bool) (kubecred.Credentials, error) {
 	if s.Synthetic {
 		return kubecred.Credentials{}, cloud.Errorf(space.ReasonCredentialsUnavailable,
 			"the space is synthetic: it is not a real cluster and has no credentials", nil)
 	}
-	ok, err := m.Grants.HasGrant(ctx, s.OrgID, s.ID)
-	if err != nil {
-		return kubecred.Credentials{}, cloud.Errorf(space.ReasonCredentialsUnavailable, "the kubeauth grant could not be read", err)
-	}
-	if !ok {
+	if s.Deleted() {
 		m.Invalidate(s.ID)
 		return kubecred.Credentials{}, cloud.Errorf(space.ReasonCredentialsUnavailable,
 			"the space has no kubeauth grant (it was deregistered)", nil)
+	}
+	if checkGrant {
+		ok, err := m.Grants.HasGrant(ctx, s.OrgID, s.ID)
+		if err != nil {
+			return kubecred.Credentials{}, cloud.Errorf(space.ReasonCredentialsUnavailable, "the kubeauth grant could not be read", err)
+		}
+		if !ok {
+			m.Invalidate(s.ID)
+			return kubecred.Credentials{}, cloud.Errorf(space.ReasonCredentialsUnavailable,
+				"the space has no kubeauth grant (it was deregistered)", nil)
+		}
 	}
 	if c, ok := m.cached(s.ID); ok {
 		return c, nil

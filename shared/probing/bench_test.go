@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"spaces/infra/awscost"
 	"spaces/infra/emulator/emulatortest"
 	"spaces/infra/staticminter"
 	"spaces/infra/testcluster"
@@ -161,8 +162,8 @@ func benchFanOut(b *testing.B, n int, indexOnly bool) {
 // The fake clock moves one minute per sweep, so after the first sweep
 // (unknown→active, written) the spaces are at steady state: it reports the
 // DynamoDB calls per probe of the steady sweeps (writes are heartbeats,
-// one per space per five sweeps) and the monthly cost per 1,000 spaces
-// those counts imply.
+// one per space per five sweeps) and the stored item's size. What probing
+// costs is BenchmarkProbingCost's, on the production path.
 func BenchmarkProber1000Clusters(b *testing.B) {
 	const fleet = 1000
 	env, cfg, cnt := countingEnv(b)
@@ -249,73 +250,7 @@ func BenchmarkProber1000Clusters(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	size := itemSize(item.Item)
-	est := monthlyCost(1000, float64(writes)/float64(probes), float64(reads)/float64(probes), size, p50)
-	b.ReportMetric(est, "usd/month/1000-spaces")
-	b.Logf("space item %d bytes; batch p50 %s; cost per 1,000 spaces per month: $%.2f", size, p50, est)
-}
-
-// itemSize approximates DynamoDB's item size: attribute names plus values.
-func itemSize(item map[string]types.AttributeValue) int {
-	n := 0
-	for k, v := range item {
-		n += len(k) + avSize(v)
-	}
-	return n
-}
-
-func avSize(v types.AttributeValue) int {
-	switch x := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(x.Value)
-	case *types.AttributeValueMemberN:
-		return len(x.Value)/2 + 1
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range x.Value {
-			n += len(k) + avSize(e) + 1
-		}
-		return n
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range x.Value {
-			n += avSize(e) + 1
-		}
-		return n
-	}
-	return 0
-}
-
-// On-demand prices, us-east-1 (per unit).
-const (
-	priceSQSRequest = 0.40 / 1e6
-	priceWRU        = 0.625 / 1e6
-	priceRRU        = 0.125 / 1e6
-	priceLambdaGBs  = 0.0000133334
-	priceLambdaReq  = 0.20 / 1e6
-	minutesPerMonth = 30 * 24 * 60
-	proberMemoryGB  = 0.5
-)
-
-// monthlyCost is the probing cost of n spaces for 30 days at one probe per
-// space-minute: SQS (send in batches of ten, Lambda's receive and delete
-// per batch of ten), DynamoDB (a strongly consistent read per probe,
-// heartbeat writes, the scheduler's index pages), Lambda (one prober
-// invocation per ten probes lasting a batch's p50, 512 MB). The schedule
-// itself (43,200 invocations, $0.04) and the scheduler's own Lambda time
-// are per deployment, not per space, and left out.
-func monthlyCost(n int, writesPerProbe, readsPerProbe float64, itemBytes int, batch time.Duration) float64 {
-	probes := float64(n) * minutesPerMonth
-	sqs := probes * (0.1 + 0.1 + 0.1) * priceSQSRequest
-	wru := math.Ceil(float64(itemBytes) / 1024)
-	rru := math.Ceil(float64(itemBytes) / 4096)
-	// Scheduler: ~60 bytes per index entry, eventually consistent (half a
-	// unit per 4 KB).
-	index := probes * 60 / 4096 * 0.5
-	ddb := probes*writesPerProbe*wru*priceWRU + (probes*readsPerProbe*rru+index)*priceRRU
-	invocations := probes / 10
-	lambda := invocations*priceLambdaReq + invocations*batch.Seconds()*proberMemoryGB*priceLambdaGBs
-	return sqs + ddb + lambda
+	size := awscost.ItemBytes(item.Item)
+	b.ReportMetric(float64(size), "space-item-bytes")
+	b.Logf("space item %d bytes; batch p50 %s (what it costs: BenchmarkProbingCost)", size, p50)
 }

@@ -44,6 +44,14 @@
 // Events are therefore at least once (a crash between publishing and
 // marking publishes twice); consumers key on (space_id, at).
 //
+// # Reads
+//
+// A probe reads one item: the space, strongly consistent. That read is also
+// the liveness check before any cloud call: a minter that offers MintLive
+// (mint.Minter) takes it instead of reading the space's kubeauth grant
+// again, since registration and deregistration change both in one
+// transaction. BenchmarkProbingCost counts and prices every AWS request.
+//
 // # Writes
 //
 // A success on an active space with nothing else changed is stored once per

@@ -1,0 +1,306 @@
+// Package awscost counts the AWS requests a piece of the service makes and
+// prices them, for cost benchmarks: a Meter is SDK middleware added to an
+// aws.Config (config.APIOptions), so every request of every client built
+// from that configuration is counted by service and operation, with the
+// DynamoDB capacity units it consumes, whatever code made it.
+//
+// The embedded emulator does not report consumed capacity, so units are
+// computed from what the request and its answer carry, by DynamoDB's rules:
+// a read costs one unit per 4 KB (rounded up, per item for GetItem, over the
+// whole page for Query; at least one), half that when eventually
+// consistent; a write costs one unit per 1 KB of the item written, twice
+// that inside a transaction. Write units are counted as one per item
+// written: every item of the spaces table is under 1 KB (a benchmark checks
+// it with MaxItemBytes), so that is exact for this table.
+package awscost
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// Prices, us-east-1, on demand, as published on
+// https://aws.amazon.com/dynamodb/pricing/on-demand/ (since November 2024),
+// https://aws.amazon.com/sqs/pricing/ (standard queue),
+// https://aws.amazon.com/lambda/pricing/ (arm64, first 6 billion GB-s),
+// https://aws.amazon.com/eventbridge/pricing/ (custom events; Scheduler).
+const (
+	PriceRRU             = 0.125 / 1e6 // per read request unit
+	PriceWRU             = 0.625 / 1e6 // per write request unit
+	PriceSQSRequest      = 0.40 / 1e6  // per request (64 KB chunk)
+	PriceLambdaGBSecond  = 0.0000133334
+	PriceLambdaRequest   = 0.20 / 1e6
+	PriceEventBridge     = 1.00 / 1e6 // per custom event put
+	PriceSchedulerInvoke = 1.00 / 1e6 // per EventBridge Scheduler invocation
+)
+
+// Usage is what a set of requests consumed.
+type Usage struct {
+	// Requests by "Service Operation" (e.g. "DynamoDB GetItem").
+	Requests map[string]float64
+	// RRU and WRU by "Service Operation".
+	RRU, WRU map[string]float64
+	// SQSRequests counts SQS requests; Events the entries put to
+	// EventBridge.
+	SQSRequests float64
+	Events      float64
+}
+
+func newUsage() Usage {
+	return Usage{Requests: map[string]float64{}, RRU: map[string]float64{}, WRU: map[string]float64{}}
+}
+
+// Add adds o to u.
+func (u *Usage) Add(o Usage) {
+	for k, v := range o.Requests {
+		u.Requests[k] += v
+	}
+	for k, v := range o.RRU {
+		u.RRU[k] += v
+	}
+	for k, v := range o.WRU {
+		u.WRU[k] += v
+	}
+	u.SQSRequests += o.SQSRequests
+	u.Events += o.Events
+}
+
+// TotalRRU and TotalWRU sum the units.
+func (u Usage) TotalRRU() float64 { return sum(u.RRU) }
+
+// TotalWRU sums the write units.
+func (u Usage) TotalWRU() float64 { return sum(u.WRU) }
+
+func sum(m map[string]float64) float64 {
+	t := 0.0
+	for _, v := range m {
+		t += v
+	}
+	return t
+}
+
+// Ops lists the counted operations, sorted.
+func (u Usage) Ops() []string {
+	ops := make([]string, 0, len(u.Requests))
+	for k := range u.Requests {
+		ops = append(ops, k)
+	}
+	sort.Strings(ops)
+	return ops
+}
+
+// Meter counts requests. Its zero value is not usable; use New.
+type Meter struct {
+	mu sync.Mutex
+	u  Usage
+}
+
+// New returns a Meter counting nothing yet.
+func New() *Meter { return &Meter{u: newUsage()} }
+
+// Instrument returns a copy of cfg whose clients are counted by m.
+func (m *Meter) Instrument(cfg aws.Config) aws.Config {
+	cfg = cfg.Copy()
+	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
+		// After the operation's metadata is in the context, around the
+		// whole call (retries included, which are rare on the emulator).
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("awscost", m.handle), middleware.After)
+	})
+	return cfg
+}
+
+// Take returns what was counted since the last Take (or New) and starts
+// afresh.
+func (m *Meter) Take() Usage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := m.u
+	m.u = newUsage()
+	return u
+}
+
+func (m *Meter) handle(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+	out, md, err := next.HandleInitialize(ctx, in)
+	key := awsmiddleware.GetServiceID(ctx) + " " + awsmiddleware.GetOperationName(ctx)
+	rru, wru := units(in.Parameters, out.Result)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.u.Requests[key]++
+	if rru > 0 {
+		m.u.RRU[key] += rru
+	}
+	if wru > 0 {
+		m.u.WRU[key] += wru
+	}
+	if strings.HasPrefix(key, "SQS ") {
+		m.u.SQSRequests++
+	}
+	if p, ok := in.Parameters.(*eventbridge.PutEventsInput); ok {
+		m.u.Events += float64(len(p.Entries))
+	}
+	return out, md, err
+}
+
+// units computes the DynamoDB capacity of one request. A failed
+// conditional write still consumes its write units; a transaction that is
+// canceled consumes them too (DynamoDB charges the attempt).
+func units(params, result any) (rru, wru float64) {
+	read := func(bytes int, consistent *bool) float64 {
+		u := math.Max(1, math.Ceil(float64(bytes)/4096))
+		if !aws.ToBool(consistent) {
+			u /= 2
+		}
+		return u
+	}
+	switch p := params.(type) {
+	case *dynamodb.GetItemInput:
+		size := 0
+		if r, ok := result.(*dynamodb.GetItemOutput); ok && r != nil {
+			size = ItemBytes(r.Item)
+		}
+		return read(size, p.ConsistentRead), 0
+	case *dynamodb.QueryInput:
+		size := 0
+		if r, ok := result.(*dynamodb.QueryOutput); ok && r != nil {
+			for _, it := range r.Items {
+				size += ItemBytes(it)
+			}
+		}
+		return read(size, p.ConsistentRead), 0
+	case *dynamodb.BatchGetItemInput:
+		if r, ok := result.(*dynamodb.BatchGetItemOutput); ok && r != nil {
+			for t, items := range r.Responses {
+				for _, it := range items {
+					rru += read(ItemBytes(it), p.RequestItems[t].ConsistentRead)
+				}
+			}
+		}
+		return rru, 0
+	case *dynamodb.PutItemInput:
+		return 0, writeUnits(ItemBytes(p.Item))
+	case *dynamodb.UpdateItemInput, *dynamodb.DeleteItemInput:
+		return 0, 1
+	case *dynamodb.BatchWriteItemInput:
+		for _, reqs := range p.RequestItems {
+			for _, r := range reqs {
+				if r.PutRequest != nil {
+					wru += writeUnits(ItemBytes(r.PutRequest.Item))
+				} else {
+					wru++
+				}
+			}
+		}
+		return 0, wru
+	case *dynamodb.TransactWriteItemsInput:
+		for _, it := range p.TransactItems {
+			if it.Put != nil {
+				wru += 2 * writeUnits(ItemBytes(it.Put.Item))
+			} else {
+				wru += 2
+			}
+		}
+		return 0, wru
+	}
+	return 0, 0
+}
+
+func writeUnits(bytes int) float64 { return math.Max(1, math.Ceil(float64(bytes)/1024)) }
+
+// ItemBytes is DynamoDB's size of an item: attribute names plus values.
+func ItemBytes(item map[string]types.AttributeValue) int {
+	n := 0
+	for k, v := range item {
+		n += len(k) + valueBytes(v)
+	}
+	return n
+}
+
+func valueBytes(v types.AttributeValue) int {
+	switch x := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(x.Value)
+	case *types.AttributeValueMemberN:
+		return len(strings.TrimLeft(x.Value, "-0"))/2 + 1
+	case *types.AttributeValueMemberB:
+		return len(x.Value)
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, s := range x.Value {
+			n += len(s)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		n := 3
+		for k, e := range x.Value {
+			n += len(k) + valueBytes(e) + 1
+		}
+		return n
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range x.Value {
+			n += valueBytes(e) + 1
+		}
+		return n
+	}
+	return 0
+}
+
+// Lambda is one function's measured use: invocations and the billed
+// duration (each invocation rounded up to the millisecond) at its memory.
+type Lambda struct {
+	Invocations float64
+	Seconds     float64
+	MemoryMB    int
+}
+
+// GBSeconds is what Lambda bills for duration.
+func (l Lambda) GBSeconds() float64 { return l.Seconds * float64(l.MemoryMB) / 1024 }
+
+// Cost is a bill, by item, in dollars.
+type Cost struct {
+	Reads, Writes, SQS, LambdaRequests, LambdaDuration, EventBridge float64
+}
+
+// Total is the sum of the items.
+func (c Cost) Total() float64 {
+	return c.Reads + c.Writes + c.SQS + c.LambdaRequests + c.LambdaDuration + c.EventBridge
+}
+
+// Scale multiplies every item by f.
+func (c Cost) Scale(f float64) Cost {
+	return Cost{c.Reads * f, c.Writes * f, c.SQS * f, c.LambdaRequests * f, c.LambdaDuration * f, c.EventBridge * f}
+}
+
+// Price prices u, the Lambda functions' use and schedule invocations.
+func Price(u Usage, fns []Lambda, scheduleInvocations float64) Cost {
+	c := Cost{
+		Reads:       u.TotalRRU() * PriceRRU,
+		Writes:      u.TotalWRU() * PriceWRU,
+		SQS:         u.SQSRequests * PriceSQSRequest,
+		EventBridge: u.Events*PriceEventBridge + scheduleInvocations*PriceSchedulerInvoke,
+	}
+	for _, f := range fns {
+		c.LambdaRequests += f.Invocations * PriceLambdaRequest
+		c.LambdaDuration += f.GBSeconds() * PriceLambdaGBSecond
+	}
+	return c
+}
+
+// String formats the bill.
+func (c Cost) String() string {
+	return fmt.Sprintf("reads $%.2f, writes $%.2f, SQS $%.2f, Lambda $%.2f + $%.2f, EventBridge $%.2f: $%.2f",
+		c.Reads, c.Writes, c.SQS, c.LambdaRequests, c.LambdaDuration, c.EventBridge, c.Total())
+}

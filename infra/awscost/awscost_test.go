@@ -1,0 +1,57 @@
+package awscost
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+
+// TestUnits: DynamoDB's capacity rules as the meter applies them.
+func TestUnits(t *testing.T) {
+	small := map[string]types.AttributeValue{"pk": s("ORG#a"), "sk": s("SPACE#b")}
+	big := map[string]types.AttributeValue{"pk": s("x"), "blob": s(strings.Repeat("x", 5000))}
+	tx := &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Update: &types.Update{}}, {Put: &types.Put{Item: big}}}}
+	for _, c := range []struct {
+		name     string
+		params   any
+		result   any
+		rru, wru float64
+	}{
+		{"strong GetItem", &dynamodb.GetItemInput{ConsistentRead: aws.Bool(true)}, &dynamodb.GetItemOutput{Item: small}, 1, 0},
+		{"eventually consistent GetItem", &dynamodb.GetItemInput{}, &dynamodb.GetItemOutput{Item: small}, 0.5, 0},
+		{"GetItem of nothing", &dynamodb.GetItemInput{ConsistentRead: aws.Bool(true)}, &dynamodb.GetItemOutput{}, 1, 0},
+		{"GetItem of 5 KB", &dynamodb.GetItemInput{ConsistentRead: aws.Bool(true)}, &dynamodb.GetItemOutput{Item: big}, 2, 0},
+		// A Query rounds the page's total, not each item.
+		{"Query of two small items", &dynamodb.QueryInput{}, &dynamodb.QueryOutput{Items: []map[string]types.AttributeValue{small, small}}, 0.5, 0},
+		{"UpdateItem", &dynamodb.UpdateItemInput{}, nil, 0, 1},
+		{"PutItem of 5 KB", &dynamodb.PutItemInput{Item: big}, nil, 0, 5},
+		{"transaction", tx, nil, 0, 2 + 2*5},
+		{"SQS", &struct{}{}, nil, 0, 0},
+	} {
+		rru, wru := units(c.params, c.result)
+		if math.Abs(rru-c.rru) > 1e-9 || math.Abs(wru-c.wru) > 1e-9 {
+			t.Errorf("%s: %v RRU %v WRU, want %v and %v", c.name, rru, wru, c.rru, c.wru)
+		}
+	}
+}
+
+// TestPrice: a bill from known usage.
+func TestPrice(t *testing.T) {
+	u := newUsage()
+	u.RRU["DynamoDB GetItem"] = 1e6
+	u.WRU["DynamoDB UpdateItem"] = 1e6
+	u.SQSRequests = 1e6
+	u.Events = 1e6
+	c := Price(u, []Lambda{{Invocations: 1e6, Seconds: 1024, MemoryMB: 512}}, 0)
+	want := Cost{Reads: 0.125, Writes: 0.625, SQS: 0.40, LambdaRequests: 0.20, LambdaDuration: 512 * PriceLambdaGBSecond, EventBridge: 1}
+	if math.Abs(c.Total()-want.Total()) > 1e-9 || math.Abs(c.Reads-want.Reads) > 1e-12 || math.Abs(c.LambdaDuration-want.LambdaDuration) > 1e-12 {
+		t.Errorf("bill %+v, want %+v", c, want)
+	}
+}

@@ -1,0 +1,353 @@
+package probing_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/google/uuid"
+	"gopkg.in/yaml.v3"
+
+	"spaces"
+	"spaces/infra/awscost"
+	"spaces/infra/emulator/emulatortest"
+	"spaces/infra/minttest"
+	"spaces/infra/simcloud"
+	"spaces/infra/testcluster"
+	"spaces/shared/awsclient"
+	"spaces/shared/kubecred"
+	"spaces/shared/kubeprobe"
+	"spaces/shared/metrics"
+	"spaces/shared/probing"
+	"spaces/shared/space"
+	"spaces/shared/wiring"
+)
+
+// sqsMirror sends every probe message to the real queue on the emulator
+// (counted) and keeps a copy due on the fake clock, which is what the
+// benchmark delivers: the emulator holds delayed messages for real seconds,
+// and the simulated minutes pass faster than that.
+type sqsMirror struct {
+	real probing.Queue
+	*clockQueue
+}
+
+func (q sqsMirror) Enqueue(ctx context.Context, msgs []probing.Delayed) error {
+	if err := q.real.Enqueue(ctx, msgs); err != nil {
+		return err
+	}
+	return q.clockQueue.Enqueue(ctx, msgs)
+}
+
+// deployed is what template.yaml configures for the probing functions.
+type deployed struct {
+	proberMemoryMB, schedulerMemoryMB, batchSize int
+}
+
+func readTemplate(b *testing.B) deployed {
+	// A node tree: the template's tags (!Ref, !GetAtt) need no resolving
+	// for the few plain numbers read here.
+	var root yaml.Node
+	if err := yaml.Unmarshal(spaces.Template, &root); err != nil {
+		b.Fatal(err)
+	}
+	get := func(n *yaml.Node, path ...string) *yaml.Node {
+		for _, key := range path {
+			if n == nil {
+				return nil
+			}
+			if n.Kind == yaml.DocumentNode {
+				n = n.Content[0]
+			}
+			var next *yaml.Node
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == key {
+					next = n.Content[i+1]
+				}
+			}
+			n = next
+		}
+		return n
+	}
+	num := func(n *yaml.Node, def int) int {
+		if n == nil {
+			return def
+		}
+		v, err := strconv.Atoi(n.Value)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return v
+	}
+	d := deployed{
+		proberMemoryMB:    num(get(&root, "Resources", "ProberFunction", "Properties", "MemorySize"), 128), // Lambda's default
+		schedulerMemoryMB: num(get(&root, "Resources", "SchedulerFunction", "Properties", "MemorySize"), 128),
+		batchSize:         num(get(&root, "Resources", "ProberFunction", "Properties", "Events", "Probes", "Properties", "BatchSize"), 0),
+	}
+	if d.batchSize == 0 {
+		b.Fatal("ProberFunction has no SQS BatchSize in template.yaml")
+	}
+	return d
+}
+
+// BenchmarkProbingCost measures what probing costs a month per 1,000
+// spaces, end to end on the production path: the scheduler and the prober
+// built by shared/wiring (as the Lambdas build them), the production minter
+// (mint.Minter: the kubeauth grant read, the account read, the EKS, GKE and
+// AKS minters and their caches) against the simulated clouds, the real
+// store, queue and event bus on the emulator, and TLS test clusters that
+// answer GET /version in 50 ms and check every token with the simulated
+// cloud. 1,000 spaces (a third per cloud, 1% of them on a cluster that is
+// down) run for one simulated minute of warm-up and then a measured window
+// of 10 (a multiple of the 5-minute heartbeat; every EKS token is re-minted
+// once in it, see the clock below).
+//
+// Every AWS request is counted by SDK middleware (awscost.Meter) with the
+// capacity units it consumes, and priced from awscost's price table. What
+// Lambda's SQS event source does on the prober's behalf is counted per
+// batch delivered: a ReceiveMessage and a DeleteMessageBatch per 10
+// messages (batches are formed from the messages due in the same simulated
+// second, at most the template's BatchSize, as the 1-second batching
+// window would). Lambda time is the measured wall time of each
+// handler call at the template's memory size. The fake clock moves one
+// second at a time; the scheduler ticks every minute, as EventBridge
+// Scheduler would.
+func BenchmarkProbingCost(b *testing.B) {
+	// before: the minter reached through Mint only, which reads the grant
+	// again after the prober's read of the space (as before MintLive), and
+	// batches of 10 probed 10 at a time (the template before BatchSize 20).
+	for _, variant := range []string{"before", "after"} {
+		b.Run(variant, func(b *testing.B) {
+			for b.Loop() {
+				c := measureProbingCost(b, variant == "before")
+				b.ReportMetric(c.Total(), "usd/month/1000-spaces")
+				b.ReportMetric(c.Reads, "usd-reads")
+				b.ReportMetric(c.Writes, "usd-writes")
+				b.ReportMetric(c.SQS, "usd-sqs")
+				b.ReportMetric(c.LambdaRequests+c.LambdaDuration, "usd-lambda")
+				b.ReportMetric(c.EventBridge, "usd-eventbridge")
+			}
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// mintOnly hides every method of a minter but kubecred.Minter's.
+type mintOnly struct{ kubecred.Minter }
+
+func measureProbingCost(b *testing.B, grantRead bool) awscost.Cost {
+	const (
+		fleet    = 1000
+		backends = 20 // healthy test clusters behind the 990 healthy spaces
+		down     = 10 // spaces whose cluster is down
+		warmUp   = time.Minute
+		window   = 10 * time.Minute
+		latency  = 50 * time.Millisecond
+	)
+	ctx := context.Background()
+	dep := readTemplate(b)
+	if grantRead {
+		// The template before BatchSize 20.
+		dep.batchSize = 10
+	}
+	env := emulatortest.Start(b)
+	meter := awscost.New()
+	a := wiring.AWS{Config: meter.Instrument(env.Config), Endpoint: env.Endpoint}
+	table := env.Name(b, "SpacesTable")
+	store := a.Store(table)
+	// The simulated clouds keep real time (tokens, presigned URLs); the
+	// minter's cache reads the fake clock, which starts 4 minutes ahead of
+	// real time, so that every EKS token (15 minutes, minted in the
+	// warm-up) is re-minted once in the window, as it would be in any 14
+	// minutes.
+	c := &clock{now: time.Now().UTC().Truncate(time.Second).Add(4 * time.Minute)}
+	sc := simcloud.StartForTest(b, simcloud.Options{})
+	sc.AddRole(minttest.RoleARN, minttest.ExternalID)
+	sc.AddServiceAccount(minttest.ServiceAcct)
+	sc.AddApp(minttest.TenantID, minttest.ClientID)
+	minter := sc.Minter(store)
+	minter.Now = c.Now
+
+	org := "org-" + uuid.NewString()[:8]
+	svc := &space.Service{Store: store, Now: c.Now, NewID: uuid.NewString, StaleAfter: space.DefaultStaleAfter}
+	accounts := map[space.Provider]space.CloudAccount{}
+	for p, conn := range map[space.Provider]map[string]string{
+		space.AWS:   {"roleArn": minttest.RoleARN, "externalId": minttest.ExternalID},
+		space.GCP:   {"projectId": minttest.GCPProject, "serviceAccountEmail": minttest.ServiceAcct},
+		space.Azure: {"tenantId": minttest.TenantID, "clientId": minttest.ClientID, "subscriptionId": minttest.Subscription},
+	} {
+		acct, err := svc.CreateAccount(ctx, org, space.NewAccountInput{Provider: p, Name: string(p), Connection: conn})
+		if err != nil {
+			b.Fatal(err)
+		}
+		accounts[p] = acct
+	}
+	ca, err := testcluster.NewCA()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var healthy []*testcluster.Cluster
+	for range backends {
+		cl := testcluster.NewForTest(b, testcluster.WithCA(ca), testcluster.WithTokenCheck(sc.TokenCheck("bench")))
+		cl.SetMode(testcluster.Slow(latency))
+		healthy = append(healthy, cl)
+	}
+	dead := testcluster.NewForTest(b, testcluster.WithCA(ca), testcluster.WithTokenCheck(sc.TokenCheck("bench-down")))
+	dead.SetMode(testcluster.Down())
+
+	var reg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range fleet {
+		p := space.Providers[i%len(space.Providers)]
+		name := fmt.Sprintf("cost-%04d", i)
+		backing, key := healthy[i%backends], "bench"
+		if i%(fleet/down) == 0 {
+			backing, key = dead, "bench-down"
+		}
+		cl := minttest.Cluster(p, name, backing.URL(), backing.CAPEM())
+		cl.Backend = key
+		sc.AddCluster(cl)
+		sem <- struct{}{}
+		reg.Go(func() {
+			defer func() { <-sem }()
+			if _, _, err := svc.Register(ctx, org, space.RegisterInput{Provider: p, SpaceType: space.TypeKubernetes,
+				CloudAccountID: accounts[p].ID, Config: minttest.Config(p, name)}, ""); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	reg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+
+	log := discardLogger()
+	quiet := &metrics.Emitter{Log: log, Now: c.Now}
+	queueURL := env.Resources["ProbeQueue"].URL
+	checker := &kubeprobe.Prober{MaxTransports: 4 * (backends + 1)}
+	b.Cleanup(checker.Close)
+	p := wiring.Prober(a, wiring.ProberSettings{
+		Common:     wiring.Common{Table: table, StaleAfter: space.DefaultStaleAfter},
+		ProbeQueue: queueURL, EventBus: env.Name(b, "EventBus"),
+		Heartbeat: space.DefaultHeartbeat, Interval: space.DefaultProbeInterval,
+	}, kubecred.Minter(minter), checker, log)
+	if grantRead {
+		p.Minter = mintOnly{minter}
+		p.Concurrency = 10
+	}
+	q := sqsMirror{real: p.Queue, clockQueue: &clockQueue{clock: c}}
+	p.Now, p.Queue, p.Metrics = c.Now, q, quiet
+	s := wiring.Scheduler(a, wiring.SchedulerSettings{Table: table, ProbeQueue: queueURL, Interval: space.DefaultProbeInterval}, log)
+	s.Now, s.Queue, s.Metrics = c.Now, q, quiet
+
+	var (
+		mu               sync.Mutex
+		prober, schedler awscost.Lambda
+		delivered        int
+		esmRequests      float64 // receives (and deletes) of at most 10
+	)
+	billed := func(d time.Duration) float64 { return math.Ceil(float64(d)/float64(time.Millisecond)) / 1000 }
+	nextTick := c.Now()
+	run := func(end time.Time) {
+		for now := c.Now(); now.Before(end); now = c.Now() {
+			if !now.Before(nextTick) {
+				start := time.Now()
+				if _, err := s.Tick(ctx); err != nil {
+					b.Fatal(err)
+				}
+				schedler.Invocations++
+				schedler.Seconds += billed(time.Since(start))
+				nextTick = nextTick.Add(space.DefaultProbeInterval)
+			}
+			for ds := q.due(); len(ds) > 0; ds = q.due() {
+				var wg sync.WaitGroup
+				conc := make(chan struct{}, 10)
+				for batch := range slices.Chunk(ds, dep.batchSize) {
+					conc <- struct{}{}
+					wg.Go(func() {
+						defer func() { <-conc }()
+						start := time.Now()
+						if failed := p.HandleBatch(ctx, batch); len(failed) > 0 {
+							b.Errorf("batch items failed: %v", failed)
+						}
+						d := time.Since(start)
+						mu.Lock()
+						esmRequests += math.Ceil(float64(len(batch)) / 10)
+						prober.Invocations++
+						prober.Seconds += billed(d)
+						delivered += len(batch)
+						mu.Unlock()
+					})
+				}
+				wg.Wait()
+			}
+			c.Advance(time.Second)
+		}
+	}
+	run(c.Now().Add(warmUp))
+	meter.Take()
+	prober, schedler, delivered, esmRequests = awscost.Lambda{}, awscost.Lambda{}, 0, 0
+	run(c.Now().Add(window))
+	u := meter.Take()
+	prober.MemoryMB, schedler.MemoryMB = dep.proberMemoryMB, dep.schedulerMemoryMB
+
+	// Lambda's SQS event source, for each batch it delivers: its receives
+	// and its deletes, each of at most 10 messages.
+	const esm = " (Lambda event source)"
+	u.Requests["SQS ReceiveMessage"+esm] += esmRequests
+	u.Requests["SQS DeleteMessageBatch"+esm] += esmRequests
+	u.SQSRequests += 2 * esmRequests
+
+	maxItem := maxItemBytes(b, awsclient.DynamoDB(env.Config, env.Endpoint), table)
+	if maxItem > 1024 {
+		b.Fatalf("an item of %d bytes: write units are no longer one per item", maxItem)
+	}
+	// Scale the window to 30 days of 1,000 spaces.
+	spaceMinutes := float64(fleet) * window.Minutes()
+	scale := 1000 * 30 * 24 * 60 / spaceMinutes
+	cost := awscost.Price(u, []awscost.Lambda{prober, schedler}, schedler.Invocations).Scale(scale)
+
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%d spaces, %s measured, %d messages handled in %v batches (batch size %d, %d MB)\n",
+		fleet, window, delivered, prober.Invocations, dep.batchSize, dep.proberMemoryMB)
+	perProbe := func(v float64) float64 { return v / float64(delivered) }
+	for _, op := range u.Ops() {
+		fmt.Fprintf(&sb, "  %-58s %8.0f requests  %.4f/message  RRU %.4f/message  WRU %.4f/message\n",
+			op, u.Requests[op], perProbe(u.Requests[op]), perProbe(u.RRU[op]), perProbe(u.WRU[op]))
+	}
+	fmt.Fprintf(&sb, "  EventBridge events put: %.0f; prober Lambda: %.3f s per invocation, %.4f GB-s per message; scheduler: %.3f s per tick\n",
+		u.Events, prober.Seconds/prober.Invocations, prober.GBSeconds()/float64(delivered), schedler.Seconds/schedler.Invocations)
+	fmt.Fprintf(&sb, "  largest item: %d bytes\n", maxItem)
+	fmt.Fprintf(&sb, "  per 1,000 spaces per month: %s", cost)
+	// Printed, not logged: the testing package keeps only ten lines of a
+	// benchmark's log.
+	fmt.Println(sb.String())
+	return cost
+}
+
+// maxItemBytes scans the table for its largest item.
+func maxItemBytes(b *testing.B, db *dynamodb.Client, table string) int {
+	largest := 0
+	in := &dynamodb.ScanInput{TableName: aws.String(table)}
+	for {
+		out, err := db.Scan(context.Background(), in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, it := range out.Items {
+			largest = max(largest, awscost.ItemBytes(it))
+		}
+		if out.LastEvaluatedKey == nil {
+			return largest
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
