@@ -170,23 +170,28 @@ func measureProbingCost(b *testing.B, grantRead bool) awscost.Cost {
 	// minutes.
 	c := &clock{now: time.Now().UTC().Truncate(time.Second).Add(4 * time.Minute)}
 	sc := simcloud.StartForTest(b, simcloud.Options{})
-	sc.AddRole(minttest.RoleARN, minttest.ExternalID)
-	sc.AddServiceAccount(minttest.ServiceAcct)
-	sc.AddApp(minttest.TenantID, minttest.ClientID)
 	minter := sc.Minter(store)
 	minter.Now = c.Now
 
 	org := "org-" + uuid.NewString()[:8]
-	svc := &space.Service{Store: store, Now: c.Now, NewID: uuid.NewString, StaleAfter: space.DefaultStaleAfter}
+	svc := &space.Service{Store: store, Now: c.Now, NewID: uuid.NewString, StaleAfter: space.DefaultStaleAfter,
+		Verifier: minter, Trust: minter.Trust}
 	accounts := map[space.Provider]space.CloudAccount{}
 	for p, conn := range map[space.Provider]map[string]string{
-		space.AWS:   {"roleArn": minttest.RoleARN, "externalId": minttest.ExternalID},
+		space.AWS:   {"roleArn": minttest.RoleARN},
 		space.GCP:   {"projectId": minttest.GCPProject, "serviceAccountEmail": minttest.ServiceAcct},
 		space.Azure: {"tenantId": minttest.TenantID, "clientId": minttest.ClientID, "subscriptionId": minttest.Subscription},
 	} {
 		acct, err := svc.CreateAccount(ctx, org, space.NewAccountInput{Provider: p, Name: string(p), Connection: conn})
 		if err != nil {
 			b.Fatal(err)
+		}
+		// The customer applies the setup; the account is then verified.
+		if err := sc.ApplySetup(acct); err != nil {
+			b.Fatal(err)
+		}
+		if acct, err = svc.VerifyAccount(ctx, org, acct.ID); err != nil || !acct.Ready() {
+			b.Fatalf("verify %s account: %v (%s)", p, err, acct.Status)
 		}
 		accounts[p] = acct
 	}
