@@ -17,9 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/golang-jwt/jwt/v5"
 
 	"spaces/shared/auth"
@@ -137,22 +134,10 @@ func checkProblem(t *testing.T, what string, status int, h http.Header, body []b
 // snapshot is every item of the table, each as canonical JSON, sorted.
 func snapshot(t *testing.T, st *Stack) []string {
 	t.Helper()
-	db := awsclient.DynamoDB(st.AWS, st.EmulatorURL)
 	var out []string
-	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(st.Table), ConsistentRead: aws.Bool(true)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, item := range page.Items {
-			var m map[string]any
-			if err := attributevalue.UnmarshalMap(item, &m); err != nil {
-				t.Fatal(err)
-			}
-			b, _ := json.Marshal(m) // map keys are sorted
-			out = append(out, string(b))
-		}
+	for _, m := range scanTable(t, st.AWS, st.EmulatorURL, st.Table) {
+		b, _ := json.Marshal(m) // map keys are sorted
+		out = append(out, string(b))
 	}
 	slices.Sort(out)
 	return out

@@ -16,10 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"spaces/infra/emulator"
 	"spaces/shared/awsclient"
 	"spaces/shared/dynamostore"
@@ -217,22 +213,7 @@ func checkBookkeeping(t *testing.T, c *crashChild, account string, acked map[str
 	if err != nil {
 		t.Fatal(err)
 	}
-	db := awsclient.DynamoDB(cfg, c.emulator)
-	var items []map[string]any
-	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(c.table), ConsistentRead: aws.Bool(true)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, it := range page.Items {
-			var m map[string]any
-			if err := attributevalue.UnmarshalMap(it, &m); err != nil {
-				t.Fatal(err)
-			}
-			items = append(items, m)
-		}
-	}
+	items := scanTable(t, cfg, c.emulator, c.table)
 	s := func(m map[string]any, k string) string { v, _ := m[k].(string); return v }
 	spaces, claims, grants, idem := map[string]bool{}, map[string]string{}, map[string]bool{}, map[string]string{}
 	count := -1.0

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"spaces"
@@ -228,15 +229,28 @@ func registerBody(provider, account, cluster string) map[string]any {
 // itemCount counts every item in the stack's table, deleted ones included.
 func itemCount(t testing.TB, st *Stack) int {
 	t.Helper()
-	db := awsclient.DynamoDB(st.AWS, st.EmulatorURL)
-	n := 0
-	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(st.Table), ConsistentRead: aws.Bool(true)})
+	return len(scanTable(t, st.AWS, st.EmulatorURL, st.Table))
+}
+
+// scanTable reads every item of a table, strongly consistent, as plain
+// values (numbers as float64).
+func scanTable(t testing.TB, cfg aws.Config, endpoint, table string) []map[string]any {
+	t.Helper()
+	db := awsclient.DynamoDB(cfg, endpoint)
+	var items []map[string]any
+	p := dynamodb.NewScanPaginator(db, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
 	for p.HasMorePages() {
-		out, err := p.NextPage(context.Background())
+		page, err := p.NextPage(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		n += int(out.Count)
+		for _, it := range page.Items {
+			var m map[string]any
+			if err := attributevalue.UnmarshalMap(it, &m); err != nil {
+				t.Fatal(err)
+			}
+			items = append(items, m)
+		}
 	}
-	return n
+	return items
 }
