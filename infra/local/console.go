@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -30,13 +31,22 @@ func (st *Stack) withConsole(cfg Config, api http.Handler) http.Handler {
 			cc.DemoConnections[string(p)] = demo.Connection(p)
 		}
 	}
-	ui := console.Handler(cc)
-	mux := http.NewServeMux()
-	mux.Handle("GET /{$}", ui)
-	mux.Handle("GET /console/", ui)
-	mux.Handle("POST "+DevSignInPath, st.devSignIn(cfg.Log))
-	mux.Handle("/", api)
-	return mux
+	ui, signIn := console.Handler(cc), st.devSignIn(cfg.Log)
+	// Routed by hand, not by a ServeMux: a mux would redirect a
+	// non-canonical path (//spaces) before the API could refuse it.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		switch {
+		case p != "/" && path.Clean(p) != p:
+			api.ServeHTTP(w, r) // its 404 problem
+		case r.Method == http.MethodGet && (p == "/" || strings.HasPrefix(p, "/console/")):
+			ui.ServeHTTP(w, r)
+		case r.Method == http.MethodPost && p == DevSignInPath:
+			signIn.ServeHTTP(w, r)
+		default:
+			api.ServeHTTP(w, r)
+		}
+	})
 }
 
 // devSignIn answers {"org": "acme"} with {"access_token": …, "expires_in": …}.
