@@ -71,7 +71,7 @@ func (st *Stack) startProbing(cfg Config) error {
 	sched := wiring.Scheduler(st.aws, wiring.SchedulerSettings{Table: st.Table, ProbeQueue: queue.URL, Interval: pc.Interval}, cfg.Log)
 	prober := wiring.Prober(st.aws, settings, pc.Minter, checker, cfg.Log)
 	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
-	st.ProbeQueue = probing.Enqueuer{Queue: wiring.ProbeQueue{Q: wiring.AWS{Config: st.AWS, Endpoint: st.EmulatorURL}.Queue(queue.URL)}}
+	st.ProbeQueue = probing.Enqueuer{Queue: wiring.ProbeQueue{Q: st.aws.Queue(queue.URL)}}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
