@@ -352,7 +352,7 @@ func pct(ds []time.Duration, p float64) time.Duration {
 // clock), and a fault-free fleet for the steady-state write rate.
 func TestSimulation(t *testing.T) {
 	// The template's batching window delays every delivery by up to its
-	// length: a detection (a tick and two re-probes) by up to three.
+	// length, and a detection by the windows of its two re-probes.
 	window := readTemplate(t).window
 	r := simulate(t, 1000, 6*time.Hour, true, window)
 	spaceMinutes := float64(r.spaces * r.minutes)
