@@ -21,7 +21,7 @@ const (
 	DefaultTimeout      = 5 * time.Second
 	// DefaultConcurrency is the template's BatchSize: every message of a
 	// batch is probed at once, so an invocation lasts about one probe.
-	DefaultConcurrency = 20
+	DefaultConcurrency = 50
 )
 
 // Store is what the prober reads and writes.
