@@ -13,6 +13,7 @@ import (
 	"spaces/shared/awsclient"
 	"spaces/shared/config"
 	"spaces/shared/secret"
+	"spaces/shared/tracing"
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/api"
 	"spaces/shared/wiring/clouds"
@@ -30,7 +31,7 @@ func main() {
 	fn.Check("cursor secret", err)
 	h, err := handler(a, s, fed, fn)
 	fn.Check("handler", err)
-	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
+	lambda.Start(tracing.Handler(fn.Tracing, "api", httpadapter.NewV2(fn.Tracing.HTTP(h)).ProxyWithContext))
 }
 
 // handler builds the API exactly as the function serves it.
