@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
@@ -31,7 +32,13 @@ func main() {
 	fn.Check("cursor secret", err)
 	h, err := handler(a, s, fed, fn)
 	fn.Check("handler", err)
-	lambda.Start(tracing.Handler(fn.Tracing, "api", httpadapter.NewV2(fn.Tracing.HTTP(h)).ProxyWithContext))
+	lambda.Start(serve(h, fn.Tracing))
+}
+
+// serve is the Lambda handler: the invocation's span (continuing Lambda's
+// X-Ray trace), the API Gateway v2 adapter, then a span per request.
+func serve(h http.Handler, t *tracing.Tracing) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	return tracing.Handler(t, "api", httpadapter.NewV2(t.HTTP(h)).ProxyWithContext)
 }
 
 // handler builds the API exactly as the function serves it.
