@@ -274,12 +274,16 @@ func TestAlarmsReachSomeone(t *testing.T) {
 }
 
 // TestTracing: X-Ray active tracing is on for every function (Globals, and
-// no function turns it off), and every function's role may send its
-// traces.
+// no function turns it off), the functions export their spans to it, and
+// every function's role may send its traces.
 func TestTracing(t *testing.T) {
 	tpl := parseRaw(t)
 	if got := tpl.Globals["Function"]["Tracing"]; got != "Active" {
 		t.Errorf("Globals.Function.Tracing = %v, want Active", got)
+	}
+	// The functions send their own spans to X-Ray too (shared/tracing).
+	if got := get(tpl.Globals["Function"]["Environment"], "Variables", "OTEL_TRACES_EXPORTER"); got != "xray" {
+		t.Errorf("Globals OTEL_TRACES_EXPORTER = %v, want xray", got)
 	}
 	for _, fn := range tpl.ofType("AWS::Serverless::Function") {
 		p := tpl.Resources[fn].Properties

@@ -14,8 +14,11 @@
 // continues the trace Lambda started (its X-Ray trace header), so the
 // trace_id of every log line is the X-Ray trace id of the invocation, and
 // new trace ids are X-Ray compatible (their first 4 bytes are the time).
-// Locally, OTEL_TRACES_EXPORTER=stdout writes every span as JSON to
-// standard output or to the file SPACES_TRACES_FILE names.
+// With OTEL_TRACES_EXPORTER=xray (the template's setting) every span goes
+// to the X-Ray daemon Lambda runs beside the function, so a probe shows in
+// X-Ray from the scheduler's tick to the cluster's GET /version. Locally,
+// OTEL_TRACES_EXPORTER=stdout writes every span as JSON to standard
+// output or to the file SPACES_TRACES_FILE names.
 package tracing
 
 import (
@@ -45,7 +48,8 @@ const Scope = "spaces"
 
 // Environment variables read by FromEnv.
 const (
-	// EnvExporter selects the exporter: "none" (the default) or "stdout".
+	// EnvExporter selects the exporter: "none" (the default), "xray" (the
+	// X-Ray daemon at AWS_XRAY_DAEMON_ADDRESS) or "stdout".
 	EnvExporter = "OTEL_TRACES_EXPORTER"
 	// EnvFile sends the stdout exporter's spans to a file instead.
 	EnvFile = "SPACES_TRACES_FILE"
@@ -61,21 +65,28 @@ type Tracing struct {
 // to w as soon as it ends (nil w: spans are made and their ids propagated
 // and logged, but exported nowhere).
 func New(w io.Writer) (*Tracing, error) {
+	if w == nil {
+		return newProvider(nil), nil
+	}
+	exp, err := stdouttrace.New(stdouttrace.WithWriter(w))
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
+	return newProvider(exp), nil
+}
+
+func newProvider(exp sdktrace.SpanExporter) *Tracing {
 	opts := []sdktrace.TracerProviderOption{
 		sdktrace.WithIDGenerator(xrayIDs{}),
 		// An invocation's X-Ray header says whether X-Ray samples it.
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
 	}
-	if w != nil {
-		exp, err := stdouttrace.New(stdouttrace.WithWriter(w))
-		if err != nil {
-			return nil, fmt.Errorf("tracing: %w", err)
-		}
+	if exp != nil {
 		// Synchronous: a Lambda may be frozen the moment it returns, and
 		// locally a test reads the spans of a request it just made.
 		opts = append(opts, sdktrace.WithSyncer(exp))
 	}
-	return &Tracing{tp: sdktrace.NewTracerProvider(opts...), close: func() error { return nil }}, nil
+	return &Tracing{tp: sdktrace.NewTracerProvider(opts...), close: func() error { return nil }}
 }
 
 // FromEnv reads EnvExporter and EnvFile.
@@ -84,9 +95,21 @@ func FromEnv(lookup func(string) (string, bool)) (*Tracing, error) {
 	switch exp {
 	case "", "none":
 		return New(nil)
+	case "xray":
+		addr, _ := lookup("AWS_XRAY_DAEMON_ADDRESS")
+		if addr == "" {
+			// No daemon (sam local invoke, tracing turned off): the ids are
+			// still logged; a function must not fail for want of traces.
+			return New(nil)
+		}
+		x, err := newXRayExporter(addr)
+		if err != nil {
+			return nil, err
+		}
+		return newProvider(x), nil
 	case "stdout":
 	default:
-		return nil, fmt.Errorf("%s=%q: want none or stdout", EnvExporter, exp)
+		return nil, fmt.Errorf("%s=%q: want none, xray or stdout", EnvExporter, exp)
 	}
 	path, _ := lookup(EnvFile)
 	if path == "" {

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"spaces/shared/tracing"
@@ -154,9 +156,10 @@ func TestMessagesCarryTheTrace(t *testing.T) {
 	}
 }
 
-// FromEnv accepts none and stdout only.
+// FromEnv accepts none, xray and stdout only.
 func TestFromEnv(t *testing.T) {
-	for v, ok := range map[string]bool{"": true, "none": true, "stdout": true, "otlp": false, "xray": false} {
+	// xray without the daemon's address (sam local invoke) exports nowhere.
+	for v, ok := range map[string]bool{"": true, "none": true, "stdout": true, "xray": true, "otlp": false} {
 		_, err := tracing.FromEnv(func(k string) (string, bool) {
 			if k == tracing.EnvExporter {
 				return v, true
@@ -166,5 +169,64 @@ func TestFromEnv(t *testing.T) {
 		if (err == nil) != ok {
 			t.Errorf("%s=%q: error %v", tracing.EnvExporter, v, err)
 		}
+	}
+}
+
+// With the xray exporter every span reaches the X-Ray daemon as an
+// independent subsegment: the invocation's under the segment Lambda
+// opened, the others under their parents, in the X-Ray trace.
+func TestXRayDaemon(t *testing.T) {
+	daemon, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer daemon.Close()
+	env := map[string]string{tracing.EnvExporter: "xray", "AWS_XRAY_DAEMON_ADDRESS": "tcp:127.0.0.1:1 udp:" + daemon.LocalAddr().String()}
+	tr, err := tracing.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close(context.Background())
+	var invocation, mint trace.SpanContext
+	h := tracing.Handler(tr, "prober", func(ctx context.Context, _ int) (int, error) {
+		invocation = trace.SpanContextFromContext(ctx)
+		mctx, end := tracing.Start(ctx, "mint", attribute.String("provider", "gcp"))
+		mint = trace.SpanContextFromContext(mctx)
+		end(errors.New("denied"))
+		return 0, nil
+	})
+	ctx := context.WithValue(t.Context(), "x-amzn-trace-id", "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
+	_, _ = h(ctx, 0)
+
+	docs := map[string]map[string]any{}
+	buf := make([]byte, 65536)
+	for len(docs) < 2 {
+		_ = daemon.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, _, err := daemon.ReadFrom(buf)
+		if err != nil {
+			t.Fatalf("after %d documents: %v", len(docs), err)
+		}
+		header, body, ok := strings.Cut(string(buf[:n]), "\n")
+		if !ok || header != `{"format":"json","version":1}` {
+			t.Fatalf("datagram %q lacks the daemon's header", buf[:n])
+		}
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(body), &doc); err != nil {
+			t.Fatal(err)
+		}
+		docs[doc["name"].(string)] = doc
+	}
+	inv, m := docs["prober"], docs["mint"]
+	for name, d := range docs {
+		if d["trace_id"] != "1-5759e988-bd862e3fe1be46a994272793" || d["type"] != "subsegment" || d["end_time"].(float64) < d["start_time"].(float64) {
+			t.Errorf("%s: %v", name, d)
+		}
+	}
+	if inv["id"] != invocation.SpanID().String() || inv["parent_id"] != "53995c3f42cd8ad8" {
+		t.Errorf("invocation subsegment %v, want id %s under Lambda's segment", inv, invocation.SpanID())
+	}
+	if m["id"] != mint.SpanID().String() || m["parent_id"] != invocation.SpanID().String() || m["fault"] != true ||
+		m["annotations"].(map[string]any)["provider"] != "gcp" {
+		t.Errorf("mint subsegment %v", m)
 	}
 }
