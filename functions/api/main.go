@@ -15,6 +15,7 @@ import (
 	"spaces/shared/config"
 	"spaces/shared/secret"
 	"spaces/shared/tracing"
+	"spaces/shared/tracing/tracehttp"
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/api"
 	"spaces/shared/wiring/clouds"
@@ -38,7 +39,7 @@ func main() {
 // serve is the Lambda handler: the invocation's span (continuing Lambda's
 // X-Ray trace), the API Gateway v2 adapter, then a span per request.
 func serve(h http.Handler, t *tracing.Tracing) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	return tracing.Handler(t, "api", httpadapter.NewV2(t.HTTP(h)).ProxyWithContext)
+	return tracing.Handler(t, "api", httpadapter.NewV2(tracehttp.Handler(t, h)).ProxyWithContext)
 }
 
 // handler builds the API exactly as the function serves it.

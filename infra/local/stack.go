@@ -26,6 +26,7 @@ import (
 	"spaces/shared/probing"
 	"spaces/shared/space"
 	"spaces/shared/tracing"
+	"spaces/shared/tracing/tracehttp"
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/api"
 )
@@ -199,7 +200,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	st.Service = svc
-	if st.APIURL, err = st.serve(cfg.APIAddr, st.withConsole(cfg, cfg.Tracing.HTTP(handler.Handler()))); err != nil {
+	if st.APIURL, err = st.serve(cfg.APIAddr, st.withConsole(cfg, tracehttp.Handler(cfg.Tracing, handler.Handler()))); err != nil {
 		return nil, fmt.Errorf("api listener: %w", err)
 	}
 	if cfg.EmulatorAddr != "" {

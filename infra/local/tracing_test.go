@@ -28,8 +28,10 @@ type span struct {
 	SpanKind    int
 	SpanContext struct{ TraceID, SpanID string }
 	Parent      struct{ TraceID, SpanID string }
-	Links       []struct{ SpanContext struct{ TraceID, SpanID string } }
-	Attributes  []struct {
+	Links       []struct {
+		SpanContext struct{ TraceID, SpanID string }
+	}
+	Attributes []struct {
 		Key   string
 		Value struct{ Value any }
 	}

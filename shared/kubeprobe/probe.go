@@ -22,7 +22,7 @@ import (
 
 	"spaces/shared/kubecred"
 	"spaces/shared/space"
-	"spaces/shared/tracing"
+	"spaces/shared/tracing/tracehttp"
 )
 
 const (
@@ -113,7 +113,7 @@ func (p *Prober) Probe(ctx context.Context, creds kubecred.Credentials) space.Ou
 		return fail(space.ReasonCredentialsUnavailable, "credentials are not usable: "+err.Error())
 	}
 	// A span per GET /version under the probe's (shared/tracing).
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, &http.Client{Transport: tracing.Transport(rt), Timeout: timeout})
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, &http.Client{Transport: tracehttp.Transport(rt), Timeout: timeout})
 	if err != nil {
 		return fail(space.ReasonCredentialsUnavailable, "credentials are not usable: "+err.Error())
 	}

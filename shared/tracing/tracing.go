@@ -1,9 +1,10 @@
 // Package tracing is Spaces' one place for traces and request-scoped log
 // fields: the tracer provider and its exporter, chosen from the
 // environment; the hooks at each edge (a Lambda invocation, an HTTP
-// request served or sent, an AWS SDK call, an SQS message sent and
-// received); and the slog handler that writes the trace id, the Lambda
-// request id and the request's caller into every log line (log.go).
+// request served or sent (subpackage tracehttp), an AWS SDK call, an SQS
+// message sent and received); and the slog handler that writes the trace
+// id, the Lambda request id and the request's caller into every log line
+// (log.go).
 //
 // Everything else finds the tracer through its context (the span of the
 // invocation or request it serves), so no package below the edges holds a
@@ -28,16 +29,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
-	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -164,28 +162,11 @@ func Handler[In, Out any](t *Tracing, name string, h func(context.Context, In) (
 	}
 }
 
-// HTTP wraps the API's handler in a server span per request, continuing a
-// W3C traceparent the caller sent. The span is named by the route once the
-// mux has matched it (NameSpan).
-func (t *Tracing) HTTP(h http.Handler) http.Handler {
-	return otelhttp.NewHandler(h, "http", otelhttp.WithTracerProvider(t.Provider()),
-		otelhttp.WithPropagators(propagation.TraceContext{}))
-}
-
 // NameSpan renames the context's span (the request's, to its route).
 func NameSpan(ctx context.Context, name string) {
 	if name != "" {
 		trace.SpanFromContext(ctx).SetName(name)
 	}
-}
-
-// Transport wraps a client transport in a client span per request, with
-// the tracer of the request context's span. It sends no trace header: the
-// servers are customers' clusters, which have no business with Spaces'
-// trace ids.
-func Transport(rt http.RoundTripper) http.RoundTripper {
-	return otelhttp.NewTransport(rt, otelhttp.WithPropagators(propagation.NewCompositeTextMapPropagator()),
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
 }
 
 // Start starts a span named name under the context's span, with that
