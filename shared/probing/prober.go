@@ -349,7 +349,7 @@ func (p *Prober) record(ctx context.Context, s space.Space, m Message, res Resul
 		slog.String("kind", kindName(m.Kind)), slog.String("outcome", outcome),
 		slog.String("Reason", reason), slog.Int64("latency_ms", o.Latency.Milliseconds()),
 		slog.String("status", string(res.Space.Status)), slog.Bool("written", res.Written),
-		slog.String("Provider", string(s.Provider)), slog.Int64("mint_ms", res.MintLatency.Milliseconds()),
+		slog.String("Provider", string(s.Provider)),
 	}
 	if o.Message != "" {
 		props = append(props, slog.String("message", o.Message))
