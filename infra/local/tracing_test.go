@@ -99,8 +99,9 @@ func (l *lockedBuffer) lines(t *testing.T) []map[string]any {
 // and its DynamoDB transaction share one trace, and one probe's trace runs
 // from the scheduler's tick through its SQS send, across the queue (the
 // traceparent message attribute) to the prober's handling of the message,
-// its mint and its GET /version, whose log line carries that trace id.
-func TestTracesOfARegistrationAndAProbe(t *testing.T) {
+// its mint and its GET /version, whose log line carries that trace id;
+// and a pushed revision's claim continues the push's trace.
+func TestTracesOfARegistrationAProbeAndAClaim(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "spans.json")
 	env := map[string]string{tracing.EnvExporter: "stdout", tracing.EnvFile: path}
 	tr, err := tracing.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
@@ -114,10 +115,11 @@ func TestTracesOfARegistrationAndAProbe(t *testing.T) {
 	prefix := fmt.Sprintf("tr%s-", uuid.NewString()[:8])
 	st, err := Start(context.Background(), Config{
 		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
-		Log:     slog.New(slog.NewJSONHandler(logs, nil)),
-		Names:   func(id string) string { return prefix + id },
-		Probing: ProbingConfig{Interval: 2 * time.Second, Minter: minter},
-		Tracing: tr,
+		Log:       slog.New(slog.NewJSONHandler(logs, nil)),
+		Names:     func(id string) string { return prefix + id },
+		Probing:   ProbingConfig{Interval: 2 * time.Second, Minter: minter},
+		Revisions: RevisionsConfig{Minter: minter, Wait: time.Second},
+		Tracing:   tr,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -179,5 +181,29 @@ func TestTracesOfARegistrationAndAProbe(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no probe log line of %s carries trace %s", id, probeTrace)
+	}
+
+	// A pushed revision's claim continues the push's trace across the
+	// revisions queue.
+	envID := c.must(201, c.do("POST", "/environments", map[string]any{"name": "web", "space_id": id}))["id"].(string)
+	c.must(202, c.do("POST", "/environments/"+envID+"/revisions", map[string]any{"manifests": []map[string]any{
+		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "traced"}, "data": map[string]any{"a": "b"}}}}))
+	for claimed := false; !claimed; {
+		if time.Now().After(deadline.Add(30 * time.Second)) {
+			t.Fatalf("no claim span under the push's span: %+v", readSpans(t, path))
+		}
+		time.Sleep(200 * time.Millisecond)
+		spans := readSpans(t, path)
+		byID := map[string]span{}
+		for _, s := range spans {
+			byID[s.SpanContext.SpanID] = s
+		}
+		for _, s := range spans {
+			push := byID[s.Parent.SpanID]
+			if s.Name == "claim" && push.Name == "POST /environments/{id}/revisions" && push.SpanContext.TraceID == s.SpanContext.TraceID &&
+				len(s.Links) == 1 && byID[s.Links[0].SpanContext.SpanID].Name == "revisions" {
+				claimed = true
+			}
+		}
 	}
 }
