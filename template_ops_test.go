@@ -22,6 +22,7 @@ import (
 // written ({"Ref": ...}, {"Fn::GetAtt": [...]}), so tests can check what the
 // template refers to, not what some parameter default resolves to.
 type rawTemplate struct {
+	Globals    map[string]map[string]any
 	Parameters map[string]map[string]any
 	Resources  map[string]rawResource
 }
@@ -216,7 +217,7 @@ func TestAlarmsReachSomeone(t *testing.T) {
 		"AWS/Lambda IteratorAge CascadeFunction",
 		"AWS/SQS ApproximateAgeOfOldestMessage ProbeQueue", "AWS/SQS ApproximateAgeOfOldestMessage RevisionsQueue",
 		"AWS/Scheduler TargetErrorCount default",
-		"Spaces FanOutSize", "Spaces Probes",
+		"Spaces FanOutSize", "Spaces Ticks", "Spaces StaleTicks",
 	}
 	for _, fn := range tpl.ofType("AWS::Serverless::Function") {
 		want = append(want, "AWS/Lambda Errors "+fn)
@@ -244,13 +245,64 @@ func TestAlarmsReachSomeone(t *testing.T) {
 		t.Fatal("no Dashboard (AWS::CloudWatch::Dashboard)")
 	}
 	body, _ := get(tpl.Resources["Dashboard"].Properties, "DashboardBody", "Fn::Sub").(string)
-	body = regexp.MustCompile(`\$\{[^}]+\}`).ReplaceAllString(body, "x")
+	// A digit stands for every substitution: valid inside a string and as
+	// a number (the stale threshold's annotation).
+	body = regexp.MustCompile(`\$\{[^}]+\}`).ReplaceAllString(body, "0")
 	if !json.Valid([]byte(body)) {
 		t.Errorf("DashboardBody is not JSON once substituted: %s", body)
 	}
-	for _, m := range []string{"Probes", `"Transitions"`, `"FanOutDuration"`, `"ProbeLatency"`} {
+	for _, m := range []string{"Probes", `"Transitions"`, `"FanOutDuration"`, `"ProbeLatency"`, `"StaleTicks"`,
+		// Mint latency per cloud, as the prober emits it (Provider dimension).
+		`"MintLatency", "Provider", "aws"`, `"MintLatency", "Provider", "gcp"`, `"MintLatency", "Provider", "azure"`} {
 		if !strings.Contains(body, m) {
 			t.Errorf("the dashboard does not show %s", m)
+		}
+	}
+	// The stale share: StaleTicks over Ticks, a fan-out that reaches no
+	// prober counting as all stale, and silence as breaching.
+	stale := tpl.Resources["StaleStatusAlarm"].Properties
+	var expr string
+	for _, m := range list(stale["Metrics"]) {
+		if e, ok := get(m, "Expression").(string); ok {
+			expr = e
+		}
+	}
+	if !strings.Contains(expr, "100 * FILL(stale, 0) / FILL(ticks, 1)") || !strings.Contains(expr, "IF(FILL(fanout, 0) > 0, 100, 0)") ||
+		stale["TreatMissingData"] != "breaching" || ref(stale["Threshold"]) != "StaleProbeAlarmThreshold" {
+		t.Errorf("StaleStatusAlarm = %v, want 100 * StaleTicks / Ticks (100 when ticks stop while the fan-out goes on) against StaleProbeAlarmThreshold, missing data breaching", stale)
+	}
+}
+
+// TestTracing: X-Ray active tracing is on for every function (Globals, and
+// no function turns it off), the functions export their spans to it, and
+// every function's role may send its traces.
+func TestTracing(t *testing.T) {
+	tpl := parseRaw(t)
+	if got := tpl.Globals["Function"]["Tracing"]; got != "Active" {
+		t.Errorf("Globals.Function.Tracing = %v, want Active", got)
+	}
+	// The functions send their own spans to X-Ray too (shared/tracing).
+	if got := get(tpl.Globals["Function"]["Environment"], "Variables", "OTEL_TRACES_EXPORTER"); got != "xray" {
+		t.Errorf("Globals OTEL_TRACES_EXPORTER = %v, want xray", got)
+	}
+	for _, fn := range tpl.ofType("AWS::Serverless::Function") {
+		p := tpl.Resources[fn].Properties
+		if v, ok := p["Tracing"]; ok && v != "Active" {
+			t.Errorf("%s: Tracing = %v, want Active (from Globals)", fn, v)
+		}
+		role := ref(p["Role"])
+		granted := map[string]bool{}
+		for _, st := range statements(tpl)[role] {
+			for _, a := range list(st["Action"]) {
+				if st["Effect"] == "Allow" && slices.Contains(list(st["Resource"]), any("*")) {
+					granted[fmt.Sprint(a)] = true
+				}
+			}
+		}
+		for _, a := range []string{"xray:PutTraceSegments", "xray:PutTelemetryRecords"} {
+			if !granted[a] {
+				t.Errorf("%s: its role %s is not allowed %s", fn, role, a)
+			}
 		}
 	}
 }
@@ -275,7 +327,8 @@ func statements(tpl rawTemplate) map[string][]map[string]any {
 // adds no managed policy (AWSLambdaSQSQueueExecutionRole and
 // AWSLambdaDynamoDBExecutionRole grant their actions on "*"); no statement
 // grants anything on "*" but sts:GetWebIdentityToken, which has no resource
-// type and is held to one audience, RS256 and five minutes; queue, stream,
+// type and is held to one audience, RS256 and five minutes, and X-Ray's
+// trace uploads, which have no resource type either; queue, stream,
 // log, table, bus and secret actions name this stack's resources.
 func TestLeastPrivilege(t *testing.T) {
 	tpl := parseRaw(t)
@@ -297,6 +350,9 @@ func TestLeastPrivilege(t *testing.T) {
 			actions := list(st["Action"])
 			for _, r := range list(st["Resource"]) {
 				if r != "*" {
+					continue
+				}
+				if slices.Equal(actions, []any{"xray:PutTraceSegments", "xray:PutTelemetryRecords"}) {
 					continue
 				}
 				if len(actions) != 1 || actions[0] != "sts:GetWebIdentityToken" {

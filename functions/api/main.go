@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/http"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
@@ -13,6 +14,8 @@ import (
 	"spaces/shared/awsclient"
 	"spaces/shared/config"
 	"spaces/shared/secret"
+	"spaces/shared/tracing"
+	"spaces/shared/tracing/tracehttp"
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/api"
 	"spaces/shared/wiring/clouds"
@@ -30,7 +33,13 @@ func main() {
 	fn.Check("cursor secret", err)
 	h, err := handler(a, s, fed, fn)
 	fn.Check("handler", err)
-	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
+	lambda.Start(serve(h, fn.Tracing))
+}
+
+// serve is the Lambda handler: the invocation's span (continuing Lambda's
+// X-Ray trace), the API Gateway v2 adapter, then a span per request.
+func serve(h http.Handler, t *tracing.Tracing) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	return tracing.Handler(t, "api", httpadapter.NewV2(tracehttp.Handler(t, h)).ProxyWithContext)
 }
 
 // handler builds the API exactly as the function serves it.

@@ -12,6 +12,7 @@ import (
 	"spaces/shared/config"
 	"spaces/shared/kubeprobe"
 	"spaces/shared/probing"
+	"spaces/shared/tracing"
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/clouds"
 )
@@ -24,5 +25,5 @@ func main() {
 	a := wiring.AWS{Config: fn.AWS(context.Background())}
 	minter := clouds.Minter(fed, a.Config, a.Store(s.Table))
 	p := wiring.Prober(a, s, minter, &kubeprobe.Prober{Timeout: probing.DefaultTimeout}, fn.Log)
-	lambda.Start(p.HandleSQS)
+	lambda.Start(tracing.Handler(fn.Tracing, "prober", p.HandleSQS))
 }

@@ -10,6 +10,7 @@ import (
 
 	"spaces/shared/config"
 	"spaces/shared/kubeapply"
+	"spaces/shared/tracing"
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/clouds"
 )
@@ -19,5 +20,5 @@ func main() {
 	s, fed := wiring.ReadClaimer(fn.Env), clouds.Read(fn.Env)
 	a := wiring.AWS{Config: fn.AWS(context.Background())}
 	minter := clouds.Minter(fed, a.Config, a.Store(s.Table))
-	lambda.Start(wiring.Claimer(a, s, minter, &kubeapply.Applier{}, fn.Log).HandleSQS)
+	lambda.Start(tracing.Handler(fn.Tracing, "revisions", wiring.Claimer(a, s, minter, &kubeapply.Applier{}, fn.Log).HandleSQS))
 }

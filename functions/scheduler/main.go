@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"spaces/shared/config"
+	"spaces/shared/tracing"
 	"spaces/shared/wiring"
 )
 
@@ -16,5 +17,5 @@ func main() {
 	fn := config.NewFunction()
 	s := wiring.ReadScheduler(fn.Env)
 	a := wiring.AWS{Config: fn.AWS(context.Background())}
-	lambda.Start(wiring.Scheduler(a, s, fn.Log).HandleSchedule)
+	lambda.Start(tracing.Handler(fn.Tracing, "scheduler", wiring.Scheduler(a, s, fn.Log).HandleSchedule))
 }

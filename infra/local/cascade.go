@@ -10,6 +10,7 @@ import (
 	"spaces/infra/emulator"
 	"spaces/shared/awsclient"
 	"spaces/shared/cascade"
+	"spaces/shared/tracing"
 	"spaces/shared/wiring"
 )
 
@@ -53,7 +54,7 @@ func (st *Stack) startCascade(cfg Config) error {
 	}
 	poller := &StreamPoller{
 		Streams: awsclient.DynamoDBStreams(st.AWS, st.EmulatorURL), StreamARN: table.StreamARN,
-		Source: src, Handler: st.Cascade.HandleStream, Interval: cc.Interval, Log: cfg.Log,
+		Source: src, Handler: tracing.Handler(cfg.Tracing, "cascade", st.Cascade.HandleStream), Interval: cc.Interval, Log: cfg.Log,
 	}
 	if q, ok := st.Resources[src.OnFailure]; ok {
 		poller.Failures, poller.FailureQueueURL = awsclient.SQS(st.AWS, st.EmulatorURL), q.URL

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"spaces/shared/kubeprobe"
 	"spaces/shared/probing"
 	"spaces/shared/space"
+	"spaces/shared/tracing"
 	"spaces/shared/wiring"
 )
 
@@ -75,8 +77,9 @@ func (st *Stack) startProbing(cfg Config) error {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { tickEvery(ctx, pc.Interval, sched, cfg.Log) })
-	poller := &Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Handler: prober.HandleSQS, Log: cfg.Log}
+	tick := tracing.Handler(cfg.Tracing, "scheduler", sched.HandleSchedule)
+	wg.Go(func() { tickEvery(ctx, pc.Interval, tick, cfg.Log) })
+	poller := &Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Handler: tracing.Handler(cfg.Tracing, "prober", prober.HandleSQS), Log: cfg.Log}
 	wg.Go(func() { poller.Run(ctx) })
 	st.stopProbing = func() {
 		cancel()
@@ -88,11 +91,11 @@ func (st *Stack) startProbing(cfg Config) error {
 
 // tickEvery runs the scheduler at once and then every interval, as the
 // minute schedule does in AWS (where schedules fire; kumo's do not).
-func tickEvery(ctx context.Context, interval time.Duration, s *probing.Scheduler, log *slog.Logger) {
+func tickEvery(ctx context.Context, interval time.Duration, tick func(context.Context, json.RawMessage) (probing.FanOut, error), log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if _, err := s.Tick(ctx); err != nil && ctx.Err() == nil {
+		if _, err := tick(ctx, nil); err != nil && ctx.Err() == nil {
 			log.Error("scheduler tick failed", "error", err)
 		}
 		select {
@@ -171,14 +174,16 @@ func (p *Poller) Poll(ctx context.Context) (int, error) {
 		id := aws.ToString(m.MessageId)
 		handles[id] = aws.ToString(m.ReceiptHandle)
 		ev.Records[i] = events.SQSMessage{
-			MessageId:      id,
-			ReceiptHandle:  aws.ToString(m.ReceiptHandle),
-			Body:           aws.ToString(m.Body),
-			Md5OfBody:      aws.ToString(m.MD5OfBody),
-			Attributes:     m.Attributes,
-			EventSource:    "aws:sqs",
-			EventSourceARN: p.QueueARN,
-			AWSRegion:      emulator.Region,
+			MessageId:     id,
+			ReceiptHandle: aws.ToString(m.ReceiptHandle),
+			Body:          aws.ToString(m.Body),
+			Md5OfBody:     aws.ToString(m.MD5OfBody),
+			Attributes:    m.Attributes,
+			// As Lambda passes them: the sender's trace rides here.
+			MessageAttributes: messageAttributes(m.MessageAttributes),
+			EventSource:       "aws:sqs",
+			EventSourceARN:    p.QueueARN,
+			AWSRegion:         emulator.Region,
 		}
 	}
 	resp, err := p.Handler(ctx, ev)
@@ -208,6 +213,17 @@ func (p *Poller) Poll(ctx context.Context) (int, error) {
 		return len(entries) - len(del.Failed), fmt.Errorf("delete: %d of %d failed, first: %s", len(del.Failed), len(entries), aws.ToString(del.Failed[0].Message))
 	}
 	return len(entries), nil
+}
+
+func messageAttributes(in map[string]sqstypes.MessageAttributeValue) map[string]events.SQSMessageAttribute {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]events.SQSMessageAttribute, len(in))
+	for k, v := range in {
+		out[k] = events.SQSMessageAttribute{DataType: aws.ToString(v.DataType), StringValue: v.StringValue, BinaryValue: v.BinaryValue}
+	}
+	return out
 }
 
 func (p *Poller) log() *slog.Logger {

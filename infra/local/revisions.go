@@ -10,6 +10,7 @@ import (
 	"spaces/shared/awsclient"
 	"spaces/shared/kubeapply"
 	"spaces/shared/kubecred"
+	"spaces/shared/tracing"
 	"spaces/shared/wiring"
 )
 
@@ -52,7 +53,7 @@ func (st *Stack) startRevisions(cfg Config) error {
 		RevisionsQueue: queue.URL, RevisionsDLQ: dlq.URL, Backoff: rc.Backoff,
 	}, rc.Minter, &kubeapply.Applier{}, cfg.Log)
 	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
-	poller := &Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Handler: claimer.HandleSQS, Wait: rc.Wait, Log: cfg.Log}
+	poller := &Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Handler: tracing.Handler(cfg.Tracing, "revisions", claimer.HandleSQS), Wait: rc.Wait, Log: cfg.Log}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { poller.Run(ctx) })

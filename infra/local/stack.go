@@ -25,6 +25,8 @@ import (
 	"spaces/shared/mint"
 	"spaces/shared/probing"
 	"spaces/shared/space"
+	"spaces/shared/tracing"
+	"spaces/shared/tracing/tracehttp"
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/api"
 )
@@ -68,7 +70,11 @@ type Config struct {
 	Revisions RevisionsConfig
 	// ConsoleRefresh is how often the web console polls (default 5s).
 	ConsoleRefresh time.Duration
-	Log            *slog.Logger
+	// Tracing is where every hop's spans go, as in the functions (nil:
+	// spans are made, their ids logged and carried, and exported nowhere).
+	Tracing *tracing.Tracing
+	// Log is wrapped in tracing.LogHandler, as the functions' logger is.
+	Log *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -90,6 +96,7 @@ func (c *Config) defaults() {
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
+	c.Log = slog.New(tracing.LogHandler(c.Log.Handler()))
 }
 
 // Stack is a running local stack.
@@ -193,7 +200,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	st.Service = svc
-	if st.APIURL, err = st.serve(cfg.APIAddr, st.withConsole(cfg, handler.Handler())); err != nil {
+	if st.APIURL, err = st.serve(cfg.APIAddr, st.withConsole(cfg, tracehttp.Handler(cfg.Tracing, handler.Handler()))); err != nil {
 		return nil, fmt.Errorf("api listener: %w", err)
 	}
 	if cfg.EmulatorAddr != "" {

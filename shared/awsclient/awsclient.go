@@ -1,6 +1,7 @@
 // Package awsclient is the one place that builds the AWS SDK configuration
 // and service clients, so that every function and test talks to AWS, or to
-// the embedded emulator, the same way.
+// the embedded emulator, the same way, and every call is traced under its
+// caller's span (shared/tracing).
 //
 // In AWS the Lambdas call it with an empty Endpoint: region and credentials
 // come from the Lambda environment. Locally and in tests Endpoint is the
@@ -23,6 +24,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+
+	"spaces/shared/tracing"
 )
 
 // DefaultRegion is the region used against an emulator when none is configured.
@@ -79,6 +82,7 @@ func realCredentialsConfigured() bool {
 // validation is off: the emulator does not compute DynamoDB's CRC32 header.
 func DynamoDB(cfg aws.Config, endpoint string) *dynamodb.Client {
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		o.TracerProvider = tracing.SDK()
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 			o.DisableValidateResponseChecksum = true
@@ -89,6 +93,7 @@ func DynamoDB(cfg aws.Config, endpoint string) *dynamodb.Client {
 // DynamoDBStreams returns a DynamoDB Streams client.
 func DynamoDBStreams(cfg aws.Config, endpoint string) *dynamodbstreams.Client {
 	return dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
+		o.TracerProvider = tracing.SDK()
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
@@ -98,6 +103,7 @@ func DynamoDBStreams(cfg aws.Config, endpoint string) *dynamodbstreams.Client {
 // SQS returns an SQS client.
 func SQS(cfg aws.Config, endpoint string) *sqs.Client {
 	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+		o.TracerProvider = tracing.SDK()
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
@@ -107,6 +113,7 @@ func SQS(cfg aws.Config, endpoint string) *sqs.Client {
 // EventBridge returns an EventBridge client.
 func EventBridge(cfg aws.Config, endpoint string) *eventbridge.Client {
 	return eventbridge.NewFromConfig(cfg, func(o *eventbridge.Options) {
+		o.TracerProvider = tracing.SDK()
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
@@ -116,6 +123,7 @@ func EventBridge(cfg aws.Config, endpoint string) *eventbridge.Client {
 // STS returns an STS client.
 func STS(cfg aws.Config, endpoint string) *sts.Client {
 	return sts.NewFromConfig(cfg, func(o *sts.Options) {
+		o.TracerProvider = tracing.SDK()
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
@@ -125,6 +133,7 @@ func STS(cfg aws.Config, endpoint string) *sts.Client {
 // SecretsManager returns a Secrets Manager client.
 func SecretsManager(cfg aws.Config, endpoint string) *secretsmanager.Client {
 	return secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
+		o.TracerProvider = tracing.SDK()
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}

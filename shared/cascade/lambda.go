@@ -20,17 +20,17 @@ func (c *Cascade) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (ev
 		if !ok {
 			// Not a deregistration (the filter lets none through in AWS), or
 			// one whose image cannot be read: nothing to retry it for.
-			c.Log.Debug("stream record skipped", "event_id", r.EventID, "event_name", r.EventName)
+			c.Log.DebugContext(ctx, "stream record skipped", "event_id", r.EventID, "event_name", r.EventName)
 			continue
 		}
 		log := c.Log.With("org_id", d.OrgID, "space_id", d.SpaceID, "event_id", r.EventID)
 		res, err := c.Run(ctx, d)
 		if err != nil {
-			log.Error("cascade failed; the record will be retried", "error", err.Error(), "sequence_number", r.Change.SequenceNumber)
+			log.ErrorContext(ctx, "cascade failed; the record will be retried", "error", err.Error(), "sequence_number", r.Change.SequenceNumber)
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: r.Change.SequenceNumber})
 			return resp, nil
 		}
-		log.Info("cascade", "already_done", res.AlreadyDone, "gated", res.Gated, "detached", res.Detached,
+		log.InfoContext(ctx, "cascade", "already_done", res.AlreadyDone, "gated", res.Gated, "detached", res.Detached,
 			"grant_revoked", res.GrantRevoked, "published", res.Published, "writes", res.Writes)
 	}
 	return resp, nil

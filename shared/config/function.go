@@ -8,18 +8,28 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"spaces/shared/awsclient"
+	"spaces/shared/tracing"
 )
 
-// Function is how every Lambda main starts: a JSON logger on stdout and the
-// environment, read once.
+// Function is how every Lambda main starts: a JSON logger on stdout whose
+// lines carry the trace and request ids (tracing.LogHandler), the tracer
+// provider and the environment, read once.
 type Function struct {
 	Log *slog.Logger
+	// Tracing is the function's tracer provider (tracing.FromEnv); its main
+	// wraps the handler with tracing.Handler.
+	Tracing *tracing.Tracing
 	*Env
 }
 
-// NewFunction returns the logger and the process environment.
+// NewFunction returns the logger, the tracer provider and the process
+// environment.
 func NewFunction() *Function {
-	return &Function{Log: slog.New(slog.NewJSONHandler(os.Stdout, nil)), Env: FromOS()}
+	f := &Function{Log: slog.New(tracing.LogHandler(slog.NewJSONHandler(os.Stdout, nil))), Env: FromOS()}
+	t, err := tracing.FromEnv(os.LookupEnv)
+	f.Check("tracing", err)
+	f.Tracing = t
+	return f
 }
 
 // Check ends the process, saying why once, when err is not nil: a function

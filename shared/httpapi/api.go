@@ -109,7 +109,8 @@ func (a *API) authenticated(h func(*API, http.ResponseWriter, *http.Request, aut
 			writeError(w, r, err)
 			return
 		}
-		addLogAttrs(r.Context(), "org_id", p.OrgID)
+		// Who made the request, on every line it logs (writes included).
+		addLogAttrs(r.Context(), "org_id", p.OrgID, "sub", p.Subject)
 		if id := r.PathValue("id"); id != "" {
 			addLogAttrs(r.Context(), "id", id)
 		}

@@ -8,12 +8,18 @@ import (
 	"net/http"
 	"regexp"
 	"time"
+
+	"github.com/awslabs/aws-lambda-go-api-proxy/core"
+
+	"spaces/shared/tracing"
 )
 
 type ctxKey struct{}
 
-// reqState is per-request and shared by every layer, so attributes learned
-// deep inside (org id, space id) reach the access-log line.
+// reqState is per-request and shared by every layer. The attributes
+// learned deep inside (org id, caller, space id) are the request's log
+// attributes (tracing.AddLogAttrs), so they reach the access-log line and
+// every line logged with the request's context.
 type reqState struct {
 	id  string
 	log *slog.Logger
@@ -28,13 +34,13 @@ func state(ctx context.Context) *reqState {
 
 func requestID(ctx context.Context) string { return state(ctx).id }
 
+// logger is the API's logger: log with the request's context
+// (InfoContext, ...) so the line carries the request's attributes.
 func logger(ctx context.Context) *slog.Logger { return state(ctx).log }
 
-// addLogAttrs adds attributes (org id, space id) to the request's logger.
-func addLogAttrs(ctx context.Context, args ...any) {
-	s := state(ctx)
-	s.log = s.log.With(args...)
-}
+// addLogAttrs adds attributes (org id, space id) to the request's log
+// attributes.
+func addLogAttrs(ctx context.Context, args ...any) { tracing.AddLogAttrs(ctx, args...) }
 
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:=-]{1,128}$`)
 
@@ -69,7 +75,9 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 }
 
 // observe gives each request an id (the caller's X-Request-Id when it is
-// sane, otherwise a new one), a logger carrying it, and one access-log line.
+// sane, otherwise a new one), log attributes carrying it and, behind API
+// Gateway, the gateway's request id, names the request's span by its
+// route, and writes one access-log line.
 func observe(base *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -84,11 +92,17 @@ func observe(base *slog.Logger, next http.Handler) http.Handler {
 		// another type, never kept by a shared cache.
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-store")
-		st := &reqState{id: id, log: base.With("request_id", id)}
+		st := &reqState{id: id, log: base}
+		attrs := []any{"request_id", id}
+		if gw, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok && gw.RequestID != "" {
+			attrs = append(attrs, "gateway_request_id", gw.RequestID)
+		}
+		ctx := tracing.WithLogAttrs(context.WithValue(r.Context(), ctxKey{}, st), attrs...)
 		rec := &statusRecorder{ResponseWriter: w}
-		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, st))
+		r = r.WithContext(ctx)
 		next.ServeHTTP(rec, r)
-		st.log.Info("request", "method", r.Method, "path", r.URL.Path, "route", r.Pattern,
+		tracing.NameSpan(ctx, r.Pattern)
+		base.InfoContext(ctx, "request", "method", r.Method, "path", r.URL.Path, "route", r.Pattern,
 			"status", rec.status, "duration_ms", time.Since(start).Milliseconds())
 	})
 }

@@ -106,13 +106,13 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		if rec, ok := w.(interface{ clientGone() }); ok {
 			rec.clientGone()
 		}
-		logger(r.Context()).Info("client cancelled the request", "error", err.Error())
+		logger(r.Context()).InfoContext(r.Context(), "client cancelled the request", "error", err.Error())
 		return
 	}
 	if p.Status >= 500 {
-		logger(r.Context()).Error("request failed", "status", p.Status, "error", err.Error())
+		logger(r.Context()).ErrorContext(r.Context(), "request failed", "status", p.Status, "error", err.Error())
 	} else {
-		logger(r.Context()).Info("request refused", "status", p.Status, "error", err.Error())
+		logger(r.Context()).InfoContext(r.Context(), "request refused", "status", p.Status, "error", err.Error())
 	}
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", auth.Challenge(err))

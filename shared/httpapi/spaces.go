@@ -62,7 +62,7 @@ func (a *API) registerSpace(w http.ResponseWriter, r *http.Request, p auth.Princ
 	} else if a.Probes != nil {
 		// Best effort: the next minute tick probes the space anyway.
 		if err := a.Probes.ProbeRegistered(r.Context(), s); err != nil {
-			logger(r.Context()).Warn("cannot enqueue the registration probe", "error", err.Error())
+			logger(r.Context()).WarnContext(r.Context(), "cannot enqueue the registration probe", "error", err.Error())
 		}
 	}
 	w.Header().Set("Location", "/spaces/"+s.ID)

@@ -22,6 +22,7 @@ import (
 
 	"spaces/shared/kubecred"
 	"spaces/shared/space"
+	"spaces/shared/tracing/tracehttp"
 )
 
 const (
@@ -111,7 +112,8 @@ func (p *Prober) Probe(ctx context.Context, creds kubecred.Credentials) space.Ou
 	if err != nil {
 		return fail(space.ReasonCredentialsUnavailable, "credentials are not usable: "+err.Error())
 	}
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, &http.Client{Transport: rt, Timeout: timeout})
+	// A span per GET /version under the probe's (shared/tracing).
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, &http.Client{Transport: tracehttp.Transport(rt), Timeout: timeout})
 	if err != nil {
 		return fail(space.ReasonCredentialsUnavailable, "credentials are not usable: "+err.Error())
 	}

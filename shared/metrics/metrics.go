@@ -7,6 +7,7 @@ package metrics
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 )
@@ -25,6 +26,11 @@ type Metric struct {
 	Name  string
 	Unit  string
 	Value float64
+	// Dimensions, when set, are this metric's own dimension sets (each a
+	// list of property keys; an empty one is the total) in place of the
+	// line's: a line can carry a metric by provider beside others by
+	// reason without publishing every metric by both.
+	Dimensions [][]string
 }
 
 // Emitter writes EMF lines to a logger. The zero value writes to
@@ -49,23 +55,32 @@ func (e *Emitter) Emit(ctx context.Context, msg string, dims []string, props []s
 	if e.Now != nil {
 		now = e.Now
 	}
-	defs := make([]map[string]string, len(ms))
-	attrs := make([]slog.Attr, 0, len(props)+len(ms)+1)
-	for i, m := range ms {
-		defs[i] = map[string]string{"Name": m.Name, "Unit": m.Unit}
-		attrs = append(attrs, slog.Float64(m.Name, m.Value))
-	}
 	sets := [][]string{{}}
 	if len(dims) > 0 {
 		sets = [][]string{dims, {}}
 	}
+	// One directive per distinct dimension sets, in the order first met.
+	var directives []map[string]any
+	byDims := map[string]int{}
+	attrs := make([]slog.Attr, 0, len(props)+len(ms)+1)
+	for _, m := range ms {
+		ds := sets
+		if m.Dimensions != nil {
+			ds = m.Dimensions
+		}
+		key := fmt.Sprint(ds)
+		i, ok := byDims[key]
+		if !ok {
+			i = len(directives)
+			byDims[key] = i
+			directives = append(directives, map[string]any{"Namespace": Namespace, "Dimensions": ds, "Metrics": []map[string]string{}})
+		}
+		directives[i]["Metrics"] = append(directives[i]["Metrics"].([]map[string]string), map[string]string{"Name": m.Name, "Unit": m.Unit})
+		attrs = append(attrs, slog.Float64(m.Name, m.Value))
+	}
 	attrs = append(attrs, slog.Any("_aws", map[string]any{
-		"Timestamp": now().UnixMilli(),
-		"CloudWatchMetrics": []map[string]any{{
-			"Namespace":  Namespace,
-			"Dimensions": sets,
-			"Metrics":    defs,
-		}},
+		"Timestamp":         now().UnixMilli(),
+		"CloudWatchMetrics": directives,
 	}))
 	attrs = append(attrs, props...)
 	log.LogAttrs(ctx, slog.LevelInfo, msg, attrs...)

@@ -44,3 +44,34 @@ func TestEmitWritesEMF(t *testing.T) {
 		t.Errorf("line %v", line)
 	}
 }
+
+// A metric with its own dimensions goes in a directive of its own, so the
+// line's other metrics are not published by its dimension too.
+func TestEmitOwnDimensions(t *testing.T) {
+	var buf bytes.Buffer
+	e := &metrics.Emitter{Log: slog.New(slog.NewJSONHandler(&buf, nil)), Now: func() time.Time { return time.UnixMilli(7) }}
+	e.Emit(t.Context(), "probe", []string{"Reason"},
+		[]slog.Attr{slog.String("Reason", "OK"), slog.String("Provider", "gcp")},
+		metrics.Metric{Name: "Probes", Unit: metrics.Count, Value: 1},
+		metrics.Metric{Name: "MintLatency", Unit: metrics.Milliseconds, Value: 12, Dimensions: [][]string{{"Provider"}}},
+		metrics.Metric{Name: "Ticks", Unit: metrics.Count, Value: 1, Dimensions: [][]string{{}}},
+	)
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("%q: %v", buf.String(), err)
+	}
+	want := []any{
+		map[string]any{"Namespace": "Spaces", "Dimensions": []any{[]any{"Reason"}, []any{}},
+			"Metrics": []any{map[string]any{"Name": "Probes", "Unit": "Count"}}},
+		map[string]any{"Namespace": "Spaces", "Dimensions": []any{[]any{"Provider"}},
+			"Metrics": []any{map[string]any{"Name": "MintLatency", "Unit": "Milliseconds"}}},
+		map[string]any{"Namespace": "Spaces", "Dimensions": []any{[]any{}},
+			"Metrics": []any{map[string]any{"Name": "Ticks", "Unit": "Count"}}},
+	}
+	if got := line["_aws"].(map[string]any)["CloudWatchMetrics"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("directives = %#v", got)
+	}
+	if line["MintLatency"] != 12.0 || line["Provider"] != "gcp" || line["Ticks"] != 1.0 {
+		t.Errorf("line %v", line)
+	}
+}

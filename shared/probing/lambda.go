@@ -15,7 +15,7 @@ func (p *Prober) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSE
 	ds := make([]Delivery, len(ev.Records))
 	for i, r := range ev.Records {
 		n, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
-		ds[i] = Delivery{MessageID: r.MessageId, Body: r.Body, ReceiveCount: n}
+		ds[i] = Delivery{MessageID: r.MessageId, Body: r.Body, ReceiveCount: n, Attributes: r.MessageAttributes}
 	}
 	var resp events.SQSEventResponse
 	for _, id := range p.HandleBatch(ctx, ds) {

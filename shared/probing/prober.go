@@ -9,9 +9,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+	"go.opentelemetry.io/otel/attribute"
+
 	"spaces/shared/kubecred"
 	"spaces/shared/metrics"
 	"spaces/shared/space"
+	"spaces/shared/tracing"
 )
 
 // Defaults of the prober's timing.
@@ -83,8 +87,12 @@ type Prober struct {
 	// Concurrency bounds the messages of a batch handled at once
 	// (default DefaultConcurrency).
 	Concurrency int
-	Metrics     *metrics.Emitter
-	Log         *slog.Logger
+	// StaleAfter is how old a stored probe may be before the space reads as
+	// ProbeStale (space.Observed); each tick reports whether its space did
+	// (the StaleStatusAlarm's StaleTicks / Ticks).
+	StaleAfter time.Duration
+	Metrics    *metrics.Emitter
+	Log        *slog.Logger
 }
 
 // Delivery is one received message.
@@ -92,6 +100,8 @@ type Delivery struct {
 	MessageID    string
 	Body         string
 	ReceiveCount int
+	// Attributes carry the sender's trace (tracing.SQSAttributes).
+	Attributes map[string]events.SQSMessageAttribute
 }
 
 // Result is what handling one message did.
@@ -105,6 +115,8 @@ type Result struct {
 	Transition *space.Transition
 	Reprobe    bool
 	Space      space.Space
+	// MintLatency is the time spent minting credentials for the probe.
+	MintLatency time.Duration
 }
 
 // Actions.
@@ -132,7 +144,10 @@ func (p *Prober) HandleBatch(ctx context.Context, ds []Delivery) []string {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if _, err := p.Handle(ctx, d); err != nil {
+			ctx, end := tracing.Message(ctx, "probe", d.Attributes)
+			_, err := p.Handle(ctx, d)
+			end(err)
+			if err != nil {
 				p.Log.ErrorContext(ctx, "probe message failed", "message_id", d.MessageID, "error", err)
 				mu.Lock()
 				failed = append(failed, d.MessageID)
@@ -166,17 +181,23 @@ func (p *Prober) Handle(ctx context.Context, d Delivery) (Result, error) {
 		return Result{Action: ActionSynthetic, Space: s}, nil
 	}
 	now := p.Now()
+	// What readers saw of the space when its tick came: ProbeStale or not.
+	stale := m.Kind == KindTick && p.StaleAfter > 0 && s.Observed(now, p.StaleAfter).Probe.Reason == space.ReasonProbeStale
 	switch {
 	case m.Kind == KindReprobe && s.Version != m.Version:
 		return Result{Action: ActionSuperseded, Space: s}, nil
 	case m.Kind == KindTick && s.Probe.LastProbeAt != nil && now.Sub(*s.Probe.LastProbeAt) < p.MinGap:
+		// Probed moments ago, so not stale; still a tick of the fleet.
+		p.Metrics.Emit(ctx, "tick skipped", nil, []slog.Attr{slog.String("space_id", s.ID), slog.String("org_id", s.OrgID)},
+			metrics.Metric{Name: "Ticks", Unit: metrics.Count, Value: 1},
+			metrics.Metric{Name: "StaleTicks", Unit: metrics.Count, Value: 0})
 		return Result{Action: ActionRecent, Space: s}, nil
 	}
 
-	o := p.probe(ctx, s)
-	res := Result{Action: ActionProbed, Outcome: o}
+	o, mintTime := p.probe(ctx, s)
+	res := Result{Action: ActionProbed, Outcome: o, MintLatency: mintTime}
 	res, err = p.store(ctx, s, o, res)
-	p.record(ctx, s, m, res)
+	p.record(ctx, s, m, res, stale)
 	if err != nil {
 		return res, err
 	}
@@ -243,20 +264,25 @@ func (p *Prober) store(ctx context.Context, s space.Space, o space.Outcome, res 
 
 // probe mints credentials and sends GET /version, once more with fresh
 // credentials when the cluster refuses them. A mint failure is a failed
-// outcome with the minter's reason.
-func (p *Prober) probe(ctx context.Context, s space.Space) space.Outcome {
+// outcome with the minter's reason. It also returns the time spent
+// minting.
+func (p *Prober) probe(ctx context.Context, s space.Space) (space.Outcome, time.Duration) {
 	at := p.Now().UTC()
-	o := p.probeOnce(ctx, s, at)
+	o, minting := p.probeOnce(ctx, s, at)
 	if o.Reason == space.ReasonUnauthorized {
 		// A 401 means "mint fresh credentials and try again now".
 		p.Minter.Invalidate(s.ID)
-		o = p.probeOnce(ctx, s, at)
+		var again time.Duration
+		o, again = p.probeOnce(ctx, s, at)
+		minting += again
 	}
-	return o
+	return o, minting
 }
 
-func (p *Prober) probeOnce(ctx context.Context, s space.Space, at time.Time) space.Outcome {
+func (p *Prober) probeOnce(ctx context.Context, s space.Space, at time.Time) (space.Outcome, time.Duration) {
 	mctx, cancel := context.WithTimeout(ctx, p.Timeout)
+	mctx, end := tracing.Start(mctx, "mint", attribute.String("provider", string(s.Provider)))
+	start := time.Now()
 	var creds kubecred.Credentials
 	var err error
 	if lm, ok := p.Minter.(LiveMinter); ok {
@@ -265,6 +291,8 @@ func (p *Prober) probeOnce(ctx context.Context, s space.Space, at time.Time) spa
 	} else {
 		creds, err = p.Minter.Mint(mctx, s)
 	}
+	minting := time.Since(start)
+	end(err)
 	cancel()
 	if err != nil {
 		reason, msg := space.ReasonCredentialsUnavailable, err.Error()
@@ -275,13 +303,13 @@ func (p *Prober) probeOnce(ctx context.Context, s space.Space, at time.Time) spa
 				reason = de.Reason
 			}
 		}
-		return space.Outcome{At: at, Reason: reason, Message: msg}
+		return space.Outcome{At: at, Reason: reason, Message: msg}, minting
 	}
 	pctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
 	o := p.Checker.Probe(pctx, creds)
 	o.At = at
-	return o
+	return o, minting
 }
 
 // republish publishes the space's newest transition if a previous attempt
@@ -307,7 +335,7 @@ func (p *Prober) republish(ctx context.Context, m Message) error {
 }
 
 // record writes the probe's log line, which carries its metrics (EMF).
-func (p *Prober) record(ctx context.Context, s space.Space, m Message, res Result) {
+func (p *Prober) record(ctx context.Context, s space.Space, m Message, res Result, stale bool) {
 	o := res.Outcome
 	reason := o.Reason
 	outcome := "success"
@@ -321,6 +349,7 @@ func (p *Prober) record(ctx context.Context, s space.Space, m Message, res Resul
 		slog.String("kind", kindName(m.Kind)), slog.String("outcome", outcome),
 		slog.String("Reason", reason), slog.Int64("latency_ms", o.Latency.Milliseconds()),
 		slog.String("status", string(res.Space.Status)), slog.Bool("written", res.Written),
+		slog.String("Provider", string(s.Provider)),
 	}
 	if o.Message != "" {
 		props = append(props, slog.String("message", o.Message))
@@ -340,6 +369,13 @@ func (p *Prober) record(ctx context.Context, s space.Space, m Message, res Resul
 		metrics.Metric{Name: "ProbeLatency", Unit: metrics.Milliseconds, Value: float64(o.Latency.Milliseconds())},
 		metrics.Metric{Name: "Transitions", Unit: metrics.Count, Value: b(res.Transition != nil)},
 		metrics.Metric{Name: "StatusWrites", Unit: metrics.Count, Value: b(res.Written)},
+		// By cloud: the dashboard's mint latency per provider. A cached
+		// credential takes about nothing, so the high percentiles are the
+		// clouds' own mints.
+		metrics.Metric{Name: "MintLatency", Unit: metrics.Milliseconds, Value: float64(res.MintLatency.Milliseconds()), Dimensions: [][]string{{"Provider"}}},
+		// Totals only: the StaleStatusAlarm's share.
+		metrics.Metric{Name: "Ticks", Unit: metrics.Count, Value: b(m.Kind == KindTick), Dimensions: [][]string{{}}},
+		metrics.Metric{Name: "StaleTicks", Unit: metrics.Count, Value: b(stale), Dimensions: [][]string{{}}},
 	)
 }
 

@@ -116,17 +116,17 @@ func (c *Claimer) Claim(ctx context.Context, d Delivery) bool {
 	log := c.Log.With("message_id", d.MessageID)
 	var m Message
 	if err := json.Unmarshal([]byte(d.Body), &m); err != nil || m.OrgID == "" || m.RevisionID == "" {
-		log.Error("malformed revision message: dropped", "body", d.Body)
+		log.ErrorContext(ctx, "malformed revision message: dropped", "body", d.Body)
 		return true
 	}
 	log = log.With("org_id", m.OrgID, "revision_id", m.RevisionID)
 	rev, err := c.Store.GetRevision(ctx, m.OrgID, m.RevisionID)
 	if space.KindOf(err) == space.KindNotFound {
-		log.Warn("revision not found: dropped")
+		log.WarnContext(ctx, "revision not found: dropped")
 		return true
 	}
 	if err != nil {
-		log.Error("cannot read the revision", "error", err.Error())
+		log.ErrorContext(ctx, "cannot read the revision", "error", err.Error())
 		return false
 	}
 	if rev.State != space.RevisionPending {
@@ -134,7 +134,7 @@ func (c *Claimer) Claim(ctx context.Context, d Delivery) bool {
 	}
 	sp, found, err := c.Store.SpaceAsClaimed(ctx, m.OrgID, rev.SpaceID)
 	if err != nil {
-		log.Error("cannot read the space", "error", err.Error())
+		log.ErrorContext(ctx, "cannot read the space", "error", err.Error())
 		return false
 	}
 	decision, reason := space.DecideClaim(sp.Observed(c.Now(), c.StaleAfter), found, rev.Attempts)
@@ -143,7 +143,7 @@ func (c *Claimer) Claim(ctx context.Context, d Delivery) bool {
 	case space.ClaimDeploy:
 		creds, err := c.Minter.Mint(ctx, sp)
 		if err != nil {
-			log.Error("cannot mint credentials; retried", "error", err.Error())
+			log.ErrorContext(ctx, "cannot mint credentials; retried", "error", err.Error())
 			return false
 		}
 		if err := c.Applier.Apply(ctx, creds, rev.Namespace, rev.Manifests); err != nil {
@@ -158,16 +158,16 @@ func (c *Claimer) Claim(ctx context.Context, d Delivery) bool {
 		}
 		delay := c.backoff(attempts)
 		if err := c.Queue.Postpone(ctx, d.ReceiptHandle, delay); err != nil {
-			log.Warn("cannot delay the retry; the queue's visibility timeout applies", "error", err.Error())
+			log.WarnContext(ctx, "cannot delay the retry; the queue's visibility timeout applies", "error", err.Error())
 		}
-		log.Info("space not active: revision retried later", "attempts", attempts, "after", delay.String())
+		log.InfoContext(ctx, "space not active: revision retried later", "attempts", attempts, "after", delay.String())
 		return false
 	case space.ClaimStop:
 		attempts++
 		state = space.RevisionStopped
 	case space.ClaimDeadLetter:
 		if err := c.Queue.DeadLetter(ctx, d.Body); err != nil {
-			log.Error("cannot send to the dead-letter queue; retried", "error", err.Error())
+			log.ErrorContext(ctx, "cannot send to the dead-letter queue; retried", "error", err.Error())
 			return false
 		}
 		state = space.RevisionDeadLettered
@@ -175,7 +175,7 @@ func (c *Claimer) Claim(ctx context.Context, d Delivery) bool {
 	if !c.save(ctx, log, rev, state, reason, attempts) {
 		return false
 	}
-	log.Info("revision claimed", "state", state, "reason", reason)
+	log.InfoContext(ctx, "revision claimed", "state", state, "reason", reason)
 	return true
 }
 
@@ -195,10 +195,10 @@ func (c *Claimer) save(ctx context.Context, log *slog.Logger, rev space.Revision
 	case err == nil:
 		return true
 	case errors.Is(err, errClaimed):
-		log.Info("revision moved by another claim")
+		log.InfoContext(ctx, "revision moved by another claim")
 		return true
 	default:
-		log.Error("cannot save the revision", "error", err.Error())
+		log.ErrorContext(ctx, "cannot save the revision", "error", err.Error())
 		return false
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"slices"
 	"spaces/shared/backoff"
+	"spaces/shared/tracing"
 	"strconv"
 	"strings"
 	"sync"
@@ -166,13 +167,16 @@ func (q *Queue) sendBatch(ctx context.Context, msgs []Message, start, end int) m
 		pending = append(pending, i)
 	}
 	why := map[int]string{}
+	// Each message carries the sender's trace to its receiver.
+	trace := tracing.SQSAttributes(ctx)
 	for attempt := 1; len(pending) > 0; attempt++ {
 		entries := make([]types.SendMessageBatchRequestEntry, len(pending))
 		for k, i := range pending {
 			entries[k] = types.SendMessageBatchRequestEntry{
-				Id:           aws.String(strconv.Itoa(i)),
-				MessageBody:  aws.String(msgs[i].Body),
-				DelaySeconds: int32(msgs[i].Delay / time.Second),
+				Id:                aws.String(strconv.Itoa(i)),
+				MessageBody:       aws.String(msgs[i].Body),
+				DelaySeconds:      int32(msgs[i].Delay / time.Second),
+				MessageAttributes: trace,
 			}
 		}
 		q.calls.Add(1)

@@ -148,7 +148,7 @@ func Prober(a AWS, s ProberSettings, minter kubecred.Minter, checker probing.Che
 	return probing.NewProber(probing.Prober{
 		Store: a.Store(s.Table), Minter: minter, Checker: checker,
 		Events: a.Events(s.EventBus), Queue: ProbeQueue{a.Queue(s.ProbeQueue)},
-		Heartbeat: s.Heartbeat, Metrics: &metrics.Emitter{Log: log}, Log: log,
+		Heartbeat: s.Heartbeat, StaleAfter: s.StaleAfter, Metrics: &metrics.Emitter{Log: log}, Log: log,
 		MinGap:       min(probing.DefaultMinGap, s.Interval/3),
 		ReprobeDelay: min(probing.DefaultReprobeDelay, s.Interval/5),
 	})

@@ -17,6 +17,7 @@ import (
 	"spaces/infra/local"
 	"spaces/shared/config"
 	"spaces/shared/space"
+	"spaces/shared/tracing"
 )
 
 func main() {
@@ -29,6 +30,12 @@ func main() {
 		os.Exit(2)
 	}
 	cfg.Log = log
+	// OTEL_TRACES_EXPORTER=stdout [SPACES_TRACES_FILE=path]: every span.
+	if cfg.Tracing, err = tracing.FromEnv(os.LookupEnv); err != nil {
+		fmt.Fprintln(os.Stderr, "spaces:", err)
+		os.Exit(2)
+	}
+	defer cfg.Tracing.Close(context.Background())
 	st, err := local.Start(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "spaces: cannot start:", err)
