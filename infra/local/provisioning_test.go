@@ -376,3 +376,124 @@ func messagesIn(t testing.TB, st *Stack, logicalID string) int {
 	}
 	return n
 }
+
+// TestProvisioningBadRequests: each bad job request is refused with a
+// problem naming the field; nothing is stored, nothing queued and no cloud
+// called. Then the Idempotency-Key: a retry replays the job, another body
+// under the key is refused.
+func TestProvisioningBadRequests(t *testing.T) {
+	creator := &fakeCreator{polls: 1}
+	st, _ := provisioningStack(t, creator, ProvisioningConfig{})
+	c := newClient(t, st, "acme")
+	accts := map[string]string{"aws": c.account("aws"), "gcp": c.account("gcp"), "azure": c.account("azure")}
+	pending := c.must(201, c.do("POST", "/cloud-accounts", map[string]any{"provider": "aws", "name": "pending",
+		"connection": map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces"}}))["id"].(string)
+
+	// body returns a valid job for provider with change applied to a copy.
+	body := func(provider string, change func(b, spec, pool, network map[string]any)) map[string]any {
+		b := jobBody(provider, accts[provider], "bad-"+provider)
+		spec := b["spec"].(map[string]any)
+		change(b, spec, spec["node_pool"].(map[string]any), spec["network"].(map[string]any))
+		return b
+	}
+	type bad struct {
+		name    string
+		body    any
+		field   string
+		headers []string
+	}
+	cases := []bad{
+		{"no provider", body("aws", func(b, _, _, _ map[string]any) { delete(b, "provider") }), "provider", nil},
+		{"unknown provider", body("aws", func(b, _, _, _ map[string]any) { b["provider"] = "ibm" }), "provider", nil},
+		{"no account", body("aws", func(b, _, _, _ map[string]any) { delete(b, "cloud_account_id") }), "cloud_account_id", nil},
+		{"account not a UUID", body("aws", func(b, _, _, _ map[string]any) { b["cloud_account_id"] = "nope" }), "cloud_account_id", nil},
+		{"unknown account", body("aws", func(b, _, _, _ map[string]any) { b["cloud_account_id"] = uuid.NewString() }), "cloud_account_id", nil},
+		{"account of another provider", body("aws", func(b, _, _, _ map[string]any) { b["cloud_account_id"] = accts["gcp"] }), "cloud_account_id", nil},
+		{"account not ready", body("aws", func(b, _, _, _ map[string]any) { b["cloud_account_id"] = pending }), "cloud_account_id", nil},
+		{"no config", body("aws", func(b, _, _, _ map[string]any) { delete(b, "config") }), "config", nil},
+		{"bad region", body("aws", func(b, _, _, _ map[string]any) { b["config"] = configFor("aws", "x"); b["config"].(map[string]string)["region"] = "mars-1" }), "config.region", nil},
+		{"extra config key", body("aws", func(b, _, _, _ map[string]any) { b["config"] = map[string]string{"clusterName": "x", "region": "us-east-1", "zone": "a"} }), "config.zone", nil},
+		{"no cluster name", body("aws", func(b, _, _, _ map[string]any) { b["config"] = map[string]string{"region": "us-east-1"} }), "config.clusterName", nil},
+		{"name with a control character", body("aws", func(b, _, _, _ map[string]any) { b["name"] = "prod\u0007" }), "name", nil},
+		{"unknown top-level field", body("aws", func(b, _, _, _ map[string]any) { b["space_type"] = "kubernetes" }), "space_type", nil},
+		{"no spec", body("aws", func(b, _, _, _ map[string]any) { delete(b, "spec") }), "spec.kubernetes_version", nil},
+		{"spec not an object", body("aws", func(b, _, _, _ map[string]any) { b["spec"] = "big" }), "spec", nil},
+		{"version not a minor", body("aws", func(_, s, _, _ map[string]any) { s["kubernetes_version"] = "latest" }), "spec.kubernetes_version", nil},
+		{"version a number", body("aws", func(_, s, _, _ map[string]any) { s["kubernetes_version"] = 1.31 }), "spec.kubernetes_version", nil},
+		{"unknown spec field", body("aws", func(_, s, _, _ map[string]any) { s["version"] = "1.31" }), "spec.version", nil},
+		{"no machine type", body("aws", func(_, _, p, _ map[string]any) { delete(p, "machine_type") }), "spec.node_pool.machine_type", nil},
+		{"GCE type on AWS", body("aws", func(_, _, p, _ map[string]any) { p["machine_type"] = "e2-standard-4" }), "spec.node_pool.machine_type", nil},
+		{"no nodes at most", body("aws", func(_, _, p, _ map[string]any) { p["max_nodes"] = 0 }), "spec.node_pool.max_nodes", nil},
+		{"min above max", body("aws", func(_, _, p, _ map[string]any) { p["min_nodes"] = 5 }), "spec.node_pool.min_nodes", nil},
+		{"desired above max", body("aws", func(_, _, p, _ map[string]any) { p["desired_nodes"] = 9 }), "spec.node_pool.desired_nodes", nil},
+		{"fractional nodes", body("aws", func(_, _, p, _ map[string]any) { p["min_nodes"] = 1.5 }), "spec.node_pool.min_nodes", nil},
+		{"nodes as a string", body("aws", func(_, _, p, _ map[string]any) { p["max_nodes"] = "3" }), "spec.node_pool.max_nodes", nil},
+		{"unknown pool field", body("aws", func(_, _, p, _ map[string]any) { p["gpu"] = true }), "spec.node_pool.gpu", nil},
+		{"one subnet", body("aws", func(_, _, _, n map[string]any) { n["subnet_ids"] = []string{"subnet-0a1b2c3d"} }), "spec.network.subnet_ids", nil},
+		{"bad subnet id", body("aws", func(_, _, _, n map[string]any) { n["subnet_ids"] = []string{"subnet-0a1b2c3d", "vpc-1"} }), "spec.network.subnet_ids[1]", nil},
+		{"repeated subnet", body("aws", func(_, _, _, n map[string]any) { n["subnet_ids"] = []string{"subnet-0a1b2c3d", "subnet-0a1b2c3d"} }), "spec.network.subnet_ids[1]", nil},
+		{"subnets as a string", body("aws", func(_, _, _, n map[string]any) { n["subnet_ids"] = "subnet-0a1b2c3d" }), "spec.network.subnet_ids", nil},
+		{"bad security group", body("aws", func(_, _, _, n map[string]any) { n["security_group_ids"] = []string{"group"} }), "spec.network.security_group_ids[0]", nil},
+		{"GCP network on AWS", body("aws", func(_, _, _, n map[string]any) { n["network"] = "default" }), "spec.network.network", nil},
+		{"network an array", body("aws", func(_, s, _, _ map[string]any) { s["network"] = []string{} }), "spec.network", nil},
+		{"reserved AWS tag", body("aws", func(_, s, _, _ map[string]any) { s["tags"] = map[string]string{"aws:owner": "me"} }), "spec.tags.aws:owner", nil},
+		{"tag not a string", body("aws", func(_, s, _, _ map[string]any) { s["tags"] = map[string]any{"n": 1} }), "spec.tags", nil},
+		{"GCP without network", body("gcp", func(_, _, _, n map[string]any) { delete(n, "network") }), "spec.network.network", nil},
+		{"GCP label uppercase", body("gcp", func(_, s, _, _ map[string]any) { s["tags"] = map[string]string{"Team": "x"} }), "spec.tags.Team", nil},
+		{"EC2 type on GCP", body("gcp", func(_, _, p, _ map[string]any) { p["machine_type"] = "m5.large" }), "spec.node_pool.machine_type", nil},
+		{"AKS pool at zero", body("azure", func(_, _, p, _ map[string]any) { p["min_nodes"] = 0 }), "spec.node_pool.min_nodes", nil},
+		{"VNet subnet in another subscription", body("azure", func(_, _, _, n map[string]any) {
+			n["vnet_subnet_id"] = "/subscriptions/" + uuid.NewString() + "/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/s"
+		}), "spec.network.vnet_subnet_id", nil},
+		{"Azure without location", body("azure", func(_, _, _, n map[string]any) { delete(n, "location") }), "spec.network.location", nil},
+		{"AWS subnets on Azure", body("azure", func(_, _, _, n map[string]any) { n["subnet_ids"] = []string{"subnet-0a1b2c3d", "subnet-4e5f6a7b"} }), "spec.network.subnet_ids", nil},
+		{"Idempotency-Key with a space", jobBody("aws", accts["aws"], "bad-aws"), "Idempotency-Key", []string{"Idempotency-Key: a b"}},
+		{"duplicate key in the spec", `{"provider":"aws","cloud_account_id":"` + accts["aws"] + `","config":{"clusterName":"x","region":"us-east-1"},"spec":{"kubernetes_version":"1.31","kubernetes_version":"1.30"}}`, "spec.kubernetes_version", nil},
+	}
+	if len(cases) < 30 {
+		t.Fatalf("only %d bad requests", len(cases))
+	}
+	items := itemCount(t, st)
+	for _, tc := range cases {
+		r := c.do("POST", "/provisioning-jobs", tc.body, tc.headers...)
+		if r.status != 400 && r.status != 422 {
+			t.Errorf("%s: status %d: %s", tc.name, r.status, r.body)
+			continue
+		}
+		p := r.json(t)
+		named := false
+		for _, e := range p["errors"].([]any) {
+			if e.(map[string]any)["field"] == tc.field {
+				named = true
+			}
+		}
+		if !named {
+			t.Errorf("%s: problem does not name %s: %s", tc.name, tc.field, r.body)
+		}
+	}
+	if n := itemCount(t, st); n != items {
+		t.Errorf("%d items after the bad requests, want %d", n, items)
+	}
+	if n := messagesIn(t, st, "ProvisioningQueue"); n != 0 {
+		t.Errorf("%d messages queued by bad requests", n)
+	}
+	if _, starts, advances := creator.counts(); starts+advances != 0 {
+		t.Errorf("bad requests made %d cloud calls", starts+advances)
+	}
+
+	// The Idempotency-Key, as POST /spaces honours it.
+	first := c.do("POST", "/provisioning-jobs", jobBody("aws", accts["aws"], "idem"), "Idempotency-Key: job-1")
+	j := c.must(201, first)
+	again := c.do("POST", "/provisioning-jobs", jobBody("aws", accts["aws"], "idem"), "Idempotency-Key: job-1")
+	if again.status != 201 || again.json(t)["id"] != j["id"] || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("replay: %d %s %v", again.status, again.body, again.header)
+	}
+	other := c.do("POST", "/provisioning-jobs", jobBody("aws", accts["aws"], "idem-2"), "Idempotency-Key: job-1")
+	if other.status != 422 {
+		t.Errorf("another body under the key: %d %s", other.status, other.body)
+	}
+	waitJob(t, c, j["id"].(string), provisioning.Succeeded)
+	if clusters, _, _ := creator.counts(); clusters != 1 || spaceCount(t, c) != 1 {
+		t.Errorf("%d clusters, %d spaces after a replayed request; want 1 and 1", clusters, spaceCount(t, c))
+	}
+}
