@@ -24,7 +24,8 @@ import (
 // exist yet, so the first receive is handed back (the job's write follows
 // its first message) and the third is dropped; once the job is stored
 // queued, the delivery moves it to creating and queues the next step for
-// the next version, and a redelivery of the same message changes nothing.
+// the next version, and a redelivery of the same message changes nothing;
+// the queue's last receive of the next step fails the job.
 func TestSampleStepEvent(t *testing.T) {
 	raw, err := os.ReadFile("../../events/provisioner/step.json")
 	if err != nil {
@@ -78,6 +79,19 @@ func TestSampleStepEvent(t *testing.T) {
 	}
 	if got.State != provisioning.Creating || got.Version != 2 {
 		t.Errorf("job after the deliveries: %s version %d; want creating at version 2", got.State, got.Version)
+	}
+	// The queue's last receive of a step that keeps failing fails the job
+	// on the table, instead of leaving it stuck behind the DLQ.
+	last := ev
+	last.Records = []events.SQSMessage{ev.Records[0]}
+	last.Records[0].Body = provisioning.Message{OrgID: m.OrgID, JobID: m.JobID, Version: 2}.Encode()
+	last.Records[0].Attributes = map[string]string{"ApproximateReceiveCount": "5"}
+	if resp, err = p.HandleSQS(t.Context(), last); err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("last receive: %+v %v; want it acknowledged", resp, err)
+	}
+	if got, err = store.GetJob(t.Context(), m.OrgID, m.JobID); err != nil || got.State != provisioning.Failed ||
+		got.Failure.Reason != provisioning.ReasonStepKeptFailing || !got.Failure.Retryable || got.Failure.Step != provisioning.Creating {
+		t.Errorf("job after the last receive: %+v %v", got.Failure, err)
 	}
 	out, err := awsclient.SQS(env.Config, env.Endpoint).ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue), MaxNumberOfMessages: 10})
 	if err != nil {
