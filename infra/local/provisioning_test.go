@@ -411,8 +411,13 @@ func TestProvisioningBadRequests(t *testing.T) {
 		{"account of another provider", body("aws", func(b, _, _, _ map[string]any) { b["cloud_account_id"] = accts["gcp"] }), "cloud_account_id", nil},
 		{"account not ready", body("aws", func(b, _, _, _ map[string]any) { b["cloud_account_id"] = pending }), "cloud_account_id", nil},
 		{"no config", body("aws", func(b, _, _, _ map[string]any) { delete(b, "config") }), "config", nil},
-		{"bad region", body("aws", func(b, _, _, _ map[string]any) { b["config"] = configFor("aws", "x"); b["config"].(map[string]string)["region"] = "mars-1" }), "config.region", nil},
-		{"extra config key", body("aws", func(b, _, _, _ map[string]any) { b["config"] = map[string]string{"clusterName": "x", "region": "us-east-1", "zone": "a"} }), "config.zone", nil},
+		{"bad region", body("aws", func(b, _, _, _ map[string]any) {
+			b["config"] = configFor("aws", "x")
+			b["config"].(map[string]string)["region"] = "mars-1"
+		}), "config.region", nil},
+		{"extra config key", body("aws", func(b, _, _, _ map[string]any) {
+			b["config"] = map[string]string{"clusterName": "x", "region": "us-east-1", "zone": "a"}
+		}), "config.zone", nil},
 		{"no cluster name", body("aws", func(b, _, _, _ map[string]any) { b["config"] = map[string]string{"region": "us-east-1"} }), "config.clusterName", nil},
 		{"name with a control character", body("aws", func(b, _, _, _ map[string]any) { b["name"] = "prod\u0007" }), "name", nil},
 		{"unknown top-level field", body("aws", func(b, _, _, _ map[string]any) { b["space_type"] = "kubernetes" }), "space_type", nil},
