@@ -502,3 +502,54 @@ func TestProvisioningBadRequests(t *testing.T) {
 		t.Errorf("%d clusters, %d spaces after a replayed request; want 1 and 1", clusters, spaceCount(t, c))
 	}
 }
+
+// TestProvisioningDuplicateDeliveries: through real SQS, every version of
+// the job the test sees gets two more copies of its step's message (racing
+// the original) and one of the step before (a late redelivery): still one
+// cluster, one space, and once the job is done no message is left
+// circulating (duplicates never multiply into parallel chains).
+func TestProvisioningDuplicateDeliveries(t *testing.T) {
+	creator := &fakeCreator{polls: 3}
+	st, _ := provisioningStack(t, creator, ProvisioningConfig{})
+	c := newClient(t, st, "acme")
+	acct := c.account("aws")
+	id := c.must(201, c.do("POST", "/provisioning-jobs", jobBody("aws", acct, "twice")))["id"].(string)
+	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
+	send := func(version int64) {
+		body := provisioning.Message{OrgID: "acme", JobID: id, Version: version}.Encode()
+		if _, err := sqsc.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(st.Resources["ProvisioningQueue"].URL), MessageBody: aws.String(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[int64]bool{}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		j := c.must(200, c.do("GET", "/provisioning-jobs/"+id, nil))
+		v := int64(j["version"].(float64))
+		if j["state"] == "succeeded" {
+			break
+		}
+		if j["state"] == "failed" || time.Now().After(deadline) {
+			t.Fatalf("job %v", j)
+		}
+		if !seen[v] {
+			seen[v] = true
+			send(v)
+			send(v)
+			if v > 1 {
+				send(v - 1)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(seen) < 3 {
+		t.Errorf("duplicates were sent for only %d versions", len(seen))
+	}
+	eventually(t, "every message consumed", func() bool { return messagesIn(t, st, "ProvisioningQueue") == 0 })
+	if clusters, _, _ := creator.counts(); clusters != 1 {
+		t.Errorf("%d clusters", clusters)
+	}
+	if n := spaceCount(t, c); n != 1 {
+		t.Errorf("%d spaces, want 1", n)
+	}
+}
