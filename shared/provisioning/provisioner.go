@@ -117,8 +117,6 @@ func (p *Provisioner) Step(ctx context.Context, d Delivery) bool {
 	case err != nil:
 		log.Error("cannot read the job", "error", err.Error())
 		return false
-	case j.State.Terminal():
-		return true
 	case m.Version < j.Version:
 		log.Info("a duplicate delivery: the job is already at a later version", "job_version", j.Version)
 		return true
@@ -129,6 +127,10 @@ func (p *Provisioner) Step(ctx context.Context, d Delivery) bool {
 		// The write this message was sent for never landed: the delivery
 		// that sent it is redelivered and sends another.
 		log.Info("a delivery for a version never written: dropped", "job_version", j.Version)
+		return true
+	case j.State.Terminal():
+		// Checked after the versions: a retry's message is sent before the
+		// write that takes the job out of failed, and must wait for it.
 		return true
 	}
 	log = log.With("state", j.State)

@@ -281,3 +281,35 @@ func TestDeliveriesOutOfOrder(t *testing.T) {
 		t.Errorf("out-of-order deliveries changed the job (version %d), called the cloud %d times or sent %d", got.Version, cloud.starts, len(rec.sent))
 	}
 }
+
+// TestRetryMessageAheadOfItsWrite: a retry sends its message before the
+// write that takes the job out of failed; the message arriving first is
+// postponed, not dropped as if the job were over, and runs the step once
+// the write has landed.
+func TestRetryMessageAheadOfItsWrite(t *testing.T) {
+	store, rec, cloud := &memStore{}, &recorder{}, &oneCluster{}
+	j := newJob()
+	j, _ = Next(j, Outcome{}, t0, Policy{})
+	j.Version = 2
+	j, _ = Next(j, refusedOut, t0, Policy{})
+	j.Version = 3
+	_ = store.CreateJob(t.Context(), j, Idempotency{})
+	p := newTestProvisioner(store, rec, cloud)
+	if p.Step(t.Context(), delivery(j, 4, 1)) || rec.postponed != 1 {
+		t.Fatal("the retry's message was not postponed while the job still read failed")
+	}
+	jobs := &Jobs{Store: store, Queue: rec, Now: func() time.Time { return t0 }}
+	if _, err := jobs.Retry(t.Context(), j.OrgID, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Step(t.Context(), delivery(j, 4, 2)) || cloud.starts != 1 {
+		t.Fatalf("the retried step did not run: %d creates", cloud.starts)
+	}
+	if got, _ := store.GetJob(t.Context(), j.OrgID, j.ID); got.State != WaitingReady || got.Version != 5 {
+		t.Errorf("job after the retried step: %s at %d", got.State, got.Version)
+	}
+	// A message for a failed job at its own version (a late one) is over.
+	if !p.Step(t.Context(), delivery(j, 3, 1)) {
+		t.Error("a stale message was not dropped")
+	}
+}
