@@ -36,11 +36,9 @@ func (p *Publisher) PublishJob(ctx context.Context, j provisioning.Job) error {
 		dt = JobSucceeded
 	case provisioning.Failed:
 		dt = JobFailed
+	case provisioning.Canceled:
+		return nil // ended by its caller, who knows
 	default:
-		// A canceled job was ended by its caller, who knows.
-		if j.State == provisioning.Canceled {
-			return nil
-		}
 		return fmt.Errorf("eventbridge: job %s is %s, not ended", j.ID, j.State)
 	}
 	at := j.Since.UTC()
