@@ -119,3 +119,6 @@ build-ConsoleFunction:
 
 build-RevisionsFunction:
 	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/revisions
+
+build-ProvisionerFunction:
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/provisioner

@@ -212,7 +212,7 @@ func TestAlarmsReachSomeone(t *testing.T) {
 	}
 	want := []string{
 		"AWS/Lambda Throttles ApiFunction", "AWS/Lambda Throttles SchedulerFunction", "AWS/Lambda Throttles ProberFunction",
-		"AWS/Lambda Throttles CascadeFunction", "AWS/Lambda Throttles RevisionsFunction",
+		"AWS/Lambda Throttles CascadeFunction", "AWS/Lambda Throttles RevisionsFunction", "AWS/Lambda Throttles ProvisionerFunction",
 		"AWS/ApiGateway 5xx HttpApi", "AWS/ApiGateway Count HttpApi", "AWS/ApiGateway Latency HttpApi",
 		"AWS/Lambda IteratorAge CascadeFunction",
 		"AWS/SQS ApproximateAgeOfOldestMessage ProbeQueue", "AWS/SQS ApproximateAgeOfOldestMessage RevisionsQueue",
@@ -591,5 +591,92 @@ func TestEverySampleEventIsExercised(t *testing.T) {
 			!strings.Contains(sources.String(), `"`+name+`"`) {
 			t.Errorf("%s is read by no test", s)
 		}
+	}
+}
+
+// TestProvisionerIsLeastPrivileged: the provisioner's role grants exactly
+// what a step does (read and conditionally write the table, including the
+// registration's transaction; consume and re-send its own queue; send the
+// new space's probe; publish the job's end) and reaches customers' clouds
+// only by assuming the CloudAccountRoleArns or its conditioned federation
+// token, like the prober; the queue's redrive count is the function's
+// MAX_RECEIVES, so the last delivery fails the job before the DLQ; the API
+// may send to the queue.
+func TestProvisionerIsLeastPrivileged(t *testing.T) {
+	tpl := parseRaw(t)
+	grants := map[string][]string{}
+	for _, st := range statements(tpl)["ProvisionerFunctionRole"] {
+		if st["Effect"] != "Allow" {
+			t.Errorf("%v: effect %v", st["Sid"], st["Effect"])
+		}
+		for _, a := range list(st["Action"]) {
+			for _, r := range list(st["Resource"]) {
+				target := ref(r)
+				if target == "" {
+					target = fmt.Sprint(r)
+				}
+				grants[a.(string)] = append(grants[a.(string)], target)
+			}
+		}
+	}
+	for a := range grants {
+		sort.Strings(grants[a])
+	}
+	want := map[string][]string{
+		"logs:CreateLogStream":        {"ProvisionerLogGroup"},
+		"logs:PutLogEvents":           {"ProvisionerLogGroup"},
+		"sts:AssumeRole":              {"CloudAccountRoleArns"},
+		"sts:GetWebIdentityToken":     {"*"},
+		"dynamodb:GetItem":            {"SpacesTable"},
+		"dynamodb:PutItem":            {"SpacesTable"},
+		"dynamodb:UpdateItem":         {"SpacesTable"},
+		"dynamodb:DeleteItem":         {"SpacesTable"},
+		"sqs:ReceiveMessage":          {"ProvisioningQueue"},
+		"sqs:DeleteMessage":           {"ProvisioningQueue"},
+		"sqs:GetQueueAttributes":      {"ProvisioningQueue"},
+		"sqs:ChangeMessageVisibility": {"ProvisioningQueue"},
+		"sqs:SendMessage":             {"ProbeQueue", "ProvisioningQueue"},
+		"events:PutEvents":            {"EventBus"},
+	}
+	for a, rs := range want {
+		if !slices.Equal(grants[a], rs) {
+			t.Errorf("%s on %v, want on %v", a, grants[a], rs)
+		}
+	}
+	for a := range grants {
+		if _, ok := want[a]; !ok {
+			t.Errorf("unexpected grant %s on %v", a, grants[a])
+		}
+	}
+	fn := tpl.Resources["ProvisionerFunction"].Properties
+	vars, _ := get(fn, "Environment", "Variables").(map[string]any)
+	q := tpl.Resources["ProvisioningQueue"].Properties
+	if fmt.Sprint(get(q, "RedrivePolicy", "maxReceiveCount")) != fmt.Sprint(vars["MAX_RECEIVES"]) {
+		t.Errorf("ProvisioningQueue maxReceiveCount %v, provisioner MAX_RECEIVES %v; want them equal",
+			get(q, "RedrivePolicy", "maxReceiveCount"), vars["MAX_RECEIVES"])
+	}
+	if ref(get(q, "RedrivePolicy", "deadLetterTargetArn")) != "ProvisioningDLQ" {
+		t.Error("ProvisioningQueue does not redrive to ProvisioningDLQ")
+	}
+	for _, v := range []string{"PROVISIONING_QUEUE_URL", "PROBE_QUEUE_URL", "EVENT_BUS_NAME"} {
+		if ref(vars[v]) == "" {
+			t.Errorf("ProvisionerFunction: %s is not a reference to the stack's resource", v)
+		}
+	}
+	events, _ := fn["Events"].(map[string]any)
+	if src := get(events, "Steps", "Properties"); ref(get(src, "Queue")) != "ProvisioningQueue" ||
+		!slices.Contains(list(get(src, "FunctionResponseTypes")), any("ReportBatchItemFailures")) {
+		t.Errorf("ProvisionerFunction's SQS source = %v; want ProvisioningQueue with ReportBatchItemFailures", src)
+	}
+	apiSends := false
+	for _, st := range statements(tpl)["ApiFunctionRole"] {
+		if slices.Contains(list(st["Action"]), any("sqs:SendMessage")) &&
+			slices.ContainsFunc(list(st["Resource"]), func(r any) bool { return ref(r) == "ProvisioningQueue" }) {
+			apiSends = true
+		}
+	}
+	apiVars, _ := get(tpl.Resources["ApiFunction"].Properties, "Environment", "Variables").(map[string]any)
+	if !apiSends || ref(apiVars["PROVISIONING_QUEUE_URL"]) != "ProvisioningQueue" {
+		t.Errorf("ApiFunction may send to the provisioning queue: %v, PROVISIONING_QUEUE_URL %v", apiSends, apiVars["PROVISIONING_QUEUE_URL"])
 	}
 }

@@ -31,7 +31,8 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 	// problems, which is what the sample events expect of unknown ids.
 	s := api.Settings{Common: wiring.Common{Table: env.Name(t, "SpacesTable"), StaleAfter: space.DefaultStaleAfter},
 		CursorSecret: "test-secret-test-secret-test-secret",
-		ProbeQueue:   env.Resources["ProbeQueue"].URL, RevisionsQueue: env.Resources["RevisionsQueue"].URL}
+		ProbeQueue:   env.Resources["ProbeQueue"].URL, RevisionsQueue: env.Resources["RevisionsQueue"].URL,
+		ProvisioningQueue: env.Resources["ProvisioningQueue"].URL}
 	fn := &config.Function{Log: slog.New(slog.DiscardHandler), Env: config.FromOS()}
 	h, err := handler(wiring.AWS{Config: env.Config, Endpoint: env.Endpoint}, s, clouds.Settings{}, fn)
 	if err != nil {
@@ -66,6 +67,12 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 		"push-revision.json":            404,
 		"get-revision.json":             404,
 		"retry-revision.json":           404,
+		// Provisioning jobs: the sample job and account do not exist here.
+		"list-provisioning-jobs.json":  200,
+		"create-provisioning-job.json": 422,
+		"get-provisioning-job.json":    404,
+		"cancel-provisioning-job.json": 404,
+		"retry-provisioning-job.json":  404,
 	}
 	var covered []string
 	for _, f := range files {

@@ -68,6 +68,8 @@ type Config struct {
 	Cascade CascadeConfig
 	// Revisions configures the deployment revision claims.
 	Revisions RevisionsConfig
+	// Provisioning configures the provisioning jobs' steps.
+	Provisioning ProvisioningConfig
 	// ConsoleRefresh is how often the web console polls (default 5s).
 	ConsoleRefresh time.Duration
 	// Tracing is where every hop's spans go, as in the functions (nil:
@@ -120,16 +122,19 @@ type Stack struct {
 	// CascadeSource the template's event source it follows.
 	Cascade       *cascade.Cascade
 	CascadeSource emulator.StreamSource
+	// Provisioner runs the provisioning jobs' steps (nil when disabled).
+	Provisioner *wiring.Provisioning
 	// Leftovers are the test resources an earlier version's test runs had
 	// persisted into the data folder, removed at start.
 	Leftovers []string
 
-	stopProbing   func()
-	stopCascade   func()
-	stopRevisions func()
-	servers       []*http.Server
-	emu           *emulator.Emulator
-	errc          chan error
+	stopProbing      func()
+	stopCascade      func()
+	stopRevisions    func()
+	stopProvisioning func()
+	servers          []*http.Server
+	emu              *emulator.Emulator
+	errc             chan error
 }
 
 // Start brings the stack up and returns once every listener is ready.
@@ -177,6 +182,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err := st.startRevisions(cfg); err != nil {
 		return nil, fmt.Errorf("revisions: %w", err)
 	}
+	if err := st.startProvisioning(cfg); err != nil {
+		return nil, fmt.Errorf("provisioning: %w", err)
+	}
 
 	keyCfg := auth.LocalConfig{KeyPath: filepath.Join(cfg.DataDir, "dev-jwt.pem")}
 	verifier, err := auth.NewLocalVerifier(keyCfg)
@@ -190,7 +198,8 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		Common:       wiring.Common{Table: st.Table, StaleAfter: cfg.StaleAfter},
 		CursorSecret: "spaces-local:" + verifier.KeyID(),
 		// Registration probes go where the local prober reads, if it runs.
-		RevisionsQueue: res["RevisionsQueue"].URL,
+		RevisionsQueue:    res["RevisionsQueue"].URL,
+		ProvisioningQueue: res["ProvisioningQueue"].URL,
 	}
 	if !cfg.Probing.Disabled {
 		settings.ProbeQueue = res["ProbeQueue"].URL
@@ -247,6 +256,9 @@ func (st *Stack) Close() {
 	}
 	if st.stopRevisions != nil {
 		st.stopRevisions()
+	}
+	if st.stopProvisioning != nil {
+		st.stopProvisioning()
 	}
 	for _, s := range st.servers {
 		_ = s.Shutdown(ctx)

@@ -6,6 +6,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -48,6 +49,20 @@ func (e *Env) Duration(name string, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// Int returns a positive whole number or def when unset.
+func (e *Env) Int(name string, def int) int {
+	v, _ := e.Lookup(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		e.problems = append(e.problems, fmt.Sprintf("%s=%q is not a positive whole number", name, v))
+		return def
+	}
+	return n
 }
 
 // Err reports every problem met so far.

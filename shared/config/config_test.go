@@ -31,3 +31,19 @@ func TestEnv(t *testing.T) {
 		}
 	}
 }
+
+func TestEnvInt(t *testing.T) {
+	e := env(map[string]string{"MAX_RECEIVES": "5", "BAD": "0", "WORSE": "x"})
+	if e.Int("MAX_RECEIVES", 3) != 5 || e.Int("UNSET", 3) != 3 {
+		t.Fatal("values not read")
+	}
+	if e.Int("BAD", 3) != 3 || e.Int("WORSE", 3) != 3 {
+		t.Fatal("bad values not replaced by the default")
+	}
+	err := e.Err()
+	for _, want := range []string{`BAD="0"`, `WORSE="x"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+}

@@ -32,6 +32,12 @@ import (
 //	CASCADE#<space>    the space's deregistration  cascaded_at
 //	                   cascade is done
 //	REV#<id>           a deployment revision       its fields, manifests, state, reason, attempts
+//	JOB#<id>           a provisioning job          its fields (provisioning.Job): state, operation,
+//	                                               steps, failure, space_id, version (N)
+//	JOBCLAIM#<identity> the live job creating      job_id; held from the job's creation until it
+//	                   that cluster                succeeds or is canceled (a failed job keeps it:
+//	                                               it may be retried)
+//	JOBIDEMP#<key>     a job's Idempotency-Key     key, hash, job_id, expires_at (TTL)
 //
 // A space's own partition, pk = SPACE#<space id>, holds what hangs off it:
 //
@@ -69,6 +75,9 @@ const (
 	prefixCascade  = "CASCADE#"
 	prefixRevision = "REV#"
 	prefixHist     = "HIST#"
+	prefixJob      = "JOB#"
+	prefixJobClaim = "JOBCLAIM#"
+	prefixJobIdem  = "JOBIDEMP#"
 
 	histTime = "2006-01-02T15:04:05.000000000Z"
 

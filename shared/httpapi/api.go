@@ -14,6 +14,7 @@ import (
 
 	"spaces/shared/auth"
 	"spaces/shared/cursor"
+	"spaces/shared/provisioning"
 	"spaces/shared/space"
 )
 
@@ -25,9 +26,11 @@ type API struct {
 	// Revisions pushes and retries deployment revisions (nil or without a
 	// queue: 503).
 	Revisions *space.Revisions
-	Auth      auth.Authenticator
-	Cursors   *cursor.Codec
-	Log       *slog.Logger
+	// Jobs creates and reads provisioning jobs (nil or without a queue: 503).
+	Jobs    *provisioning.Jobs
+	Auth    auth.Authenticator
+	Cursors *cursor.Codec
+	Log     *slog.Logger
 	// OpenAPI is served at GET /openapi.yaml without authentication.
 	OpenAPI   []byte
 	Discovery *Discovery // namespace discovery and the cluster picker (discovery.go); nil: 503
@@ -70,6 +73,11 @@ var routes = []route{
 	{"POST", "/environments/{id}/revisions", (*API).pushRevision},
 	{"GET", "/revisions/{id}", (*API).getRevision},
 	{"POST", "/revisions/{id}/retry", (*API).retryRevision},
+	{"GET", "/provisioning-jobs", (*API).listJobs},
+	{"POST", "/provisioning-jobs", (*API).createJob},
+	{"GET", "/provisioning-jobs/{id}", (*API).getJob},
+	{"DELETE", "/provisioning-jobs/{id}", (*API).cancelJob},
+	{"POST", "/provisioning-jobs/{id}/retry", (*API).retryJob},
 }
 
 // PublicRoutes need no token.

@@ -21,6 +21,7 @@ type problem struct {
 	Errors          []space.FieldError `json:"errors,omitempty"`
 	Reason          string             `json:"reason,omitempty"`
 	ExistingSpaceID string             `json:"existing_space_id,omitempty"`
+	ExistingJobID   string             `json:"existing_job_id,omitempty"`
 	RequestID       string             `json:"request_id,omitempty"`
 }
 
@@ -79,7 +80,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &de):
 		k := kinds[de.Kind]
 		p.Status, p.Type = k.status, problemTypePrefix+k.slug
-		p.Detail, p.Errors, p.Reason, p.ExistingSpaceID = de.Message, de.Fields, de.Reason, de.ExistingID
+		p.Detail, p.Errors, p.Reason, p.ExistingSpaceID, p.ExistingJobID = de.Message, de.Fields, de.Reason, de.ExistingID, de.ExistingJobID
 		switch de.Kind {
 		case space.KindUnauthenticated:
 			if len(p.Errors) == 0 { // the credentials are what to fix

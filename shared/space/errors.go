@@ -38,6 +38,9 @@ type Error struct {
 	Fields  []FieldError
 	// ExistingID names the space that already holds a cluster identity (409).
 	ExistingID string
+	// ExistingJobID names the live provisioning job already creating a
+	// cluster identity (409).
+	ExistingJobID string
 	// Reason is a machine-readable cause such as "ClusterNotFound".
 	Reason string
 	Err    error // internal cause: logged, never shown to clients

@@ -14,8 +14,10 @@ package wiring
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"spaces/shared/awsclient"
@@ -26,6 +28,7 @@ import (
 	"spaces/shared/kubecred"
 	"spaces/shared/metrics"
 	"spaces/shared/probing"
+	"spaces/shared/provisioning"
 	"spaces/shared/revisions"
 	"spaces/shared/space"
 	"spaces/shared/sqsqueue"
@@ -193,4 +196,76 @@ func Claimer(a AWS, s ClaimerSettings, minter kubecred.Minter, applier revisions
 		Queue:   Redelivery{Queue: a.Queue(s.RevisionsQueue), DLQ: a.Queue(s.RevisionsDLQ)},
 		Backoff: s.Backoff, StaleAfter: s.StaleAfter, Log: log,
 	})
+}
+
+// ProvisioningQueue sends provisioning deliveries (provisioning.Queue) and
+// postpones received ones (provisioning.Redelivery) on one SQS queue.
+type ProvisioningQueue struct{ Q *sqsqueue.Queue }
+
+// Enqueue sends one message after delay.
+func (q ProvisioningQueue) Enqueue(ctx context.Context, m provisioning.Message, delay time.Duration) error {
+	if err := q.Q.Send(ctx, []sqsqueue.Message{{Body: m.Encode(), Delay: min(delay, sqsqueue.MaxDelay)}}); err != nil {
+		return &space.Error{Kind: space.KindUnavailable, Message: "the provisioning job could not be queued", Err: err}
+	}
+	return nil
+}
+
+// Postpone delays a received message's next delivery.
+func (q ProvisioningQueue) Postpone(ctx context.Context, receiptHandle string, d time.Duration) error {
+	return q.Q.Postpone(ctx, receiptHandle, d)
+}
+
+// ProvisionerSettings configure the provisioning jobs' steps.
+type ProvisionerSettings struct {
+	Common
+	ProvisioningQueue string
+	EventBus          string
+	ProbeQueue        string
+	// PollInterval is the wait between two polls of a creation.
+	PollInterval time.Duration
+	// MaxReceives must be the queue's maxReceiveCount (template.yaml).
+	MaxReceives int
+}
+
+// ReadProvisioner reads the provisioner's settings.
+func ReadProvisioner(env *config.Env) ProvisionerSettings {
+	return ProvisionerSettings{Common: ReadCommon(env), ProvisioningQueue: env.Required("PROVISIONING_QUEUE_URL"),
+		EventBus: env.Required("EVENT_BUS_NAME"), ProbeQueue: env.Required("PROBE_QUEUE_URL"),
+		PollInterval: env.Duration("POLL_INTERVAL", provisioning.DefaultPollInterval),
+		MaxReceives:  env.Int("MAX_RECEIVES", provisioning.DefaultMaxReceives)}
+}
+
+// Provisioner builds the provisioner. creator reaches the clouds as each
+// org's connected identity; checker (nil: none) is the registration's
+// cloud check, as for POST /spaces.
+func Provisioner(a AWS, s ProvisionerSettings, creator space.ClusterCreator, checker space.ClusterChecker, log *slog.Logger) *Provisioning {
+	store := a.Store(s.Table)
+	svc := space.NewService(store, s.StaleAfter)
+	svc.Clusters = checker
+	q := ProvisioningQueue{a.Queue(s.ProvisioningQueue)}
+	p := &Provisioning{Provisioner: provisioning.NewProvisioner(provisioning.Provisioner{
+		Store: store, Accounts: store, Creator: creator, Spaces: svc,
+		Events: a.Events(s.EventBus), Queue: q, Redeliver: q,
+		Policy:      provisioning.Policy{PollInterval: s.PollInterval},
+		MaxReceives: s.MaxReceives, Log: log,
+	})}
+	if s.ProbeQueue != "" {
+		p.Provisioner.Probes = probing.Enqueuer{Queue: ProbeQueue{a.Queue(s.ProbeQueue)}}
+	}
+	return p
+}
+
+// Provisioning is the provisioner behind Lambda's SQS source.
+type Provisioning struct{ *provisioning.Provisioner }
+
+// HandleSQS runs one step per record and reports the records to redeliver.
+func (p *Provisioning) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	var resp events.SQSEventResponse
+	for _, r := range ev.Records {
+		n, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
+		if !p.Step(ctx, provisioning.Delivery{MessageID: r.MessageId, ReceiptHandle: r.ReceiptHandle, Body: r.Body, ReceiveCount: n}) {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+		}
+	}
+	return resp, nil
 }

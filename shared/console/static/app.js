@@ -7,6 +7,7 @@ import { createSession, devSignIn, oidcSignIn, oidcCallback } from './auth.js';
 import { spacesList, spaceDetail } from './spaces.js';
 import { accounts, clusterPicker } from './accounts.js';
 import { environments, environmentDetail } from './environments.js';
+import { jobs } from './jobs.js';
 
 const main = document.getElementById('main');
 const session = createSession();
@@ -20,6 +21,7 @@ const routes = [
   [/^#\/accounts\/([0-9a-fA-F-]{36})\/clusters$/, clusterPicker],
   [/^#\/environments\/([0-9a-fA-F-]{36})$/, environmentDetail],
   [/^#\/environments$/, environments],
+  [/^#\/jobs$/, jobs],
 ];
 
 function signedOut(message) {

@@ -181,7 +181,19 @@ export async function environmentDetail(root, [id], ctx) {
 
 const REV = { pending: 'unknown', deployed: 'active', failed: 'inactive', stopped: 'inactive', 'dead-lettered': 'inactive' };
 
-function revisionRow(r, sp, ctx, load) {
+// knownRevisions lists the ids of every revision this browser pushed for
+// org, across its environments.
+export function knownRevisions(org) {
+  const prefix = `spaces.revisions.${org}.`;
+  const ids = [];
+  for (let i = 0; i < localStorage.length; i++) {
+    const k = localStorage.key(i);
+    if (k && k.startsWith(prefix)) ids.push(...known(org, k.slice(prefix.length)));
+  }
+  return [...new Set(ids)];
+}
+
+export function revisionRow(r, sp, ctx, load) {
   const act = h('td');
   if (r.state === 'stopped') {
     const ready = sp && sp.status === 'active';

@@ -15,6 +15,7 @@ import (
 	"spaces/shared/kubens"
 	"spaces/shared/mint"
 	"spaces/shared/probing"
+	"spaces/shared/provisioning"
 	"spaces/shared/space"
 	"spaces/shared/wiring"
 )
@@ -31,12 +32,14 @@ type Settings struct {
 	PreviousCursorSecret string
 	ProbeQueue           string // where registration probes are sent ("": none)
 	RevisionsQueue       string // where deployment revisions are queued
+	ProvisioningQueue    string // where provisioning jobs' steps are queued
 }
 
 // Read reads the api function's settings.
 func Read(env *config.Env) Settings {
 	return Settings{Common: wiring.ReadCommon(env), CursorSecretARN: env.Required("CURSOR_SECRET_ARN"),
-		ProbeQueue: env.Required("PROBE_QUEUE_URL"), RevisionsQueue: env.Required("REVISIONS_QUEUE_URL")}
+		ProbeQueue: env.Required("PROBE_QUEUE_URL"), RevisionsQueue: env.Required("REVISIONS_QUEUE_URL"),
+		ProvisioningQueue: env.Required("PROVISIONING_QUEUE_URL")}
 }
 
 // Options are the parts that differ between processes.
@@ -76,6 +79,12 @@ func New(a wiring.AWS, s Settings, o Options) (*httpapi.API, *space.Service, err
 		api.Probes = probing.Enqueuer{Queue: wiring.ProbeQueue{Q: a.Queue(s.ProbeQueue)}}
 	}
 	api.Revisions = &space.Revisions{Bindings: api.Bindings, Store: store, Queue: wiring.RevisionQueue{Q: a.Queue(s.RevisionsQueue)}}
+	if s.ProvisioningQueue != "" {
+		api.Jobs = provisioning.NewJobs(store, store, wiring.ProvisioningQueue{Q: a.Queue(s.ProvisioningQueue)})
+		if o.Now != nil {
+			api.Jobs.Now = o.Now
+		}
+	}
 	// Without a minter no cloud is reachable: registrations are not checked
 	// against the cloud and the discovery routes answer 503.
 	if o.Minter != nil {

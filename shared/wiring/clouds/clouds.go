@@ -8,6 +8,8 @@ import (
 
 	"spaces/shared/config"
 	"spaces/shared/mint"
+	"spaces/shared/provisioning"
+	"spaces/shared/space"
 )
 
 // Settings name the federation the deployed functions use (README,
@@ -44,4 +46,15 @@ func Minter(s Settings, awsCfg aws.Config, store interface {
 	return mint.ForRuntime(mint.RuntimeConfig{AWS: awsCfg, Store: store,
 		GCPWorkloadIdentityProvider: s.GCPWorkloadIdentityProvider, AzureTokenAudience: s.AzureTokenAudience,
 		GCPFederationRole: s.GCPFederationRole, AWSPrincipal: s.AWSPrincipal, AzureIssuer: s.AzureIssuer, AzureSubject: s.AzureSubject})
+}
+
+// Creator is the deployed provisioner's cluster creator: the minter's
+// clouds (EKS, GKE, AKS adapters in shared/mint) as each org's connected
+// identity. This is the one place the real adapters plug in; a minter that
+// does not create clusters yields provisioning.Unconfigured.
+func Creator(m *mint.Minter) space.ClusterCreator {
+	if c, ok := any(m).(space.ClusterCreator); ok && m != nil {
+		return c
+	}
+	return provisioning.Unconfigured{}
 }

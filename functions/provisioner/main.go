@@ -1,0 +1,22 @@
+// Command provisioner is the SQS-triggered Lambda that runs provisioning
+// jobs one step per message (see shared/provisioning): create the cluster
+// as the org's connected identity, poll it, register it as a space.
+package main
+
+import (
+	"context"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"spaces/shared/config"
+	"spaces/shared/wiring"
+	"spaces/shared/wiring/clouds"
+)
+
+func main() {
+	fn := config.NewFunction()
+	s, fed := wiring.ReadProvisioner(fn.Env), clouds.Read(fn.Env)
+	a := wiring.AWS{Config: fn.AWS(context.Background())}
+	minter := clouds.Minter(fed, a.Config, a.Store(s.Table))
+	lambda.Start(wiring.Provisioner(a, s, clouds.Creator(minter), minter, fn.Log).HandleSQS)
+}

@@ -1,0 +1,77 @@
+// Provisioning jobs (their states and steps; retry a failed one, cancel a
+// live one) and, beside them, the stopped revisions this browser pushed,
+// each with its re-enqueue once its space is active again.
+import { h, providerMark, errorBox, empty, flash, when } from './ui.js';
+import { knownRevisions, revisionRow } from './environments.js';
+
+// The badge colour of each state.
+const JOB = { queued: 'unknown', creating: 'unknown', 'waiting-ready': 'unknown', registering: 'unknown', succeeded: 'active', failed: 'inactive', canceled: 'inactive' };
+
+export async function jobs(root, _, ctx) {
+  const { api, session } = ctx;
+  const list = h('div', { id: 'jobs' }, h('p', { class: 'loading' }, 'Loading provisioning jobs…'));
+  const stopped = h('div', { id: 'stopped-revisions' }, h('p', { class: 'loading' }, 'Loading revisions…'));
+  root.replaceChildren(h('h1', null, 'Provisioning jobs'),
+    h('p', { class: 'muted' }, 'Clusters being created in your cloud accounts; each becomes a space once it is ready.'),
+    h('div', { class: 'card' }, list),
+    h('div', { class: 'card' }, h('h2', null, 'Stopped revisions'),
+      h('p', { class: 'muted' }, 'Revisions pushed from this browser that stopped on an inactive space: re-enqueue them once it is active.'), stopped));
+
+  // Rebuilt only when something changed, so a button is not replaced under
+  // the pointer.
+  let lastJobs = '', lastRevs = '';
+  async function loadJobs() {
+    const items = await api.all('/provisioning-jobs');
+    const sig = JSON.stringify(items.map(j => [j.id, j.version]));
+    if (sig === lastJobs) return;
+    lastJobs = sig;
+    if (!items.length) { list.replaceChildren(empty('No provisioning job yet: POST /provisioning-jobs creates one.')); return; }
+    list.replaceChildren(h('table', { class: 'stack', id: 'job-table' },
+      h('thead', null, h('tr', null, ['Cluster', 'State', 'Steps', 'Updated', ''].map(t => h('th', { scope: 'col' }, t)))),
+      h('tbody', null, items.map(j => jobRow(j, ctx, loadJobs)))));
+  }
+  async function loadRevisions() {
+    const ids = knownRevisions(session.org());
+    const revs = (await Promise.all(ids.map(r => api.get(`/revisions/${r}`).catch(() => null)))).filter(r => r && r.state === 'stopped');
+    const spaces = new Map();
+    for (const r of revs) {
+      if (!spaces.has(r.space_id)) spaces.set(r.space_id, await api.get(`/spaces/${r.space_id}`).catch(() => null));
+    }
+    const sig = JSON.stringify([revs.map(r => [r.id, r.version]), [...spaces.values()].map(s => s && s.status)]);
+    if (sig === lastRevs) return;
+    lastRevs = sig;
+    if (!revs.length) { stopped.replaceChildren(empty('No stopped revision.')); return; }
+    stopped.replaceChildren(h('table', { class: 'stack', id: 'rev-table' },
+      h('thead', null, h('tr', null, ['Revision', 'State', 'Attempts', 'Updated', ''].map(t => h('th', { scope: 'col' }, t)))),
+      h('tbody', null, revs.map(r => revisionRow(r, spaces.get(r.space_id), ctx, loadRevisions)))));
+  }
+  await ctx.every(() => Promise.all([
+    loadJobs().catch(x => list.replaceChildren(errorBox(x, 'The provisioning jobs could not be loaded'))),
+    loadRevisions().catch(x => stopped.replaceChildren(errorBox(x, 'The revisions could not be loaded'))),
+  ]));
+}
+
+function jobRow(j, ctx, load) {
+  const act = h('td');
+  const button = (label, run, done) => {
+    const b = h('button', { type: 'button' }, label);
+    b.addEventListener('click', async () => {
+      b.disabled = true;
+      try { await run(); flash(done); await load(); } catch (x) { b.disabled = false; act.append(errorBox(x, `${label} failed`)); }
+    });
+    return b;
+  };
+  if (j.state === 'failed') act.append(button('Retry', () => ctx.api.post(`/provisioning-jobs/${j.id}/retry`), 'Job queued again.'));
+  if (!['succeeded', 'canceled', 'registering'].includes(j.state)) act.append(button('Cancel', () => ctx.api.del(`/provisioning-jobs/${j.id}`), 'Job canceled.'));
+  const steps = h('ol', { class: 'steps' }, j.steps.map(s => h('li', { 'data-step': s.state },
+    h('span', { class: `badge s-${JOB[s.state]}` }, s.state), ' ', when(s.at),
+    s.cloud_status ? h('span', { class: 'reason' }, s.cloud_status) : null, s.message ? h('span', { class: 'reason' }, s.message) : null)));
+  return h('tr', { 'data-job': j.id, 'data-state': j.state },
+    h('td', { 'data-label': 'Cluster' }, providerMark(j.provider, false), ' ', j.config.clusterName,
+      j.space_id ? h('div', null, h('a', { href: `#/spaces/${j.space_id}` }, 'its space')) : null),
+    h('td', { 'data-label': 'State' }, h('span', { class: `badge s-${JOB[j.state]}` }, j.state),
+      j.failure ? h('div', { class: 'reason', role: 'note' }, `${j.failure.reason} at ${j.failure.step}: ${j.failure.message}${j.failure.retryable ? '' : ' (a retry will not help as is)'}`) : null,
+      j.left_in_cloud ? h('div', { class: 'reason' }, j.left_in_cloud) : null),
+    h('td', { 'data-label': 'Steps' }, steps),
+    h('td', { 'data-label': 'Updated' }, when(j.updated_at)), act);
+}

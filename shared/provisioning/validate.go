@@ -1,0 +1,235 @@
+package provisioning
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"spaces/shared/space"
+)
+
+// Input is what a caller supplies to provision a cluster.
+type Input struct {
+	Name           string
+	Provider       space.Provider
+	CloudAccountID string
+	Config         space.Config
+	Spec           space.ClusterSpec
+}
+
+// The shapes each cloud publishes for what a spec names. Whether a version
+// or machine type exists is the cloud's to say (its refusal fails the job
+// with its own words); these catch what no cloud would take.
+var (
+	kubeMinor = regexp.MustCompile(`^1\.[0-9]{1,2}$`)
+	// EC2 instance types: family and generation, a dot, a size (m5.large,
+	// t3a.xlarge, m7g.metal-48xl).
+	ec2Type = regexp.MustCompile(`^[a-z][a-z0-9-]*\.[a-z0-9-]+$`)
+	// GCE machine types: e2-standard-4, n2d-highmem-8, custom-4-16384.
+	gceType = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)+$`)
+	// Azure VM sizes: Standard_D4s_v5.
+	azureSize    = regexp.MustCompile(`^Standard_[A-Za-z0-9_]+$`)
+	awsSubnet    = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	awsSG        = regexp.MustCompile(`^sg-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	gcpNetName   = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	azureRegion  = regexp.MustCompile(`^[a-z][a-z0-9]{2,39}$`)
+	azureSubnet  = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/resourceGroups/[-\w.()]{1,90}/providers/Microsoft\.Network/virtualNetworks/[-\w.]{2,64}/subnets/[-\w.]{1,80}$`)
+	gcpLabelKey  = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
+	gcpLabelVal  = regexp.MustCompile(`^[a-z0-9_-]{0,63}$`)
+	azureTagBad  = regexp.MustCompile(`[<>%&\\?/]`)
+	awsTagChars  = regexp.MustCompile(`^[\p{L}\p{Z}\p{N}_.:/=+\-@]*$`)
+	maxNodes     = 1000
+	maxTags      = 50
+	maxSecGroups = 5
+	maxSubnets   = 16
+)
+
+// Validate reports every bad field of in at once: the space's own fields
+// as POST /spaces checks them, and the spec as the provider needs it.
+func (in Input) Validate() error {
+	var fe []space.FieldError
+	add := func(field, format string, args ...any) {
+		fe = append(fe, space.FieldError{Field: field, Reason: fmt.Sprintf(format, args...)})
+	}
+	// The space's own fields, exactly as a registration checks them.
+	if err := in.registerInput().Validate(); err != nil {
+		e, ok := err.(*space.Error)
+		if !ok {
+			return err
+		}
+		fe = append(fe, e.Fields...)
+	}
+	s := in.Spec
+	switch {
+	case s.KubernetesVersion == "":
+		add("spec.kubernetes_version", "is required")
+	case !kubeMinor.MatchString(s.KubernetesVersion):
+		add("spec.kubernetes_version", "must be a Kubernetes minor version such as 1.31")
+	}
+	checkPool(add, in.Provider, s.NodePool)
+	checkNetwork(add, in.Provider, in.Config, s.Network)
+	checkTags(add, in.Provider, s.Tags)
+	if len(fe) == 0 {
+		return nil
+	}
+	sort.SliceStable(fe, func(i, j int) bool { return fe[i].Field < fe[j].Field })
+	return &space.Error{Kind: space.KindInvalid, Message: "the provisioning job is not valid", Fields: fe}
+}
+
+func (in Input) registerInput() space.RegisterInput {
+	return space.RegisterInput{Name: in.Name, Provider: in.Provider, SpaceType: space.TypeKubernetes,
+		CloudAccountID: in.CloudAccountID, Config: in.Config}
+}
+
+type adder func(field, format string, args ...any)
+
+func checkPool(add adder, p space.Provider, np space.NodePool) {
+	const f = "spec.node_pool."
+	switch {
+	case np.MachineType == "":
+		add(f+"machine_type", "is required")
+	case p == space.AWS && !ec2Type.MatchString(np.MachineType):
+		add(f+"machine_type", "must be an EC2 instance type such as m5.large")
+	case p == space.GCP && !gceType.MatchString(np.MachineType):
+		add(f+"machine_type", "must be a GCE machine type such as e2-standard-4")
+	case p == space.Azure && !azureSize.MatchString(np.MachineType):
+		add(f+"machine_type", "must be an Azure VM size such as Standard_D4s_v5")
+	case len(np.MachineType) > 64:
+		add(f+"machine_type", "must be at most 64 characters")
+	}
+	// AKS's system pool needs a node at all times; EKS and GKE pools may
+	// scale to zero.
+	least := 0
+	if p == space.Azure {
+		least = 1
+	}
+	if np.Max < 1 || np.Max > maxNodes {
+		add(f+"max_nodes", "must be between 1 and %d", maxNodes)
+	}
+	switch {
+	case np.Min < least:
+		add(f+"min_nodes", "must be at least %d", least)
+	case np.Min > np.Max:
+		add(f+"min_nodes", "must not exceed max_nodes (%d)", np.Max)
+	}
+	if np.Desired < np.Min || np.Desired > np.Max || np.Desired < least {
+		add(f+"desired_nodes", "must be between min_nodes and max_nodes (%d-%d)", max(np.Min, least), np.Max)
+	}
+}
+
+func checkNetwork(add adder, p space.Provider, cfg space.Config, n space.Network) {
+	const f = "spec.network."
+	notFor := func(field string, set bool) {
+		if set {
+			add(f+field, "does not apply to %s", p)
+		}
+	}
+	switch p {
+	case space.AWS:
+		switch {
+		case len(n.SubnetIDs) < 2:
+			add(f+"subnet_ids", "must name at least two subnets, in two availability zones (EKS requires it)")
+		case len(n.SubnetIDs) > maxSubnets:
+			add(f+"subnet_ids", "must name at most %d subnets", maxSubnets)
+		}
+		checkIDs(add, f+"subnet_ids", n.SubnetIDs, awsSubnet, "a subnet id such as subnet-0a1b2c3d")
+		if len(n.SecurityGroupIDs) > maxSecGroups {
+			add(f+"security_group_ids", "must name at most %d security groups", maxSecGroups)
+		}
+		checkIDs(add, f+"security_group_ids", n.SecurityGroupIDs, awsSG, "a security group id such as sg-0a1b2c3d")
+		notFor("network", n.Network != "")
+		notFor("subnetwork", n.Subnetwork != "")
+		notFor("location", n.Location != "")
+		notFor("vnet_subnet_id", n.VNetSubnetID != "")
+	case space.GCP:
+		for field, v := range map[string]string{"network": n.Network, "subnetwork": n.Subnetwork} {
+			switch {
+			case v == "":
+				add(f+field, "is required")
+			case !gcpNetName.MatchString(v):
+				add(f+field, "must be a VPC %s name: 1-63 lowercase letters, digits or '-', starting with a letter", field)
+			}
+		}
+		notFor("subnet_ids", len(n.SubnetIDs) > 0)
+		notFor("security_group_ids", len(n.SecurityGroupIDs) > 0)
+		notFor("location", n.Location != "")
+		notFor("vnet_subnet_id", n.VNetSubnetID != "")
+	case space.Azure:
+		switch {
+		case n.Location == "":
+			add(f+"location", "is required")
+		case !azureRegion.MatchString(n.Location):
+			add(f+"location", "must be an Azure location such as eastus or westeurope")
+		}
+		switch m := azureSubnet.FindStringSubmatch(n.VNetSubnetID); {
+		case n.VNetSubnetID == "":
+			add(f+"vnet_subnet_id", "is required")
+		case m == nil:
+			add(f+"vnet_subnet_id", "must be a subnet resource id: /subscriptions/{id}/resourceGroups/{group}/providers/Microsoft.Network/virtualNetworks/{vnet}/subnets/{subnet}")
+		case cfg["subscriptionId"] != "" && !strings.EqualFold(m[1], cfg["subscriptionId"]):
+			add(f+"vnet_subnet_id", "must be in the cluster's subscription (config.subscriptionId)")
+		}
+		notFor("subnet_ids", len(n.SubnetIDs) > 0)
+		notFor("security_group_ids", len(n.SecurityGroupIDs) > 0)
+		notFor("network", n.Network != "")
+		notFor("subnetwork", n.Subnetwork != "")
+	}
+}
+
+func checkIDs(add adder, field string, ids []string, re *regexp.Regexp, hint string) {
+	seen := map[string]bool{}
+	for i, id := range ids {
+		at := fmt.Sprintf("%s[%d]", field, i)
+		switch {
+		case !re.MatchString(id):
+			add(at, "must be %s", hint)
+		case seen[id]:
+			add(at, "repeats %s", id)
+		}
+		seen[id] = true
+	}
+}
+
+// checkTags applies each cloud's tag (label) rules.
+func checkTags(add adder, p space.Provider, tags map[string]string) {
+	const f = "spec.tags"
+	if len(tags) > maxTags {
+		add(f, "must hold at most %d entries", maxTags)
+	}
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v, at := tags[k], f+"."+k
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			add(at, "must be valid UTF-8")
+			continue
+		}
+		switch p {
+		case space.AWS:
+			switch {
+			case k == "" || utf8.RuneCountInString(k) > 128 || utf8.RuneCountInString(v) > 256:
+				add(at, "must have a key of 1-128 and a value of at most 256 characters")
+			case strings.HasPrefix(strings.ToLower(k), "aws:"):
+				add(at, "must not use the reserved prefix aws:")
+			case !awsTagChars.MatchString(k) || !awsTagChars.MatchString(v):
+				add(at, "may hold only letters, digits, spaces and _ . : / = + - @")
+			}
+		case space.GCP:
+			if !gcpLabelKey.MatchString(k) || !gcpLabelVal.MatchString(v) {
+				add(at, "must be a GCP label: a key of 1-63 lowercase letters, digits, '_' or '-' starting with a letter, a value of at most 63 of them")
+			}
+		case space.Azure:
+			switch {
+			case k == "" || utf8.RuneCountInString(k) > 512 || utf8.RuneCountInString(v) > 256:
+				add(at, "must have a key of 1-512 and a value of at most 256 characters")
+			case azureTagBad.MatchString(k):
+				add(at, "must not hold < > %% & \\ ? / in its key")
+			}
+		}
+	}
+}
