@@ -637,6 +637,8 @@ func TestProvisionerIsLeastPrivileged(t *testing.T) {
 		"sqs:ChangeMessageVisibility": {"ProvisioningQueue"},
 		"sqs:SendMessage":             {"ProbeQueue", "ProvisioningQueue"},
 		"events:PutEvents":            {"EventBus"},
+		"xray:PutTraceSegments":       {"*"},
+		"xray:PutTelemetryRecords":    {"*"},
 	}
 	for a, rs := range want {
 		if !slices.Equal(grants[a], rs) {

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"spaces/shared/config"
+	"spaces/shared/tracing"
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/clouds"
 )
@@ -18,5 +19,5 @@ func main() {
 	s, fed := wiring.ReadProvisioner(fn.Env), clouds.Read(fn.Env)
 	a := wiring.AWS{Config: fn.AWS(context.Background())}
 	minter := clouds.Minter(fed, a.Config, a.Store(s.Table))
-	lambda.Start(wiring.Provisioner(a, s, clouds.Creator(minter), minter, fn.Log).HandleSQS)
+	lambda.Start(tracing.Handler(fn.Tracing, "provisioner", wiring.Provisioner(a, s, clouds.Creator(minter), minter, fn.Log).HandleSQS))
 }

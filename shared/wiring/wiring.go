@@ -32,6 +32,7 @@ import (
 	"spaces/shared/revisions"
 	"spaces/shared/space"
 	"spaces/shared/sqsqueue"
+	"spaces/shared/tracing"
 )
 
 // AWS is where a workflow finds AWS: the SDK configuration and, locally,
@@ -263,7 +264,11 @@ func (p *Provisioning) HandleSQS(ctx context.Context, ev events.SQSEvent) (event
 	var resp events.SQSEventResponse
 	for _, r := range ev.Records {
 		n, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
-		if !p.Step(ctx, provisioning.Delivery{MessageID: r.MessageId, ReceiptHandle: r.ReceiptHandle, Body: r.Body, ReceiveCount: n}) {
+		// Each step continues the trace of the request or step that queued it.
+		mctx, end := tracing.Message(ctx, "provision", r.MessageAttributes)
+		ok := p.Step(mctx, provisioning.Delivery{MessageID: r.MessageId, ReceiptHandle: r.ReceiptHandle, Body: r.Body, ReceiveCount: n})
+		end(nil)
+		if !ok {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
 		}
 	}
