@@ -14,6 +14,12 @@ type ClusterSpec struct {
 	Network           Network  `json:"network,omitempty"`
 	// Tags are AWS tags, GCP resource labels or Azure tags.
 	Tags map[string]string `json:"tags,omitempty"`
+	// AWS: the IAM roles the EKS control plane and the nodes act as, which
+	// the connected role must be allowed to pass (iam:PassRole). Empty
+	// means the connected role itself, which must then also trust
+	// eks.amazonaws.com and ec2.amazonaws.com.
+	ClusterRoleARN string `json:"cluster_role_arn,omitempty"`
+	NodeRoleARN    string `json:"node_role_arn,omitempty"`
 }
 
 // NodePool is the cluster's one node pool (EKS managed node group, GKE
