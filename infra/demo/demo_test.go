@@ -51,10 +51,20 @@ func TestDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close)
+	if d.Real == nil {
+		t.Fatalf("no real API server: %s", d.RealMissing)
+	}
 	per := map[space.Provider]int{}
-	flapping := 0
+	flapping, real := 0, 0
 	for _, c := range d.Clusters {
 		per[c.Provider]++
+		if c.Real {
+			real++
+			if c.Cluster != nil {
+				t.Errorf("%s is real but has a light cluster", c.Name)
+			}
+			continue
+		}
 		if c.Flaps {
 			flapping++
 			continue
@@ -74,8 +84,8 @@ func TestDemo(t *testing.T) {
 			}
 		}
 	}
-	if per[space.AWS] != 2 || per[space.GCP] != 2 || per[space.Azure] != 2 || flapping != 1 {
-		t.Fatalf("clusters per provider %v, %d flapping; want 2 each, 1 flapping", per, flapping)
+	if per[space.AWS] != 3 || per[space.GCP] != 3 || per[space.Azure] != 3 || flapping != 1 || real != 3 {
+		t.Fatalf("clusters per provider %v, %d flapping, %d real; want 3 each, 1 flapping, 3 real", per, flapping, real)
 	}
 	if _, err := d.Cluster("demo-nope"); err == nil {
 		t.Error("Cluster found a cluster that does not exist")
