@@ -261,6 +261,7 @@ func (d *Demo) startBackends(opts Options, ca *testcluster.CA) error {
 	for _, f := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(bin, f)); err != nil {
 			d.RealMissing = "no " + f + " in " + bin + " (build it once: " + kubetest.BuildCommand + ")"
+			break
 		}
 	}
 	if d.RealMissing == "" {
