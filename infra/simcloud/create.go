@@ -235,3 +235,19 @@ func quotaMessage(resource string, quota, inUse, asked int) string {
 }
 
 func knownMachine(p space.Provider, t string) bool { return slices.Contains(MachineTypes[p], t) }
+
+// ForgetRequestTokens drops the client request tokens EKS remembers, as
+// EKS does after a while: a repeated request then meets the taken name
+// (ResourceInUseException) instead of its own creation.
+func (c *Cloud) ForgetRequestTokens() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cl := range c.clusters {
+		if cl.made != nil && cl.Provider == space.AWS {
+			cl.made.token = ""
+			if cl.made.nodegroup != nil {
+				cl.made.nodegroup.token = ""
+			}
+		}
+	}
+}

@@ -83,6 +83,23 @@ func TestCreateEveryCloud(t *testing.T) {
 			if p == space.AWS && env.Cloud.Calls("eks:CreateNodegroup") != 1 {
 				t.Errorf("CreateNodegroup calls: %d", env.Cloud.Calls("eks:CreateNodegroup"))
 			}
+			// A step delivered again (the job's write lost) finds the
+			// creation where it is, once EKS has forgotten the request
+			// token too (the job's tag tells its own resources).
+			for _, forget := range []bool{false, true} {
+				if forget {
+					env.Cloud.ForgetRequestTokens()
+				}
+				if again, err := env.Minter.StartCreate(ctx, acct, cfg, spec, token); err != nil || again.Operation != first.Operation {
+					t.Errorf("start delivered again (forgotten tokens %v): %+v %v", forget, again, err)
+				}
+				if again, err := env.Minter.Advance(ctx, acct, cfg, spec, token, first.Operation); err != nil || !again.Done {
+					t.Errorf("first step delivered again (forgotten tokens %v): %+v %v", forget, again, err)
+				}
+			}
+			if n := env.Cloud.Created(p); n != 1 {
+				t.Fatalf("the cloud created %d clusters, want 1", n)
+			}
 
 			list, err := env.Minter.ListClusters(ctx, acct, minttest.Region)
 			if err != nil || !listed(list, name) {
