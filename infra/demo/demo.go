@@ -144,6 +144,14 @@ type Options struct {
 	// customers' clouds remember their trust across restarts of make run,
 	// as the table remembers the accounts.
 	SetupsFile string
+	// CreatedFile, when set, keeps the clusters the cloud created and
+	// brings them back at start, as SetupsFile does for setups. Their
+	// content is on the real API server, which starts empty unless KubeDir
+	// keeps it.
+	CreatedFile string
+	// KubeDir, when set, is where the real API server keeps its etcd data
+	// across restarts (default: a temporary folder).
+	KubeDir string
 	// CreateDelay is how long a cluster the cloud creates takes to come up
 	// (default DefaultCreateDelay).
 	CreateDelay time.Duration
@@ -186,14 +194,11 @@ func Start(opts Options) (*Demo, error) {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	var setups *setupLog
-	if opts.SetupsFile != "" {
-		setups = &setupLog{path: opts.SetupsFile, log: opts.Log}
-	}
+	setups, created := newLog(opts.SetupsFile, opts.Log), newLog(opts.CreatedFile, opts.Log)
 	if opts.CreateDelay <= 0 {
 		opts.CreateDelay = DefaultCreateDelay
 	}
-	sc, err := simcloud.Start(simcloud.Options{OnApply: setups.add, CreateDelay: opts.CreateDelay})
+	sc, err := simcloud.Start(simcloud.Options{OnApply: setups.addSetup, OnCreate: created.addCluster, CreateDelay: opts.CreateDelay})
 	if err != nil {
 		return nil, fmt.Errorf("simulated cloud: %w", err)
 	}
@@ -207,7 +212,7 @@ func Start(opts Options) (*Demo, error) {
 	sc.AddServiceAccount(GCPServiceAccount)
 	sc.AddApp(AzureTenant, AzureClient)
 	allowCreation(sc)
-	if err := setups.replay(sc); err != nil {
+	if err := setups.replay(applySetup(sc)); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -217,6 +222,10 @@ func Start(opts Options) (*Demo, error) {
 		return nil, err
 	}
 	if err := d.startBackends(opts, ca); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if err := restoreClusters(created, sc); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -264,8 +273,13 @@ func (d *Demo) startBackends(opts Options, ca *testcluster.CA) error {
 			break
 		}
 	}
+	if d.RealMissing == "" && opts.KubeDir != "" {
+		if err := os.MkdirAll(opts.KubeDir, 0o700); err != nil {
+			return err
+		}
+	}
 	if d.RealMissing == "" {
-		kc, err := kubetest.StartCluster(context.Background(), kubetest.Options{BinDir: bin,
+		kc, err := kubetest.StartCluster(context.Background(), kubetest.Options{BinDir: bin, Dir: opts.KubeDir,
 			TokenWebhook: &kubetest.TokenWebhook{URL: d.Cloud.WebhookURL(realBackend), CAPEM: d.Cloud.CAPEM}})
 		if err != nil {
 			if kc != nil {
@@ -394,23 +408,31 @@ func (d *Demo) Close() {
 	d.Cloud.Close()
 }
 
-// setupLog is the file of setups applied through the console. A nil
-// *setupLog keeps nothing.
-type setupLog struct {
+// jsonLog is a file of JSON lines the demo keeps across restarts: the
+// setups applied through the console, the clusters the cloud created. A
+// nil *jsonLog keeps nothing.
+type jsonLog struct {
 	path string
 	log  *slog.Logger
 	mu   sync.Mutex
 }
 
-// add appends acct's setup; a failure is logged (the setup is applied
-// meanwhile, and only a restart would forget it).
-func (l *setupLog) add(acct space.CloudAccount) {
+func newLog(path string, log *slog.Logger) *jsonLog {
+	if path == "" {
+		return nil
+	}
+	return &jsonLog{path: path, log: log}
+}
+
+// add appends v; a failure is logged (the change is live meanwhile, and
+// only a restart would forget it).
+func (l *jsonLog) add(v any) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	line, _ := json.Marshal(acct)
+	line, _ := json.Marshal(v)
 	f, err := os.OpenFile(l.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err == nil {
 		_, err = f.Write(append(line, '\n'))
@@ -419,13 +441,16 @@ func (l *setupLog) add(acct space.CloudAccount) {
 		}
 	}
 	if err != nil {
-		l.log.Warn("demo setup not kept", "account", acct.ID, "error", err)
+		l.log.Warn("demo change not kept", "file", l.path, "error", err)
 	}
 }
 
-// replay applies every kept setup, in order (a later one for the same
-// role replaces the trust policy, as it did when it was applied).
-func (l *setupLog) replay(sc *simcloud.Cloud) error {
+// addSetup and addCluster are add for simcloud's hooks.
+func (l *jsonLog) addSetup(acct space.CloudAccount) { l.add(acct) }
+func (l *jsonLog) addCluster(r simcloud.Record)     { l.add(r) }
+
+// replay hands every line to apply, in order.
+func (l *jsonLog) replay(apply func([]byte) error) error {
 	if l == nil {
 		return nil
 	}
@@ -434,18 +459,56 @@ func (l *setupLog) replay(sc *simcloud.Cloud) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("demo setups: %w", err)
+		return fmt.Errorf("demo: %w", err)
 	}
 	for i, line := range bytes.Split(data, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
+		if err := apply(line); err != nil {
+			return fmt.Errorf("demo: %s line %d: %w", l.path, i+1, err)
+		}
+	}
+	return nil
+}
+
+// applySetup applies a kept setup (a later one for the same role replaces
+// the trust policy, as it did when it was applied).
+func applySetup(sc *simcloud.Cloud) func([]byte) error {
+	return func(line []byte) error {
 		var acct space.CloudAccount
 		if err := json.Unmarshal(line, &acct); err != nil {
-			return fmt.Errorf("demo setups %s line %d: %w", l.path, i+1, err)
+			return err
 		}
-		if err := sc.ApplySetup(acct); err != nil {
-			return fmt.Errorf("demo setups %s line %d: %w", l.path, i+1, err)
+		return sc.ApplySetup(acct)
+	}
+}
+
+// restoreClusters brings back the clusters the cloud created; a cluster's
+// last line (its EKS node group) is the one that counts.
+func restoreClusters(l *jsonLog, sc *simcloud.Cloud) error {
+	var last []simcloud.Record
+	index := map[string]int{}
+	err := l.replay(func(line []byte) error {
+		var r simcloud.Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			return err
+		}
+		k := string(r.Provider) + "/" + r.Account + "/" + r.Location + "/" + r.ResourceGroup + "/" + r.Name
+		if i, ok := index[k]; ok {
+			last[i] = r
+			return nil
+		}
+		index[k] = len(last)
+		last = append(last, r)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range last {
+		if err := sc.Restore(r); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -78,6 +78,7 @@ func (c *Cloud) armCreate(w http.ResponseWriter, r *http.Request) {
 			"; the simulated cloud does not update managed clusters.")
 		return
 	case made:
+		c.recorded(got)
 		writeJSON(w, http.StatusCreated, c.aksCluster(got))
 		return
 	}

@@ -251,3 +251,98 @@ func (c *Cloud) ForgetRequestTokens() {
 		}
 	}
 }
+
+// Record is a cluster the cloud created, as kept across restarts of the
+// process that runs the cloud (Options.OnCreate, Restore): a real cloud
+// does not forget its clusters.
+type Record struct {
+	Provider      space.Provider    `json:"provider"`
+	Name          string            `json:"name"`
+	Account       string            `json:"account"`
+	Location      string            `json:"location,omitempty"`
+	ResourceGroup string            `json:"resourceGroup,omitempty"`
+	Creator       string            `json:"creator"`
+	Token         string            `json:"token,omitempty"`
+	Version       string            `json:"version"`
+	Op            string            `json:"op,omitempty"`
+	Tags          map[string]string `json:"tags,omitempty"`
+	MaxNodes      int               `json:"maxNodes,omitempty"`
+	Subnets       []string          `json:"subnets,omitempty"`
+	ReadyAt       time.Time         `json:"readyAt"`
+	Nodegroup     *NodegroupRecord  `json:"nodegroup,omitempty"`
+}
+
+// NodegroupRecord is an EKS node group in a Record.
+type NodegroupRecord struct {
+	Name         string            `json:"name"`
+	Token        string            `json:"token,omitempty"`
+	InstanceType string            `json:"instanceType"`
+	Role         string            `json:"role"`
+	Min          int               `json:"min"`
+	Max          int               `json:"max"`
+	Desired      int               `json:"desired"`
+	Tags         map[string]string `json:"tags,omitempty"`
+	Subnets      []string          `json:"subnets,omitempty"`
+	ReadyAt      time.Time         `json:"readyAt"`
+}
+
+// recordOf is cl as a Record; the caller holds c.mu.
+func recordOf(cl *Cluster) Record {
+	m := cl.made
+	r := Record{Provider: cl.Provider, Name: cl.Name, Account: cl.Account, Location: cl.Location, ResourceGroup: cl.ResourceGroup,
+		Creator: m.creator, Token: m.token, Version: m.version, Op: m.op, Tags: m.tags, MaxNodes: m.maxNodes,
+		Subnets: m.subnets, ReadyAt: m.readyAt}
+	if ng := m.nodegroup; ng != nil {
+		r.Nodegroup = &NodegroupRecord{Name: ng.name, Token: ng.token, InstanceType: ng.instanceType, Role: ng.role,
+			Min: ng.min, Max: ng.max, Desired: ng.desired, Tags: ng.tags, Subnets: ng.subnets, ReadyAt: ng.readyAt}
+	}
+	return r
+}
+
+// recorded tells Options.OnCreate about the created cluster called like
+// cl (after a creation or a node group).
+func (c *Cloud) recorded(cl *Cluster) {
+	if c.opts.OnCreate == nil {
+		return
+	}
+	c.mu.Lock()
+	var r *Record
+	for _, o := range c.clusters {
+		if o.made != nil && o.Provider == cl.Provider && o.Account == cl.Account && o.Name == cl.Name &&
+			o.Location == cl.Location && o.ResourceGroup == cl.ResourceGroup {
+			rec := recordOf(o)
+			r = &rec
+		}
+	}
+	c.mu.Unlock()
+	if r != nil {
+		c.opts.OnCreate(*r)
+	}
+}
+
+// Restore brings back a cluster the cloud created before a restart, on
+// the creation backend (SetCreationBackend first); a name already taken
+// keeps its cluster.
+func (c *Cloud) Restore(r Record) error {
+	made := &creation{token: r.Token, creator: r.Creator, readyAt: r.ReadyAt, version: r.Version, tags: r.Tags, op: r.Op,
+		maxNodes: r.MaxNodes, subnets: r.Subnets}
+	if ng := r.Nodegroup; ng != nil {
+		made.nodegroup = &nodegroup{name: ng.Name, token: ng.Token, readyAt: ng.ReadyAt, instanceType: ng.InstanceType,
+			min: ng.Min, max: ng.Max, desired: ng.Desired, tags: ng.Tags, subnets: ng.Subnets, role: ng.Role}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.backend == nil {
+		return errNoBackend
+	}
+	for _, o := range c.clusters {
+		if o.Provider == r.Provider && strings.EqualFold(o.Account, r.Account) && strings.EqualFold(o.Name, r.Name) &&
+			o.Location == r.Location && strings.EqualFold(o.ResourceGroup, r.ResourceGroup) {
+			return nil
+		}
+	}
+	c.clusters = append(c.clusters, &Cluster{Provider: r.Provider, Name: r.Name, Account: r.Account, Location: r.Location,
+		ResourceGroup: r.ResourceGroup, Server: c.backend.Server, CAPEM: c.backend.CAPEM, Backend: c.backend.Key,
+		Principals: []string{r.Creator}, made: made})
+	return nil
+}

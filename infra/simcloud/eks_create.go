@@ -54,6 +54,9 @@ func (c *Cloud) eksCreate(w http.ResponseWriter, r *http.Request) {
 		eksError(w, http.StatusConflict, "ResourceInUseException", "Cluster already exists with name: "+in.Name)
 		return
 	}
+	if made {
+		c.recorded(got)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"cluster": c.eksCluster(got)})
 }
 
@@ -191,6 +194,8 @@ func (c *Cloud) eksCreateNodegroup(w http.ResponseWriter, r *http.Request) {
 	case inUse+ng.max > c.nodeQuota():
 		eksError(w, http.StatusBadRequest, "ResourceLimitExceededException", (&quotaError{c.nodeQuota(), inUse, ng.max}).Error())
 		return
+	default:
+		c.recorded(cl)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"nodegroup": c.eksNodegroup(cl, ng)})
 }

@@ -90,6 +90,7 @@ func (c *Cloud) gkeCreate(w http.ResponseWriter, r *http.Request) {
 			"Already exists: projects/"+project+"/locations/"+loc+"/clusters/"+in2.Name+".")
 		return
 	}
+	c.recorded(cl)
 	writeJSON(w, http.StatusOK, c.gkeOperation(cl))
 }
 

@@ -167,6 +167,9 @@ type Options struct {
 	// NodeQuota bounds the nodes of the clusters created in one account
 	// (default DefaultNodeQuota).
 	NodeQuota int
+	// OnCreate, when set, is told of every cluster the cloud created, and
+	// again when its EKS node group is created (Restore takes it back).
+	OnCreate func(Record)
 }
 
 // Cloud is a running simulated cloud. It is safe for concurrent use.

@@ -81,6 +81,10 @@ func configure() (local.Config, error) {
 			// The simulated customers' trust survives restarts, like the
 			// accounts in the table.
 			SetupsFile: ".local/demo-setups.jsonl",
+			// So do the clusters it created, and what the real API
+			// server holds.
+			CreatedFile: ".local/demo-created.jsonl",
+			KubeDir:     ".local/kube",
 		}
 	}
 	return cfg, env.Err()
