@@ -393,7 +393,11 @@ func (c *Cloud) Fail(op string, status int) {
 
 // Calls counts the requests made to op, such as "sts:AssumeRole",
 // "eks:DescribeCluster", "iam:generateAccessToken", "gke:GetCluster",
-// "entra:token", "arm:managedClusters.get", "webhook:tokenreview".
+// "entra:token", "arm:managedClusters.get", "webhook:tokenreview"; and the
+// creation calls "eks:CreateCluster", "eks:CreateNodegroup",
+// "eks:DescribeNodegroup", "gke:CreateCluster", "gke:GetOperation",
+// "gke:ListOperations", "arm:managedClusters.createOrUpdate" (Created
+// counts the clusters they made).
 func (c *Cloud) Calls(op string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

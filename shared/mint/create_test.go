@@ -188,12 +188,29 @@ func TestCreateRefusals(t *testing.T) {
 			{"quota", func(s *space.ClusterSpec) { s.NodePool.Max = 11 }, "exceeding approved Nodes quota"},
 		},
 	}
+	// A name taken by a cluster the job did not create: one this identity
+	// cannot even see on EKS and GKE; on AKS, whose roles are granted on
+	// the resource group, one it can read.
+	for _, p := range space.Providers {
+		cl := minttest.Cluster(p, "taken", "https://127.0.0.1:1", nil)
+		if p != space.Azure {
+			cl.Principals = []string{"someone-else"}
+		}
+		env.Cloud.AddCluster(cl)
+	}
+	cases[space.AWS] = append(cases[space.AWS], tc{"name taken", nil, "Cluster already exists with name: taken"})
+	cases[space.GCP] = append(cases[space.GCP], tc{"name taken", nil, "Already exists: projects/" + minttest.GCPProject})
+	cases[space.Azure] = append(cases[space.Azure], tc{"name taken", nil, "already exists in resource group"})
 	for p, list := range cases {
 		for _, c := range list {
 			t.Run(string(p)+"/"+c.name, func(t *testing.T) {
-				spec := minttest.Spec(p)
-				c.edit(&spec)
-				_, err := env.Minter.StartCreate(t.Context(), env.Accounts[p], minttest.Config(p, "refused"), spec, uuid.NewString())
+				spec, name := minttest.Spec(p), "refused"
+				if c.edit != nil {
+					c.edit(&spec)
+				} else {
+					name = "taken"
+				}
+				_, err := env.Minter.StartCreate(t.Context(), env.Accounts[p], minttest.Config(p, name), spec, uuid.NewString())
 				refused(t, err, c.words)
 				if n := env.Cloud.Created(p); n != 0 {
 					t.Errorf("the cloud created %d clusters", n)

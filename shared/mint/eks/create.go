@@ -125,7 +125,7 @@ func (m *Minter) createNodegroup(ctx context.Context, c *eks.Client, acct space.
 func (m *Minter) adoptCluster(ctx context.Context, c *eks.Client, name, token, refusal string) (space.CreateProgress, error) {
 	out, err := c.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: aws.String(name)})
 	if err != nil {
-		return space.CreateProgress{}, classify("eks:DescribeCluster", err)
+		return space.CreateProgress{}, takenOr(classify("eks:DescribeCluster", err), refusal)
 	}
 	if out.Cluster.Tags[JobTag] != token {
 		return space.CreateProgress{}, cloud.Refused(refusal, nil)
@@ -194,4 +194,14 @@ func createError(op string, err error) error {
 		}
 	}
 	return classify(op, err)
+}
+
+// takenOr is the refusal of a taken name when the cluster holding it
+// cannot be read (another's, hidden from this identity), else err.
+func takenOr(err error, refusal string) error {
+	var de *space.Error
+	if errors.As(err, &de) && (de.Reason == space.ReasonAccessDenied || de.Reason == space.ReasonClusterNotFound) {
+		return cloud.Refused(refusal, err)
+	}
+	return err
 }

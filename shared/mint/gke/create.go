@@ -71,6 +71,11 @@ func (m *Minter) StartCreate(ctx context.Context, acct space.CloudAccount, cfg s
 func adopt(ctx context.Context, api *container.ClusterManagerClient, parent, name, token string, taken error) (space.CreateProgress, error) {
 	cl, err := api.GetCluster(ctx, &containerpb.GetClusterRequest{Name: parent + "/clusters/" + name})
 	if err != nil {
+		// Another's cluster, hidden from this identity: the name is taken.
+		var de *space.Error
+		if errors.As(classify("gke:GetCluster", err), &de) && (de.Reason == space.ReasonAccessDenied || de.Reason == space.ReasonClusterNotFound) {
+			return space.CreateProgress{}, cloud.Refused(googleMessage(taken), taken)
+		}
 		return space.CreateProgress{}, classify("gke:GetCluster", err)
 	}
 	if cl.GetResourceLabels()[JobLabel] != token {
