@@ -151,7 +151,12 @@ func (c *Cloud) create(cl Cluster, made *creation) (*Cluster, bool, error) {
 		if o.Provider == cl.Provider && strings.EqualFold(o.Account, cl.Account) && strings.EqualFold(o.Name, cl.Name) &&
 			(cl.Provider == space.Azure && strings.EqualFold(o.ResourceGroup, cl.ResourceGroup) ||
 				cl.Provider != space.Azure && o.Location == cl.Location) {
+			// A copy of its creation too: ForgetRequestTokens changes it.
 			cp := *o
+			if o.made != nil {
+				m := *o.made
+				cp.made = &m
+			}
 			return &cp, false, nil
 		}
 	}
