@@ -5,6 +5,13 @@
 // would accept for it, so registering, probing and namespace discovery go
 // through the real minters, SDKs and client-go end to end. It registers
 // nothing: that is the user's part of the tour.
+//
+// The light clusters answer only /version and namespaces, so revisions
+// pushed to them fail. When the real kube-apiserver and etcd are in the
+// cache (infra/kube, `make kube-bins`), one of them also backs a third
+// cluster per provider (demo-eks-apps, demo-gke-apps, demo-aks-apps) and
+// every cluster the demo's cloud creates: those take revisions. Without
+// the binaries, created clusters are light too (Demo.Real is nil).
 package demo
 
 import (
@@ -15,9 +22,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
+	"spaces/infra/kubetest"
 	"spaces/infra/simcloud"
 	"spaces/infra/testcluster"
 	"spaces/shared/mint"
@@ -40,7 +50,23 @@ const (
 	AzureClient        = "0f9e8d7c-6b5a-4948-8372-615f4e3d2c1b"
 	AzureSubscription  = "3a1b2c4d-5e6f-4a8b-9c0d-e1f2a3b4c5d6"
 	AzureResourceGroup = "rg-demo"
+	AzureLocation      = "westeurope"
 )
+
+// The demo accounts' networks, for cluster creation to name.
+const (
+	AWSSubnetA       = "subnet-0d3e0000000000001"
+	AWSSubnetB       = "subnet-0d3e0000000000002"
+	AWSSecurityGroup = "sg-0d3e0000000000003"
+	GCPNetwork       = "demo-vpc"
+	GCPSubnetwork    = "demo-europe-west1"
+	AzureSubnet      = "/subscriptions/" + AzureSubscription + "/resourceGroups/" + AzureResourceGroup +
+		"/providers/Microsoft.Network/virtualNetworks/vnet-demo/subnets/aks"
+)
+
+// DefaultCreateDelay is how long a cluster the demo's cloud creates takes
+// to come up (twice that on EKS: the control plane, then the node group).
+const DefaultCreateDelay = 40 * time.Second
 
 // Connection is the cloud account connection for the demo account of p.
 func Connection(p space.Provider) map[string]string {
@@ -65,6 +91,9 @@ type Spec struct {
 	Platform   string
 	// Flaps marks the cluster that goes down and comes back.
 	Flaps bool
+	// Real marks a cluster served by the real kube-apiserver: it takes
+	// revisions. It exists only when the binaries are in the cache.
+	Real bool
 }
 
 // Config is the identity config that registers the cluster (POST /spaces).
@@ -86,7 +115,17 @@ var Specs = []Spec{
 	{Provider: space.GCP, Name: "demo-gke-2", Location: "us-central1", GitVersion: "v1.30.9-gke.1009000", Platform: "linux/amd64"},
 	{Provider: space.Azure, Name: "demo-aks-1", Location: "westeurope", GitVersion: "v1.31.3", Platform: "linux/amd64"},
 	{Provider: space.Azure, Name: "demo-aks-2", Location: "northeurope", GitVersion: "v1.30.7", Platform: "linux/amd64", Flaps: true},
+	{Provider: space.AWS, Name: "demo-eks-apps", Location: AWSRegion, GitVersion: kubetest.KubernetesVersion, Platform: realPlatform, Real: true},
+	{Provider: space.GCP, Name: "demo-gke-apps", Location: "europe-west1", GitVersion: kubetest.KubernetesVersion, Platform: realPlatform, Real: true},
+	{Provider: space.Azure, Name: "demo-aks-apps", Location: AzureLocation, GitVersion: kubetest.KubernetesVersion, Platform: realPlatform, Real: true},
 }
+
+// realPlatform is the real API server's platform: this machine's.
+const realPlatform = runtime.GOOS + "/" + runtime.GOARCH
+
+// realBackend is the webhook key of the real kube-apiserver, shared by the
+// real demo clusters and the created ones.
+const realBackend = "demo-kube"
 
 // Default rhythm of the flapping cluster.
 const (
@@ -105,9 +144,24 @@ type Options struct {
 	// customers' clouds remember their trust across restarts of make run,
 	// as the table remembers the accounts.
 	SetupsFile string
+	// CreatedFile, when set, keeps the clusters the cloud created and
+	// brings them back at start, as SetupsFile does for setups. Their
+	// content is on the real API server, which starts empty unless KubeDir
+	// keeps it.
+	CreatedFile string
+	// KubeDir, when set, is where the real API server keeps its etcd data
+	// across restarts (default: a temporary folder).
+	KubeDir string
+	// CreateDelay is how long a cluster the cloud creates takes to come up
+	// (default DefaultCreateDelay).
+	CreateDelay time.Duration
+	// KubeBinDir holds kube-apiserver and etcd (default kubetest.BinDir());
+	// without them the real clusters are left out.
+	KubeBinDir string
 }
 
-// Cluster is a running demo cluster.
+// Cluster is a running demo cluster: a light testcluster, or (Real) one
+// served by Demo.Real, with Cluster nil.
 type Cluster struct {
 	Spec
 	*testcluster.Cluster
@@ -117,6 +171,13 @@ type Cluster struct {
 type Demo struct {
 	Cloud    *simcloud.Cloud
 	Clusters []Cluster
+	// Real is the real kube-apiserver behind the Real clusters and the
+	// created ones; nil when its binaries are not in the cache.
+	Real *kubetest.Cluster
+	// RealMissing says why Real is nil.
+	RealMissing string
+	// light backs the created clusters when Real is nil.
+	light *testcluster.Cluster
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -133,11 +194,11 @@ func Start(opts Options) (*Demo, error) {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	var setups *setupLog
-	if opts.SetupsFile != "" {
-		setups = &setupLog{path: opts.SetupsFile, log: opts.Log}
+	setups, created := newLog(opts.SetupsFile, opts.Log), newLog(opts.CreatedFile, opts.Log)
+	if opts.CreateDelay <= 0 {
+		opts.CreateDelay = DefaultCreateDelay
 	}
-	sc, err := simcloud.Start(simcloud.Options{OnApply: setups.add})
+	sc, err := simcloud.Start(simcloud.Options{OnApply: setups.addSetup, OnCreate: created.addCluster, CreateDelay: opts.CreateDelay})
 	if err != nil {
 		return nil, fmt.Errorf("simulated cloud: %w", err)
 	}
@@ -150,7 +211,8 @@ func Start(opts Options) (*Demo, error) {
 	}
 	sc.AddServiceAccount(GCPServiceAccount)
 	sc.AddApp(AzureTenant, AzureClient)
-	if err := setups.replay(sc); err != nil {
+	allowCreation(sc)
+	if err := setups.replay(applySetup(sc)); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -159,7 +221,22 @@ func Start(opts Options) (*Demo, error) {
 		d.Close()
 		return nil, err
 	}
+	if err := d.startBackends(opts, ca); err != nil {
+		d.Close()
+		return nil, err
+	}
+	if err := restoreClusters(created, sc); err != nil {
+		d.Close()
+		return nil, err
+	}
 	for _, spec := range Specs {
+		if spec.Real {
+			if d.Real != nil {
+				d.Clusters = append(d.Clusters, Cluster{Spec: spec})
+				sc.AddCluster(cloudCluster(spec, realBackend, d.Real.URL, d.Real.CAPEM))
+			}
+			continue
+		}
 		// The cluster's name is its token-review backend key: each cluster
 		// accepts the tokens simcloud would accept for it and no other.
 		tc, err := testcluster.New(testcluster.WithCA(ca), testcluster.WithHTTP2(),
@@ -170,7 +247,7 @@ func Start(opts Options) (*Demo, error) {
 		}
 		tc.SetTokens() // drop the random start token: only simcloud's tokens work
 		d.Clusters = append(d.Clusters, Cluster{Spec: spec, Cluster: tc})
-		sc.AddCluster(cloudCluster(spec, tc))
+		sc.AddCluster(cloudCluster(spec, spec.Name, tc.URL(), tc.CAPEM()))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d.stop = cancel
@@ -182,10 +259,69 @@ func Start(opts Options) (*Demo, error) {
 	return d, nil
 }
 
+// startBackends starts what serves the clusters the cloud creates: the
+// real kube-apiserver when its binaries are in the cache (it also serves
+// the Real demo clusters), else one light cluster.
+func (d *Demo) startBackends(opts Options, ca *testcluster.CA) error {
+	bin := opts.KubeBinDir
+	if bin == "" {
+		bin = kubetest.BinDir()
+	}
+	for _, f := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(bin, f)); err != nil {
+			d.RealMissing = "no " + f + " in " + bin + " (build it once: " + kubetest.BuildCommand + ")"
+			break
+		}
+	}
+	if d.RealMissing == "" && opts.KubeDir != "" {
+		if err := os.MkdirAll(opts.KubeDir, 0o700); err != nil {
+			return err
+		}
+	}
+	if d.RealMissing == "" {
+		kc, err := kubetest.StartCluster(context.Background(), kubetest.Options{BinDir: bin, Dir: opts.KubeDir,
+			TokenWebhook: &kubetest.TokenWebhook{URL: d.Cloud.WebhookURL(realBackend), CAPEM: d.Cloud.CAPEM}})
+		if err != nil {
+			if kc != nil {
+				opts.Log.Warn("demo kube-apiserver did not start", "log", kc.LogTail(30))
+				kc.Close()
+			}
+			d.RealMissing = "the kube-apiserver did not start: " + err.Error()
+		} else {
+			d.Real = kc
+			d.Cloud.SetCreationBackend(simcloud.Backend{Key: realBackend, Server: kc.URL, CAPEM: kc.CAPEM})
+			return nil
+		}
+	}
+	opts.Log.Warn("demo clusters are light: none takes revisions", "why", d.RealMissing)
+	tc, err := testcluster.New(testcluster.WithCA(ca), testcluster.WithHTTP2(), testcluster.WithTokenCheck(d.Cloud.TokenCheck("demo-created")))
+	if err != nil {
+		return fmt.Errorf("created clusters' server: %w", err)
+	}
+	tc.SetTokens()
+	d.light = tc
+	d.Cloud.SetCreationBackend(simcloud.Backend{Key: "demo-created", Server: tc.URL(), CAPEM: tc.CAPEM()})
+	return nil
+}
+
+// allowCreation is the demo customers' grant to create clusters, and their
+// networks.
+func allowCreation(sc *simcloud.Cloud) {
+	sc.AllowCreate(AWSAccount, RoleARN)
+	sc.AllowCreate(GCPProject, GCPServiceAccount)
+	sc.AllowCreate(AzureSubscription, simcloud.AzurePrincipal(AzureTenant, AzureClient))
+	sc.AddNetwork(space.AWS, AWSAccount, AWSSubnetA, AWSRegion+"a")
+	sc.AddNetwork(space.AWS, AWSAccount, AWSSubnetB, AWSRegion+"b")
+	sc.AddNetwork(space.AWS, AWSAccount, AWSSecurityGroup, "")
+	sc.AddNetwork(space.GCP, GCPProject, GCPNetwork, "")
+	sc.AddNetwork(space.GCP, GCPProject, GCPSubnetwork, GCPNetwork)
+	sc.AddNetwork(space.Azure, AzureSubscription, AzureSubnet, "")
+}
+
 // cloudCluster is how simcloud knows the cluster: owned by the demo
 // account of its provider and granted to the demo identity.
-func cloudCluster(s Spec, tc *testcluster.Cluster) simcloud.Cluster {
-	c := simcloud.Cluster{Provider: s.Provider, Name: s.Name, Location: s.Location, Server: tc.URL(), CAPEM: tc.CAPEM(), Backend: s.Name}
+func cloudCluster(s Spec, backend, server string, caPEM []byte) simcloud.Cluster {
+	c := simcloud.Cluster{Provider: s.Provider, Name: s.Name, Location: s.Location, Server: server, CAPEM: caPEM, Backend: backend}
 	switch s.Provider {
 	case space.AWS:
 		c.Account, c.Principals = AWSAccount, []string{RoleARN}
@@ -259,28 +395,44 @@ func (d *Demo) Close() {
 		d.wg.Wait()
 	}
 	for _, c := range d.Clusters {
-		c.Close()
+		if c.Cluster != nil {
+			c.Close()
+		}
+	}
+	if d.Real != nil {
+		d.Real.Close()
+	}
+	if d.light != nil {
+		d.light.Close()
 	}
 	d.Cloud.Close()
 }
 
-// setupLog is the file of setups applied through the console. A nil
-// *setupLog keeps nothing.
-type setupLog struct {
+// jsonLog is a file of JSON lines the demo keeps across restarts: the
+// setups applied through the console, the clusters the cloud created. A
+// nil *jsonLog keeps nothing.
+type jsonLog struct {
 	path string
 	log  *slog.Logger
 	mu   sync.Mutex
 }
 
-// add appends acct's setup; a failure is logged (the setup is applied
-// meanwhile, and only a restart would forget it).
-func (l *setupLog) add(acct space.CloudAccount) {
+func newLog(path string, log *slog.Logger) *jsonLog {
+	if path == "" {
+		return nil
+	}
+	return &jsonLog{path: path, log: log}
+}
+
+// add appends v; a failure is logged (the change is live meanwhile, and
+// only a restart would forget it).
+func (l *jsonLog) add(v any) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	line, _ := json.Marshal(acct)
+	line, _ := json.Marshal(v)
 	f, err := os.OpenFile(l.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err == nil {
 		_, err = f.Write(append(line, '\n'))
@@ -289,13 +441,16 @@ func (l *setupLog) add(acct space.CloudAccount) {
 		}
 	}
 	if err != nil {
-		l.log.Warn("demo setup not kept", "account", acct.ID, "error", err)
+		l.log.Warn("demo change not kept", "file", l.path, "error", err)
 	}
 }
 
-// replay applies every kept setup, in order (a later one for the same
-// role replaces the trust policy, as it did when it was applied).
-func (l *setupLog) replay(sc *simcloud.Cloud) error {
+// addSetup and addCluster are add for simcloud's hooks.
+func (l *jsonLog) addSetup(acct space.CloudAccount) { l.add(acct) }
+func (l *jsonLog) addCluster(r simcloud.Record)     { l.add(r) }
+
+// replay hands every line to apply, in order.
+func (l *jsonLog) replay(apply func([]byte) error) error {
 	if l == nil {
 		return nil
 	}
@@ -304,19 +459,87 @@ func (l *setupLog) replay(sc *simcloud.Cloud) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("demo setups: %w", err)
+		return fmt.Errorf("demo: %w", err)
 	}
 	for i, line := range bytes.Split(data, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var acct space.CloudAccount
-		if err := json.Unmarshal(line, &acct); err != nil {
-			return fmt.Errorf("demo setups %s line %d: %w", l.path, i+1, err)
-		}
-		if err := sc.ApplySetup(acct); err != nil {
-			return fmt.Errorf("demo setups %s line %d: %w", l.path, i+1, err)
+		if err := apply(line); err != nil {
+			return fmt.Errorf("demo: %s line %d: %w", l.path, i+1, err)
 		}
 	}
 	return nil
+}
+
+// applySetup applies a kept setup (a later one for the same role replaces
+// the trust policy, as it did when it was applied).
+func applySetup(sc *simcloud.Cloud) func([]byte) error {
+	return func(line []byte) error {
+		var acct space.CloudAccount
+		if err := json.Unmarshal(line, &acct); err != nil {
+			return err
+		}
+		return sc.ApplySetup(acct)
+	}
+}
+
+// restoreClusters brings back the clusters the cloud created; a cluster's
+// last line (its EKS node group) is the one that counts.
+func restoreClusters(l *jsonLog, sc *simcloud.Cloud) error {
+	var last []simcloud.Record
+	index := map[string]int{}
+	err := l.replay(func(line []byte) error {
+		var r simcloud.Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			return err
+		}
+		k := string(r.Provider) + "/" + r.Account + "/" + r.Location + "/" + r.ResourceGroup + "/" + r.Name
+		if i, ok := index[k]; ok {
+			last[i] = r
+			return nil
+		}
+		index[k] = len(last)
+		last = append(last, r)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range last {
+		if err := sc.Restore(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ClusterSpec is a cluster the demo's cloud creates for p (with the demo
+// account's networks): what a provisioning job may ask for.
+func ClusterSpec(p space.Provider) space.ClusterSpec {
+	s := space.ClusterSpec{KubernetesVersion: "1.31", NodePool: space.NodePool{Min: 1, Max: 3, Desired: 2}}
+	switch p {
+	case space.AWS:
+		s.NodePool.MachineType = "t3.large"
+		s.Network = space.Network{SubnetIDs: []string{AWSSubnetA, AWSSubnetB}, SecurityGroupIDs: []string{AWSSecurityGroup}}
+	case space.GCP:
+		s.NodePool.MachineType = "e2-standard-4"
+		s.Network = space.Network{Network: GCPNetwork, Subnetwork: GCPSubnetwork}
+	case space.Azure:
+		s.NodePool.MachineType = "Standard_D4s_v5"
+		s.Network = space.Network{Location: AzureLocation, VNetSubnetID: AzureSubnet}
+	}
+	return s
+}
+
+// NewClusterConfig is the identity config of a cluster called name that
+// the demo's cloud may create for p.
+func NewClusterConfig(p space.Provider, name string) space.Config {
+	switch p {
+	case space.AWS:
+		return space.Config{"clusterName": name, "region": AWSRegion}
+	case space.GCP:
+		return space.Config{"clusterName": name, "region": "europe-west1", "projectId": GCPProject}
+	}
+	return space.Config{"clusterName": name, "resourceGroup": AzureResourceGroup, "subscriptionId": AzureSubscription}
 }

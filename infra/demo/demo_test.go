@@ -15,7 +15,13 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
 	"spaces/infra/demo"
+	"spaces/shared/kubeapply"
+	"spaces/shared/kubecred"
 	"spaces/shared/space"
 )
 
@@ -51,10 +57,20 @@ func TestDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close)
+	if d.Real == nil {
+		t.Fatalf("no real API server: %s", d.RealMissing)
+	}
 	per := map[space.Provider]int{}
-	flapping := 0
+	flapping, real := 0, 0
 	for _, c := range d.Clusters {
 		per[c.Provider]++
+		if c.Real {
+			real++
+			if c.Cluster != nil {
+				t.Errorf("%s is real but has a light cluster", c.Name)
+			}
+			continue
+		}
 		if c.Flaps {
 			flapping++
 			continue
@@ -74,8 +90,8 @@ func TestDemo(t *testing.T) {
 			}
 		}
 	}
-	if per[space.AWS] != 2 || per[space.GCP] != 2 || per[space.Azure] != 2 || flapping != 1 {
-		t.Fatalf("clusters per provider %v, %d flapping; want 2 each, 1 flapping", per, flapping)
+	if per[space.AWS] != 3 || per[space.GCP] != 3 || per[space.Azure] != 3 || flapping != 1 || real != 3 {
+		t.Fatalf("clusters per provider %v, %d flapping, %d real; want 3 each, 1 flapping, 3 real", per, flapping, real)
 	}
 	if _, err := d.Cluster("demo-nope"); err == nil {
 		t.Error("Cluster found a cluster that does not exist")
@@ -141,5 +157,76 @@ func TestSetupsSurviveARestart(t *testing.T) {
 	t.Cleanup(d.Close)
 	if err := verify(d); err != nil {
 		t.Errorf("after a restart: %v", err)
+	}
+}
+
+// A cluster the demo's cloud created is there again after a restart with
+// the same files, on the real API server, with what was applied to it.
+func TestCreatedClustersSurviveARestart(t *testing.T) {
+	dir := t.TempDir()
+	opts := demo.Options{SetupsFile: filepath.Join(dir, "setups.jsonl"), CreatedFile: filepath.Join(dir, "created.jsonl"),
+		KubeDir: filepath.Join(dir, "kube"), CreateDelay: 100 * time.Millisecond, Log: slog.New(slog.DiscardHandler)}
+	acct := space.CloudAccount{ID: "acct-1", OrgID: "acme", Provider: space.GCP, Status: space.AccountReady,
+		Connection: map[string]string{"projectId": demo.GCPProject, "serviceAccountEmail": demo.GCPServiceAccount}}
+	cfg, spec, token := demo.NewClusterConfig(space.GCP, "kept"), demo.ClusterSpec(space.GCP), "job-1"
+	s := space.Space{Provider: space.GCP, Config: cfg}
+
+	d, err := demo.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Real == nil {
+		d.Close()
+		t.Fatalf("no real API server: %s", d.RealMissing)
+	}
+	if err := d.Cloud.ApplySetup(acct); err != nil {
+		t.Fatal(err)
+	}
+	gke := d.Cloud.Providers()[space.GCP].(interface {
+		space.ClusterCreator
+		Mint(context.Context, space.CloudAccount, space.Space) (kubecred.Credentials, error)
+	})
+	p, err := gke.StartCreate(t.Context(), acct, cfg, spec, token)
+	for deadline := time.Now().Add(30 * time.Second); err == nil && !p.Done && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		p, err = gke.Advance(t.Context(), acct, cfg, spec, token, p.Operation)
+	}
+	if err != nil || !p.Done {
+		d.Close()
+		t.Fatalf("create: %+v %v", p, err)
+	}
+	creds, err := gke.Mint(t.Context(), acct, s)
+	if err == nil {
+		err = (&kubeapply.Applier{}).Apply(t.Context(), creds, "default", []map[string]any{{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "kept"}, "data": map[string]any{"k": "v"}}})
+	}
+	d.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	d, err = demo.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	if err := d.Cloud.ApplySetup(acct); err != nil { // applied outside the console: not kept
+		t.Fatal(err)
+	}
+	gke = d.Cloud.Providers()[space.GCP].(interface {
+		space.ClusterCreator
+		Mint(context.Context, space.CloudAccount, space.Space) (kubecred.Credentials, error)
+	})
+	creds, err = gke.Mint(t.Context(), acct, s)
+	if err != nil {
+		t.Fatalf("mint after the restart: %v", err)
+	}
+	cm, err := kubernetes.NewForConfigOrDie(&rest.Config{Host: creds.Server, BearerToken: creds.Token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: creds.CAData}}).CoreV1().ConfigMaps("default").Get(t.Context(), "kept", metav1.GetOptions{})
+	if err != nil || cm.Data["k"] != "v" {
+		t.Fatalf("after the restart the cluster holds %v %v", cm, err)
+	}
+	if again, err := gke.StartCreate(t.Context(), acct, cfg, spec, token); err != nil || !again.Done {
+		t.Errorf("the job's start delivered again after the restart: %+v %v", again, err)
 	}
 }

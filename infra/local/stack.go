@@ -118,6 +118,9 @@ type Stack struct {
 	ProbeQueue probing.Enqueuer
 	// Demo is the running demo world (nil without Config.Demo).
 	Demo *demo.Demo
+	// Minter is the stack's minter (Config.Minter, or the demo's): also
+	// the space.ClusterCreator that provisions clusters in its clouds.
+	Minter *mint.Minter
 	// Cascade is the deregistration cascade the stream poller drives, and
 	// CascadeSource the template's event source it follows.
 	Cascade       *cascade.Cascade
@@ -173,6 +176,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 			return nil, err
 		}
 	}
+	st.Minter = cfg.Minter
 	if err := st.startProbing(cfg); err != nil {
 		return nil, fmt.Errorf("probing: %w", err)
 	}

@@ -32,6 +32,52 @@ const (
 	AzureLocation = "westeurope"
 )
 
+// Networks of the simulated accounts, for creations to name (AllowCreation
+// adds them).
+const (
+	SubnetA       = "subnet-0a1b2c3d4e5f60001"
+	SubnetB       = "subnet-0a1b2c3d4e5f60002"
+	SecurityGroup = "sg-0a1b2c3d4e5f60003"
+	GCPNetwork    = "acme-vpc"
+	GCPSubnetwork = "acme-europe-west1"
+	AzureSubnet   = "/subscriptions/" + Subscription + "/resourceGroups/" + ResourceGroup +
+		"/providers/Microsoft.Network/virtualNetworks/vnet-prod/subnets/aks"
+)
+
+// AllowCreation plays the customer who lets the connected identities
+// create clusters (the README's creation permissions) and has the networks
+// above.
+func AllowCreation(sc *simcloud.Cloud) {
+	sc.AllowCreate(AWSAccount, RoleARN)
+	sc.AllowCreate(GCPProject, ServiceAcct)
+	sc.AllowCreate(Subscription, simcloud.AzurePrincipal(TenantID, ClientID))
+	sc.AddNetwork(space.AWS, AWSAccount, SubnetA, Region+"a")
+	sc.AddNetwork(space.AWS, AWSAccount, SubnetB, Region+"b")
+	sc.AddNetwork(space.AWS, AWSAccount, SecurityGroup, "")
+	sc.AddNetwork(space.GCP, GCPProject, GCPNetwork, "")
+	sc.AddNetwork(space.GCP, GCPProject, GCPSubnetwork, GCPNetwork)
+	sc.AddNetwork(space.Azure, Subscription, AzureSubnet, "")
+}
+
+// Spec is a cluster spec every simulated cloud accepts for p, with the
+// networks of AllowCreation.
+func Spec(p space.Provider) space.ClusterSpec {
+	s := space.ClusterSpec{KubernetesVersion: "1.31", NodePool: space.NodePool{Min: 1, Max: 3, Desired: 2},
+		Tags: map[string]string{"team": "platform"}}
+	switch p {
+	case space.AWS:
+		s.NodePool.MachineType = "t3.large"
+		s.Network = space.Network{SubnetIDs: []string{SubnetA, SubnetB}, SecurityGroupIDs: []string{SecurityGroup}}
+	case space.GCP:
+		s.NodePool.MachineType = "e2-standard-4"
+		s.Network = space.Network{Network: GCPNetwork, Subnetwork: GCPSubnetwork}
+	case space.Azure:
+		s.NodePool.MachineType = "Standard_D4s_v5"
+		s.Network = space.Network{Location: AzureLocation, VNetSubnetID: AzureSubnet}
+	}
+	return s
+}
+
 // Env is one test's world.
 type Env struct {
 	Cloud    *simcloud.Cloud
@@ -44,11 +90,15 @@ type Env struct {
 
 // Start builds the world: the emulator's table, the simulated clouds and a
 // minter reaching them through endpoint overrides only.
-func Start(t testing.TB) *Env {
+func Start(t testing.TB) *Env { return StartWith(t, simcloud.Options{}) }
+
+// StartWith is Start with the simulated cloud configured by opts (the
+// creation delay, the node quota).
+func StartWith(t testing.TB, opts simcloud.Options) *Env {
 	t.Helper()
 	emu := emulatortest.Start(t)
 	store := dynamostore.New(awsclient.DynamoDB(emu.Config, emu.Endpoint), emu.Name(t, "SpacesTable"))
-	sc := simcloud.StartForTest(t, simcloud.Options{})
+	sc := simcloud.StartForTest(t, opts)
 
 	env := &Env{Cloud: sc, Store: store, Service: space.NewService(store, 0), Org: uuid.NewString(),
 		Accounts: map[space.Provider]space.CloudAccount{}}

@@ -370,29 +370,31 @@ func writeXML(w http.ResponseWriter, status int, v any) {
 }
 
 // eksCaller authenticates an EKS call; only assumed-role sessions may call.
-func (c *Cloud) eksCaller(w http.ResponseWriter, r *http.Request, op string) (awsCaller, bool) {
+// It returns the body, which the signature covers.
+func (c *Cloud) eksCaller(w http.ResponseWriter, r *http.Request, op string) (awsCaller, []byte, bool) {
 	if fail := c.count("eks:" + op); fail != 0 {
 		eksError(w, fail, "ServiceUnavailableException", "simulated failure")
-		return awsCaller{}, false
+		return awsCaller{}, nil, false
 	}
-	caller, err := c.verifyHeaderSigned(r, nil)
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	caller, err := c.verifyHeaderSigned(r, body)
 	if err != nil {
 		code := awsAuthCode(err)
 		if code == "AccessDenied" {
 			code = "AccessDeniedException"
 		}
 		eksError(w, http.StatusForbidden, code, err.Error())
-		return awsCaller{}, false
+		return awsCaller{}, nil, false
 	}
 	if caller.service != "eks" {
 		eksError(w, http.StatusForbidden, "InvalidSignatureException", "credential scope is not eks")
-		return awsCaller{}, false
+		return awsCaller{}, nil, false
 	}
-	return caller, true
+	return caller, body, true
 }
 
 func (c *Cloud) eksDescribe(w http.ResponseWriter, r *http.Request) {
-	caller, ok := c.eksCaller(w, r, "DescribeCluster")
+	caller, _, ok := c.eksCaller(w, r, "DescribeCluster")
 	if !ok {
 		return
 	}
@@ -410,23 +412,34 @@ func (c *Cloud) eksDescribe(w http.ResponseWriter, r *http.Request) {
 			"User: %s is not authorized to perform: eks:DescribeCluster on resource: %s", caller.roleARN(), eksARN(cl)))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"cluster": eksCluster(cl)})
+	writeJSON(w, http.StatusOK, map[string]any{"cluster": c.eksCluster(cl)})
 }
 
 func eksARN(cl *Cluster) string {
 	return "arn:aws:eks:" + cl.Location + ":" + cl.Account + ":cluster/" + cl.Name
 }
 
-func eksCluster(cl *Cluster) map[string]any {
-	return map[string]any{
+func (c *Cloud) eksCluster(cl *Cluster) map[string]any {
+	out := map[string]any{
 		"name": cl.Name, "arn": eksARN(cl), "endpoint": cl.Server, "status": "ACTIVE", "version": "1.31",
 		"certificateAuthority": map[string]string{"data": base64.StdEncoding.EncodeToString(cl.CAPEM)},
 		"createdAt":            1.7e9,
 	}
+	if m := cl.made; m != nil {
+		out["version"], out["tags"] = m.version, m.tags
+		out["resourcesVpcConfig"] = map[string]any{"subnetIds": m.subnets}
+		if !c.active(cl) {
+			// No endpoint or CA until the control plane is up.
+			out["status"] = "CREATING"
+			delete(out, "endpoint")
+			delete(out, "certificateAuthority")
+		}
+	}
+	return out
 }
 
 func (c *Cloud) eksList(w http.ResponseWriter, r *http.Request) {
-	caller, ok := c.eksCaller(w, r, "ListClusters")
+	caller, _, ok := c.eksCaller(w, r, "ListClusters")
 	if !ok {
 		return
 	}

@@ -110,13 +110,17 @@ func (c *Cloud) armCluster(w http.ResponseWriter, r *http.Request, op string) *C
 
 func (c *Cloud) armGet(w http.ResponseWriter, r *http.Request) {
 	if cl := c.armCluster(w, r, "managedClusters.get"); cl != nil {
-		writeJSON(w, http.StatusOK, aksCluster(cl))
+		writeJSON(w, http.StatusOK, c.aksCluster(cl))
 	}
 }
 
 func (c *Cloud) armUserCredential(w http.ResponseWriter, r *http.Request) {
 	cl := c.armCluster(w, r, "managedClusters.listClusterUserCredential")
 	if cl == nil {
+		return
+	}
+	if !c.active(cl) {
+		armError(w, http.StatusConflict, "OperationNotAllowed", "The managed cluster "+cl.Name+" is still being created.")
 		return
 	}
 	// What AKS returns for an Entra-enabled cluster: the server and its CA,
@@ -143,7 +147,7 @@ func (c *Cloud) armList(w http.ResponseWriter, r *http.Request) {
 	for _, cl := range c.listClusters(func(cl *Cluster) bool {
 		return cl.Provider == space.Azure && strings.EqualFold(cl.Account, sub) && cl.grants(principal)
 	}) {
-		out = append(out, aksCluster(&cl))
+		out = append(out, c.aksCluster(&cl))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"value": out})
 }
@@ -153,15 +157,24 @@ func aksID(cl *Cluster) string {
 		"/providers/Microsoft.ContainerService/managedClusters/" + cl.Name
 }
 
-func aksCluster(cl *Cluster) map[string]any {
-	return map[string]any{
-		"id": aksID(cl), "name": cl.Name, "type": "Microsoft.ContainerService/ManagedClusters", "location": cl.Location,
-		"properties": map[string]any{
-			"provisioningState": "Succeeded", "powerState": map[string]string{"code": "Running"},
-			"kubernetesVersion": "1.31.2", "fqdn": strings.TrimPrefix(cl.Server, "https://"),
-			"aadProfile": map[string]any{"managed": true, "enableAzureRBAC": true},
-		},
+func (c *Cloud) aksCluster(cl *Cluster) map[string]any {
+	props := map[string]any{
+		"provisioningState": "Succeeded", "powerState": map[string]string{"code": "Running"},
+		"kubernetesVersion": "1.31.2", "fqdn": strings.TrimPrefix(cl.Server, "https://"),
+		"aadProfile": map[string]any{"managed": true, "enableAzureRBAC": true},
 	}
+	out := map[string]any{
+		"id": aksID(cl), "name": cl.Name, "type": "Microsoft.ContainerService/ManagedClusters", "location": cl.Location,
+		"properties": props,
+	}
+	if m := cl.made; m != nil {
+		out["tags"], props["kubernetesVersion"] = m.tags, m.version
+		if !c.active(cl) {
+			props["provisioningState"] = "Creating"
+			delete(props, "fqdn")
+		}
+	}
+	return out
 }
 
 func armError(w http.ResponseWriter, status int, code, msg string) {

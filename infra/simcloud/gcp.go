@@ -152,17 +152,30 @@ func (c *Cloud) gkeGet(w http.ResponseWriter, r *http.Request) {
 			"Required \"container.clusters.get\" permission(s) for \"projects/"+project+"/locations/"+loc+"/clusters/"+name+"\".")
 		return
 	}
-	writeJSON(w, http.StatusOK, gkeCluster(cl))
+	writeJSON(w, http.StatusOK, c.gkeCluster(cl))
 }
 
-func gkeCluster(cl *Cluster) map[string]any {
-	return map[string]any{
+func (c *Cloud) gkeCluster(cl *Cluster) map[string]any {
+	out := map[string]any{
 		"name": cl.Name, "location": cl.Location, "status": "RUNNING",
 		// GKE reports a bare address; Server is a URL.
 		"endpoint":   strings.TrimPrefix(cl.Server, "https://"),
 		"masterAuth": map[string]string{"clusterCaCertificate": base64.StdEncoding.EncodeToString(cl.CAPEM)},
-		"selfLink":   "https://container.googleapis.com/v1/projects/" + cl.Account + "/locations/" + cl.Location + "/clusters/" + cl.Name,
+		"selfLink":   gkeLink(cl),
 	}
+	if m := cl.made; m != nil {
+		out["resourceLabels"], out["currentMasterVersion"] = m.tags, m.version
+		if !c.active(cl) {
+			out["status"] = "PROVISIONING"
+			delete(out, "endpoint")
+			delete(out, "masterAuth")
+		}
+	}
+	return out
+}
+
+func gkeLink(cl *Cluster) string {
+	return "https://container.googleapis.com/v1/projects/" + cl.Account + "/locations/" + cl.Location + "/clusters/" + cl.Name
 }
 
 func (c *Cloud) gkeList(w http.ResponseWriter, r *http.Request) {
@@ -175,7 +188,7 @@ func (c *Cloud) gkeList(w http.ResponseWriter, r *http.Request) {
 	for _, cl := range c.listClusters(func(cl *Cluster) bool {
 		return cl.Provider == space.GCP && cl.Account == project && (loc == "-" || cl.Location == loc) && cl.grants(sa)
 	}) {
-		out = append(out, gkeCluster(&cl))
+		out = append(out, c.gkeCluster(&cl))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"clusters": out})
 }

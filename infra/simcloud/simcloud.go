@@ -5,6 +5,15 @@
 // ListClusters, REST); Microsoft Entra's token endpoint and Azure Resource
 // Manager's managedClusters (get, list, listClusterUserCredential).
 //
+// It also creates clusters through the same SDK calls as the real clouds
+// (eks:CreateCluster, CreateNodegroup, DescribeNodegroup; GKE
+// clusters.create, operations.get and list; managedClusters PUT), as the
+// identity the customer allowed (AllowCreate), with the clouds' checks
+// (supported versions, machine types, networks added with AddNetwork, a
+// node quota, names taken, EKS request tokens) and their kind of refusal.
+// A created cluster comes up after Options.CreateDelay on the API server
+// set with SetCreationBackend, granted to its creator; Created counts them.
+//
 // Everything is served by one HTTPS server on a loopback port. The real SDK
 // clients reach it through their ordinary endpoint overrides (BaseEndpoint,
 // option.WithEndpoint, a custom cloud.Configuration) and the HTTP client from
@@ -111,6 +120,8 @@ type Cluster struct {
 	Backend string
 	// Principals may see the cluster and get tokens it accepts.
 	Principals []string
+
+	made *creation // set on a cluster the cloud created
 }
 
 func (c *Cluster) grants(principal string) bool {
@@ -149,6 +160,16 @@ type Options struct {
 	// OnApply, when set, is told of every setup the console applied (the
 	// demo keeps them across restarts, as a real cloud would).
 	OnApply func(space.CloudAccount)
+	// CreateDelay is how long a created cluster takes to come up (and,
+	// on EKS, its node group after it): CREATING, PROVISIONING or Creating
+	// until then. Zero: at once.
+	CreateDelay time.Duration
+	// NodeQuota bounds the nodes of the clusters created in one account
+	// (default DefaultNodeQuota).
+	NodeQuota int
+	// OnCreate, when set, is told of every cluster the cloud created, and
+	// again when its EKS node group is created (Restore takes it back).
+	OnCreate func(Record)
 }
 
 // Cloud is a running simulated cloud. It is safe for concurrent use.
@@ -170,7 +191,11 @@ type Cloud struct {
 	tokens   map[string]issued
 	sessions map[string]session // access key id -> session
 	calls    map[string]int
-	failing  map[string]int // op -> HTTP status to answer with
+	failing  map[string]int         // op -> HTTP status to answer with
+	backend  *Backend               // serves created clusters
+	creators map[string]bool        // account + principal -> may create clusters
+	networks map[string]string      // provider + account + id -> where it is
+	created  map[space.Provider]int // clusters created
 }
 
 // Start starts a simulated cloud.
@@ -196,6 +221,7 @@ func Start(opts Options) (*Cloud, error) {
 		CAPEM: ca.PEM(), opts: opts,
 		roles: map[string]trustPolicy{}, sas: map[string][]string{}, apps: map[string][]FederatedCredential{}, assert: map[string]webToken{},
 		tokens: map[string]issued{}, sessions: map[string]session{}, calls: map[string]int{}, failing: map[string]int{},
+		creators: map[string]bool{}, networks: map[string]string{}, created: map[space.Provider]int{},
 	}
 	// Spaces' own federation role trusts the runtime (no external id: it
 	// is Spaces' role, in Spaces' account).
@@ -367,7 +393,11 @@ func (c *Cloud) Fail(op string, status int) {
 
 // Calls counts the requests made to op, such as "sts:AssumeRole",
 // "eks:DescribeCluster", "iam:generateAccessToken", "gke:GetCluster",
-// "entra:token", "arm:managedClusters.get", "webhook:tokenreview".
+// "entra:token", "arm:managedClusters.get", "webhook:tokenreview"; and the
+// creation calls "eks:CreateCluster", "eks:CreateNodegroup",
+// "eks:DescribeNodegroup", "gke:CreateCluster", "gke:GetOperation",
+// "gke:ListOperations", "arm:managedClusters.createOrUpdate" (Created
+// counts the clusters they made).
 func (c *Cloud) Calls(op string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -481,15 +511,22 @@ func (c *Cloud) routes() http.Handler {
 	mux.HandleFunc("GET /{$}", c.sts)
 	mux.HandleFunc("GET /clusters/{name}", c.eksDescribe)
 	mux.HandleFunc("GET /clusters", c.eksList)
+	mux.HandleFunc("POST /clusters", c.eksCreate)
+	mux.HandleFunc("POST /clusters/{name}/node-groups", c.eksCreateNodegroup)
+	mux.HandleFunc("GET /clusters/{name}/node-groups/{ng}", c.eksDescribeNodegroup)
 	// Google.
 	mux.HandleFunc("POST /google/sts/v1/token", c.googleExchange)
 	mux.HandleFunc("POST /v1/projects/-/serviceAccounts/{sa}", c.generateAccessToken)
 	mux.HandleFunc("GET /v1/projects/{project}/locations/{location}/clusters/{name}", c.gkeGet)
 	mux.HandleFunc("GET /v1/projects/{project}/locations/{location}/clusters", c.gkeList)
+	mux.HandleFunc("POST /v1/projects/{project}/locations/{location}/clusters", c.gkeCreate)
+	mux.HandleFunc("GET /v1/projects/{project}/locations/{location}/operations/{op}", c.gkeGetOperation)
+	mux.HandleFunc("GET /v1/projects/{project}/locations/{location}/operations", c.gkeListOperations)
 	// Microsoft.
 	mux.HandleFunc("GET /{tenant}/v2.0/.well-known/openid-configuration", c.entraDiscovery)
 	mux.HandleFunc("POST /{tenant}/oauth2/v2.0/token", c.entraToken)
 	mux.HandleFunc("GET /subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.ContainerService/managedClusters/{name}", c.armGet)
+	mux.HandleFunc("PUT /subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.ContainerService/managedClusters/{name}", c.armCreate)
 	mux.HandleFunc("POST /subscriptions/{sub}/resourceGroups/{rg}/providers/Microsoft.ContainerService/managedClusters/{name}/listClusterUserCredential", c.armUserCredential)
 	mux.HandleFunc("GET /subscriptions/{sub}/providers/Microsoft.ContainerService/managedClusters", c.armList)
 	// The customers' side, for the demo: apply an account's setup.

@@ -76,7 +76,7 @@ func (c *Cloud) authenticate(ctx context.Context, backend, token string) (string
 	}
 	cl := c.findCluster(func(cl *Cluster) bool {
 		return cl.Backend == backend && cl.Provider == provider && (clusterName == "" || cl.Name == clusterName) &&
-			cl.grants(principal)
+			cl.grants(principal) && c.active(cl)
 	})
 	if cl == nil {
 		return "", nil, fmt.Errorf("%s has no access to a cluster here", principal)
@@ -120,7 +120,7 @@ func (c *Cloud) verifyEKSToken(ctx context.Context, backend, enc string) (string
 	// Like the authenticator, send the cluster id this API server serves
 	// and let STS check the signature over it; a backend may serve more
 	// than one simulated EKS cluster, so each is tried.
-	for _, cl := range c.listClusters(func(cl *Cluster) bool { return cl.Provider == space.AWS && cl.Backend == backend }) {
+	for _, cl := range c.listClusters(func(cl *Cluster) bool { return cl.Provider == space.AWS && cl.Backend == backend && c.active(cl) }) {
 		arn, err := c.callSTS(ctx, u.String(), cl.Name)
 		if errors.Is(err, errSignature) {
 			continue

@@ -333,3 +333,49 @@ func (m *Minter) VerifyAccount(ctx context.Context, acct space.CloudAccount) err
 	}
 	return nil
 }
+
+var _ space.ClusterCreator = (*Minter)(nil)
+
+// StartCreate starts a cluster's creation in the account's cloud, as the
+// account's identity (space.ClusterCreator), through its provider.
+func (m *Minter) StartCreate(ctx context.Context, acct space.CloudAccount, cfg space.Config, spec space.ClusterSpec, token string) (space.CreateProgress, error) {
+	c, err := m.creator(acct)
+	if err != nil {
+		return space.CreateProgress{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout())
+	defer cancel()
+	p, err := c.StartCreate(ctx, acct, cfg, spec, token)
+	if err != nil {
+		return space.CreateProgress{}, classify(err)
+	}
+	return p, nil
+}
+
+// Advance polls a creation and starts its next stage (space.ClusterCreator).
+func (m *Minter) Advance(ctx context.Context, acct space.CloudAccount, cfg space.Config, spec space.ClusterSpec, token string, op space.CloudOperation) (space.CreateProgress, error) {
+	c, err := m.creator(acct)
+	if err != nil {
+		return space.CreateProgress{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout())
+	defer cancel()
+	p, err := c.Advance(ctx, acct, cfg, spec, token, op)
+	if err != nil {
+		return space.CreateProgress{}, classify(err)
+	}
+	return p, nil
+}
+
+// creator is the account's provider as a creator; only ready accounts
+// create, as only they register.
+func (m *Minter) creator(acct space.CloudAccount) (space.ClusterCreator, error) {
+	if !acct.Ready() {
+		return nil, acct.NotReady("cloud_account_id")
+	}
+	c, ok := m.Providers[acct.Provider].(space.ClusterCreator)
+	if !ok {
+		return nil, cloud.Errorf(space.ReasonCredentialsUnavailable, "no cluster creator is configured for "+string(acct.Provider), nil)
+	}
+	return c, nil
+}

@@ -14,6 +14,12 @@ type ClusterSpec struct {
 	Network           Network  `json:"network,omitempty"`
 	// Tags are AWS tags, GCP resource labels or Azure tags.
 	Tags map[string]string `json:"tags,omitempty"`
+	// AWS: the IAM roles the EKS control plane and the nodes act as, which
+	// the connected role must be allowed to pass (iam:PassRole). Empty
+	// means the connected role itself, which must then also trust
+	// eks.amazonaws.com and ec2.amazonaws.com.
+	ClusterRoleARN string `json:"cluster_role_arn,omitempty"`
+	NodeRoleARN    string `json:"node_role_arn,omitempty"`
 }
 
 // NodePool is the cluster's one node pool (EKS managed node group, GKE
@@ -48,7 +54,8 @@ type CloudOperation struct {
 	// then "nodegroup" on EKS; one stage on GKE and AKS).
 	Stage string `json:"stage"`
 	// ID is what the cloud polls by: the EKS cluster or node group name, the
-	// GKE operation name, the AKS cluster's resource id.
+	// GKE operation's full name (projects/P/locations/L/operations/O), the
+	// AKS cluster's resource id.
 	ID string `json:"id"`
 }
 
@@ -77,9 +84,16 @@ type CreateProgress struct {
 //     token.
 //
 // A cloud's refusal (unsupported version or machine type, quota exceeded,
-// invalid subnet, cluster name taken) is an *Error of KindInvalid with
-// Reason ReasonCloudRefused and the cloud's own message; a cloud that cannot
-// be reached or answers 5xx is ReasonCloudUnavailable (a retry can succeed).
+// invalid subnet, cluster name taken by a cluster this job did not start)
+// is an *Error of KindInvalid with Reason ReasonCloudRefused and the
+// cloud's own message; a cloud that cannot be reached, answers 5xx or
+// throttles is ReasonCloudUnavailable (a retry can succeed); an identity
+// the customer did not allow to create is ReasonAccessDenied, and an
+// account that is not ready ReasonAccountNotReady.
+//
+// mint.Minter implements it, dispatching by the account's provider to the
+// eks, gke and aks minters (which tag or label what they create with
+// the token, to tell their own creation from a taken name).
 type ClusterCreator interface {
 	StartCreate(ctx context.Context, acct CloudAccount, cfg Config, spec ClusterSpec, token string) (CreateProgress, error)
 	Advance(ctx context.Context, acct CloudAccount, cfg Config, spec ClusterSpec, token string, op CloudOperation) (CreateProgress, error)

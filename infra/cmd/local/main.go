@@ -83,9 +83,15 @@ func configure() (local.Config, error) {
 		cfg.Demo = &demo.Options{
 			FlapUp:   env.Duration("SPACES_DEMO_FLAP_UP", demo.DefaultFlapUp),
 			FlapDown: env.Duration("SPACES_DEMO_FLAP_DOWN", demo.DefaultFlapDown),
+			// How long a cluster the simulated cloud creates takes to come up.
+			CreateDelay: env.Duration("SPACES_DEMO_CREATE_DELAY", demo.DefaultCreateDelay),
 			// The simulated customers' trust survives restarts, like the
 			// accounts in the table.
 			SetupsFile: ".local/demo-setups.jsonl",
+			// So do the clusters it created, and what the real API
+			// server holds.
+			CreatedFile: ".local/demo-created.jsonl",
+			KubeDir:     ".local/kube",
 		}
 	}
 	return cfg, env.Err()
@@ -140,12 +146,22 @@ Stop with Ctrl-C.
 			if c.Provider != p {
 				continue
 			}
-			note := ""
-			if c.Flaps {
-				note = fmt.Sprintf("   flaps: up %s, down %s, over and over", cfg.Demo.FlapUp, cfg.Demo.FlapDown)
+			note := "   light: /version and namespaces only, revisions fail"
+			switch {
+			case c.Real:
+				note = "   real kube-apiserver: takes revisions"
+			case c.Flaps:
+				note += fmt.Sprintf("; flaps: up %s, down %s, over and over", cfg.Demo.FlapUp, cfg.Demo.FlapDown)
 			}
-			fmt.Fprintf(&b, "         %-11s %-13s %s%s\n", c.Name, c.Location, c.GitVersion, note)
+			fmt.Fprintf(&b, "         %-13s %-13s %-19s%s\n", c.Name, c.Location, c.GitVersion, note)
 		}
+	}
+	if st.Demo.Real != nil {
+		fmt.Fprintf(&b, "\nClusters the simulated cloud creates come up after %s (EKS: twice, control plane then nodes),\n"+
+			"on the real kube-apiserver: they take revisions.\n", cfg.Demo.CreateDelay)
+	} else {
+		fmt.Fprintf(&b, "\nNo demo cluster takes revisions: %s.\n"+
+			"Clusters the simulated cloud creates are light too. Build the real API server once, then restart.\n", st.Demo.RealMissing)
 	}
 	awsConn, _ := json.Marshal(demo.Connection(space.AWS))
 	fmt.Fprintf(&b, `

@@ -19,6 +19,7 @@ var kinds = map[string]space.Kind{
 	space.ReasonAccessDenied:           space.KindBadGateway,
 	space.ReasonCloudUnavailable:       space.KindUnavailable,
 	space.ReasonCredentialsUnavailable: space.KindUnavailable,
+	space.ReasonCloudRefused:           space.KindInvalid,
 }
 
 // Errorf builds the domain error of a minting failure; cause is kept for
@@ -55,4 +56,11 @@ func NotFound(err error) error {
 	return &space.Error{Kind: space.KindInvalid, Reason: space.ReasonClusterNotFound,
 		Message: "the cluster does not exist in the cloud account: " + e.Message,
 		Fields:  []space.FieldError{{Field: "config.clusterName", Reason: e.Message}}, Err: e.Err}
+}
+
+// Refused is a cloud's refusal of a creation (unsupported version, unknown
+// machine type, quota, bad network, name taken): 422 with the cloud's own
+// words, which a retry of the same request cannot change.
+func Refused(msg string, cause error) *space.Error {
+	return Errorf(space.ReasonCloudRefused, msg, cause)
 }
