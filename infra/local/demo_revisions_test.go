@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,23 +13,26 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"spaces/infra/demo"
+	"spaces/shared/provisioning"
 	"spaces/shared/space"
 )
 
 // TestDemoClustersTakeRevisions: in the demo `make run` starts, the
 // demo-*-apps cluster of each cloud and a cluster the demo's cloud creates
-// for each (through the stack's minter, as a provisioning job does) are
-// served by the real kube-apiserver: registered over HTTP they turn active,
-// and a revision pushed to an environment on them is deployed (the
-// ConfigMap is on the API server).
+// for each by a provisioning job over HTTP (one cluster in the cloud, one
+// space) are served by the real kube-apiserver: they turn active, and a
+// revision pushed to an environment on them is deployed (the ConfigMap is
+// on the API server). A job the cloud refuses fails with the cloud's words
+// and leaves nothing behind.
 func TestDemoClustersTakeRevisions(t *testing.T) {
 	prefix := fmt.Sprintf("v%s-", uuid.NewString()[:8])
 	st, err := Start(context.Background(), Config{
 		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
-		Log:     slog.New(slog.DiscardHandler),
-		Names:   func(id string) string { return prefix + id },
-		Demo:    &demo.Options{CreateDelay: 2 * time.Second},
-		Probing: ProbingConfig{Interval: 2 * time.Second},
+		Log:          slog.New(slog.DiscardHandler),
+		Names:        func(id string) string { return prefix + id },
+		Demo:         &demo.Options{CreateDelay: 2 * time.Second},
+		Probing:      ProbingConfig{Interval: 2 * time.Second},
+		Provisioning: ProvisioningConfig{PollInterval: time.Second, Wait: time.Second},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -43,11 +47,13 @@ func TestDemoClustersTakeRevisions(t *testing.T) {
 
 	// deploy registers the cluster, makes a namespace and an environment
 	// there, pushes a ConfigMap and waits for it to be deployed.
-	deploy := func(p space.Provider, acct string, cfg space.Config) {
+	register := func(p space.Provider, acct string, cfg space.Config) string {
 		t.Helper()
-		name := cfg["clusterName"]
-		id := c.must(201, c.do("POST", "/spaces", map[string]any{"provider": p, "space_type": "kubernetes",
+		return c.must(201, c.do("POST", "/spaces", map[string]any{"provider": p, "space_type": "kubernetes",
 			"cloud_account_id": acct, "config": cfg}))["id"].(string)
+	}
+	deploy := func(id, name string) {
+		t.Helper()
 		waitActive(t, c, id)
 		c.must(201, c.do("POST", "/space-discovery/"+id+"/namespaces", map[string]any{"name": name}))
 		envID := c.must(201, c.do("POST", "/environments", map[string]any{"name": name, "space_id": id, "namespace": name}))["id"].(string)
@@ -72,25 +78,44 @@ func TestDemoClustersTakeRevisions(t *testing.T) {
 			acct := c.connect(st.Demo.Cloud, p, demo.Connection(p))
 			for _, s := range demo.Specs {
 				if s.Provider == p && s.Real {
-					deploy(p, acct, s.Config())
+					deploy(register(p, acct, s.Config()), s.Name)
 				}
 			}
 
-			a, err := st.Service.GetAccount(t.Context(), org, acct)
-			if err != nil {
-				t.Fatal(err)
+			// A provisioning job over HTTP: the demo's cloud creates the
+			// cluster through the real SDK calls, the job registers it.
+			cfg := demo.NewClusterConfig(p, "made-"+string(p))
+			before := st.Demo.Cloud.Created(p)
+			job := c.must(201, c.do("POST", "/provisioning-jobs", map[string]any{"provider": p, "cloud_account_id": acct,
+				"config": cfg, "spec": demo.ClusterSpec(p)}))
+			done := waitJob(t, c, job["id"].(string), provisioning.Succeeded)
+			if n := st.Demo.Cloud.Created(p) - before; n != 1 {
+				t.Errorf("the cloud made %d clusters for one job", n)
 			}
-			cfg, spec, token := demo.NewClusterConfig(p, "made-"+string(p)), demo.ClusterSpec(p), uuid.NewString()
-			prog, err := st.Minter.StartCreate(t.Context(), a, cfg, spec, token)
-			deadline := time.Now().Add(time.Minute)
-			for err == nil && !prog.Done && time.Now().Before(deadline) {
-				time.Sleep(300 * time.Millisecond)
-				prog, err = st.Minter.Advance(t.Context(), a, cfg, spec, token, prog.Operation)
+			id := done["space_id"].(string)
+			if sp := c.must(200, c.do("GET", "/spaces/"+id, nil)); sp["config"].(map[string]any)["clusterName"] != cfg["clusterName"] {
+				t.Errorf("the job registered %v", sp)
 			}
-			if err != nil || !prog.Done {
-				t.Fatalf("creation: %+v %v", prog, err)
+			deploy(id, cfg["clusterName"])
+
+			// The cloud refuses a version it does not offer: the job fails
+			// with the cloud's words, nothing is made and nothing registered.
+			spaces := spaceCount(t, c)
+			bad := demo.ClusterSpec(p)
+			bad.KubernetesVersion = "1.19"
+			job = c.must(201, c.do("POST", "/provisioning-jobs", map[string]any{"provider": p, "cloud_account_id": acct,
+				"config": demo.NewClusterConfig(p, "refused-"+string(p)), "spec": bad}))
+			failed := waitJob(t, c, job["id"].(string), provisioning.Failed)
+			f, _ := failed["failure"].(map[string]any)
+			if f["reason"] != space.ReasonCloudRefused || !strings.Contains(fmt.Sprint(f["message"]), "1.19") || f["retryable"] != false {
+				t.Errorf("refused job: %v", failed)
 			}
-			deploy(p, acct, cfg)
+			if n := st.Demo.Cloud.Created(p) - before; n != 1 {
+				t.Errorf("the cloud made %d clusters, want only the first job's", n)
+			}
+			if n := spaceCount(t, c); n != spaces {
+				t.Errorf("%d spaces after a refused job, want %d", n, spaces)
+			}
 		})
 	}
 }

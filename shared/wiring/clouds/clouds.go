@@ -53,8 +53,8 @@ func Minter(s Settings, awsCfg aws.Config, store interface {
 // identity. This is the one place the real adapters plug in; a minter that
 // does not create clusters yields provisioning.Unconfigured.
 func Creator(m *mint.Minter) space.ClusterCreator {
-	if c, ok := any(m).(space.ClusterCreator); ok && m != nil {
-		return c
+	if m == nil {
+		return provisioning.Unconfigured{}
 	}
-	return provisioning.Unconfigured{}
+	return m
 }
