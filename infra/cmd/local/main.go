@@ -191,10 +191,10 @@ Try (README.md, "A five-minute tour", walks through all of it):
   curl -s $API/spaces -H "Authorization: Bearer $TOKEN" | jq '.items[] | {id, name, status}'
 
   # or provision a new cluster and watch the job (README, "Provision a new cluster")
-  curl -s -X POST $API/provisioning-jobs -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{"provider":"aws","cloud_account_id":"'$ACCOUNT'","config":{"clusterName":"tour-eks","region":"%[2]s"},"spec":{"kubernetes_version":"1.31","node_pool":{"machine_type":"m5.large","min_nodes":1,"max_nodes":3,"desired_nodes":2},"network":{"subnet_ids":["subnet-0a1b2c3d","subnet-4e5f6a7b"]}}}' | jq '{id, state}'
+  curl -s -X POST $API/provisioning-jobs -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{"provider":"aws","cloud_account_id":"'$ACCOUNT'","config":{"clusterName":"tour-eks","region":"%[2]s"},"spec":{"kubernetes_version":"1.31","node_pool":{"machine_type":"m5.large","min_nodes":1,"max_nodes":3,"desired_nodes":2},"network":{"subnet_ids":["%[5]s","%[6]s"],"security_group_ids":["%[7]s"]}}}' | jq '{id, state}'
   curl -s $API/provisioning-jobs -H "Authorization: Bearer $TOKEN" | jq '.items[] | {id, state, space_id, failure}'
 
 Stop with Ctrl-C.
-`, awsConn, demo.AWSRegion, st.Demo.Cloud.URL, simcloudCA)
+`, awsConn, demo.AWSRegion, st.Demo.Cloud.URL, simcloudCA, demo.AWSSubnetA, demo.AWSSubnetB, demo.AWSSecurityGroup)
 	return b.String()
 }
