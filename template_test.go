@@ -1,6 +1,7 @@
 package spaces_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -68,6 +69,21 @@ func TestTemplateMatchesTheCode(t *testing.T) {
 		if e.IsDir() && !folders[e.Name()] {
 			t.Errorf("functions/%s is not deployed by template.yaml", e.Name())
 		}
+	}
+	// The cluster-side routes are the discovery function's, and only its.
+	var discoveryRoutes []string
+	for name, ev := range tpl.Resources["DiscoveryFunction"].Properties["Events"].(map[string]any) {
+		if get(ev, "Type") != "HttpApi" {
+			t.Errorf("DiscoveryFunction.%s: not an HttpApi event", name)
+			continue
+		}
+		discoveryRoutes = append(discoveryRoutes, fmt.Sprint(get(ev, "Properties", "Method"), " ", get(ev, "Properties", "Path")))
+	}
+	cluster := httpapi.ClusterRoutes()
+	sort.Strings(cluster)
+	sort.Strings(discoveryRoutes)
+	if !slices.Equal(cluster, discoveryRoutes) {
+		t.Errorf("DiscoveryFunction routes %v, want exactly the cluster-side routes %v", discoveryRoutes, cluster)
 	}
 	served := append(httpapi.Routes(), console.Routes...)
 	sort.Strings(served)
