@@ -13,27 +13,33 @@ import (
 type ctxKey struct{}
 
 // reqState is per-request and shared by every layer, so attributes learned
-// deep inside (org id, space id) reach the access-log line.
+// deep inside (org id, space id) reach the access-log line. The attributes
+// are kept as a list and a logger is built from them only when something is
+// logged besides the access line: slog's With formats them at once.
 type reqState struct {
-	id  string
-	log *slog.Logger
+	id    string
+	base  *slog.Logger
+	attrs []slog.Attr
 }
 
 func state(ctx context.Context) *reqState {
 	if s, ok := ctx.Value(ctxKey{}).(*reqState); ok {
 		return s
 	}
-	return &reqState{log: slog.Default()}
+	return &reqState{base: slog.Default()}
 }
 
 func requestID(ctx context.Context) string { return state(ctx).id }
 
-func logger(ctx context.Context) *slog.Logger { return state(ctx).log }
-
-// addLogAttrs adds attributes (org id, space id) to the request's logger.
-func addLogAttrs(ctx context.Context, args ...any) {
+func logger(ctx context.Context) *slog.Logger {
 	s := state(ctx)
-	s.log = s.log.With(args...)
+	return slog.New(s.base.Handler().WithAttrs(s.attrs))
+}
+
+// addLogAttrs adds an attribute (org id, space id) to the request's logger.
+func addLogAttrs(ctx context.Context, key, value string) {
+	s := state(ctx)
+	s.attrs = append(s.attrs, slog.String(key, value))
 }
 
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:=-]{1,128}$`)
@@ -84,11 +90,12 @@ func observe(base *slog.Logger, next http.Handler) http.Handler {
 		// another type, never kept by a shared cache.
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-store")
-		st := &reqState{id: id, log: base.With("request_id", id)}
+		st := &reqState{id: id, base: base, attrs: make([]slog.Attr, 1, 8)}
+		st.attrs[0] = slog.String("request_id", id)
 		rec := &statusRecorder{ResponseWriter: w}
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, st))
 		next.ServeHTTP(rec, r)
-		st.log.Info("request", "method", r.Method, "path", r.URL.Path, "route", r.Pattern,
-			"status", rec.status, "duration_ms", time.Since(start).Milliseconds())
+		base.LogAttrs(r.Context(), slog.LevelInfo, "request", append(st.attrs, slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.String("route", r.Pattern), slog.Int("status", rec.status), slog.Int64("duration_ms", time.Since(start).Milliseconds()))...)
 	})
 }
