@@ -62,7 +62,7 @@ func build(b *testing.B, dir, fn string) *binary {
 // (see package doc) against the emulator, b.N times each, and reports:
 // the linux/arm64 binary's size and zip size, the sum of package init
 // times, process start to the runtime API's first poll (ready-ms), and to
-// the first response (first-ms, mean and minimum). With
+// the first response (first-ms, mean and minimum); init-ms likewise. With
 // LAMBDART_BEFORE=<checkout of an earlier commit>, the api function of
 // that checkout is measured in the same run as api-before.
 //
@@ -102,7 +102,7 @@ func BenchmarkColdStart(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var initMS float64
+			var initMS, minInit float64
 			var ready, first, minFirst time.Duration
 			b.ResetTimer()
 			for range b.N {
@@ -114,6 +114,9 @@ func BenchmarkColdStart(b *testing.B) {
 					b.Fatalf("first invocation failed: %s", st.Response)
 				}
 				initMS += st.InitMS
+				if minInit == 0 || st.InitMS < minInit {
+					minInit = st.InitMS
+				}
 				ready += st.Ready
 				first += st.FirstResponse
 				if minFirst == 0 || st.FirstResponse < minFirst {
@@ -133,6 +136,8 @@ func BenchmarkColdStart(b *testing.B) {
 			b.ReportMetric(float64(fi.Size())/1e6, "MB")
 			b.ReportMetric(float64(zipped)/1e6, "zip-MB")
 			b.ReportMetric(initMS/n, "init-ms")
+			// On a loaded machine the minimum is the better comparison.
+			b.ReportMetric(minInit, "init-min-ms")
 			b.ReportMetric(float64(ready.Microseconds())/1e3/n, "ready-ms")
 			b.ReportMetric(float64(first.Microseconds())/1e3/n, "first-ms")
 			b.ReportMetric(float64(minFirst.Microseconds())/1e3, "first-min-ms")
