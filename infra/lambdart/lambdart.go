@@ -73,6 +73,10 @@ type Start struct {
 	// InitMS is the sum of the package init clock times GODEBUG=inittrace=1
 	// printed (the runtime's own and every package's init).
 	InitMS float64
+	// CPU is the process's user and system time, start to stop (just after
+	// the first response): unlike the wall times, it hardly moves with
+	// the machine's load.
+	CPU time.Duration
 	// Response is what the first invocation answered; Errored when it was
 	// posted to .../error (or the init failed).
 	Response []byte
@@ -139,6 +143,7 @@ func Run(ctx context.Context, bin string, env []string, event []byte) (Start, er
 	_ = cmd.Wait()
 	<-scanned
 	st.InitMS = initMS
+	st.CPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	return st, nil
 }
 

@@ -103,7 +103,7 @@ func BenchmarkColdStart(b *testing.B) {
 				b.Fatal(err)
 			}
 			var initMS, minInit float64
-			var ready, first, minFirst time.Duration
+			var ready, first, minFirst, cpu time.Duration
 			b.ResetTimer()
 			for range b.N {
 				st, err := lambdart.Run(b.Context(), bin.run, vars, event)
@@ -118,6 +118,7 @@ func BenchmarkColdStart(b *testing.B) {
 					minInit = st.InitMS
 				}
 				ready += st.Ready
+				cpu += st.CPU
 				first += st.FirstResponse
 				if minFirst == 0 || st.FirstResponse < minFirst {
 					minFirst = st.FirstResponse
@@ -141,6 +142,7 @@ func BenchmarkColdStart(b *testing.B) {
 			b.ReportMetric(float64(ready.Microseconds())/1e3/n, "ready-ms")
 			b.ReportMetric(float64(first.Microseconds())/1e3/n, "first-ms")
 			b.ReportMetric(float64(minFirst.Microseconds())/1e3, "first-min-ms")
+			b.ReportMetric(float64(cpu.Microseconds())/1e3/n, "cpu-ms")
 		})
 	}
 }
