@@ -195,14 +195,14 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	// The cluster side is its own function, as deployed; without a minter
 	// no cloud is reachable and the catalog asks none.
 	disc := discovery.New(st.aws, discovery.Settings{Common: settings.Common}, discovery.Options{Auth: verifier, Minter: cfg.Minter, Log: cfg.Log})
-	var cloud api.Cloud
+	opts := api.Options{Auth: verifier, Log: cfg.Log}
 	if cfg.Minter != nil {
 		if settings.DiscoveryFunction, err = st.startDiscovery(cfg, disc); err != nil {
 			return nil, err
 		}
-		cloud = api.CloudCall(st.aws, settings)
+		opts.Cloud, opts.Trust = api.CloudCall(st.aws, settings), &cfg.Minter.Trust
 	}
-	handler, svc, err := api.New(st.aws, settings, api.Options{Auth: verifier, Cloud: cloud, Log: cfg.Log})
+	handler, svc, err := api.New(st.aws, settings, opts)
 	if err != nil {
 		return nil, err
 	}

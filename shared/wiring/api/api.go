@@ -62,6 +62,9 @@ type Options struct {
 	// not checked, accounts stay pending). Deployed, it is
 	// CloudCall(a, s).
 	Cloud Cloud
+	// Trust, when set, is who customers' clouds are told to trust, in
+	// place of the settings' (the local stack's simulated clouds').
+	Trust *space.TrustConfig
 	Log   *slog.Logger
 	Now   func() time.Time
 }
@@ -95,6 +98,9 @@ func New(a wiring.AWS, s Settings, o Options) (*httpapi.API, *space.Service, err
 	}
 	api.Revisions = &space.Revisions{Bindings: api.Bindings, Store: store, Queue: wiring.RevisionQueue{Q: a.Queue(s.RevisionsQueue)}}
 	svc.Trust = s.Clouds.Trust()
+	if o.Trust != nil {
+		svc.Trust = *o.Trust
+	}
 	if o.Cloud != nil {
 		svc.Clusters, svc.Verifier = o.Cloud, o.Cloud
 	}

@@ -66,7 +66,7 @@ func New(a wiring.AWS, s Settings, o Options) *Function {
 	h := &httpapi.API{Spaces: svc, Auth: o.Auth, Log: o.Log, OpenAPI: spaces.OpenAPI, ClusterSide: true}
 	f := &Function{Cloud: cloudcall.Handler{Clusters: unreachable{}, Verifier: unreachable{}}}
 	if o.Minter != nil {
-		svc.Clusters, svc.Verifier = o.Minter, o.Minter
+		svc.Clusters, svc.Verifier, svc.Trust = o.Minter, o.Minter, o.Minter.Trust
 		h.Discovery = &httpapi.Discovery{
 			Namespaces: &kubens.Service{Spaces: svc, Minter: o.Minter},
 			Clusters:   o.Minter,
