@@ -1,6 +1,8 @@
 package spaces_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,7 +12,9 @@ import (
 	"testing"
 
 	"spaces/shared/console"
+	"spaces/shared/dynamostore"
 	"spaces/shared/httpapi"
+	"spaces/shared/probing"
 )
 
 // TestTemplateMatchesTheCode: every function in template.yaml is built by the
@@ -69,10 +73,60 @@ func TestTemplateMatchesTheCode(t *testing.T) {
 			t.Errorf("functions/%s is not deployed by template.yaml", e.Name())
 		}
 	}
+	// The cluster-side routes are the discovery function's, and only its.
+	var discoveryRoutes []string
+	for name, ev := range tpl.Resources["DiscoveryFunction"].Properties["Events"].(map[string]any) {
+		if get(ev, "Type") != "HttpApi" {
+			t.Errorf("DiscoveryFunction.%s: not an HttpApi event", name)
+			continue
+		}
+		discoveryRoutes = append(discoveryRoutes, fmt.Sprint(get(ev, "Properties", "Method"), " ", get(ev, "Properties", "Path")))
+	}
+	cluster := httpapi.ClusterRoutes()
+	sort.Strings(cluster)
+	sort.Strings(discoveryRoutes)
+	if !slices.Equal(cluster, discoveryRoutes) {
+		t.Errorf("DiscoveryFunction routes %v, want exactly the cluster-side routes %v", discoveryRoutes, cluster)
+	}
 	served := append(httpapi.Routes(), console.Routes...)
 	sort.Strings(served)
 	sort.Strings(templateRoutes)
 	if !slices.Equal(served, templateRoutes) {
 		t.Errorf("routes differ\n template: %v\n mux:      %v", templateRoutes, served)
+	}
+}
+
+// TestScheduleCoversEveryShardOnce: the scheduler's schedules split the
+// minute's tick by shard (probing.ScheduleInput); together their ranges
+// name every shard of the probe index exactly once, so that no space is
+// probed twice a minute or never.
+func TestScheduleCoversEveryShardOnce(t *testing.T) {
+	tpl := parseRaw(t)
+	shards := (*dynamostore.Store)(nil).ProbeShards()
+	covered := make([]int, shards)
+	events, _ := tpl.Resources["SchedulerFunction"].Properties["Events"].(map[string]any)
+	for name, ev := range events {
+		if get(ev, "Type") != "ScheduleV2" || get(ev, "Properties", "ScheduleExpression") != "rate(1 minute)" {
+			t.Errorf("%s: want a ScheduleV2 event every minute", name)
+			continue
+		}
+		raw, _ := get(ev, "Properties", "Input").(string)
+		var in probing.ScheduleInput
+		if err := json.Unmarshal([]byte(raw), &in); err != nil || in.Shards == nil {
+			t.Errorf("%s: Input %q names no shard range: %v", name, raw, err)
+			continue
+		}
+		for s := in.Shards.First; s <= in.Shards.Last; s++ {
+			if s < 0 || s >= shards {
+				t.Errorf("%s: shard %d is not in the index (0-%d)", name, s, shards-1)
+				continue
+			}
+			covered[s]++
+		}
+	}
+	for s, n := range covered {
+		if n != 1 {
+			t.Errorf("shard %d is fanned out by %d schedules, want 1", s, n)
+		}
 	}
 }

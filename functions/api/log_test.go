@@ -19,7 +19,6 @@ import (
 	"spaces/shared/tracing"
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/api"
-	"spaces/shared/wiring/clouds"
 )
 
 // TestWriteLogsCarryRequestIdsAndCaller sends a write (POST
@@ -40,7 +39,7 @@ func TestWriteLogsCarryRequestIdsAndCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	fn := &config.Function{Log: slog.New(tracing.LogHandler(slog.NewJSONHandler(&logs, nil))), Tracing: tr, Env: config.FromOS()}
-	h, err := handler(wiring.AWS{Config: env.Config, Endpoint: env.Endpoint}, s, clouds.Settings{}, fn)
+	h, err := handler(wiring.AWS{Config: env.Config, Endpoint: env.Endpoint}, s, fn)
 	if err != nil {
 		t.Fatal(err)
 	}

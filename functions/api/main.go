@@ -1,5 +1,8 @@
-// Command api is the Spaces REST API as a Lambda function behind an API
-// Gateway HTTP API whose JWT authorizer has already verified the token.
+// Command api is the Spaces catalog REST API as a Lambda function behind an
+// API Gateway HTTP API whose JWT authorizer has already verified the token.
+// It links neither client-go nor a cloud SDK: the cloud questions of a
+// registration or a new account are invoked on functions/discovery, which
+// also serves the cluster-side routes.
 package main
 
 import (
@@ -18,20 +21,19 @@ import (
 	"spaces/shared/tracing/tracehttp"
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/api"
-	"spaces/shared/wiring/clouds"
 )
 
 func main() {
 	fn := config.NewFunction()
 	ctx := context.Background()
-	s, fed := api.Read(fn.Env), clouds.Read(fn.Env)
+	s := api.Read(fn.Env)
 	a := wiring.AWS{Config: fn.AWS(ctx)}
 	// The cursor key comes from Secrets Manager at cold start, never from
 	// the environment; the previous value keeps older cursors open.
 	var err error
 	s.CursorSecret, s.PreviousCursorSecret, err = secret.Versions(ctx, awsclient.SecretsManager(a.Config, ""), s.CursorSecretARN)
 	fn.Check("cursor secret", err)
-	h, err := handler(a, s, fed, fn)
+	h, err := handler(a, s, fn)
 	fn.Check("handler", err)
 	lambda.Start(serve(h, fn.Tracing))
 }
@@ -43,9 +45,8 @@ func serve(h http.Handler, t *tracing.Tracing) func(context.Context, events.APIG
 }
 
 // handler builds the API exactly as the function serves it.
-func handler(a wiring.AWS, s api.Settings, fed clouds.Settings, fn *config.Function) (http.Handler, error) {
-	minter := clouds.Minter(fed, a.Config, a.Store(s.Table))
-	h, _, err := api.New(a, s, api.Options{Auth: auth.GatewayClaims{}, Minter: minter, Log: fn.Log})
+func handler(a wiring.AWS, s api.Settings, fn *config.Function) (http.Handler, error) {
+	h, _, err := api.New(a, s, api.Options{Auth: auth.GatewayClaims{}, Cloud: api.CloudCall(a, s), Log: fn.Log})
 	if err != nil {
 		return nil, err
 	}

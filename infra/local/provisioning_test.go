@@ -411,6 +411,10 @@ func TestProvisioningBadRequests(t *testing.T) {
 		{"account of another provider", body("aws", func(b, _, _, _ map[string]any) { b["cloud_account_id"] = accts["gcp"] }), "cloud_account_id", nil},
 		{"account not ready", body("aws", func(b, _, _, _ map[string]any) { b["cloud_account_id"] = pending }), "cloud_account_id", nil},
 		{"no config", body("aws", func(b, _, _, _ map[string]any) { delete(b, "config") }), "config", nil},
+		{"cluster role not an ARN", body("aws", func(_, spec, _, _ map[string]any) { spec["cluster_role_arn"] = "eks-cluster" }), "spec.cluster_role_arn", nil},
+		{"node role on gcp", body("gcp", func(_, spec, _, _ map[string]any) {
+			spec["node_role_arn"] = "arn:aws:iam::123456789012:role/nodes"
+		}), "spec.node_role_arn", nil},
 		{"bad region", body("aws", func(b, _, _, _ map[string]any) {
 			b["config"] = configFor("aws", "x")
 			b["config"].(map[string]string)["region"] = "mars-1"

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"path"
 	"path/filepath"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"spaces/infra/emulator"
 	"spaces/shared/auth"
 	"spaces/shared/cascade"
+	"spaces/shared/httpapi"
 	"spaces/shared/mint"
 	"spaces/shared/probing"
 	"spaces/shared/space"
@@ -29,6 +31,7 @@ import (
 	"spaces/shared/tracing/tracehttp"
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/api"
+	"spaces/shared/wiring/discovery"
 )
 
 // Config is the local stack's configuration; zero values take the defaults.
@@ -135,6 +138,7 @@ type Stack struct {
 	stopCascade      func()
 	stopRevisions    func()
 	stopProvisioning func()
+	stopDiscovery    func()
 	servers          []*http.Server
 	emu              *emulator.Emulator
 	errc             chan error
@@ -208,12 +212,22 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if !cfg.Probing.Disabled {
 		settings.ProbeQueue = res["ProbeQueue"].URL
 	}
-	handler, svc, err := api.New(st.aws, settings, api.Options{Auth: verifier, Minter: cfg.Minter, Log: cfg.Log})
+	// The cluster side is its own function, as deployed; without a minter
+	// no cloud is reachable and the catalog asks none.
+	disc := discovery.New(st.aws, discovery.Settings{Common: settings.Common}, discovery.Options{Auth: verifier, Minter: cfg.Minter, Log: cfg.Log})
+	opts := api.Options{Auth: verifier, Log: cfg.Log}
+	if cfg.Minter != nil {
+		if settings.DiscoveryFunction, err = st.startDiscovery(cfg, disc); err != nil {
+			return nil, err
+		}
+		opts.Cloud, opts.Trust = api.CloudCall(st.aws, settings), &cfg.Minter.Trust
+	}
+	handler, svc, err := api.New(st.aws, settings, opts)
 	if err != nil {
 		return nil, err
 	}
 	st.Service = svc
-	if st.APIURL, err = st.serve(cfg.APIAddr, st.withConsole(cfg, tracehttp.Handler(cfg.Tracing, handler.Handler()))); err != nil {
+	if st.APIURL, err = st.serve(cfg.APIAddr, st.withConsole(cfg, tracehttp.Handler(cfg.Tracing, routeByFunction(handler.Handler(), disc.HTTP)))); err != nil {
 		return nil, fmt.Errorf("api listener: %w", err)
 	}
 	if cfg.EmulatorAddr != "" {
@@ -225,6 +239,28 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	ok = true
 	return st, nil
 }
+
+// routeByFunction sends the cluster-side routes to the discovery function's
+// handler and everything else to the catalog's, as the gateway's routes do.
+// A request is only matched against the route patterns here; the catalog's
+// mux (which knows every route) answers unknown paths and wrong methods.
+func routeByFunction(catalog, cluster http.Handler) http.Handler {
+	patterns := http.NewServeMux()
+	for _, r := range httpapi.ClusterRoutes() {
+		patterns.Handle(r, cluster)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h, pattern := patterns.Handler(r); pattern != "" && canonicalPath(r.URL.Path) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		catalog.ServeHTTP(w, r)
+	})
+}
+
+// canonicalPath: the mux would redirect a non-canonical path; the catalog
+// answers it with its 404 problem instead.
+func canonicalPath(p string) bool { return p != "" && path.Clean(p) == p }
 
 func (st *Stack) serve(addr string, h http.Handler) (string, error) {
 	ln, err := net.Listen("tcp", addr)
@@ -263,6 +299,9 @@ func (st *Stack) Close() {
 	}
 	if st.stopProvisioning != nil {
 		st.stopProvisioning()
+	}
+	if st.stopDiscovery != nil {
+		st.stopDiscovery()
 	}
 	for _, s := range st.servers {
 		_ = s.Shutdown(ctx)

@@ -282,7 +282,7 @@ func TestNamespaceAndRegionSchemasCarryTheDomainRules(t *testing.T) {
 	}
 	for _, c := range cases {
 		body, _ := json.Marshal(map[string]any{"name": c.Name, "labels": c.Labels})
-		domainOK := c.Validate() == nil
+		domainOK := kubens.Validate(c) == nil
 		docOK, _ := sv.ValidateSchemaBytes(req.Schema(), body)
 		if domainOK != docOK {
 			t.Errorf("%q %v: domain valid=%v, document valid=%v", c.Name, c.Labels, domainOK, docOK)

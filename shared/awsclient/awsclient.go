@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
@@ -114,6 +115,16 @@ func SQS(cfg aws.Config, endpoint string) *sqs.Client {
 func EventBridge(cfg aws.Config, endpoint string) *eventbridge.Client {
 	return eventbridge.NewFromConfig(cfg, func(o *eventbridge.Options) {
 		o.TracerProvider = tracing.SDK()
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	})
+}
+
+// Lambda returns a Lambda client (the catalog API invokes the discovery
+// function with it).
+func Lambda(cfg aws.Config, endpoint string) *lambda.Client {
+	return lambda.NewFromConfig(cfg, func(o *lambda.Options) {
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}

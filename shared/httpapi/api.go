@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 
 	"spaces/shared/auth"
@@ -34,6 +35,10 @@ type API struct {
 	// OpenAPI is served at GET /openapi.yaml without authentication.
 	OpenAPI   []byte
 	Discovery *Discovery // namespace discovery and the cluster picker (discovery.go); nil: 503
+	// ClusterSide serves only the routes that reach into clouds and
+	// clusters (ClusterRoutes): the discovery function's handler. The
+	// catalog API serves every route; the gateway never sends it these.
+	ClusterSide bool
 	// Probes, when set, is asked to probe each newly registered space at once
 	// instead of at the next minute tick.
 	Probes interface {
@@ -48,7 +53,18 @@ type route struct {
 
 // routes is the one list of authenticated routes; Routes and Handler derive
 // from it, and a test checks template.yaml declares exactly these.
-var routes = []route{
+var routes = slices.Concat(catalogRoutes, clusterRoutes)
+
+// clusterRoutes need a cloud SDK or client-go: functions/discovery serves
+// them (the gateway routes them there), never the catalog API.
+var clusterRoutes = []route{
+	{"GET", "/cloud-accounts/{id}/clusters", (*API).listClusters},
+	{"POST", "/cloud-accounts/{id}/verify", (*API).verifyAccount},
+	{"GET", "/space-discovery/{spaceID}/namespaces", (*API).listNamespaces},
+	{"POST", "/space-discovery/{spaceID}/namespaces", (*API).createNamespace},
+}
+
+var catalogRoutes = []route{
 	{"GET", "/spaces", (*API).listSpaces},
 	{"POST", "/spaces", (*API).registerSpace},
 	{"GET", "/spaces/{id}", (*API).getSpace},
@@ -58,11 +74,7 @@ var routes = []route{
 	{"POST", "/cloud-accounts", (*API).createAccount},
 	{"GET", "/cloud-accounts/{id}", (*API).getAccount},
 	{"DELETE", "/cloud-accounts/{id}", (*API).deleteAccount},
-	{"GET", "/cloud-accounts/{id}/clusters", (*API).listClusters},
-	{"POST", "/cloud-accounts/{id}/verify", (*API).verifyAccount},
 	{"GET", "/spaces/{id}/status-history", (*API).statusHistory},
-	{"GET", "/space-discovery/{spaceID}/namespaces", (*API).listNamespaces},
-	{"POST", "/space-discovery/{spaceID}/namespaces", (*API).createNamespace},
 	{"GET", "/environments", (*API).listEnvironments},
 	{"POST", "/environments", (*API).createEnvironment},
 	{"GET", "/environments/{id}", (*API).getEnvironment},
@@ -93,16 +105,32 @@ func Routes() []string {
 	return out
 }
 
+// ClusterRoutes lists, as "METHOD /path", the routes functions/discovery
+// serves: the gateway (and the local stack) send these there.
+func ClusterRoutes() []string {
+	var out []string
+	for _, rt := range clusterRoutes {
+		out = append(out, rt.method+" "+rt.path)
+	}
+	return out
+}
+
 // Handler returns the API as one http.Handler.
 func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
-	for _, rt := range routes {
+	serve := routes
+	if a.ClusterSide {
+		serve = clusterRoutes
+	}
+	for _, rt := range serve {
 		mux.Handle(rt.method+" "+rt.path, a.authenticated(rt.handle))
 	}
-	mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/yaml")
-		_, _ = w.Write(a.OpenAPI)
-	})
+	if !a.ClusterSide {
+		mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/yaml")
+			_, _ = w.Write(a.OpenAPI)
+		})
+	}
 	log := a.Log
 	if log == nil {
 		log = slog.Default()

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"spaces/shared/space"
@@ -71,11 +72,7 @@ func readObject(w http.ResponseWriter, r *http.Request, fields map[string]any) e
 			bad = append(bad, space.FieldError{Field: k, Reason: "is not a known field"})
 			continue
 		}
-		// UseNumber keeps numbers in free-form objects (manifests) exact:
-		// an integer above 2^53 must not become a float.
-		d := json.NewDecoder(bytes.NewReader(raw[k]))
-		d.UseNumber()
-		if err := d.Decode(dst); err != nil {
+		if err := decodeField(raw[k], dst); err != nil {
 			bad = append(bad, space.FieldError{Field: k, Reason: typeReason(dst)})
 		}
 	}
@@ -83,6 +80,26 @@ func readObject(w http.ResponseWriter, r *http.Request, fields map[string]any) e
 		return &space.Error{Kind: space.KindMalformed, Message: "the request body has unknown or mistyped fields", Fields: bad}
 	}
 	return nil
+}
+
+// decodeField decodes one field's value. UseNumber keeps numbers in
+// free-form objects (manifests) exact: an integer above 2^53 must not
+// become a float. Typed fields need no decoder of their own.
+func decodeField(v json.RawMessage, dst any) error {
+	switch d := dst.(type) {
+	case *string:
+		// A string without escapes is its own text (the body is valid
+		// UTF-8 JSON by now): no decoder needed.
+		if len(v) >= 2 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 {
+			*d = string(v[1 : len(v)-1])
+			return nil
+		}
+	case *[]map[string]any, *map[string]any, *any:
+		dec := json.NewDecoder(bytes.NewReader(v))
+		dec.UseNumber()
+		return dec.Decode(dst)
+	}
+	return json.Unmarshal(v, dst)
 }
 
 // bodyError is a 400 about the body as a whole, named "body".
@@ -172,46 +189,114 @@ func hasLoneSurrogate(b []byte) bool {
 }
 
 // duplicateKey returns the dotted path of the first key that occurs twice
-// in one object of a valid JSON document.
+// in one object of a valid JSON document. It scans the bytes rather than
+// the decoder's tokens (one allocation per token), and keeps keys as
+// slices of body; a key with an escape is compared decoded, so "a" and
+// "\u0061" are the same key.
 func duplicateKey(body []byte) (string, bool) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var walk func(path string) (string, bool)
-	walk = func(path string) (string, bool) {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		switch tok {
-		case json.Delim('{'):
-			seen := map[string]bool{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return "", false
-				}
-				k, _ := kt.(string)
-				at := k
-				if path != "" {
-					at = path + "." + k
-				}
-				if seen[k] {
-					return at, true
-				}
-				seen[k] = true
-				if p, dup := walk(at); dup {
-					return p, true
-				}
+	var stack []keyFrame
+	var keys [][]byte // the keys of every open object, innermost last
+	wantKey := false
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '{':
+			stack = append(stack, keyFrame{object: true, start: len(keys)})
+			wantKey = true
+		case '[':
+			stack = append(stack, keyFrame{start: len(keys)})
+		case '}', ']':
+			keys = keys[:stack[len(stack)-1].start]
+			stack = stack[:len(stack)-1]
+		case ',':
+			if top := &stack[len(stack)-1]; top.object {
+				wantKey = true
+			} else {
+				top.index++
 			}
-			_, _ = dec.Token()
-		case json.Delim('['):
-			for i := 0; dec.More(); i++ {
-				if p, dup := walk(path + "[" + strconv.Itoa(i) + "]"); dup {
-					return p, true
+		case '"':
+			end := stringEnd(body, i)
+			if wantKey {
+				top := &stack[len(stack)-1]
+				k := body[i+1 : end]
+				if bytes.IndexByte(k, '\\') >= 0 {
+					var text string
+					_ = json.Unmarshal(body[i:end+1], &text) // valid JSON: cannot fail
+					k = []byte(text)
 				}
+				top.key = k
+				if top.seenBefore(keys, k) {
+					return keyPath(stack), true
+				}
+				keys = append(keys, k)
+				wantKey = false
 			}
-			_, _ = dec.Token()
+			i = end
 		}
-		return "", false
 	}
-	return walk("")
+	return "", false
+}
+
+// keyFrame is an object or array duplicateKey is inside.
+type keyFrame struct {
+	object bool
+	start  int             // where the object's keys begin in the keys list
+	seen   map[string]bool // the object's keys, once it has many
+	key    []byte          // the object's current key
+	index  int             // the array's current element
+}
+
+// seenBefore reports whether the object already has key k (its keys are
+// keys[f.start:]); a linear search, or a map past 16 keys, so that a
+// hostile body of thousands of keys stays linear.
+func (f *keyFrame) seenBefore(keys [][]byte, k []byte) bool {
+	own := keys[f.start:]
+	if f.seen == nil && len(own) < 16 {
+		for _, o := range own {
+			if bytes.Equal(o, k) {
+				return true
+			}
+		}
+		return false
+	}
+	if f.seen == nil {
+		f.seen = make(map[string]bool, 2*len(own))
+		for _, o := range own {
+			f.seen[string(o)] = true
+		}
+	}
+	if f.seen[string(k)] {
+		return true
+	}
+	f.seen[string(k)] = true
+	return false
+}
+
+// stringEnd returns the index of the quote closing the string that opens
+// at body[start].
+func stringEnd(body []byte, start int) int {
+	for i := start + 1; i < len(body); i++ {
+		switch body[i] {
+		case '\\':
+			i++
+		case '"':
+			return i
+		}
+	}
+	return len(body) - 1
+}
+
+// keyPath is the dotted path (a.b[2].c) to the innermost current key.
+func keyPath(stack []keyFrame) string {
+	var b strings.Builder
+	for _, f := range stack {
+		if !f.object {
+			b.WriteString("[" + strconv.Itoa(f.index) + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.Write(f.key)
+	}
+	return b.String()
 }

@@ -5,16 +5,19 @@ import (
 	"net/http"
 
 	"spaces/shared/auth"
-	"spaces/shared/kubens"
 	"spaces/shared/space"
 )
 
 // Discovery is what the routes that reach into clusters and clouds need:
-// namespace discovery (client-go) and the cluster picker (the cloud SDKs).
-// With it the api function links client-go and the three cloud SDKs.
+// namespace discovery (client-go, shared/kubens) and the cluster picker (the
+// cloud SDKs). Only ports are named here, so that the catalog API, which
+// serves none of these routes, links neither (functions/discovery does).
 type Discovery struct {
-	Namespaces *kubens.Service
-	Clusters   space.ClusterLister
+	Namespaces interface {
+		List(ctx context.Context, org, spaceID string) ([]space.Namespace, error)
+		Create(ctx context.Context, org, spaceID string, in space.NewNamespace) (space.Namespace, error)
+	}
+	Clusters space.ClusterLister
 	// Claims finds the org's spaces holding cluster identities
 	// (dynamostore.Store.ClaimHolders).
 	Claims interface {
@@ -48,9 +51,9 @@ func (a *API) listNamespaces(w http.ResponseWriter, r *http.Request, p auth.Prin
 		return err
 	}
 	if items == nil {
-		items = []kubens.Namespace{}
+		items = []space.Namespace{}
 	}
-	writeJSON(w, http.StatusOK, "application/json", listResponse[kubens.Namespace]{Items: items})
+	writeJSON(w, http.StatusOK, "application/json", listResponse[space.Namespace]{Items: items})
 	return nil
 }
 
@@ -62,7 +65,7 @@ func (a *API) createNamespace(w http.ResponseWriter, r *http.Request, p auth.Pri
 	}
 	id := r.PathValue("spaceID")
 	addLogAttrs(r.Context(), "space_id", id)
-	var in kubens.NewNamespace
+	var in space.NewNamespace
 	if err := readObject(w, r, map[string]any{"name": &in.Name, "labels": &in.Labels}); err != nil {
 		return err
 	}

@@ -38,6 +38,10 @@ func jsonRequest(body string) *http.Request {
 // escaped lone surrogate) and duplicate keys are refused with the field
 // named, where encoding/json would silently store something else.
 func TestReadObjectRefusesWhatJSONWouldRewrite(t *testing.T) {
+	var manyKeys string
+	for i := range 20 {
+		manyKeys += fmt.Sprintf(`"k%02d":%d,`, i, i)
+	}
 	cases := []struct {
 		name, body, field string
 	}{
@@ -50,6 +54,10 @@ func TestReadObjectRefusesWhatJSONWouldRewrite(t *testing.T) {
 		{"duplicate top-level key", `{"name":"a","name":"b"}`, "name"},
 		{"duplicate nested key", `{"config":{"region":"us-east-1","region":"eu-west-1"}}`, "config.region"},
 		{"duplicate key in an array", `{"manifests":[{"a":1},{"kind":"x","kind":"y"}]}`, "manifests[1].kind"},
+		{"duplicate key after an array", `{"manifests":[{"a":1}],"manifests":[]}`, "manifests"},
+		{"duplicate key, one escaped", `{"name":"a","n\u0061me":"b"}`, "name"},
+		// Past 16 keys an object's keys go into a map.
+		{"duplicate key among many", `{"manifests":[{` + manyKeys + `"k19":0}]}`, "manifests[0].k19"},
 	}
 	for _, c := range cases {
 		var name, provider string
@@ -68,7 +76,7 @@ func TestReadObjectRefusesWhatJSONWouldRewrite(t *testing.T) {
 	// before a u, the same key in sibling objects.
 	var name string
 	var manifests []map[string]any
-	ok := `{"name":"\ud83d\ude00 \\ud800","manifests":[{"k":1},{"k":2}]}`
+	ok := `{"name":"\ud83d\ude00 \\ud800","manifests":[{"k":1,"o":{"k":1}},{"k":2,"o":[{"k":1}]}]}`
 	if err := readObject(httptest.NewRecorder(), jsonRequest(ok), map[string]any{"name": &name, "manifests": &manifests}); err != nil {
 		t.Fatalf("valid body refused: %v", err)
 	}

@@ -39,23 +39,16 @@ type Service struct {
 	Timeout time.Duration
 }
 
-// Namespace is what the API shows of a namespace.
-type Namespace struct {
-	Name      string            `json:"name"`
-	Phase     string            `json:"phase"`
-	Labels    map[string]string `json:"labels"`
-	CreatedAt time.Time         `json:"created_at"`
-}
+// Namespace and NewNamespace are the domain's (the catalog API names them
+// without linking this package).
+type (
+	Namespace    = space.Namespace
+	NewNamespace = space.NewNamespace
+)
 
-// NewNamespace is a namespace to create.
-type NewNamespace struct {
-	Name   string
-	Labels map[string]string
-}
-
-// Validate reports every bad field at once: a DNS-1123 label name and
+// Validate reports every bad field of n at once: a DNS-1123 label name and
 // valid Kubernetes label keys and values.
-func (n NewNamespace) Validate() error {
+func Validate(n NewNamespace) error {
 	var fe []space.FieldError
 	if n.Name == "" {
 		fe = append(fe, space.FieldError{Field: "name", Reason: "is required"})
@@ -109,7 +102,7 @@ func (s *Service) List(ctx context.Context, org, spaceID string) ([]Namespace, e
 // Create creates a namespace on the space's cluster; KindConflict if it
 // exists.
 func (s *Service) Create(ctx context.Context, org, spaceID string, in NewNamespace) (Namespace, error) {
-	if err := in.Validate(); err != nil {
+	if err := Validate(in); err != nil {
 		return Namespace{}, err
 	}
 	var out Namespace

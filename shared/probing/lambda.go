@@ -3,6 +3,7 @@ package probing
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -24,10 +25,27 @@ func (p *Prober) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSE
 	return resp, nil
 }
 
+// ScheduleInput is what a schedule may pass the scheduler: the shards its
+// invocations fan out (none: every shard).
+type ScheduleInput struct {
+	Shards *Shards `json:"shards"`
+}
+
 // HandleSchedule is the scheduler as a Lambda invoked by EventBridge
-// Scheduler; the event carries nothing the fan-out needs. An incomplete
-// fan-out fails the invocation so that the schedule's retry policy runs it
-// again (and its dead-letter queue keeps it if that fails too).
-func (s *Scheduler) HandleSchedule(ctx context.Context, _ json.RawMessage) (FanOut, error) {
-	return s.Tick(ctx)
+// Scheduler; the event may name a range of shards (ScheduleInput), and
+// otherwise carries nothing the fan-out needs. An incomplete fan-out, or a
+// range the index does not have, fails the invocation so that the
+// schedule's retry policy runs it again (and its dead-letter queue keeps
+// it if that fails too).
+func (s *Scheduler) HandleSchedule(ctx context.Context, raw json.RawMessage) (FanOut, error) {
+	var in ScheduleInput
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return FanOut{}, fmt.Errorf("schedule input: %w", err)
+		}
+	}
+	if in.Shards == nil {
+		return s.Tick(ctx)
+	}
+	return s.TickShards(ctx, *in.Shards)
 }

@@ -59,23 +59,39 @@ type FanOut struct {
 	Duration time.Duration
 }
 
-// Tick sends one message per space to probe. Shards are read in parallel
-// and each page is sent as soon as it is read. A shard that cannot be read
-// or sent does not stop the others; the error names every shard that
-// failed (the invocation fails, and EventBridge Scheduler retries it: the
-// spaces already sent get a second tick message, which the prober drops or
-// probes harmlessly, see the package doc).
+// Shards is a range of the probe index's shards, both ends included: the
+// part of the fleet one invocation fans out. A fleet larger than one
+// invocation can send inside its timeout is split across schedules, each
+// with its own range as input (template.yaml, BENCHMARKS.md).
+type Shards struct {
+	First int `json:"first"`
+	Last  int `json:"last"`
+}
+
+// Tick sends one message per space to probe, every shard.
 func (s *Scheduler) Tick(ctx context.Context) (FanOut, error) {
+	return s.TickShards(ctx, Shards{First: 0, Last: s.Targets.ProbeShards() - 1})
+}
+
+// TickShards sends one message per space of the shards in r. Shards are
+// read in parallel and each page is sent as soon as it is read. A shard
+// that cannot be read or sent does not stop the others; the error names
+// every shard that failed (the invocation fails, and EventBridge Scheduler
+// retries it: the spaces already sent get a second tick message, which the
+// prober drops or probes harmlessly, see the package doc).
+func (s *Scheduler) TickShards(ctx context.Context, r Shards) (FanOut, error) {
+	if n := s.Targets.ProbeShards(); r.First < 0 || r.Last >= n || r.First > r.Last {
+		return FanOut{}, fmt.Errorf("shards %d-%d: the index has shards 0-%d", r.First, r.Last, n-1)
+	}
 	now, interval, pageSize := s.Now, s.Interval, s.PageSize
 	start := now()
-	shards := s.Targets.ProbeShards()
 	var (
 		mu   sync.Mutex
 		out  FanOut
-		errs = make([]error, shards)
+		errs = make([]error, r.Last-r.First+1)
 		wg   sync.WaitGroup
 	)
-	for shard := range shards {
+	for shard := r.First; shard <= r.Last; shard++ {
 		wg.Go(func() {
 			n, pages, err := s.shard(ctx, shard, pageSize, interval)
 			mu.Lock()
@@ -83,7 +99,7 @@ func (s *Scheduler) Tick(ctx context.Context) (FanOut, error) {
 			out.Pages += pages
 			mu.Unlock()
 			if err != nil {
-				errs[shard] = fmt.Errorf("shard %d: %w", shard, err)
+				errs[shard-r.First] = fmt.Errorf("shard %d: %w", shard, err)
 			}
 		})
 	}
@@ -98,7 +114,7 @@ func (s *Scheduler) Tick(ctx context.Context) (FanOut, error) {
 		if err != nil {
 			failed = 1
 		}
-		s.Metrics.Emit(ctx, "fan-out", nil, []slog.Attr{slog.Int("pages", out.Pages)},
+		s.Metrics.Emit(ctx, "fan-out", nil, []slog.Attr{slog.Int("pages", out.Pages), slog.Int("first_shard", r.First), slog.Int("last_shard", r.Last)},
 			metrics.Metric{Name: "FanOutSize", Unit: metrics.Count, Value: float64(out.Spaces)},
 			metrics.Metric{Name: "FanOutDuration", Unit: metrics.Milliseconds, Value: float64(out.Duration.Milliseconds())},
 			metrics.Metric{Name: "FanOutFailures", Unit: metrics.Count, Value: failed},

@@ -2,8 +2,10 @@ package probing_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -59,5 +61,64 @@ func TestTickReportsFailedShards(t *testing.T) {
 	s.Queue = failingQueue{errors.New("sqs: 3 message(s) not sent")}
 	if _, err := s.Tick(t.Context()); err == nil || strings.Count(err.Error(), "not sent") != 3 {
 		t.Errorf("error %v, want each shard's send failure", err)
+	}
+}
+
+// A tick over a range of shards sends exactly those shards' spaces; a range
+// the index does not have sends nothing and fails.
+func TestTickShardsSendsItsRangeOnly(t *testing.T) {
+	c := newClock()
+	q := &clockQueue{clock: c}
+	s := probing.NewScheduler(probing.Scheduler{Targets: shardedLister{perShard: 25}, Queue: q, PageSize: 10, Now: c.Now, Log: discardLogger()})
+	out, err := s.TickShards(t.Context(), probing.Shards{First: 1, Last: 2})
+	if err != nil || out.Spaces != 50 || q.pending() != 50 {
+		t.Fatalf("shards 1-2: %+v %v, %d queued; want 50", out, err, q.pending())
+	}
+	q.mu.Lock()
+	for _, m := range q.msgs {
+		if strings.HasPrefix(m.msg.ID, "00000000-0000-4000-8000-000000") {
+			t.Errorf("shard 0's %s was sent", m.msg.ID)
+		}
+	}
+	q.mu.Unlock()
+	for _, r := range []probing.Shards{{First: -1, Last: 0}, {First: 2, Last: 3}, {First: 2, Last: 1}} {
+		if out, err := s.TickShards(t.Context(), r); err == nil || out.Spaces != 0 {
+			t.Errorf("shards %+v: %+v %v, want refused", r, out, err)
+		}
+	}
+	if q.pending() != 50 {
+		t.Errorf("%d queued after refused ranges, want still 50", q.pending())
+	}
+}
+
+// A schedule's input names its shards (events/scheduler/shard-range.json);
+// without one, every shard is fanned out.
+func TestHandleScheduleTakesTheShardRange(t *testing.T) {
+	raw, err := os.ReadFile("../../events/scheduler/shard-range.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in probing.ScheduleInput
+	if err := json.Unmarshal(raw, &in); err != nil || in.Shards == nil {
+		t.Fatalf("sample input %s: %v", raw, err)
+	}
+	c := newClock()
+	q := &clockQueue{clock: c}
+	lister := shardedLister{perShard: 7}
+	s := probing.NewScheduler(probing.Scheduler{Targets: lister, Queue: q, PageSize: 10, Now: c.Now, Log: discardLogger()})
+	want := 0
+	for shard := in.Shards.First; shard <= min(in.Shards.Last, lister.ProbeShards()-1); shard++ {
+		want += lister.perShard
+	}
+	in.Shards.Last = min(in.Shards.Last, lister.ProbeShards()-1) // this lister has 3 shards
+	body, _ := json.Marshal(in)
+	if out, err := s.HandleSchedule(t.Context(), body); err != nil || out.Spaces != want {
+		t.Errorf("ranged schedule: %+v %v, want %d spaces", out, err, want)
+	}
+	if out, err := s.HandleSchedule(t.Context(), []byte(`{"detail-type":"Scheduled Event"}`)); err != nil || out.Spaces != 3*lister.perShard {
+		t.Errorf("schedule without a range: %+v %v, want every shard", out, err)
+	}
+	if _, err := s.HandleSchedule(t.Context(), []byte(`{"shards":{"first":0,"last":99}}`)); err == nil {
+		t.Error("a range beyond the index was accepted")
 	}
 }

@@ -68,6 +68,15 @@ func (in Input) Validate() error {
 	case !kubeMinor.MatchString(s.KubernetesVersion):
 		add("spec.kubernetes_version", "must be a Kubernetes minor version such as 1.31")
 	}
+	for field, v := range map[string]string{"cluster_role_arn": s.ClusterRoleARN, "node_role_arn": s.NodeRoleARN} {
+		switch {
+		case v == "":
+		case in.Provider != space.AWS:
+			add("spec."+field, "does not apply to %s", in.Provider)
+		case !space.RoleARN(v):
+			add("spec."+field, "must be an IAM role ARN such as arn:aws:iam::123456789012:role/eks-cluster")
+		}
+	}
 	checkPool(add, in.Provider, s.NodePool)
 	checkNetwork(add, in.Provider, in.Config, s.Network)
 	checkTags(add, in.Provider, s.Tags)

@@ -31,8 +31,9 @@ var (
 	// not ending with a period.
 	azureResourceGroup = regexp.MustCompile(`^[-\w.()]{0,89}[-\w()]$`)
 	uuidPattern        = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-	// IAM role ARN in any partition AWS publishes.
-	iamRoleARN = regexp.MustCompile(`^arn:aws(-cn|-us-gov|-iso|-iso-b|-iso-e|-iso-f|-eusc)?:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$`)
+	// IAM role ARN in any partition AWS publishes; the role's path and name
+	// (group 2) are at most 512 characters: see maxGroup.
+	iamRoleARN = regexp.MustCompile(`^arn:aws(-cn|-us-gov|-iso|-iso-b|-iso-e|-iso-f|-eusc)?:iam::[0-9]{12}:role/([\w+=,.@/-]+)$`)
 	// sts:AssumeRole ExternalId: 2–1224 characters of [\w+=,.@:/-].
 	externalID = regexp.MustCompile(`^[\w+=,.@:/-]{2,}$`) // at most 1224: see maxLen
 	// A Google service account: name@project.iam.gserviceaccount.com.
@@ -43,7 +44,26 @@ type rule struct {
 	re     *regexp.Regexp
 	hint   string
 	maxLen int // beyond what re can express; 0: re says it all
+	// maxGroup bounds the length of re's last group likewise. A counted
+	// repetition such as {1,512} compiles into a program that large, which
+	// every cold start of every function paid for (~8 ms).
+	maxGroup int
 }
+
+func (r rule) ok(v string) bool {
+	if r.maxLen > 0 && len(v) > r.maxLen {
+		return false
+	}
+	if r.maxGroup == 0 {
+		return r.re.MatchString(v)
+	}
+	m := r.re.FindStringSubmatch(v)
+	return m != nil && len(m[len(m)-1]) <= r.maxGroup
+}
+
+// RoleARN is the rule of an IAM role ARN, for the fields beside a
+// connection that name one (a provisioning job's cluster and node roles).
+func RoleARN(v string) bool { return connectionKeys[AWS]["roleArn"].ok(v) }
 
 // configKeys is the one definition of each provider's identity keys.
 var configKeys = map[Provider]map[string]rule{
@@ -67,7 +87,7 @@ var configKeys = map[Provider]map[string]rule{
 // connection keys. None of them is a secret.
 var connectionKeys = map[Provider]map[string]rule{
 	AWS: {
-		"roleArn":    {re: iamRoleARN, hint: "an IAM role ARN such as arn:aws:iam::123456789012:role/spaces"},
+		"roleArn":    {re: iamRoleARN, hint: "an IAM role ARN such as arn:aws:iam::123456789012:role/spaces", maxGroup: 512},
 		"externalId": {re: externalID, hint: "an sts:AssumeRole external id: 2-1224 characters of letters, digits and +=,.@:/-", maxLen: 1224},
 	},
 	GCP: {
@@ -104,7 +124,7 @@ func checkKeys(fe *fieldErrors, prefix string, m map[string]string, rules map[st
 		switch {
 		case !ok:
 			fe.add(prefix+"."+k, "is required")
-		case !rules[k].re.MatchString(v) || (rules[k].maxLen > 0 && len(v) > rules[k].maxLen):
+		case !rules[k].ok(v):
 			fe.add(prefix+"."+k, "must be %s", rules[k].hint)
 		}
 	}

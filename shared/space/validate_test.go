@@ -170,7 +170,12 @@ func TestRoleARNPartitions(t *testing.T) {
 			t.Errorf("%s refused", arn)
 		}
 	}
-	for _, arn := range []string{"arn:aws-moon:iam::123456789012:role/spaces", "arn:aws:iam::123456789012:user/spaces", "arn:aws-eusc:iam::1234:role/spaces", "ARN:AWS:IAM::123456789012:role/x"} {
+	// The role's path and name: 1 to 512 characters.
+	if arn := "arn:aws:iam::123456789012:role/" + strings.Repeat("r", 512); !check(arn) {
+		t.Errorf("a 512-character role name refused")
+	}
+	for _, arn := range []string{"arn:aws-moon:iam::123456789012:role/spaces", "arn:aws:iam::123456789012:user/spaces", "arn:aws-eusc:iam::1234:role/spaces", "ARN:AWS:IAM::123456789012:role/x",
+		"arn:aws:iam::123456789012:role/", "arn:aws:iam::123456789012:role/" + strings.Repeat("r", 513)} {
 		if check(arn) {
 			t.Errorf("%s accepted", arn)
 		}

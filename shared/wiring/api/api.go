@@ -1,6 +1,10 @@
-// Package api assembles the REST API from its parts the same way in every
-// process that serves it: the api Lambda and the local stack differ only in
-// how callers are authenticated, where AWS is and how clouds are reached.
+// Package api assembles the catalog REST API from its parts the same way in
+// every process that serves it: the api Lambda and the local stack differ
+// only in how callers are authenticated, where AWS is and how clouds are
+// asked. It links neither client-go nor a cloud SDK: the registration check
+// and the first verification of a new account go through Options.Cloud (the
+// discovery function, shared/cloudcall), and the routes that need a cluster
+// or a cloud's listing are wiring/discovery's.
 package api
 
 import (
@@ -9,11 +13,11 @@ import (
 
 	"spaces"
 	"spaces/shared/auth"
+	"spaces/shared/awsclient"
+	"spaces/shared/cloudcall"
 	"spaces/shared/config"
 	"spaces/shared/cursor"
 	"spaces/shared/httpapi"
-	"spaces/shared/kubens"
-	"spaces/shared/mint"
 	"spaces/shared/probing"
 	"spaces/shared/provisioning"
 	"spaces/shared/space"
@@ -33,22 +37,39 @@ type Settings struct {
 	ProbeQueue           string // where registration probes are sent ("": none)
 	RevisionsQueue       string // where deployment revisions are queued
 	ProvisioningQueue    string // where provisioning jobs' steps are queued
+	// DiscoveryFunction is the function the cloud questions are invoked on
+	// ("": no cloud is reachable).
+	DiscoveryFunction string
+	Clouds            wiring.Clouds // who customers' clouds are told to trust
 }
 
 // Read reads the api function's settings.
 func Read(env *config.Env) Settings {
 	return Settings{Common: wiring.ReadCommon(env), CursorSecretARN: env.Required("CURSOR_SECRET_ARN"),
 		ProbeQueue: env.Required("PROBE_QUEUE_URL"), RevisionsQueue: env.Required("REVISIONS_QUEUE_URL"),
-		ProvisioningQueue: env.Required("PROVISIONING_QUEUE_URL")}
+		ProvisioningQueue: env.Required("PROVISIONING_QUEUE_URL"),
+		DiscoveryFunction: env.Required("DISCOVERY_FUNCTION"), Clouds: wiring.ReadClouds(env)}
+}
+
+// Cloud answers the catalog's questions for a cloud: does a cluster exist,
+// does an account's cloud trust the org.
+type Cloud interface {
+	space.ClusterChecker
+	space.AccountVerifier
 }
 
 // Options are the parts that differ between processes.
 type Options struct {
 	Auth auth.Authenticator
-	// Minter reaches the clouds; nil means none is reachable.
-	Minter *mint.Minter
-	Log    *slog.Logger
-	Now    func() time.Time
+	// Cloud asks the clouds; nil means none is reachable (registrations are
+	// not checked, accounts stay pending). Deployed, it is
+	// CloudCall(a, s).
+	Cloud Cloud
+	// Trust, when set, is who customers' clouds are told to trust, in
+	// place of the settings' (the local stack's simulated clouds').
+	Trust *space.TrustConfig
+	Log   *slog.Logger
+	Now   func() time.Time
 }
 
 // New returns the assembled API and the domain service behind it.
@@ -85,16 +106,21 @@ func New(a wiring.AWS, s Settings, o Options) (*httpapi.API, *space.Service, err
 			api.Jobs.Now = o.Now
 		}
 	}
-	// Without a minter no cloud is reachable: registrations are not checked
-	// against the cloud and the discovery routes answer 503.
-	if o.Minter != nil {
-		svc.Clusters = o.Minter
-		svc.Verifier, svc.Trust = o.Minter, o.Minter.Trust
-		api.Discovery = &httpapi.Discovery{
-			Namespaces: &kubens.Service{Spaces: svc, Minter: o.Minter},
-			Clusters:   o.Minter,
-			Claims:     store,
-		}
+	svc.Trust = s.Clouds.Trust()
+	if o.Trust != nil {
+		svc.Trust = *o.Trust
+	}
+	if o.Cloud != nil {
+		svc.Clusters, svc.Verifier = o.Cloud, o.Cloud
 	}
 	return api, svc, nil
+}
+
+// CloudCall is the deployed Cloud: a synchronous Invoke of the discovery
+// function ("" when s names none).
+func CloudCall(a wiring.AWS, s Settings) Cloud {
+	if s.DiscoveryFunction == "" {
+		return nil
+	}
+	return cloudcall.Client{Lambda: awsclient.Lambda(a.Config, a.Endpoint), Function: s.DiscoveryFunction}
 }

@@ -1,6 +1,6 @@
-// Package clouds reads how a deployed function reaches the three clouds
-// and builds its minter: the one place the api, prober and revisions
-// functions take their federation settings from.
+// Package clouds builds the deployed functions' minter: the one place the
+// discovery, prober and revisions functions reach the three clouds from.
+// It links the cloud SDKs; the settings it takes are wiring.Clouds.
 package clouds
 
 import (
@@ -10,31 +10,14 @@ import (
 	"spaces/shared/mint"
 	"spaces/shared/provisioning"
 	"spaces/shared/space"
+	"spaces/shared/wiring"
 )
 
-// Settings name the federation the deployed functions use (README,
-// "Deploying").
-type Settings struct {
-	GCPWorkloadIdentityProvider string
-	AzureTokenAudience          string
-	// Who the customers' clouds are told to trust (each account's setup).
-	GCPFederationRole string
-	AWSPrincipal      string
-	AzureIssuer       string
-	AzureSubject      string
-}
+// Settings name the federation the deployed functions use.
+type Settings = wiring.Clouds
 
-// Read reads GCP_WORKLOAD_IDENTITY_PROVIDER and AZURE_FEDERATED_TOKEN_AUDIENCE.
-func Read(env *config.Env) Settings {
-	return Settings{
-		GCPWorkloadIdentityProvider: env.String("GCP_WORKLOAD_IDENTITY_PROVIDER", ""),
-		AzureTokenAudience:          env.String("AZURE_FEDERATED_TOKEN_AUDIENCE", ""),
-		GCPFederationRole:           env.String("GCP_FEDERATION_ROLE_ARN", ""),
-		AWSPrincipal:                env.String("SPACES_AWS_PRINCIPAL", ""),
-		AzureIssuer:                 env.String("AZURE_FEDERATED_TOKEN_ISSUER", ""),
-		AzureSubject:                env.String("AZURE_FEDERATED_TOKEN_SUBJECT", ""),
-	}
-}
+// Read reads the federation settings (wiring.ReadClouds).
+func Read(env *config.Env) Settings { return wiring.ReadClouds(env) }
 
 // Minter is the deployed functions' minter; store holds the grants and
 // accounts.
