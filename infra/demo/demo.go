@@ -211,7 +211,7 @@ func Start(opts Options) (*Demo, error) {
 	}
 	sc.AddServiceAccount(GCPServiceAccount)
 	sc.AddApp(AzureTenant, AzureClient)
-	allowCreation(sc)
+	creator.Allow(sc)
 	if err := setups.replay(applySetup(sc)); err != nil {
 		d.Close()
 		return nil, err
@@ -304,18 +304,13 @@ func (d *Demo) startBackends(opts Options, ca *testcluster.CA) error {
 	return nil
 }
 
-// allowCreation is the demo customers' grant to create clusters, and their
+// creator is the demo customers' grant to create clusters, and their
 // networks.
-func allowCreation(sc *simcloud.Cloud) {
-	sc.AllowCreate(AWSAccount, RoleARN)
-	sc.AllowCreate(GCPProject, GCPServiceAccount)
-	sc.AllowCreate(AzureSubscription, simcloud.AzurePrincipal(AzureTenant, AzureClient))
-	sc.AddNetwork(space.AWS, AWSAccount, AWSSubnetA, AWSRegion+"a")
-	sc.AddNetwork(space.AWS, AWSAccount, AWSSubnetB, AWSRegion+"b")
-	sc.AddNetwork(space.AWS, AWSAccount, AWSSecurityGroup, "")
-	sc.AddNetwork(space.GCP, GCPProject, GCPNetwork, "")
-	sc.AddNetwork(space.GCP, GCPProject, GCPSubnetwork, GCPNetwork)
-	sc.AddNetwork(space.Azure, AzureSubscription, AzureSubnet, "")
+var creator = simcloud.Creator{
+	AWSAccount: AWSAccount, AWSRegion: AWSRegion, RoleARN: RoleARN, SubnetA: AWSSubnetA, SubnetB: AWSSubnetB, SecurityGroup: AWSSecurityGroup,
+	GCPProject: GCPProject, ServiceAccount: GCPServiceAccount, GCPNetwork: GCPNetwork, GCPSubnetwork: GCPSubnetwork,
+	AzureSubscription: AzureSubscription, AzurePrincipal: simcloud.AzurePrincipal(AzureTenant, AzureClient),
+	AzureLocation: AzureLocation, AzureSubnet: AzureSubnet,
 }
 
 // cloudCluster is how simcloud knows the cluster: owned by the demo
@@ -516,21 +511,7 @@ func restoreClusters(l *jsonLog, sc *simcloud.Cloud) error {
 
 // ClusterSpec is a cluster the demo's cloud creates for p (with the demo
 // account's networks): what a provisioning job may ask for.
-func ClusterSpec(p space.Provider) space.ClusterSpec {
-	s := space.ClusterSpec{KubernetesVersion: "1.31", NodePool: space.NodePool{Min: 1, Max: 3, Desired: 2}}
-	switch p {
-	case space.AWS:
-		s.NodePool.MachineType = "t3.large"
-		s.Network = space.Network{SubnetIDs: []string{AWSSubnetA, AWSSubnetB}, SecurityGroupIDs: []string{AWSSecurityGroup}}
-	case space.GCP:
-		s.NodePool.MachineType = "e2-standard-4"
-		s.Network = space.Network{Network: GCPNetwork, Subnetwork: GCPSubnetwork}
-	case space.Azure:
-		s.NodePool.MachineType = "Standard_D4s_v5"
-		s.Network = space.Network{Location: AzureLocation, VNetSubnetID: AzureSubnet}
-	}
-	return s
-}
+func ClusterSpec(p space.Provider) space.ClusterSpec { return creator.Spec(p) }
 
 // NewClusterConfig is the identity config of a cluster called name that
 // the demo's cloud may create for p.

@@ -47,34 +47,20 @@ const (
 // AllowCreation plays the customer who lets the connected identities
 // create clusters (the README's creation permissions) and has the networks
 // above.
-func AllowCreation(sc *simcloud.Cloud) {
-	sc.AllowCreate(AWSAccount, RoleARN)
-	sc.AllowCreate(GCPProject, ServiceAcct)
-	sc.AllowCreate(Subscription, simcloud.AzurePrincipal(TenantID, ClientID))
-	sc.AddNetwork(space.AWS, AWSAccount, SubnetA, Region+"a")
-	sc.AddNetwork(space.AWS, AWSAccount, SubnetB, Region+"b")
-	sc.AddNetwork(space.AWS, AWSAccount, SecurityGroup, "")
-	sc.AddNetwork(space.GCP, GCPProject, GCPNetwork, "")
-	sc.AddNetwork(space.GCP, GCPProject, GCPSubnetwork, GCPNetwork)
-	sc.AddNetwork(space.Azure, Subscription, AzureSubnet, "")
+func AllowCreation(sc *simcloud.Cloud) { creator.Allow(sc) }
+
+var creator = simcloud.Creator{
+	AWSAccount: AWSAccount, AWSRegion: Region, RoleARN: RoleARN, SubnetA: SubnetA, SubnetB: SubnetB, SecurityGroup: SecurityGroup,
+	GCPProject: GCPProject, ServiceAccount: ServiceAcct, GCPNetwork: GCPNetwork, GCPSubnetwork: GCPSubnetwork,
+	AzureSubscription: Subscription, AzurePrincipal: simcloud.AzurePrincipal(TenantID, ClientID),
+	AzureLocation: AzureLocation, AzureSubnet: AzureSubnet,
 }
 
 // Spec is a cluster spec every simulated cloud accepts for p, with the
 // networks of AllowCreation.
 func Spec(p space.Provider) space.ClusterSpec {
-	s := space.ClusterSpec{KubernetesVersion: "1.31", NodePool: space.NodePool{Min: 1, Max: 3, Desired: 2},
-		Tags: map[string]string{"team": "platform"}}
-	switch p {
-	case space.AWS:
-		s.NodePool.MachineType = "t3.large"
-		s.Network = space.Network{SubnetIDs: []string{SubnetA, SubnetB}, SecurityGroupIDs: []string{SecurityGroup}}
-	case space.GCP:
-		s.NodePool.MachineType = "e2-standard-4"
-		s.Network = space.Network{Network: GCPNetwork, Subnetwork: GCPSubnetwork}
-	case space.Azure:
-		s.NodePool.MachineType = "Standard_D4s_v5"
-		s.Network = space.Network{Location: AzureLocation, VNetSubnetID: AzureSubnet}
-	}
+	s := creator.Spec(p)
+	s.Tags = map[string]string{"team": "platform"}
 	return s
 }
 

@@ -351,3 +351,47 @@ func (c *Cloud) Restore(r Record) error {
 		Principals: []string{r.Creator}, made: made})
 	return nil
 }
+
+// Creator is a customer ready to create clusters in each cloud: its
+// accounts, the identity it allows to create in each, and its networks.
+// The demo and the tests each have one.
+type Creator struct {
+	AWSAccount, AWSRegion, RoleARN    string
+	SubnetA, SubnetB, SecurityGroup   string
+	GCPProject, ServiceAccount        string
+	GCPNetwork, GCPSubnetwork         string
+	AzureSubscription, AzurePrincipal string
+	AzureLocation, AzureSubnet        string
+}
+
+// Allow grants the customer's identities creation and records its networks
+// (the subnets in zones a and b of AWSRegion).
+func (cr Creator) Allow(c *Cloud) {
+	c.AllowCreate(cr.AWSAccount, cr.RoleARN)
+	c.AllowCreate(cr.GCPProject, cr.ServiceAccount)
+	c.AllowCreate(cr.AzureSubscription, cr.AzurePrincipal)
+	c.AddNetwork(space.AWS, cr.AWSAccount, cr.SubnetA, cr.AWSRegion+"a")
+	c.AddNetwork(space.AWS, cr.AWSAccount, cr.SubnetB, cr.AWSRegion+"b")
+	c.AddNetwork(space.AWS, cr.AWSAccount, cr.SecurityGroup, "")
+	c.AddNetwork(space.GCP, cr.GCPProject, cr.GCPNetwork, "")
+	c.AddNetwork(space.GCP, cr.GCPProject, cr.GCPSubnetwork, cr.GCPNetwork)
+	c.AddNetwork(space.Azure, cr.AzureSubscription, cr.AzureSubnet, "")
+}
+
+// Spec is a cluster spec the simulated cloud of p accepts in the
+// customer's networks.
+func (cr Creator) Spec(p space.Provider) space.ClusterSpec {
+	s := space.ClusterSpec{KubernetesVersion: "1.31", NodePool: space.NodePool{Min: 1, Max: 3, Desired: 2}}
+	switch p {
+	case space.AWS:
+		s.NodePool.MachineType = "t3.large"
+		s.Network = space.Network{SubnetIDs: []string{cr.SubnetA, cr.SubnetB}, SecurityGroupIDs: []string{cr.SecurityGroup}}
+	case space.GCP:
+		s.NodePool.MachineType = "e2-standard-4"
+		s.Network = space.Network{Network: cr.GCPNetwork, Subnetwork: cr.GCPSubnetwork}
+	case space.Azure:
+		s.NodePool.MachineType = "Standard_D4s_v5"
+		s.Network = space.Network{Location: cr.AzureLocation, VNetSubnetID: cr.AzureSubnet}
+	}
+	return s
+}

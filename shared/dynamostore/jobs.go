@@ -160,14 +160,7 @@ func (s *Store) JobIdempotency(ctx context.Context, org, key string) (provisioni
 // GetJob returns one of org's jobs.
 func (s *Store) GetJob(ctx context.Context, org, id string) (provisioning.Job, error) {
 	var j provisioning.Job
-	item, err := s.getItem(ctx, itemKey(org, prefixJob+id))
-	if err != nil {
-		return j, err
-	}
-	if item == nil {
-		return j, provisioning.ErrNotFound()
-	}
-	return j, s.decode(item, &j)
+	return j, s.getDecoded(ctx, org, prefixJob+id, provisioning.JobNoun, &j)
 }
 
 // ListJobs returns org's jobs in id order.

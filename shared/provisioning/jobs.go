@@ -83,7 +83,10 @@ func NewJobs(store Store, accounts Accounts, q Queue) *Jobs {
 }
 
 // ErrNotFound is the answer for an absent job or another org's.
-func ErrNotFound() *space.Error { return space.ErrNotFound("provisioning job") }
+func ErrNotFound() *space.Error { return space.ErrNotFound(JobNoun) }
+
+// JobNoun is what a job is called in not-found answers.
+const JobNoun = "provisioning job"
 
 // Create validates in, checks the cloud account, and stores a queued job
 // that the provisioner takes from there. Nothing is stored, queued or asked
