@@ -21,13 +21,14 @@ import (
 // reads the table once (or serves a file) and finds nothing, so that the
 // start, not the work, is measured.
 var firstEvents = map[string]string{
-	"api":       "events/api/get-space.json",
-	"discovery": "events/discovery/list-namespaces.json",
-	"scheduler": "events/scheduler/schedule.json",
-	"prober":    "events/prober/batch.json",
-	"cascade":   "events/cascade/deregistration.json",
-	"revisions": "events/revisions/claim.json",
-	"console":   "events/console/get-index.json",
+	"api":         "events/api/get-space.json",
+	"discovery":   "events/discovery/list-namespaces.json",
+	"scheduler":   "events/scheduler/schedule.json",
+	"prober":      "events/prober/batch.json",
+	"cascade":     "events/cascade/deregistration.json",
+	"revisions":   "events/revisions/claim.json",
+	"console":     "events/console/get-index.json",
+	"provisioner": "events/provisioner/step.json",
 }
 
 type binary struct {
@@ -77,6 +78,7 @@ func BenchmarkColdStart(b *testing.B) {
 		"TABLE_NAME="+env.Name(b, "SpacesTable"), "STALE_AFTER=8m",
 		"PROBE_QUEUE_URL="+env.Resources["ProbeQueue"].URL, "PROBE_INTERVAL=1m", "HEARTBEAT=5m",
 		"REVISIONS_QUEUE_URL="+env.Resources["RevisionsQueue"].URL, "REVISIONS_DLQ_URL="+env.Resources["RevisionsDLQ"].URL,
+		"PROVISIONING_QUEUE_URL="+env.Resources["ProvisioningQueue"].URL,
 		"EVENT_BUS_NAME="+env.Name(b, "EventBus"), "CURSOR_SECRET_ARN="+secretARN,
 		"DISCOVERY_FUNCTION=spaces-discovery", "OIDC_ISSUER=https://auth.example.com/", "OIDC_CLIENT_ID=console")
 	type target struct{ name, dir, fn string }
