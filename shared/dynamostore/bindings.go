@@ -158,7 +158,7 @@ func (s *Store) writeRebind(ctx context.Context, before, after space.Environment
 		iEnv: {Update: &types.Update{
 			TableName: s.table, Key: itemKey(org, prefixEnv+id),
 			UpdateExpression:         aws.String("SET " + nSpaceID + " = :space, " + nUpdated + " = :upd, " + nVersion + " = :ver REMOVE " + nGate),
-			ConditionExpression:      aws.String("attribute_exists(" + nPK + ") AND " + nVersion + " = :prev"),
+			ConditionExpression:      aws.String(versionIs),
 			ExpressionAttributeNames: names(nSpaceID, nUpdated, nVersion, nGate, nPK),
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":space": str(after.SpaceID), ":upd": str(after.UpdatedAt.Format(time.RFC3339Nano)),
@@ -179,11 +179,7 @@ func (s *Store) writeRebind(ctx context.Context, before, after space.Environment
 				return space.ErrSpaceNotBindable()
 			case failedCheck(reasons, iEnv):
 				// Changed meanwhile (a cascade gate, another re-bind).
-				var stored space.Environment
-				if err := s.decode(reasons[iEnv].Item, &stored); err != nil {
-					return err
-				}
-				return space.ErrChanged("environment", stored.Version, before.Version)
+				return s.changedFrom("environment", reasons[iEnv].Item, before.Version)
 			}
 			return nil
 		})

@@ -2,11 +2,9 @@ package dynamostore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"spaces/shared/provisioning"
@@ -180,37 +178,11 @@ func (s *Store) UpdateJob(ctx context.Context, org, id string, u space.Update[pr
 			if err != nil {
 				return err
 			}
-			put := &types.Put{TableName: s.table, Item: item,
-				ConditionExpression:                 aws.String("attribute_exists(" + nPK + ") AND " + nVersion + " = :prev"),
-				ExpressionAttributeNames:            names(nPK, nVersion),
-				ExpressionAttributeValues:           map[string]types.AttributeValue{":prev": num(before.Version)},
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
-			changed := func(old map[string]types.AttributeValue) error {
-				var stored provisioning.Job
-				if old == nil {
-					return space.ErrChanged("provisioning job", 0, before.Version)
-				}
-				if err := s.decode(old, &stored); err != nil {
-					return err
-				}
-				return space.ErrChanged("provisioning job", stored.Version, before.Version)
-			}
+			put := s.versionedPut(item, before.Version)
 			releases := (after.State == provisioning.Succeeded || after.State == provisioning.Canceled) &&
 				before.State != provisioning.Succeeded && before.State != provisioning.Canceled
 			if !releases {
-				_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: put.TableName, Item: put.Item,
-					ConditionExpression: put.ConditionExpression, ExpressionAttributeNames: put.ExpressionAttributeNames,
-					ExpressionAttributeValues:           put.ExpressionAttributeValues,
-					ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
-				var ccf *types.ConditionalCheckFailedException
-				switch {
-				case err == nil:
-					return nil
-				case errors.As(err, &ccf):
-					return changed(ccf.Item)
-				default:
-					return awsError("PutItem", err)
-				}
+				return s.putVersioned(ctx, provisioning.JobNoun, put, before.Version)
 			}
 			const (
 				iJob = iota
@@ -228,7 +200,7 @@ func (s *Store) UpdateJob(ctx context.Context, org, id string, u space.Update[pr
 				func(reasons []types.CancellationReason) error {
 					switch {
 					case failedCheck(reasons, iJob):
-						return changed(reasons[iJob].Item)
+						return s.changedFrom(provisioning.JobNoun, reasons[iJob].Item, before.Version)
 					case failedCheck(reasons, iClaim):
 						return internal("update job", fmt.Errorf("the identity claim of job %s is held by another job", after.ID))
 					}

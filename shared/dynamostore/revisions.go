@@ -94,24 +94,7 @@ func (s *Store) UpdateRevision(ctx context.Context, org, id string, u space.Upda
 			for k, v := range itemKey(after.OrgID, prefixRevision+after.ID) {
 				item[k] = v
 			}
-			_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item,
-				ConditionExpression:                 aws.String("attribute_exists(" + nPK + ") AND " + nVersion + " = :prev"),
-				ExpressionAttributeNames:            names(nPK, nVersion),
-				ExpressionAttributeValues:           map[string]types.AttributeValue{":prev": num(before.Version)},
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
-			var ccf *types.ConditionalCheckFailedException
-			switch {
-			case err == nil:
-				return nil
-			case errors.As(err, &ccf):
-				var stored space.Revision
-				if err := s.decode(ccf.Item, &stored); err != nil {
-					return err
-				}
-				return space.ErrChanged("revision", stored.Version, before.Version)
-			default:
-				return awsError("PutItem", err)
-			}
+			return s.putVersioned(ctx, "revision", s.versionedPut(item, before.Version), before.Version)
 		})
 }
 

@@ -147,6 +147,52 @@ func num(v int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 }
 
+// versionIs is the condition of a versioned write (space.Run): the item
+// exists and is still the version read, bound as :prev.
+const versionIs = "attribute_exists(" + nPK + ") AND " + nVersion + " = :prev"
+
+// versionedPut replaces item only over its stored version prev; a failed
+// condition returns the item it saw (changedFrom explains it).
+func (s *Store) versionedPut(item map[string]types.AttributeValue, prev int64) *types.Put {
+	return &types.Put{TableName: s.table, Item: item,
+		ConditionExpression:                 aws.String(versionIs),
+		ExpressionAttributeNames:            names(nPK, nVersion),
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":prev": num(prev)},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
+}
+
+// putVersioned writes p (versionedPut) on its own; a lost race is
+// space.ErrChanged naming what.
+func (s *Store) putVersioned(ctx context.Context, what string, p *types.Put, prev int64) error {
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: p.TableName, Item: p.Item,
+		ConditionExpression: p.ConditionExpression, ExpressionAttributeNames: p.ExpressionAttributeNames,
+		ExpressionAttributeValues:           p.ExpressionAttributeValues,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ccf):
+		return s.changedFrom(what, ccf.Item, prev)
+	default:
+		return awsError("PutItem", err)
+	}
+}
+
+// changedFrom answers a versioned write whose condition failed: old is the
+// item the condition saw (nil when it is gone).
+func (s *Store) changedFrom(what string, old map[string]types.AttributeValue, prev int64) error {
+	var stored struct {
+		Version int64 `json:"version"`
+	}
+	if old != nil {
+		if err := s.decode(old, &stored); err != nil {
+			return err
+		}
+	}
+	return space.ErrChanged(what, stored.Version, prev)
+}
+
 // encode marshals v (a struct with json tags) into an item.
 func (s *Store) encode(v any) (map[string]types.AttributeValue, error) {
 	av, err := s.enc.Encode(v)
