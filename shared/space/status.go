@@ -1,6 +1,9 @@
 package space
 
-import "time"
+import (
+	"hash/fnv"
+	"time"
+)
 
 // FailureThreshold is how many consecutive failed probes make a space inactive.
 const FailureThreshold = 3
@@ -92,8 +95,8 @@ func transition(s Space, next Status, at time.Time) (Space, bool) {
 
 // NeedsWrite reports whether a probe that turned old into next must be stored
 // now. Changes are written at once; an unchanged result only refreshes the
-// stored heartbeat once per heartbeat period, so the cost of probing grows
-// with changes, not with time. Every failure up to FailureThreshold is a
+// stored heartbeat once per heartbeat period (HeartbeatDue), so the cost of
+// probing grows with changes, not with time. Every failure up to FailureThreshold is a
 // change (it moves the space toward inactive); further failures of an
 // inactive space with the same reason are not, so a dead cluster costs a
 // write per heartbeat, not per probe, and its stored consecutive_failures
@@ -109,7 +112,34 @@ func NeedsWrite(old, next Space, heartbeat time.Duration) bool {
 		min(old.Probe.ConsecutiveFailures, next.Probe.ConsecutiveFailures) < FailureThreshold {
 		return true
 	}
-	return next.Probe.LastProbeAt.Sub(*old.Probe.LastProbeAt) >= heartbeat
+	return HeartbeatDue(old.ID, *old.Probe.LastProbeAt, *next.Probe.LastProbeAt, heartbeat)
+}
+
+// HeartbeatDue reports whether a probe at at must refresh a status last
+// stored at last. Each space's heartbeat falls due once per period at its
+// own phase, a stable hash of its id, rather than a period after its last
+// write: spaces written in the same minute (a bulk registration, the first
+// probes after an outage) would otherwise keep writing in the same minute
+// forever, a peak the table's provisioned capacity would have to carry.
+// Spread by phase, the fleet's heartbeats are an even load. A stored probe
+// still ages at most heartbeat plus one probe interval: the first probe
+// after the next due time writes.
+func HeartbeatDue(id string, last, at time.Time, heartbeat time.Duration) bool {
+	if heartbeat <= 0 {
+		return true
+	}
+	h := fnv.New64a()
+	h.Write([]byte("heartbeat/" + id)) // not the probe jitter's hash: another phase
+	phase := int64(h.Sum64() % uint64(heartbeat))
+	period := func(t time.Time) int64 {
+		n := t.UnixNano() - phase
+		q := n / int64(heartbeat)
+		if n < 0 && n%int64(heartbeat) != 0 {
+			q-- // floor, for times before 1970
+		}
+		return q
+	}
+	return period(at) > period(last)
 }
 
 func sameVersion(a, b *ServerVersion) bool {

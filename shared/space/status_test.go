@@ -1,6 +1,7 @@
 package space
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -79,9 +80,25 @@ func TestApplyManual(t *testing.T) {
 	}
 }
 
+// nextDue is the first whole second after from at which id's heartbeat
+// falls due.
+func nextDue(t *testing.T, id string, from time.Time, hb time.Duration) time.Time {
+	t.Helper()
+	for at := from.Add(time.Second); at.Sub(from) <= hb; at = at.Add(time.Second) {
+		if HeartbeatDue(id, from, at, hb) {
+			return at
+		}
+	}
+	t.Fatalf("no heartbeat of %s due within %s of %s", id, hb, from)
+	return time.Time{}
+}
+
 func TestNeedsWrite(t *testing.T) {
 	hb := 5 * time.Minute
-	old, _ := ApplyProbe(Space{Status: Unknown}, ok(t0))
+	// Probes start 10 s after the space's heartbeat fell due, so the next
+	// one falls due 4 min 50 s after the first probe.
+	t0 := nextDue(t, "space-a", t0, hb).Add(10 * time.Second)
+	old, _ := ApplyProbe(Space{ID: "space-a", Status: Unknown}, ok(t0))
 	same, _ := ApplyProbe(old, ok(t0.Add(time.Minute)))
 	if NeedsWrite(old, same, hb) {
 		t.Error("an unchanged success within the heartbeat must not be written")
@@ -117,9 +134,9 @@ func TestNeedsWrite(t *testing.T) {
 			t.Fatalf("not inactive after %d failures", i)
 		}
 	}
-	// Failures 1-3 are written; of 4-10 only the one a heartbeat after the
-	// third (minute 8) is.
-	if writes != FailureThreshold+1 {
+	// Failures 1-3 are written; of 4-10 only those at the first probe
+	// after a heartbeat fell due (minutes 5 and 10) are.
+	if writes != FailureThreshold+2 {
 		t.Errorf("%d writes for 10 failed probes of a dead cluster", writes)
 	}
 	other, _ := ApplyProbe(dead, fail(dead.Probe.LastProbeAt.Add(time.Minute), ReasonUnauthorized))
@@ -170,6 +187,73 @@ func TestPickers(t *testing.T) {
 	for i, c := range cases {
 		if PickerEnvironment.Allows(c.s) != c.env || PickerAutoscaler.Allows(c.s) != c.autoscaler || PickerEventReadiness.Allows(c.s) != c.readies {
 			t.Errorf("case %d: %+v", i, c.s)
+		}
+	}
+}
+
+// TestHeartbeatDue: one heartbeat per period per space, at its own phase,
+// never later than a period plus a probe interval after the last write;
+// and a fleet written in the same instant spreads its heartbeats evenly
+// over the period's minutes.
+func TestHeartbeatDue(t *testing.T) {
+	hb := 5 * time.Minute
+	due := nextDue(t, "space-a", t0, hb)
+	for _, c := range []struct {
+		name     string
+		last, at time.Time
+		want     bool
+	}{
+		{"a minute after it fell due and was written", due, due.Add(time.Minute), false},
+		{"just before it falls due again", due, due.Add(hb - time.Second), false},
+		{"when it falls due again", due, due.Add(hb), true},
+		{"written just before it fell due", due.Add(-time.Second), due, true},
+		{"written just before, probed a second later", due.Add(-2 * time.Second), due.Add(-time.Second), false},
+		{"a whole period later, whatever the phase", due.Add(17 * time.Second), due.Add(17*time.Second + hb), true},
+		{"the same instant", due, due, false},
+		{"no heartbeat period: every probe", due, due, false},
+	} {
+		h := hb
+		if c.name == "no heartbeat period: every probe" {
+			h, c.want = 0, true
+		}
+		if got := HeartbeatDue("space-a", c.last, c.at, h); got != c.want {
+			t.Errorf("%s: due %t, want %t", c.name, got, c.want)
+		}
+	}
+
+	const fleet = 10000
+	perMinute := make([]int, 6)
+	for i := range fleet {
+		id := fmt.Sprintf("space-%05d", i)
+		last, writes := t0, 0
+		for m := 1; m <= 5; m++ {
+			at := t0.Add(time.Duration(m) * time.Minute)
+			if HeartbeatDue(id, last, at, hb) {
+				perMinute[m]++
+				writes++
+				last = at
+			}
+		}
+		if writes != 1 {
+			t.Fatalf("%s: %d heartbeats in the 5 minutes after its write, want 1", id, writes)
+		}
+		// Never later than a period plus an interval: the first due probe
+		// after any write time.
+		w := t0.Add(time.Duration(i) * 7 * time.Second)
+		first := w
+		for at := w.Add(time.Minute); ; at = at.Add(time.Minute) {
+			if HeartbeatDue(id, w, at, hb) {
+				first = at
+				break
+			}
+		}
+		if first.Sub(w) > hb+time.Minute {
+			t.Fatalf("%s: written at %s, next heartbeat %s later", id, w, first.Sub(w))
+		}
+	}
+	for m := 1; m <= 5; m++ {
+		if share := float64(perMinute[m]) / fleet; share < 0.17 || share > 0.23 {
+			t.Errorf("minute %d: %.1f %% of the fleet's heartbeats, want about 20 %% (%v)", m, 100*share, perMinute[1:])
 		}
 	}
 }
