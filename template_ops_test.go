@@ -218,6 +218,9 @@ func TestAlarmsReachSomeone(t *testing.T) {
 		"AWS/SQS ApproximateAgeOfOldestMessage ProbeQueue", "AWS/SQS ApproximateAgeOfOldestMessage RevisionsQueue",
 		"AWS/Scheduler TargetErrorCount default",
 		"Spaces FanOutSize", "Spaces Ticks", "Spaces StaleTicks",
+		// Provisioned capacity: a burst auto scaling has not caught up with.
+		"AWS/DynamoDB ReadThrottleEvents SpacesTable", "AWS/DynamoDB WriteThrottleEvents SpacesTable",
+		"AWS/DynamoDB ReadThrottleEvents SpacesTable probe", "AWS/DynamoDB WriteThrottleEvents SpacesTable probe",
 	}
 	for _, fn := range tpl.ofType("AWS::Serverless::Function") {
 		want = append(want, "AWS/Lambda Errors "+fn)
@@ -253,7 +256,8 @@ func TestAlarmsReachSomeone(t *testing.T) {
 	}
 	for _, m := range []string{"Probes", `"Transitions"`, `"FanOutDuration"`, `"ProbeLatency"`, `"StaleTicks"`,
 		// Mint latency per cloud, as the prober emits it (Provider dimension).
-		`"MintLatency", "Provider", "aws"`, `"MintLatency", "Provider", "gcp"`, `"MintLatency", "Provider", "azure"`} {
+		`"MintLatency", "Provider", "aws"`, `"MintLatency", "Provider", "gcp"`, `"MintLatency", "Provider", "azure"`,
+		`"ConsumedReadCapacityUnits"`, `"ProvisionedReadCapacityUnits"`, `"ConsumedWriteCapacityUnits"`, `"ProvisionedWriteCapacityUnits"`} {
 		if !strings.Contains(body, m) {
 			t.Errorf("the dashboard does not show %s", m)
 		}
@@ -270,6 +274,67 @@ func TestAlarmsReachSomeone(t *testing.T) {
 	if !strings.Contains(expr, "100 * FILL(stale, 0) / FILL(ticks, 1)") || !strings.Contains(expr, "IF(FILL(fanout, 0) > 0, 100, 0)") ||
 		stale["TreatMissingData"] != "breaching" || ref(stale["Threshold"]) != "StaleProbeAlarmThreshold" {
 		t.Errorf("StaleStatusAlarm = %v, want 100 * StaleTicks / Ticks (100 when ticks stop while the fan-out goes on) against StaleProbeAlarmThreshold, missing data breaching", stale)
+	}
+}
+
+// TestTableCapacityFollowsTheLoad: the spaces table is provisioned (the
+// steady probing load costs less that way, BENCHMARKS.md), so each of its
+// four capacities (table and probe index, reads and writes) has a starting
+// throughput and an auto scaling target tracking TableTargetUtilization;
+// without one, that capacity would stay at its start and throttle.
+func TestTableCapacityFollowsTheLoad(t *testing.T) {
+	tpl := parseRaw(t)
+	table := tpl.Resources["SpacesTable"].Properties
+	if table["BillingMode"] != "PROVISIONED" {
+		t.Fatalf("SpacesTable BillingMode = %v, want PROVISIONED", table["BillingMode"])
+	}
+	starts := map[string]any{"table": table["ProvisionedThroughput"]}
+	for _, g := range list(table["GlobalSecondaryIndexes"]) {
+		starts["index/"+fmt.Sprint(get(g, "IndexName"))] = get(g, "ProvisionedThroughput")
+	}
+	if len(starts) != 2 {
+		t.Fatalf("SpacesTable has indexes %v, want only probe (this test names each capacity)", starts)
+	}
+	type capacity struct{ min, metric string }
+	scaled := map[string]capacity{}
+	for _, id := range tpl.ofType("AWS::ApplicationAutoScaling::ScalingPolicy") {
+		p := tpl.Resources[id].Properties
+		target := tpl.Resources[ref(p["ScalingTargetId"])].Properties
+		if p["PolicyType"] != "TargetTrackingScaling" || target["ServiceNamespace"] != "dynamodb" {
+			t.Errorf("%s: %v on %v, want target tracking of dynamodb", id, p["PolicyType"], target["ServiceNamespace"])
+			continue
+		}
+		if got := ref(get(p, "TargetTrackingScalingPolicyConfiguration", "TargetValue")); got != "TableTargetUtilization" {
+			t.Errorf("%s: TargetValue %v, want Ref TableTargetUtilization", id, got)
+		}
+		rid, _ := get(target, "ResourceId", "Fn::Sub").(string)
+		dim := fmt.Sprint(target["ScalableDimension"])
+		scaled[rid+" "+dim] = capacity{min: fmt.Sprint(target["MinCapacity"]),
+			metric: fmt.Sprint(get(p, "TargetTrackingScalingPolicyConfiguration", "PredefinedMetricSpecification", "PredefinedMetricType"))}
+	}
+	for name, start := range starts {
+		rid := "table/${SpacesTable}"
+		kind := "table"
+		if name != "table" {
+			rid, kind = rid+"/"+name, "index"
+		}
+		for _, rw := range []string{"Read", "Write"} {
+			units := get(start, rw+"CapacityUnits")
+			c, ok := scaled[rid+" dynamodb:"+kind+":"+rw+"CapacityUnits"]
+			switch {
+			case units == nil:
+				t.Errorf("%s: no starting %sCapacityUnits", name, rw)
+			case !ok:
+				t.Errorf("%s: no auto scaling of %s capacity (%s)", name, rw, rid)
+			case c.metric != "DynamoDB"+rw+"CapacityUtilization":
+				t.Errorf("%s: %s capacity tracks %s", name, rw, c.metric)
+			case c.min != fmt.Sprint(units):
+				t.Errorf("%s: %s MinCapacity %s, want the starting %v", name, rw, c.min, units)
+			}
+		}
+	}
+	if d := tpl.Parameters["TableTargetUtilization"]["Default"]; d == nil {
+		t.Error("TableTargetUtilization has no default")
 	}
 }
 

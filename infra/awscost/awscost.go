@@ -30,14 +30,17 @@ import (
 	"github.com/aws/smithy-go/middleware"
 )
 
-// Prices, us-east-1, on demand, as published on
+// Prices, us-east-1, as published on
 // https://aws.amazon.com/dynamodb/pricing/on-demand/ (since November 2024),
+// https://aws.amazon.com/dynamodb/pricing/provisioned/,
 // https://aws.amazon.com/sqs/pricing/ (standard queue),
 // https://aws.amazon.com/lambda/pricing/ (arm64, first 6 billion GB-s),
 // https://aws.amazon.com/eventbridge/pricing/ (custom events; Scheduler).
 const (
 	PriceRRU             = 0.125 / 1e6 // per read request unit
 	PriceWRU             = 0.625 / 1e6 // per write request unit
+	PriceRCUHour         = 0.00013     // per provisioned read capacity unit-hour
+	PriceWCUHour         = 0.00065     // per provisioned write capacity unit-hour
 	PriceSQSRequest      = 0.40 / 1e6  // per request (64 KB chunk)
 	PriceLambdaGBSecond  = 0.0000133334
 	PriceLambdaRequest   = 0.20 / 1e6
@@ -118,6 +121,15 @@ func (m *Meter) Instrument(cfg aws.Config) aws.Config {
 		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("awscost", m.handle), middleware.After)
 	})
 	return cfg
+}
+
+// Units returns the DynamoDB units counted so far (since the last Take),
+// without starting afresh: a benchmark reads it each simulated second for
+// the load's profile.
+func (m *Meter) Units() (rru, wru float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.u.TotalRRU(), m.u.TotalWRU()
 }
 
 // Take returns what was counted since the last Take (or New) and starts
@@ -296,6 +308,18 @@ func Price(u Usage, fns []Lambda, scheduleInvocations float64) Cost {
 		c.LambdaRequests += f.Invocations * PriceLambdaRequest
 		c.LambdaDuration += f.GBSeconds() * PriceLambdaGBSecond
 	}
+	return c
+}
+
+// Provisioned is c with DynamoDB priced as provisioned capacity that auto
+// scaling keeps at target use (0.7 for 70 %) instead of on demand: a load of
+// n units a second holds n/target units of capacity, so every unit consumed
+// costs 1/(target·3600) of a capacity-hour. That holds for a load that is
+// steady over auto scaling's minutes and above the capacity's minimum (a
+// fixed cost, not priced here); a benchmark shows the load's profile.
+func (c Cost) Provisioned(u Usage, target float64) Cost {
+	c.Reads = u.TotalRRU() / (target * 3600) * PriceRCUHour
+	c.Writes = u.TotalWRU() / (target * 3600) * PriceWCUHour
 	return c
 }
 

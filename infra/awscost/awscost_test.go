@@ -55,3 +55,16 @@ func TestPrice(t *testing.T) {
 		t.Errorf("bill %+v, want %+v", c, want)
 	}
 }
+
+// TestProvisioned: 0.7 × 3600 units consumed hold one unit of capacity for
+// an hour at a 70 % target.
+func TestProvisioned(t *testing.T) {
+	u := newUsage()
+	u.RRU["DynamoDB GetItem"] = 0.7 * 3600
+	u.WRU["DynamoDB UpdateItem"] = 2 * 0.7 * 3600
+	u.SQSRequests = 1e6
+	c := Price(u, nil, 0).Provisioned(u, 0.7)
+	if math.Abs(c.Reads-PriceRCUHour) > 1e-12 || math.Abs(c.Writes-2*PriceWCUHour) > 1e-12 || math.Abs(c.SQS-0.40) > 1e-12 {
+		t.Errorf("bill %+v, want reads %v, writes %v and SQS unchanged", c, PriceRCUHour, 2*PriceWCUHour)
+	}
+}

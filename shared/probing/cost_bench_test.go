@@ -14,7 +14,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go/middleware"
 	"github.com/google/uuid"
 	"gopkg.in/yaml.v3"
 
@@ -54,6 +53,10 @@ type deployed struct {
 	proberMemoryMB, schedulerMemoryMB, batchSize int
 	// window is the event source's MaximumBatchingWindowInSeconds.
 	window time.Duration
+	// provisioned: the table's BillingMode is PROVISIONED, its capacity
+	// kept at target use (TableTargetUtilization, a fraction).
+	provisioned bool
+	target      float64
 }
 
 func readTemplate(b testing.TB) deployed {
@@ -100,6 +103,13 @@ func readTemplate(b testing.TB) deployed {
 	if d.batchSize == 0 {
 		b.Fatal("ProberFunction has no SQS BatchSize in template.yaml")
 	}
+	if n := get(&root, "Resources", "SpacesTable", "Properties", "BillingMode"); n != nil && n.Value == "PROVISIONED" {
+		d.provisioned = true
+		d.target = float64(num(get(&root, "Parameters", "TableTargetUtilization", "Default"), 0)) / 100
+		if d.target <= 0 {
+			b.Fatal("SpacesTable is provisioned but TableTargetUtilization has no default in template.yaml")
+		}
+	}
 	return d
 }
 
@@ -126,23 +136,25 @@ func readTemplate(b testing.TB) deployed {
 // call at the variant's memory size. The fake clock moves one second at a
 // time; the scheduler ticks every minute, as EventBridge Scheduler would.
 //
+// DynamoDB is priced both ways: on demand (each unit), and as provisioned
+// capacity kept at the template's target use (awscost.Cost.Provisioned),
+// with the load's profile per simulated second to show it is steady.
+//
 // Variants, in one run: before (the template as it was: batches of 20 in a
-// 1-second window, probed 20 at once, 512 MB), after (template.yaml as it
-// is), and eventual (after, with the prober's liveness read of the space
-// eventually consistent: a measured option, not what the code does, see
-// BENCHMARKS.md).
+// 1-second window, probed 20 at once, 512 MB, the table on demand), and
+// after (template.yaml as it is, priced by its billing mode).
 func BenchmarkProbingCost(b *testing.B) {
 	dep := readTemplate(b)
 	variants := []costVariant{
 		{name: "before", batchSize: 20, window: time.Second, memoryMB: 512, concurrency: 20},
-		{name: "after", batchSize: dep.batchSize, window: dep.window, memoryMB: dep.proberMemoryMB},
-		{name: "eventual", batchSize: dep.batchSize, window: dep.window, memoryMB: dep.proberMemoryMB, eventual: true},
+		{name: "after", batchSize: dep.batchSize, window: dep.window, memoryMB: dep.proberMemoryMB, provisioned: dep.provisioned},
 	}
 	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
 			for b.Loop() {
-				c := measureProbingCost(b, dep, v)
+				c, onDemand := measureProbingCost(b, dep, v)
 				b.ReportMetric(c.Total(), "usd/month/1000-spaces")
+				b.ReportMetric(onDemand.Total(), "usd-if-on-demand")
 				b.ReportMetric(c.Reads, "usd-reads")
 				b.ReportMetric(c.Writes, "usd-writes")
 				b.ReportMetric(c.SQS, "usd-sqs")
@@ -163,25 +175,8 @@ type costVariant struct {
 	memoryMB  int
 	// concurrency overrides the prober's (0: its default).
 	concurrency int
-	// eventual makes the prober's reads eventually consistent.
-	eventual bool
-}
-
-// eventuallyConsistent turns every GetItem of cfg's clients into an
-// eventually consistent read. It runs before awscost's middleware, which
-// then counts half a read unit per 4 KB.
-func eventuallyConsistent(cfg aws.Config) aws.Config {
-	cfg = cfg.Copy()
-	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
-		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("eventual",
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				if g, ok := in.Parameters.(*dynamodb.GetItemInput); ok {
-					g.ConsistentRead = aws.Bool(false)
-				}
-				return next.HandleInitialize(ctx, in)
-			}), middleware.Before)
-	})
-	return cfg
+	// provisioned prices the table as provisioned capacity (else on demand).
+	provisioned bool
 }
 
 // cpuTime is the process's user and system CPU time so far.
@@ -193,7 +188,7 @@ func cpuTime(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func measureProbingCost(b *testing.B, dep deployed, v costVariant) awscost.Cost {
+func measureProbingCost(b *testing.B, dep deployed, v costVariant) (cost, onDemand awscost.Cost) {
 	const (
 		fleet    = 1000
 		backends = 20 // healthy test clusters behind the 990 healthy spaces
@@ -289,13 +284,6 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) awscost.Cost 
 		ProbeQueue: queueURL, EventBus: env.Name(b, "EventBus"),
 		Heartbeat: space.DefaultHeartbeat, Interval: space.DefaultProbeInterval,
 	}, kubecred.Minter(minter), checker, log)
-	if v.eventual {
-		p = wiring.Prober(wiring.AWS{Config: eventuallyConsistent(a.Config), Endpoint: a.Endpoint}, wiring.ProberSettings{
-			Common:     wiring.Common{Table: table, StaleAfter: space.DefaultStaleAfter},
-			ProbeQueue: queueURL, EventBus: env.Name(b, "EventBus"),
-			Heartbeat: space.DefaultHeartbeat, Interval: space.DefaultProbeInterval,
-		}, kubecred.Minter(minter), checker, log)
-	}
 	if v.concurrency > 0 {
 		p.Concurrency = v.concurrency
 	}
@@ -341,6 +329,10 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) awscost.Cost 
 	var (
 		open     []probing.Delivery
 		openedAt time.Time
+		// The table's units of each simulated second of the window.
+		profile          bool
+		lastRRU, lastWRU float64
+		rruSec, wruSec   []float64
 	)
 	nextTick := c.Now()
 	run := func(end time.Time) {
@@ -376,6 +368,11 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) awscost.Cost 
 				}
 				invoke(batches)
 			}
+			if profile {
+				rru, wru := meter.Units()
+				rruSec, wruSec = append(rruSec, rru-lastRRU), append(wruSec, wru-lastWRU)
+				lastRRU, lastWRU = rru, wru
+			}
 			c.Advance(time.Second)
 		}
 	}
@@ -383,6 +380,7 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) awscost.Cost 
 	meter.Take()
 	prober, schedler, delivered, esmRequests, batchTimes = awscost.Lambda{}, awscost.Lambda{}, 0, 0, nil
 	cpu0, wall0 := cpuTime(b), time.Now()
+	profile = true
 	run(c.Now().Add(window))
 	cpu, wall := cpuTime(b)-cpu0, time.Since(wall0)
 	u := meter.Take()
@@ -402,11 +400,20 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) awscost.Cost 
 	// Scale the window to 30 days of 1,000 spaces.
 	spaceMinutes := float64(fleet) * window.Minutes()
 	scale := 1000 * 30 * 24 * 60 / spaceMinutes
-	cost := awscost.Price(u, []awscost.Lambda{prober, schedler}, schedler.Invocations).Scale(scale)
+	onDemand = awscost.Price(u, []awscost.Lambda{prober, schedler}, schedler.Invocations).Scale(scale)
+	target := dep.target
+	if target == 0 {
+		target = 0.7 // Application Auto Scaling's usual target, for the comparison
+	}
+	provisioned := awscost.Price(u, []awscost.Lambda{prober, schedler}, schedler.Invocations).Provisioned(u, target).Scale(scale)
+	cost = onDemand
+	if v.provisioned {
+		cost = provisioned
+	}
 
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%s: %d spaces, %s measured, %d messages handled in %v batches (batch size %d, window %s, %d MB, eventual reads %t)\n",
-		v.name, fleet, window, delivered, prober.Invocations, v.batchSize, v.window, v.memoryMB, v.eventual)
+	fmt.Fprintf(&sb, "%s: %d spaces, %s measured, %d messages handled in %v batches (batch size %d, window %s, %d MB, table provisioned %t)\n",
+		v.name, fleet, window, delivered, prober.Invocations, v.batchSize, v.window, v.memoryMB, v.provisioned)
 	perProbe := func(v float64) float64 { return v / float64(delivered) }
 	for _, op := range u.Ops() {
 		fmt.Fprintf(&sb, "  %-58s %8.0f requests  %.4f/message  RRU %.4f/message  WRU %.4f/message\n",
@@ -422,11 +429,46 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) awscost.Cost 
 	fmt.Fprintf(&sb, "  process CPU %.1f s in %.1f s of wall time (%.2f cores): %.2f ms per message (upper bound of the prober's)\n",
 		cpu.Seconds(), wall.Seconds(), cpu.Seconds()/wall.Seconds(), float64(cpu.Microseconds())/1000/float64(delivered))
 	fmt.Fprintf(&sb, "  largest item: %d bytes\n", maxItem)
-	fmt.Fprintf(&sb, "  per 1,000 spaces per month: %s", cost)
+	// What provisioned capacity must carry: the mean, and how far the
+	// busiest seconds rise above it (a second above the capacity spends
+	// burst credit; minutes above it make auto scaling add capacity).
+	load := func(name string, secs []float64) {
+		mean := 0.0
+		for _, x := range secs {
+			mean += x
+		}
+		mean /= float64(max(1, len(secs)))
+		// Auto scaling watches minutes: the busiest one's rate.
+		busiest := 0.0
+		for i := 0; i+60 <= len(secs); i += 60 {
+			m := 0.0
+			for _, x := range secs[i : i+60] {
+				m += x
+			}
+			busiest = max(busiest, m/60)
+		}
+		capacity := mean / target
+		fmt.Fprintf(&sb, "  table %s per second: mean %.2f, busiest minute %.2f (%.2f× capacity), p99 second %.0f, max second %.0f (%.2f× capacity); capacity at %.0f %% use %.2f\n",
+			name, mean, busiest, busiest/capacity, quantile(secs, .99), quantile(secs, 1), quantile(secs, 1)/capacity, 100*target, capacity)
+	}
+	load("read units", rruSec)
+	load("write units", wruSec)
+	fmt.Fprintf(&sb, "  per 1,000 spaces per month, on demand: %s\n", onDemand)
+	fmt.Fprintf(&sb, "  per 1,000 spaces per month, provisioned at %.0f %%: %s", 100*target, provisioned)
 	// Printed, not logged: the testing package keeps only ten lines of a
 	// benchmark's log.
 	fmt.Println(sb.String())
-	return cost
+	return cost, onDemand
+}
+
+// quantile is the p-quantile of xs.
+func quantile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(p*float64(len(s))))]
 }
 
 // maxItemBytes scans the table for its largest item.
