@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -277,5 +278,27 @@ func TestClientCancellationIsNotAServerError(t *testing.T) {
 	rec, logs := serve(t, context.Background(), "/spaces", storeErr)
 	if rec.Code != 503 || !strings.Contains(logs.String(), `"level":"ERROR"`) {
 		t.Errorf("uncancelled: %d %s", rec.Code, logs)
+	}
+}
+
+// The request id and the idempotency key keep the limits of their counted
+// forms (space.Pattern says why they are no longer counted).
+func TestHeaderPatternsKeepTheirLimits(t *testing.T) {
+	for _, c := range []struct {
+		counted string
+		match   func(string) bool
+		max     int
+	}{
+		{`^[A-Za-z0-9._:=-]{1,128}$`, validRequestID.MatchString, 128},
+		{`^[\x21-\x7e]{1,255}$`, idempotencyKey.MatchString, 255},
+	} {
+		want := regexp.MustCompile(c.counted)
+		for n := 0; n <= c.max+1; n++ {
+			for _, s := range []string{strings.Repeat("a", n), strings.Repeat("a", n) + "é", strings.Repeat(":", n)} {
+				if w, g := want.MatchString(s), c.match(s); w != g {
+					t.Errorf("%s on %q: counted %t, now %t", c.counted, s, w, g)
+				}
+			}
+		}
 	}
 }

@@ -6,11 +6,11 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"time"
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 
+	"spaces/shared/space"
 	"spaces/shared/tracing"
 )
 
@@ -42,7 +42,7 @@ func logger(ctx context.Context) *slog.Logger { return state(ctx).log }
 // attributes.
 func addLogAttrs(ctx context.Context, args ...any) { tracing.AddLogAttrs(ctx, args...) }
 
-var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:=-]{1,128}$`)
+var validRequestID = space.MustPattern(`^[A-Za-z0-9._:=-]+$`, 128)
 
 // statusRecorder remembers the status a handler wrote, for the access log.
 type statusRecorder struct {

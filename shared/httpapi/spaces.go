@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -35,7 +34,7 @@ func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principa
 
 // idempotencyKey follows the IETF Idempotency-Key draft: an opaque string;
 // printable ASCII keeps it safe to store and log.
-var idempotencyKey = regexp.MustCompile(`^[\x21-\x7e]{1,255}$`)
+var idempotencyKey = space.MustPattern(`^[\x21-\x7e]+$`, 255)
 
 func (a *API) registerSpace(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	key := strings.Join(r.Header.Values("Idempotency-Key"), ",")
