@@ -1,7 +1,10 @@
 // Package awsclient is the one place that builds the AWS SDK configuration
-// and service clients, so that every function and test talks to AWS, or to
-// the embedded emulator, the same way, and every call is traced under its
-// caller's span (shared/tracing).
+// and the service clients the catalog API uses, so that every function and
+// test talks to AWS, or to the embedded emulator, the same way, and every
+// call is traced under its caller's span (shared/tracing). A client only
+// other functions use is built the same way beside its one user
+// (eventbus.NewClient, emulator.Streams): each linked SDK service costs
+// every importer's cold start its schemas' init.
 //
 // In AWS the Lambdas call it with an empty Endpoint: region and credentials
 // come from the Lambda environment. Locally and in tests Endpoint is the
@@ -19,12 +22,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"spaces/shared/tracing"
 )
@@ -91,29 +91,9 @@ func DynamoDB(cfg aws.Config, endpoint string) *dynamodb.Client {
 	})
 }
 
-// DynamoDBStreams returns a DynamoDB Streams client.
-func DynamoDBStreams(cfg aws.Config, endpoint string) *dynamodbstreams.Client {
-	return dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
-		o.TracerProvider = tracing.SDK()
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
-	})
-}
-
 // SQS returns an SQS client.
 func SQS(cfg aws.Config, endpoint string) *sqs.Client {
 	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
-		o.TracerProvider = tracing.SDK()
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
-	})
-}
-
-// EventBridge returns an EventBridge client.
-func EventBridge(cfg aws.Config, endpoint string) *eventbridge.Client {
-	return eventbridge.NewFromConfig(cfg, func(o *eventbridge.Options) {
 		o.TracerProvider = tracing.SDK()
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
@@ -125,16 +105,6 @@ func EventBridge(cfg aws.Config, endpoint string) *eventbridge.Client {
 // function with it).
 func Lambda(cfg aws.Config, endpoint string) *lambda.Client {
 	return lambda.NewFromConfig(cfg, func(o *lambda.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
-	})
-}
-
-// STS returns an STS client.
-func STS(cfg aws.Config, endpoint string) *sts.Client {
-	return sts.NewFromConfig(cfg, func(o *sts.Options) {
-		o.TracerProvider = tracing.SDK()
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
