@@ -27,7 +27,7 @@ func main() {
 	fn := config.NewFunction()
 	ctx := context.Background()
 	s := api.Read(fn.Env)
-	a := parts.AWS{Config: fn.AWS(ctx)}
+	a := parts.AWS{Config: fn.AWS()}
 	// The cursor key comes from Secrets Manager at cold start, never from
 	// the environment; the previous value keeps older cursors open.
 	var err error
