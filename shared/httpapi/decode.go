@@ -47,7 +47,9 @@ func readObject(w http.ResponseWriter, r *http.Request, fields map[string]any) e
 	if err := dec.Decode(&raw); err != nil || raw == nil {
 		return bodyError("the request body is not a JSON object")
 	}
-	if dec.More() {
+	// Only space may follow (dec.More would let a stray } or ] through,
+	// which the duplicate-key scan below cannot balance).
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
 		return bodyError("the request body has data after the JSON object")
 	}
 	// encoding/json silently replaces invalid UTF-8 and keeps the last of

@@ -86,6 +86,23 @@ func TestReadObjectRefusesWhatJSONWouldRewrite(t *testing.T) {
 	}
 }
 
+// TestReadObjectRefusesDataAfterTheObject: the body is one object; what
+// follows it, a stray closing bracket included, is a 400 naming the body
+// (a stray bracket once panicked the duplicate-key scan).
+func TestReadObjectRefusesDataAfterTheObject(t *testing.T) {
+	for _, body := range []string{`{"name":"a"} {}`, `{"name":"a"}}`, `{"name":"a"}]`, `{"name":"a"} x`} {
+		var name string
+		err := readObject(httptest.NewRecorder(), jsonRequest(body), map[string]any{"name": &name})
+		if space.KindOf(err) != space.KindMalformed || !strings.Contains(fieldsOf(err)["body"], "data after the JSON object") {
+			t.Errorf("%s: want 400 about data after the object, got %v", body, err)
+		}
+	}
+	var name string
+	if err := readObject(httptest.NewRecorder(), jsonRequest("\n {\"name\":\"a\"} \n\t"), map[string]any{"name": &name}); err != nil || name != "a" {
+		t.Errorf("space around the object: %v, name %q", err, name)
+	}
+}
+
 // TestReadObjectKeepsIntegersExact: a manifest number above 2^53 is kept
 // as written, not rounded through float64.
 func TestReadObjectKeepsIntegersExact(t *testing.T) {
