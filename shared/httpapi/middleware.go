@@ -40,7 +40,7 @@ func logger(ctx context.Context) *slog.Logger { return state(ctx).log }
 
 // addLogAttrs adds attributes (org id, space id) to the request's log
 // attributes.
-func addLogAttrs(ctx context.Context, args ...any) { tracing.AddLogAttrs(ctx, args...) }
+func addLogAttrs(ctx context.Context, attrs ...slog.Attr) { tracing.AddLogAttrs(ctx, attrs...) }
 
 var validRequestID = space.MustPattern(`^[A-Za-z0-9._:=-]+$`, 128)
 
@@ -93,16 +93,17 @@ func observe(base *slog.Logger, next http.Handler) http.Handler {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-store")
 		st := &reqState{id: id, log: base}
-		attrs := []any{"request_id", id}
+		attrs, n := [2]slog.Attr{slog.String("request_id", id)}, 1
 		if gw, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok && gw.RequestID != "" {
-			attrs = append(attrs, "gateway_request_id", gw.RequestID)
+			attrs[1], n = slog.String("gateway_request_id", gw.RequestID), 2
 		}
-		ctx := tracing.WithLogAttrs(context.WithValue(r.Context(), ctxKey{}, st), attrs...)
+		ctx := tracing.WithLogAttrs(context.WithValue(r.Context(), ctxKey{}, st), attrs[:n]...)
 		rec := &statusRecorder{ResponseWriter: w}
 		r = r.WithContext(ctx)
 		next.ServeHTTP(rec, r)
 		tracing.NameSpan(ctx, r.Pattern)
-		base.InfoContext(ctx, "request", "method", r.Method, "path", r.URL.Path, "route", r.Pattern,
-			"status", rec.status, "duration_ms", time.Since(start).Milliseconds())
+		// Attrs, not key/value pairs: nothing to box on every request.
+		base.LogAttrs(ctx, slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.String("route", r.Pattern), slog.Int("status", rec.status), slog.Int64("duration_ms", time.Since(start).Milliseconds()))
 	})
 }

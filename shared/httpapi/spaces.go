@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -55,7 +56,7 @@ func (a *API) registerSpace(w http.ResponseWriter, r *http.Request, p auth.Princ
 	if err != nil {
 		return err
 	}
-	addLogAttrs(r.Context(), "id", s.ID)
+	addLogAttrs(r.Context(), slog.String("id", s.ID))
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	} else if a.Probes != nil {

@@ -41,9 +41,11 @@ func (svc *Service) Register(ctx context.Context, org string, in RegisterInput, 
 		return Space{}, false, err
 	}
 	// The replay answers exactly what the first request answered.
-	err = svc.Store.Register(ctx, s, Idempotency{Key: idemKey, Hash: hash, Space: svc.observe(s)})
-	var replay *ReplayError
-	if errors.As(err, &replay) {
+	if err := svc.Store.Register(ctx, s, Idempotency{Key: idemKey, Hash: hash, Space: svc.observe(s)}); err != nil {
+		var replay *ReplayError // only on this path: errors.As moves it to the heap
+		if !errors.As(err, &replay) {
+			return Space{}, false, err
+		}
 		if replay.Record.Hash != hash {
 			return Space{}, false, &Error{Kind: KindInvalid, Message: "the Idempotency-Key was already used for a different request",
 				Fields: []FieldError{{Field: "Idempotency-Key", Reason: "was used with another request body"}}}
@@ -58,9 +60,6 @@ func (svc *Service) Register(ctx context.Context, org string, in RegisterInput, 
 			return Space{}, false, err
 		}
 		return replay.Record.Space, true, nil
-	}
-	if err != nil {
-		return Space{}, false, err
 	}
 	return svc.observe(s), false, nil
 }
