@@ -23,6 +23,7 @@ type ctxKey struct{}
 type reqState struct {
 	id  string
 	log *slog.Logger
+	rec statusRecorder // the response, for the access line
 }
 
 func state(ctx context.Context) *reqState {
@@ -84,21 +85,23 @@ func observe(base *slog.Logger, next http.Handler) http.Handler {
 		id := r.Header.Get("X-Request-Id")
 		if !validRequestID.MatchString(id) {
 			var b [12]byte
+			var h [24]byte
 			_, _ = rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
+			hex.Encode(h[:], b[:])
+			id = string(h[:])
 		}
 		w.Header().Set("X-Request-Id", id)
 		// Every answer is JSON about one caller's items: never sniffed as
 		// another type, never kept by a shared cache.
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-store")
-		st := &reqState{id: id, log: base}
+		st := &reqState{id: id, log: base, rec: statusRecorder{ResponseWriter: w}}
 		attrs, n := [2]slog.Attr{slog.String("request_id", id)}, 1
 		if gw, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok && gw.RequestID != "" {
 			attrs[1], n = slog.String("gateway_request_id", gw.RequestID), 2
 		}
 		ctx := tracing.WithLogAttrs(context.WithValue(r.Context(), ctxKey{}, st), attrs[:n]...)
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &st.rec
 		r = r.WithContext(ctx)
 		next.ServeHTTP(rec, r)
 		tracing.NameSpan(ctx, r.Pattern)

@@ -68,7 +68,9 @@ func (svc *Service) Register(ctx context.Context, org string, in RegisterInput, 
 func requestHash(in RegisterInput) string {
 	b, _ := json.Marshal(in) // a struct of strings, a map and a bool cannot fail
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }
 
 // Get returns one of org's live spaces as observed now.
