@@ -19,15 +19,15 @@ import (
 	"spaces/shared/secret"
 	"spaces/shared/tracing"
 	"spaces/shared/tracing/tracehttp"
-	"spaces/shared/wiring"
 	"spaces/shared/wiring/api"
+	"spaces/shared/wiring/parts"
 )
 
 func main() {
 	fn := config.NewFunction()
 	ctx := context.Background()
 	s := api.Read(fn.Env)
-	a := wiring.AWS{Config: fn.AWS(ctx)}
+	a := parts.AWS{Config: fn.AWS()}
 	// The cursor key comes from Secrets Manager at cold start, never from
 	// the environment; the previous value keeps older cursors open.
 	var err error
@@ -45,7 +45,7 @@ func serve(h http.Handler, t *tracing.Tracing) func(context.Context, events.APIG
 }
 
 // handler builds the API exactly as the function serves it.
-func handler(a wiring.AWS, s api.Settings, fn *config.Function) (http.Handler, error) {
+func handler(a parts.AWS, s api.Settings, fn *config.Function) (http.Handler, error) {
 	h, _, err := api.New(a, s, api.Options{Auth: auth.GatewayClaims{}, Cloud: api.CloudCall(a, s), Log: fn.Log})
 	if err != nil {
 		return nil, err

@@ -114,14 +114,19 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 
 // TestCatalogLinksNoClusterSDK: the catalog API stays small and quick to
 // start because it links neither client-go nor a cloud SDK (nor gRPC, which
-// the GKE client brings); functions/discovery does.
+// the GKE client brings); functions/discovery does. Nor does it link the AWS
+// services it does not call (EventBridge) or the SDK's default
+// configuration chain (awsclient.FromEnv says why): each service's
+// package init costs every cold start.
 func TestCatalogLinksNoClusterSDK(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	banned := []string{"k8s.io/", "sigs.k8s.io/", "cloud.google.com/", "google.golang.org/grpc", "github.com/Azure/",
-		"github.com/aws/aws-sdk-go-v2/service/eks", "spaces/shared/mint", "spaces/shared/kubens"}
+		"github.com/aws/aws-sdk-go-v2/service/eks", "spaces/shared/mint", "spaces/shared/kubens",
+		"github.com/aws/aws-sdk-go-v2/service/eventbridge", "github.com/aws/aws-sdk-go-v2/config",
+		"github.com/aws/aws-sdk-go-v2/service/sts", "github.com/aws/aws-sdk-go-v2/service/sso", "github.com/aws/aws-sdk-go-v2/service/signin"}
 	for _, pkg := range strings.Fields(string(out)) {
 		for _, b := range banned {
 			if strings.HasPrefix(pkg, b) {

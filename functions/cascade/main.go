@@ -4,8 +4,6 @@
 package main
 
 import (
-	"context"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"spaces/shared/config"
@@ -16,6 +14,6 @@ import (
 func main() {
 	fn := config.NewFunction()
 	s := wiring.ReadCascade(fn.Env)
-	a := wiring.AWS{Config: fn.AWS(context.Background())}
+	a := wiring.AWS{Config: fn.AWS()}
 	lambda.Start(tracing.Handler(fn.Tracing, "cascade", wiring.Cascade(a, s, fn.Log).HandleStream))
 }

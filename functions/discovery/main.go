@@ -7,8 +7,6 @@
 package main
 
 import (
-	"context"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"spaces/shared/auth"
@@ -21,7 +19,7 @@ import (
 func main() {
 	fn := config.NewFunction()
 	s := discovery.Read(fn.Env)
-	a := wiring.AWS{Config: fn.AWS(context.Background())}
+	a := wiring.AWS{Config: fn.AWS()}
 	lambda.Start(function(a, s, fn).Lambda(fn.Tracing))
 }
 

@@ -5,8 +5,6 @@
 package main
 
 import (
-	"context"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"spaces/shared/config"
@@ -22,7 +20,7 @@ func main() {
 	s, err := wiring.ReadProber(fn.Env)
 	fed := clouds.Read(fn.Env)
 	fn.Check("settings", err)
-	a := wiring.AWS{Config: fn.AWS(context.Background())}
+	a := wiring.AWS{Config: fn.AWS()}
 	minter := clouds.Minter(fed, a.Config, a.Store(s.Table))
 	p := wiring.Prober(a, s, minter, &kubeprobe.Prober{Timeout: probing.DefaultTimeout}, fn.Log)
 	lambda.Start(tracing.Handler(fn.Tracing, "prober", p.HandleSQS))

@@ -4,8 +4,6 @@
 package main
 
 import (
-	"context"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"spaces/shared/config"
@@ -17,7 +15,7 @@ import (
 func main() {
 	fn := config.NewFunction()
 	s, fed := wiring.ReadProvisioner(fn.Env), clouds.Read(fn.Env)
-	a := wiring.AWS{Config: fn.AWS(context.Background())}
+	a := wiring.AWS{Config: fn.AWS()}
 	minter := clouds.Minter(fed, a.Config, a.Store(s.Table))
 	lambda.Start(tracing.Handler(fn.Tracing, "provisioner", wiring.Provisioner(a, s, clouds.Creator(minter), minter, fn.Log).HandleSQS))
 }

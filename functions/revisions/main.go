@@ -4,8 +4,6 @@
 package main
 
 import (
-	"context"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"spaces/shared/config"
@@ -18,7 +16,7 @@ import (
 func main() {
 	fn := config.NewFunction()
 	s, fed := wiring.ReadClaimer(fn.Env), clouds.Read(fn.Env)
-	a := wiring.AWS{Config: fn.AWS(context.Background())}
+	a := wiring.AWS{Config: fn.AWS()}
 	minter := clouds.Minter(fed, a.Config, a.Store(s.Table))
 	lambda.Start(tracing.Handler(fn.Tracing, "revisions", wiring.Claimer(a, s, minter, &kubeapply.Applier{}, fn.Log).HandleSQS))
 }

@@ -4,8 +4,6 @@
 package main
 
 import (
-	"context"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"spaces/shared/config"
@@ -16,6 +14,6 @@ import (
 func main() {
 	fn := config.NewFunction()
 	s := wiring.ReadScheduler(fn.Env)
-	a := wiring.AWS{Config: fn.AWS(context.Background())}
+	a := wiring.AWS{Config: fn.AWS()}
 	lambda.Start(tracing.Handler(fn.Tracing, "scheduler", wiring.Scheduler(a, s, fn.Log).HandleSchedule))
 }

@@ -29,7 +29,7 @@ const ErrUnpatched = "the embedded emulator is not patched (infra/emulator/kumo)
 // works on a scratch table of its own, deleted afterwards.
 func (e *Emulator) Check(ctx context.Context) (err error) {
 	db := awsclient.DynamoDB(e.cfg, e.URL)
-	ss := awsclient.DynamoDBStreams(e.cfg, e.URL)
+	ss := Streams(e.cfg, e.URL)
 	var b [6]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	table := "spaces-selfcheck-" + hex.EncodeToString(b[:])

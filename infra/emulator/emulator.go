@@ -25,8 +25,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/sivchari/kumo"
-
-	"spaces/shared/awsclient"
 )
 
 // Region and AccountID are the emulator's fixed region and account: kumo
@@ -80,7 +78,7 @@ func StartWith(ctx context.Context, o Options) (*Emulator, error) {
 		}
 	}
 	srv := kumo.NewServer()
-	cfg, err := awsclient.Load(ctx, awsclient.Options{Endpoint: srv.URL, Region: Region})
+	cfg, err := LoadConfig(ctx, srv.URL)
 	if err != nil {
 		srv.Close()
 		return nil, err

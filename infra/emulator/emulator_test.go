@@ -18,6 +18,7 @@ import (
 	"spaces/infra/emulator"
 	"spaces/infra/emulator/emulatortest"
 	"spaces/shared/awsclient"
+	"spaces/shared/eventbus"
 )
 
 func prefixed(prefix string) func(string) string {
@@ -187,7 +188,7 @@ func TestCreateResourcesQueuesWithRedrive(t *testing.T) {
 		t.Errorf("Fn::Sub gave %q, want %q", tags.Tags["where"], want)
 	}
 	bus := env.Resources["Bus"]
-	eb := awsclient.EventBridge(env.Config, env.Endpoint)
+	eb := eventbus.NewClient(env.Config, env.Endpoint)
 	if d, err := eb.DescribeEventBus(ctx, &eventbridge.DescribeEventBusInput{Name: aws.String(env.Prefix + "Bus")}); err != nil || aws.ToString(d.Arn) != bus.ARN || bus.ARN == "" {
 		t.Errorf("event bus %+v: %v", bus, err)
 	}

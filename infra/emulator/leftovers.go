@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"spaces/shared/awsclient"
+	"spaces/shared/eventbus"
 )
 
 // RemoveTestLeftovers deletes the tables, queues and event buses that test
@@ -71,7 +72,7 @@ func (e *Emulator) RemoveTestLeftovers(ctx context.Context, template []byte) ([]
 			}
 		}
 	}
-	eb := awsclient.EventBridge(e.cfg, e.URL)
+	eb := eventbus.NewClient(e.cfg, e.URL)
 	in := &eventbridge.ListEventBusesInput{}
 	for {
 		page, err := eb.ListEventBuses(ctx, in)

@@ -23,6 +23,7 @@ import (
 	"github.com/awslabs/goformation/v7/cloudformation/tags"
 
 	"spaces/shared/awsclient"
+	"spaces/shared/eventbus"
 )
 
 // Resource is one created resource.
@@ -63,7 +64,7 @@ func (e *Emulator) CreateResources(ctx context.Context, template []byte, names f
 	c := creator{
 		ddb: awsclient.DynamoDB(e.cfg, e.URL),
 		sqs: awsclient.SQS(e.cfg, e.URL),
-		eb:  awsclient.EventBridge(e.cfg, e.URL),
+		eb:  eventbus.NewClient(e.cfg, e.URL),
 	}
 	created := make(Resources, len(order))
 	for _, r := range order {

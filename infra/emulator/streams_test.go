@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
+	"spaces/infra/emulator"
 	"spaces/infra/emulator/emulatortest"
 	"spaces/shared/awsclient"
 )
@@ -21,7 +22,7 @@ func TestTransactionsAppearInTheStream(t *testing.T) {
 	env := emulatortest.Start(t)
 	ctx := t.Context()
 	db := awsclient.DynamoDB(env.Config, env.Endpoint)
-	ss := awsclient.DynamoDBStreams(env.Config, env.Endpoint)
+	ss := emulator.Streams(env.Config, env.Endpoint)
 	table := env.Resources["SpacesTable"]
 
 	sd, err := ss.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(table.StreamARN)})

@@ -53,7 +53,7 @@ func (st *Stack) startCascade(cfg Config) error {
 		return nil
 	}
 	poller := &StreamPoller{
-		Streams: awsclient.DynamoDBStreams(st.AWS, st.EmulatorURL), StreamARN: table.StreamARN,
+		Streams: emulator.Streams(st.AWS, st.EmulatorURL), StreamARN: table.StreamARN,
 		Source: src, Handler: tracing.Handler(cfg.Tracing, "cascade", st.Cascade.HandleStream), Interval: cc.Interval, Log: cfg.Log,
 	}
 	if q, ok := st.Resources[src.OnFailure]; ok {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"spaces/infra/emulator"
 	"spaces/shared/awsclient"
 	"spaces/shared/cascade"
 	"spaces/shared/dynamostore"
@@ -158,7 +159,7 @@ func TestDeregistrationCascades(t *testing.T) {
 	var delivered atomic.Int64
 	for range 2 {
 		replay := &StreamPoller{
-			Streams: awsclient.DynamoDBStreams(st.AWS, st.EmulatorURL), StreamARN: st.Resources["SpacesTable"].StreamARN,
+			Streams: emulator.Streams(st.AWS, st.EmulatorURL), StreamARN: st.Resources["SpacesTable"].StreamARN,
 			Source: st.CascadeSource,
 			Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 				delivered.Add(int64(len(ev.Records)))

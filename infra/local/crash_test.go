@@ -147,7 +147,7 @@ func TestAcknowledgedWritesSurviveAKill(t *testing.T) {
 			account = m["id"].(string)
 			// No cloud verifies it here: mark it ready in the table, as a
 			// verification would.
-			cfg, err := awsclient.Load(t.Context(), awsclient.Options{Endpoint: c.emulator, Region: emulator.Region})
+			cfg, err := emulator.LoadConfig(t.Context(), c.emulator)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -209,7 +209,7 @@ func TestAcknowledgedWritesSurviveAKill(t *testing.T) {
 // idempotency records and the account's space count agree with the spaces.
 func checkBookkeeping(t *testing.T, c *crashChild, account string, acked map[string]string) {
 	t.Helper()
-	cfg, err := awsclient.Load(t.Context(), awsclient.Options{Endpoint: c.emulator, Region: emulator.Region})
+	cfg, err := emulator.LoadConfig(t.Context(), c.emulator)
 	if err != nil {
 		t.Fatal(err)
 	}

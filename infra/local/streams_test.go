@@ -17,6 +17,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"spaces/infra/emulator"
 	"spaces/shared/awsclient"
 )
 
@@ -49,7 +50,7 @@ func newStreamFixture(t *testing.T, handle func(sk string) error, report bool) *
 	src.ReportBatchItemFailures = true
 	q := st.Resources[src.OnFailure]
 	f.poller = &StreamPoller{
-		Streams: awsclient.DynamoDBStreams(st.AWS, st.EmulatorURL), StreamARN: st.Resources[src.Table].StreamARN,
+		Streams: emulator.Streams(st.AWS, st.EmulatorURL), StreamARN: st.Resources[src.Table].StreamARN,
 		Source: src, Failures: awsclient.SQS(st.AWS, st.EmulatorURL), FailureQueueURL: q.URL,
 		RetryDelay: time.Millisecond, Log: slog.New(slog.DiscardHandler),
 		Handler: func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {

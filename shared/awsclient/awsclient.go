@@ -1,82 +1,68 @@
 // Package awsclient is the one place that builds the AWS SDK configuration
-// and service clients, so that every function and test talks to AWS, or to
-// the embedded emulator, the same way, and every call is traced under its
-// caller's span (shared/tracing).
+// and the service clients the catalog API uses, so that every function and
+// test talks to AWS, or to the embedded emulator, the same way, and every
+// call is traced under its caller's span (shared/tracing). A client only
+// other functions use is built the same way beside its one user
+// (eventbus.NewClient, emulator.Streams): each linked SDK service costs
+// every importer's cold start its schemas' init.
 //
-// In AWS the Lambdas call it with an empty Endpoint: region and credentials
-// come from the Lambda environment. Locally and in tests Endpoint is the
-// emulator's URL: every client is pointed at it, the region defaults to
-// us-east-1, and dummy static credentials are used unless real ones are
-// configured (the emulator does not check signatures, but the SDK signs).
+// In AWS a function's configuration is FromEnv's: the region and the
+// execution role's credentials Lambda puts in the environment. Locally and
+// in tests the clients get the emulator's URL as endpoint and
+// infra/emulator's configuration.
 package awsclient
 
 import (
-	"context"
-	"fmt"
+	"errors"
+	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/aws/smithy-go/logging"
 
 	"spaces/shared/tracing"
 )
 
-// DefaultRegion is the region used against an emulator when none is configured.
-const DefaultRegion = "us-east-1"
-
-// Options selects where the clients go.
-type Options struct {
-	// Endpoint is the base URL of an AWS emulator; empty means real AWS.
-	Endpoint string
-	// Region overrides the configured region; empty keeps it (and, with an
-	// Endpoint, falls back to DefaultRegion).
-	Region string
-}
-
-// Load builds the SDK configuration for o.
-func Load(ctx context.Context, o Options) (aws.Config, error) {
-	var opts []func(*config.LoadOptions) error
-	if o.Region != "" {
-		opts = append(opts, config.WithRegion(o.Region))
+// FromEnv is a function's SDK configuration in Lambda, read from lookup
+// (os.LookupEnv): the region (AWS_REGION, or AWS_DEFAULT_REGION), the
+// execution role's credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+// AWS_SESSION_TOKEN), cached as the SDK caches them, and AWS_ENDPOINT_URL
+// when a test points the binary at an emulator.
+//
+// It is not config.LoadDefaultConfig on purpose: that one links every
+// credential source the SDK knows (SSO, SSO OIDC, sign-in, STS web
+// identity and assume-role profiles, processes, instance metadata), whose
+// service packages cost each cold start about 3 ms and half a megabyte of
+// init, for sources Lambda never uses; nor does Lambda set the shared
+// config files or the other AWS_* settings it reads. A missing region or
+// key fails at start, not at the first call.
+func FromEnv(lookup func(string) (string, bool)) (aws.Config, error) {
+	get := func(name string) string { v, _ := lookup(name); return v }
+	region := get("AWS_REGION")
+	if region == "" {
+		region = get("AWS_DEFAULT_REGION")
 	}
-	if o.Endpoint != "" {
-		opts = append(opts,
-			config.WithBaseEndpoint(o.Endpoint),
-			// No instance metadata service on a developer machine: asking it
-			// only adds seconds of timeouts.
-			config.WithEC2IMDSClientEnableState(imds.ClientDisabled),
-		)
-		if !realCredentialsConfigured() {
-			opts = append(opts, config.WithCredentialsProvider(
-				credentials.NewStaticCredentialsProvider("emulator", "emulator", "")))
-		}
+	creds := credentials.NewStaticCredentialsProvider(get("AWS_ACCESS_KEY_ID"), get("AWS_SECRET_ACCESS_KEY"), get("AWS_SESSION_TOKEN"))
+	switch {
+	case region == "":
+		return aws.Config{}, errors.New("AWS_REGION is not set")
+	case !creds.Value.HasKeys():
+		return aws.Config{}, errors.New("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set")
 	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
+	cfg := aws.Config{
+		Region:      region,
+		Credentials: aws.NewCredentialsCache(creds),
+		// What LoadDefaultConfig sets too: the SDK's rare warnings go to stderr.
+		Logger: logging.NewStandardLogger(os.Stderr),
 	}
-	if o.Endpoint != "" && cfg.Region == "" {
-		cfg.Region = DefaultRegion
+	if e := get("AWS_ENDPOINT_URL"); e != "" {
+		cfg.BaseEndpoint = aws.String(e)
 	}
 	return cfg, nil
-}
-
-// realCredentialsConfigured reports whether the environment names credentials
-// explicitly (keys or a profile); only then are they used against an emulator.
-func realCredentialsConfigured() bool {
-	env, err := config.NewEnvConfig()
-	if err != nil {
-		return false
-	}
-	return env.Credentials.HasKeys() || env.SharedConfigProfile != ""
 }
 
 // DynamoDB returns a DynamoDB client. With an endpoint, response checksum
@@ -91,29 +77,9 @@ func DynamoDB(cfg aws.Config, endpoint string) *dynamodb.Client {
 	})
 }
 
-// DynamoDBStreams returns a DynamoDB Streams client.
-func DynamoDBStreams(cfg aws.Config, endpoint string) *dynamodbstreams.Client {
-	return dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
-		o.TracerProvider = tracing.SDK()
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
-	})
-}
-
 // SQS returns an SQS client.
 func SQS(cfg aws.Config, endpoint string) *sqs.Client {
 	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
-		o.TracerProvider = tracing.SDK()
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
-	})
-}
-
-// EventBridge returns an EventBridge client.
-func EventBridge(cfg aws.Config, endpoint string) *eventbridge.Client {
-	return eventbridge.NewFromConfig(cfg, func(o *eventbridge.Options) {
 		o.TracerProvider = tracing.SDK()
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
@@ -125,16 +91,6 @@ func EventBridge(cfg aws.Config, endpoint string) *eventbridge.Client {
 // function with it).
 func Lambda(cfg aws.Config, endpoint string) *lambda.Client {
 	return lambda.NewFromConfig(cfg, func(o *lambda.Options) {
-		if endpoint != "" {
-			o.BaseEndpoint = aws.String(endpoint)
-		}
-	})
-}
-
-// STS returns an STS client.
-func STS(cfg aws.Config, endpoint string) *sts.Client {
-	return sts.NewFromConfig(cfg, func(o *sts.Options) {
-		o.TracerProvider = tracing.SDK()
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}

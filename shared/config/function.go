@@ -1,7 +1,6 @@
 package config
 
 import (
-	"context"
 	"log/slog"
 	"os"
 
@@ -41,11 +40,11 @@ func (f *Function) Check(what string, err error) {
 	}
 }
 
-// AWS checks every variable read so far, then loads the runtime's AWS
-// configuration.
-func (f *Function) AWS(ctx context.Context) aws.Config {
+// AWS checks every variable read so far, then reads the runtime's AWS
+// configuration (awsclient.FromEnv).
+func (f *Function) AWS() aws.Config {
 	f.Check("configuration", f.Err())
-	cfg, err := awsclient.Load(ctx, awsclient.Options{})
+	cfg, err := awsclient.FromEnv(f.Lookup)
 	f.Check("AWS configuration", err)
 	return cfg
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
 	"spaces/shared/space"
+	"spaces/shared/tracing"
 )
 
 const (
@@ -30,6 +31,18 @@ type API interface {
 type Publisher struct {
 	api API
 	bus string
+}
+
+// NewClient returns an EventBridge client as awsclient builds the others
+// (endpoint: the emulator's, "" in AWS). It is built here, not in
+// awsclient, so that only the functions that publish link EventBridge.
+func NewClient(cfg aws.Config, endpoint string) *eventbridge.Client {
+	return eventbridge.NewFromConfig(cfg, func(o *eventbridge.Options) {
+		o.TracerProvider = tracing.SDK()
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	})
 }
 
 // New returns a publisher to the bus named (or with the ARN) bus.

@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 
 	"spaces/infra/emulator/emulatortest"
-	"spaces/shared/awsclient"
 	"spaces/shared/eventbus"
 	"spaces/shared/space"
 )
@@ -31,7 +30,7 @@ func (r *recorder) PutEvents(ctx context.Context, in *eventbridge.PutEventsInput
 
 func TestPublishTransition(t *testing.T) {
 	env := emulatortest.Start(t)
-	rec := &recorder{api: awsclient.EventBridge(env.Config, env.Endpoint)}
+	rec := &recorder{api: eventbus.NewClient(env.Config, env.Endpoint)}
 	bus := env.Name(t, "EventBus")
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	tr := space.Transition{OrgID: "acme", SpaceID: "00000000-0000-4000-8000-000000000001", From: space.Active, To: space.Inactive,

@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"spaces/infra/emulator/emulatortest"
-	"spaces/shared/awsclient"
 	"spaces/shared/eventbus"
 	"spaces/shared/provisioning"
 	"spaces/shared/space"
@@ -23,7 +22,7 @@ import (
 // publishes nothing.
 func TestPublishJob(t *testing.T) {
 	env := emulatortest.Start(t)
-	rec := &recorder{api: awsclient.EventBridge(env.Config, env.Endpoint)}
+	rec := &recorder{api: eventbus.NewClient(env.Config, env.Endpoint)}
 	pub := eventbus.New(rec, env.Name(t, "EventBus"))
 	at := time.Date(2026, 12, 1, 9, 12, 0, 0, time.UTC)
 	j := provisioning.Job{ID: "3c2b1a9f-8e7d-4c6b-a5f4-e3d2c1b0a987", OrgID: "acme", Provider: space.AWS,

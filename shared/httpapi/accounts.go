@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -19,7 +20,7 @@ func (a *API) createAccount(w http.ResponseWriter, r *http.Request, p auth.Princ
 	if err != nil {
 		return err
 	}
-	addLogAttrs(r.Context(), "cloud_account_id", acct.ID)
+	addLogAttrs(r.Context(), slog.String("cloud_account_id", acct.ID))
 	w.Header().Set("Location", "/cloud-accounts/"+acct.ID)
 	w.Header().Set("ETag", etag(acct.Version))
 	writeJSON(w, http.StatusCreated, "application/json", acct)

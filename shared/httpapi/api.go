@@ -146,12 +146,12 @@ func (a *API) authenticated(h func(*API, http.ResponseWriter, *http.Request, aut
 			return
 		}
 		// Who made the request, on every line it logs (writes included).
-		addLogAttrs(r.Context(), "org_id", p.OrgID, "sub", p.Subject)
+		addLogAttrs(r.Context(), slog.String("org_id", p.OrgID), slog.String("sub", p.Subject))
 		if id := r.PathValue("id"); id != "" {
-			addLogAttrs(r.Context(), "id", id)
+			addLogAttrs(r.Context(), slog.String("id", id))
 		}
 		if id := r.PathValue("spaceID"); id != "" {
-			addLogAttrs(r.Context(), "id", id)
+			addLogAttrs(r.Context(), slog.String("id", id))
 		}
 		if err := h(a, w, r, p); err != nil {
 			writeError(w, r, err)

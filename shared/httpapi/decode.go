@@ -11,7 +11,6 @@ import (
 	"mime"
 	"net/http"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -26,29 +25,26 @@ const MaxBody = 64 << 10
 // unknown field and every field of the wrong type at once. Each value in
 // fields is a pointer to decode into.
 func readObject(w http.ResponseWriter, r *http.Request, fields map[string]any) error {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
-		return &httpError{status: http.StatusUnsupportedMediaType, detail: "the request body must be application/json", field: "Content-Type"}
+	// The usual header needs no parsing (ParseMediaType allocates).
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return &httpError{status: http.StatusUnsupportedMediaType, detail: "the request body must be application/json", field: "Content-Type"}
+		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return &httpError{status: http.StatusRequestEntityTooLarge, detail: fmt.Sprintf("the request body is larger than %d bytes", MaxBody), field: "body"}
-	}
 	if err != nil {
+		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+			return &httpError{status: http.StatusRequestEntityTooLarge, detail: fmt.Sprintf("the request body is larger than %d bytes", MaxBody), field: "body"}
+		}
 		return &space.Error{Kind: space.KindMalformed, Message: "the request body could not be read", Err: err,
 			Fields: []space.FieldError{{Field: "body", Reason: "could not be read to the end"}}}
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return bodyError("the request body is empty; a JSON object is required")
 	}
-	var raw map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&raw); err != nil || raw == nil {
-		return bodyError("the request body is not a JSON object")
-	}
-	if dec.More() {
-		return bodyError("the request body has data after the JSON object")
+	raw, err := decodeObject(body)
+	if err != nil {
+		return err
 	}
 	// encoding/json silently replaces invalid UTF-8 and keeps the last of
 	// duplicate keys; either would store something other than what the
@@ -61,7 +57,7 @@ func readObject(w http.ResponseWriter, r *http.Request, fields map[string]any) e
 	for k := range raw {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	slices.Sort(keys)
 	for _, k := range keys {
 		dst, ok := fields[k]
 		if k == "" {
@@ -80,6 +76,21 @@ func readObject(w http.ResponseWriter, r *http.Request, fields map[string]any) e
 		return &space.Error{Kind: space.KindMalformed, Message: "the request body has unknown or mistyped fields", Fields: bad}
 	}
 	return nil
+}
+
+// decodeObject decodes a body that must be one JSON object, with nothing
+// but space after it. json.Unmarshal takes the usual body in one pass; what
+// it refuses, a stream decoder tells apart.
+func decodeObject(body []byte) (map[string]json.RawMessage, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err == nil && raw != nil {
+		return raw, nil
+	}
+	raw = nil
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&raw); err != nil || raw == nil {
+		return nil, bodyError("the request body is not a JSON object")
+	}
+	return nil, bodyError("the request body has data after the JSON object")
 }
 
 // decodeField decodes one field's value. UseNumber keeps numbers in
@@ -194,8 +205,11 @@ func hasLoneSurrogate(b []byte) bool {
 // slices of body; a key with an escape is compared decoded, so "a" and
 // "\u0061" are the same key.
 func duplicateKey(body []byte) (string, bool) {
-	var stack []keyFrame
-	var keys [][]byte // the keys of every open object, innermost last
+	// Most bodies are shallow and have few keys: no allocation for them.
+	var stackBuf [8]keyFrame
+	var keysBuf [32][]byte
+	stack := stackBuf[:0]
+	keys := keysBuf[:0] // the keys of every open object, innermost last
 	wantKey := false
 	for i := 0; i < len(body); i++ {
 		switch body[i] {

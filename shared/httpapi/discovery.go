@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 
 	"spaces/shared/auth"
@@ -42,7 +43,7 @@ func (a *API) listNamespaces(w http.ResponseWriter, r *http.Request, p auth.Prin
 		return err
 	}
 	id := r.PathValue("spaceID")
-	addLogAttrs(r.Context(), "space_id", id)
+	addLogAttrs(r.Context(), slog.String("space_id", id))
 	if !space.ValidID(id) {
 		return space.ErrNotFound("space")
 	}
@@ -64,7 +65,7 @@ func (a *API) createNamespace(w http.ResponseWriter, r *http.Request, p auth.Pri
 		return err
 	}
 	id := r.PathValue("spaceID")
-	addLogAttrs(r.Context(), "space_id", id)
+	addLogAttrs(r.Context(), slog.String("space_id", id))
 	var in space.NewNamespace
 	if err := readObject(w, r, map[string]any{"name": &in.Name, "labels": &in.Labels}); err != nil {
 		return err

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -33,7 +34,7 @@ func (a *API) createEnvironment(w http.ResponseWriter, r *http.Request, p auth.P
 	if err != nil {
 		return err
 	}
-	addLogAttrs(r.Context(), "environment_id", e.ID)
+	addLogAttrs(r.Context(), slog.String("environment_id", e.ID))
 	w.Header().Set("Location", "/environments/"+e.ID)
 	writeVersioned(w, http.StatusCreated, e.Version, e)
 	return nil
@@ -136,7 +137,7 @@ func (a *API) createPolicy(w http.ResponseWriter, r *http.Request, p auth.Princi
 	if err != nil {
 		return err
 	}
-	addLogAttrs(r.Context(), "policy_id", pol.ID)
+	addLogAttrs(r.Context(), slog.String("policy_id", pol.ID))
 	w.Header().Set("Location", "/autoscaler-policies/"+pol.ID)
 	writeVersioned(w, http.StatusCreated, pol.Version, pol)
 	return nil

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -82,6 +83,23 @@ func TestReadObjectRefusesWhatJSONWouldRewrite(t *testing.T) {
 	}
 	if name != "😀 \\ud800" {
 		t.Errorf("name %q", name)
+	}
+}
+
+// TestReadObjectRefusesDataAfterTheObject: the body is one object; what
+// follows it, a stray closing bracket included, is a 400 naming the body
+// (a stray bracket once panicked the duplicate-key scan).
+func TestReadObjectRefusesDataAfterTheObject(t *testing.T) {
+	for _, body := range []string{`{"name":"a"} {}`, `{"name":"a"}}`, `{"name":"a"}]`, `{"name":"a"} x`} {
+		var name string
+		err := readObject(httptest.NewRecorder(), jsonRequest(body), map[string]any{"name": &name})
+		if space.KindOf(err) != space.KindMalformed || !strings.Contains(fieldsOf(err)["body"], "data after the JSON object") {
+			t.Errorf("%s: want 400 about data after the object, got %v", body, err)
+		}
+	}
+	var name string
+	if err := readObject(httptest.NewRecorder(), jsonRequest("\n {\"name\":\"a\"} \n\t"), map[string]any{"name": &name}); err != nil || name != "a" {
+		t.Errorf("space around the object: %v, name %q", err, name)
 	}
 }
 
@@ -277,5 +295,27 @@ func TestClientCancellationIsNotAServerError(t *testing.T) {
 	rec, logs := serve(t, context.Background(), "/spaces", storeErr)
 	if rec.Code != 503 || !strings.Contains(logs.String(), `"level":"ERROR"`) {
 		t.Errorf("uncancelled: %d %s", rec.Code, logs)
+	}
+}
+
+// The request id and the idempotency key keep the limits of their counted
+// forms (space.Pattern says why they are no longer counted).
+func TestHeaderPatternsKeepTheirLimits(t *testing.T) {
+	for _, c := range []struct {
+		counted string
+		match   func(string) bool
+		max     int
+	}{
+		{`^[A-Za-z0-9._:=-]{1,128}$`, validRequestID.MatchString, 128},
+		{`^[\x21-\x7e]{1,255}$`, idempotencyKey.MatchString, 255},
+	} {
+		want := regexp.MustCompile(c.counted)
+		for n := 0; n <= c.max+1; n++ {
+			for _, s := range []string{strings.Repeat("a", n), strings.Repeat("a", n) + "é", strings.Repeat(":", n)} {
+				if w, g := want.MatchString(s), c.match(s); w != g {
+					t.Errorf("%s on %q: counted %t, now %t", c.counted, s, w, g)
+				}
+			}
+		}
 	}
 }

@@ -6,11 +6,11 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"time"
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 
+	"spaces/shared/space"
 	"spaces/shared/tracing"
 )
 
@@ -23,6 +23,7 @@ type ctxKey struct{}
 type reqState struct {
 	id  string
 	log *slog.Logger
+	rec statusRecorder // the response, for the access line
 }
 
 func state(ctx context.Context) *reqState {
@@ -40,9 +41,9 @@ func logger(ctx context.Context) *slog.Logger { return state(ctx).log }
 
 // addLogAttrs adds attributes (org id, space id) to the request's log
 // attributes.
-func addLogAttrs(ctx context.Context, args ...any) { tracing.AddLogAttrs(ctx, args...) }
+func addLogAttrs(ctx context.Context, attrs ...slog.Attr) { tracing.AddLogAttrs(ctx, attrs...) }
 
-var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:=-]{1,128}$`)
+var validRequestID = space.MustPattern(`^[A-Za-z0-9._:=-]+$`, 128)
 
 // statusRecorder remembers the status a handler wrote, for the access log.
 type statusRecorder struct {
@@ -84,25 +85,28 @@ func observe(base *slog.Logger, next http.Handler) http.Handler {
 		id := r.Header.Get("X-Request-Id")
 		if !validRequestID.MatchString(id) {
 			var b [12]byte
+			var h [24]byte
 			_, _ = rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
+			hex.Encode(h[:], b[:])
+			id = string(h[:])
 		}
 		w.Header().Set("X-Request-Id", id)
 		// Every answer is JSON about one caller's items: never sniffed as
 		// another type, never kept by a shared cache.
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-store")
-		st := &reqState{id: id, log: base}
-		attrs := []any{"request_id", id}
+		st := &reqState{id: id, log: base, rec: statusRecorder{ResponseWriter: w}}
+		attrs, n := [2]slog.Attr{slog.String("request_id", id)}, 1
 		if gw, ok := core.GetAPIGatewayV2ContextFromContext(r.Context()); ok && gw.RequestID != "" {
-			attrs = append(attrs, "gateway_request_id", gw.RequestID)
+			attrs[1], n = slog.String("gateway_request_id", gw.RequestID), 2
 		}
-		ctx := tracing.WithLogAttrs(context.WithValue(r.Context(), ctxKey{}, st), attrs...)
-		rec := &statusRecorder{ResponseWriter: w}
+		ctx := tracing.WithLogAttrs(context.WithValue(r.Context(), ctxKey{}, st), attrs[:n]...)
+		rec := &st.rec
 		r = r.WithContext(ctx)
 		next.ServeHTTP(rec, r)
 		tracing.NameSpan(ctx, r.Pattern)
-		base.InfoContext(ctx, "request", "method", r.Method, "path", r.URL.Path, "route", r.Pattern,
-			"status", rec.status, "duration_ms", time.Since(start).Milliseconds())
+		// Attrs, not key/value pairs: nothing to box on every request.
+		base.LogAttrs(ctx, slog.LevelInfo, "request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.String("route", r.Pattern), slog.Int("status", rec.status), slog.Int64("duration_ms", time.Since(start).Milliseconds()))
 	})
 }

@@ -121,6 +121,8 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, p.Status, "application/problem+json", p)
 }
 
+var newline = []byte("\n")
+
 func writeJSON(w http.ResponseWriter, status int, contentType string, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
@@ -131,7 +133,9 @@ func writeJSON(w http.ResponseWriter, status int, contentType string, v any) {
 	}
 	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	// Two writes: appending the newline would copy the body.
+	_, _ = w.Write(body)
+	_, _ = w.Write(newline)
 }
 
 // badGatewayDetail tells the client what to fix for each 502 reason.

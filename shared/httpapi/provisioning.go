@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strings"
@@ -50,7 +51,7 @@ func (a *API) createJob(w http.ResponseWriter, r *http.Request, p auth.Principal
 	if err != nil {
 		return err
 	}
-	addLogAttrs(r.Context(), "job_id", j.ID)
+	addLogAttrs(r.Context(), slog.String("job_id", j.ID))
 	status := http.StatusCreated
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"log/slog"
 	"net/http"
 
 	"spaces/shared/auth"
@@ -30,7 +31,7 @@ func (a *API) pushRevision(w http.ResponseWriter, r *http.Request, p auth.Princi
 	if err != nil {
 		return err
 	}
-	addLogAttrs(r.Context(), "revision_id", rev.ID)
+	addLogAttrs(r.Context(), slog.String("revision_id", rev.ID))
 	w.Header().Set("Location", "/revisions/"+rev.ID)
 	writeVersioned(w, http.StatusAccepted, rev.Version, rev)
 	return nil

@@ -1,8 +1,8 @@
 package httpapi
 
 import (
+	"log/slog"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -35,7 +35,7 @@ func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principa
 
 // idempotencyKey follows the IETF Idempotency-Key draft: an opaque string;
 // printable ASCII keeps it safe to store and log.
-var idempotencyKey = regexp.MustCompile(`^[\x21-\x7e]{1,255}$`)
+var idempotencyKey = space.MustPattern(`^[\x21-\x7e]+$`, 255)
 
 func (a *API) registerSpace(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	key := strings.Join(r.Header.Values("Idempotency-Key"), ",")
@@ -56,7 +56,7 @@ func (a *API) registerSpace(w http.ResponseWriter, r *http.Request, p auth.Princ
 	if err != nil {
 		return err
 	}
-	addLogAttrs(r.Context(), "id", s.ID)
+	addLogAttrs(r.Context(), slog.String("id", s.ID))
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	} else if a.Probes != nil {

@@ -30,14 +30,16 @@ var (
 	// GCE machine types: e2-standard-4, n2d-highmem-8, custom-4-16384.
 	gceType = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)+$`)
 	// Azure VM sizes: Standard_D4s_v5.
-	azureSize    = regexp.MustCompile(`^Standard_[A-Za-z0-9_]+$`)
-	awsSubnet    = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
-	awsSG        = regexp.MustCompile(`^sg-([0-9a-f]{8}|[0-9a-f]{17})$`)
-	gcpNetName   = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
-	azureRegion  = regexp.MustCompile(`^[a-z][a-z0-9]{2,39}$`)
-	azureSubnet  = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/resourceGroups/[-\w.()]{1,90}/providers/Microsoft\.Network/virtualNetworks/[-\w.]{2,64}/subnets/[-\w.]{1,80}$`)
-	gcpLabelKey  = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
-	gcpLabelVal  = regexp.MustCompile(`^[a-z0-9_-]{0,63}$`)
+	azureSize   = regexp.MustCompile(`^Standard_[A-Za-z0-9_]+$`)
+	awsSubnet   = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	awsSG       = regexp.MustCompile(`^sg-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	gcpNetName  = space.MustPattern(`^[a-z]([-a-z0-9]*[a-z0-9])?$`, 63)
+	azureRegion = space.MustPattern(`^[a-z][a-z0-9]{2,}$`, 40)
+	// The group, network and subnet names are 1–90, 2–64 and 1–80
+	// characters: see azureSubnetID (space.Pattern says why not here).
+	azureSubnet  = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/resourceGroups/([-\w.()]+)/providers/Microsoft\.Network/virtualNetworks/([-\w.]{2,})/subnets/([-\w.]+)$`)
+	gcpLabelKey  = space.MustPattern(`^[a-z][a-z0-9_-]*$`, 63)
+	gcpLabelVal  = space.MustPattern(`^[a-z0-9_-]*$`, 63)
 	azureTagBad  = regexp.MustCompile(`[<>%&\\?/]`)
 	awsTagChars  = regexp.MustCompile(`^[\p{L}\p{Z}\p{N}_.:/=+\-@]*$`)
 	maxNodes     = 1000
@@ -172,7 +174,7 @@ func checkNetwork(add adder, p space.Provider, cfg space.Config, n space.Network
 		case !azureRegion.MatchString(n.Location):
 			add(f+"location", "must be an Azure location such as eastus or westeurope")
 		}
-		switch m := azureSubnet.FindStringSubmatch(n.VNetSubnetID); {
+		switch m := azureSubnetID(n.VNetSubnetID); {
 		case n.VNetSubnetID == "":
 			add(f+"vnet_subnet_id", "is required")
 		case m == nil:
@@ -185,6 +187,16 @@ func checkNetwork(add adder, p space.Provider, cfg space.Config, n space.Network
 		notFor("network", n.Network != "")
 		notFor("subnetwork", n.Subnetwork != "")
 	}
+}
+
+// azureSubnetID matches a subnet resource id: nil, or the match with the
+// subscription id as m[1].
+func azureSubnetID(id string) []string {
+	m := azureSubnet.FindStringSubmatch(id)
+	if m == nil || utf8.RuneCountInString(m[2]) > 90 || utf8.RuneCountInString(m[3]) > 64 || utf8.RuneCountInString(m[4]) > 80 {
+		return nil
+	}
+	return m
 }
 
 func checkIDs(add adder, field string, ids []string, re *regexp.Regexp, hint string) {

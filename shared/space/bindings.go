@@ -2,7 +2,6 @@ package space
 
 import (
 	"context"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -119,8 +118,8 @@ type NewPolicyInput struct {
 }
 
 var (
-	dnsLabel     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$`)
+	dnsLabel     = MustPattern(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, 63)
+	dnsSubdomain = MustPattern(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`, 253)
 )
 
 func checkSpaceID(fe *fieldErrors, id string) {

@@ -62,6 +62,9 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // KindOf returns the kind of err, KindInternal for foreign errors.
 func KindOf(err error) Kind {
+	if err == nil {
+		return KindInternal // what errors.As answers below, without moving e to the heap
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Kind

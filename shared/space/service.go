@@ -41,9 +41,11 @@ func (svc *Service) Register(ctx context.Context, org string, in RegisterInput, 
 		return Space{}, false, err
 	}
 	// The replay answers exactly what the first request answered.
-	err = svc.Store.Register(ctx, s, Idempotency{Key: idemKey, Hash: hash, Space: svc.observe(s)})
-	var replay *ReplayError
-	if errors.As(err, &replay) {
+	if err := svc.Store.Register(ctx, s, Idempotency{Key: idemKey, Hash: hash, Space: svc.observe(s)}); err != nil {
+		var replay *ReplayError // only on this path: errors.As moves it to the heap
+		if !errors.As(err, &replay) {
+			return Space{}, false, err
+		}
 		if replay.Record.Hash != hash {
 			return Space{}, false, &Error{Kind: KindInvalid, Message: "the Idempotency-Key was already used for a different request",
 				Fields: []FieldError{{Field: "Idempotency-Key", Reason: "was used with another request body"}}}
@@ -59,9 +61,6 @@ func (svc *Service) Register(ctx context.Context, org string, in RegisterInput, 
 		}
 		return replay.Record.Space, true, nil
 	}
-	if err != nil {
-		return Space{}, false, err
-	}
 	return svc.observe(s), false, nil
 }
 
@@ -69,7 +68,9 @@ func (svc *Service) Register(ctx context.Context, org string, in RegisterInput, 
 func requestHash(in RegisterInput) string {
 	b, _ := json.Marshal(in) // a struct of strings, a map and a bool cannot fail
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }
 
 // Get returns one of org's live spaces as observed now.

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"regexp"
 	"strings"
 )
 
@@ -57,7 +56,7 @@ type TrustSetup struct {
 // cloud, or the customer's grant is wider than their org.
 const CanaryOrg = "\x00spaces-trust-canary"
 
-var plainOrg = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,46}$`)
+var plainOrg = MustPattern(`^[a-z0-9][a-z0-9-]*$`, 47)
 
 // OrgTag names an org in what Spaces presents to a cloud (an AWS role
 // session name, a Google subject, an Entra audience): the org id itself

@@ -11,14 +11,14 @@ import (
 // The naming rules each cloud publishes for the identifiers Spaces accepts.
 var (
 	// EKS: 1–100 characters, starts alphanumeric, then alphanumerics, - and _.
-	eksClusterName = regexp.MustCompile(`^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$`)
+	eksClusterName = regexp.MustCompile(`^[0-9A-Za-z][A-Za-z0-9_-]*$`) // at most 100: see maxLen (and Pattern)
 	// An AWS region code in any partition, such as us-east-1 or
 	// eusc-de-east-1: the regionRegex of each partition AWS publishes (the
 	// SDKs' partitions.json), lowercase only.
 	awsRegion = regexp.MustCompile(`^((us|eu|ap|sa|ca|me|af|il|mx|cn)-[a-z0-9]+|us-(gov|iso|isob|isof)-[a-z0-9]+|eu-isoe-[a-z0-9]+|eusc-de-[a-z0-9]+)-[0-9]+$`)
 	// GKE: 1–40 characters, lowercase letters, digits and -, starts with a
 	// letter, ends with a letter or digit.
-	gkeClusterName = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$`)
+	gkeClusterName = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`) // at most 40
 	// GCP project id: 6–30 characters, lowercase letters, digits and -,
 	// starts with a letter, does not end with -.
 	gcpProjectID = regexp.MustCompile(`^[a-z][-a-z0-9]{4,28}[a-z0-9]$`)
@@ -26,10 +26,10 @@ var (
 	gcpLocation = regexp.MustCompile(`^[a-z]+-[a-z]+[1-9][0-9]?(-[a-z])?$`)
 	// AKS: 1–63 characters, alphanumerics, _ and -, starting and ending
 	// alphanumeric.
-	aksClusterName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_-]{0,61}[A-Za-z0-9])?$`)
+	aksClusterName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_-]*[A-Za-z0-9])?$`) // at most 63
 	// Azure resource group: 1–90 characters, alphanumerics, _, -, ., ( and ),
 	// not ending with a period.
-	azureResourceGroup = regexp.MustCompile(`^[-\w.()]{0,89}[-\w()]$`)
+	azureResourceGroup = regexp.MustCompile(`^[-\w.()]*[-\w()]$`) // at most 90
 	uuidPattern        = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 	// IAM role ARN in any partition AWS publishes; the role's path and name
 	// (group 2) are at most 512 characters: see maxGroup.
@@ -68,17 +68,17 @@ func RoleARN(v string) bool { return connectionKeys[AWS]["roleArn"].ok(v) }
 // configKeys is the one definition of each provider's identity keys.
 var configKeys = map[Provider]map[string]rule{
 	AWS: {
-		"clusterName": {re: eksClusterName, hint: "an EKS cluster name: 1-100 letters, digits, '-' or '_', starting with a letter or digit"},
+		"clusterName": {re: eksClusterName, hint: "an EKS cluster name: 1-100 letters, digits, '-' or '_', starting with a letter or digit", maxLen: 100},
 		"region":      {re: awsRegion, hint: "an AWS region code such as us-east-1"},
 	},
 	GCP: {
-		"clusterName": {re: gkeClusterName, hint: "a GKE cluster name: 1-40 lowercase letters, digits or '-', starting with a letter and ending with a letter or digit"},
+		"clusterName": {re: gkeClusterName, hint: "a GKE cluster name: 1-40 lowercase letters, digits or '-', starting with a letter and ending with a letter or digit", maxLen: 40},
 		"region":      {re: gcpLocation, hint: "a GCP region or zone such as us-central1 or us-central1-a"},
 		"projectId":   {re: gcpProjectID, hint: "a GCP project id: 6-30 lowercase letters, digits or '-', starting with a letter"},
 	},
 	Azure: {
-		"clusterName":    {re: aksClusterName, hint: "an AKS cluster name: 1-63 letters, digits, '-' or '_', starting and ending with a letter or digit"},
-		"resourceGroup":  {re: azureResourceGroup, hint: "an Azure resource group name: 1-90 letters, digits, '_', '-', '.', '(' or ')', not ending with '.'"},
+		"clusterName":    {re: aksClusterName, hint: "an AKS cluster name: 1-63 letters, digits, '-' or '_', starting and ending with a letter or digit", maxLen: 63},
+		"resourceGroup":  {re: azureResourceGroup, hint: "an Azure resource group name: 1-90 letters, digits, '_', '-', '.', '(' or ')', not ending with '.'", maxLen: 90},
 		"subscriptionId": {re: uuidPattern, hint: "an Azure subscription id (a UUID)"},
 	},
 }

@@ -62,45 +62,46 @@ func (f *fields) get() []slog.Attr {
 
 // WithLogAttrs starts a request's log attributes: every line logged with
 // the returned context, or one derived from it, carries them and those
-// added later with AddLogAttrs.
-func WithLogAttrs(ctx context.Context, args ...any) context.Context {
+// added later with AddLogAttrs. They are slog.Attrs, not key/value pairs,
+// for slog's reason (Logger.LogAttrs): no value is boxed, every request
+// sets several.
+func WithLogAttrs(ctx context.Context, attrs ...slog.Attr) context.Context {
 	f := &fields{}
 	if parent, ok := ctx.Value(fieldsKey{}).(*fields); ok {
 		f.attrs = parent.get()
 	}
-	f.attrs = appendArgs(f.attrs, args)
+	f.attrs = appendAttrs(f.attrs, attrs)
 	return context.WithValue(ctx, fieldsKey{}, f)
 }
 
 // AddLogAttrs adds attributes to the request's log attributes (started by
 // WithLogAttrs; without them it does nothing). An attribute already there
 // under the same key is replaced.
-func AddLogAttrs(ctx context.Context, args ...any) {
+func AddLogAttrs(ctx context.Context, attrs ...slog.Attr) {
 	f, ok := ctx.Value(fieldsKey{}).(*fields)
 	if !ok {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.attrs = appendArgs(f.attrs, args)
+	f.attrs = appendAttrs(f.attrs, attrs)
 }
 
-// appendArgs appends slog-style key/value pairs (or Attrs) to attrs, a new
-// slice each time, since records already handed out may still read the old
-// one; a key already present is replaced.
-func appendArgs(attrs []slog.Attr, args []any) []slog.Attr {
-	out := append([]slog.Attr(nil), attrs...)
-	r := slog.Record{}
-	r.Add(args...)
-	r.Attrs(func(a slog.Attr) bool {
+// appendAttrs appends add to attrs in a new slice, since records already
+// handed out may still read the old one; a key already present is
+// replaced.
+func appendAttrs(attrs, add []slog.Attr) []slog.Attr {
+	out := make([]slog.Attr, len(attrs), len(attrs)+len(add))
+	copy(out, attrs)
+next:
+	for _, a := range add {
 		for i := range out {
 			if out[i].Key == a.Key {
 				out[i] = a
-				return true
+				continue next
 			}
 		}
 		out = append(out, a)
-		return true
-	})
+	}
 	return out
 }

@@ -41,8 +41,8 @@ func TestLogHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := tracing.Handler(tr, "api", func(ctx context.Context, _ struct{}) (struct{}, error) {
-		ctx = tracing.WithLogAttrs(ctx, "request_id", "r1", "org_id", "unknown")
-		tracing.AddLogAttrs(ctx, "org_id", "acme", "sub", "user-1")
+		ctx = tracing.WithLogAttrs(ctx, slog.String("request_id", "r1"), slog.String("org_id", "unknown"))
+		tracing.AddLogAttrs(ctx, slog.String("org_id", "acme"), slog.String("sub", "user-1"))
 		log.InfoContext(ctx, "hello")
 		sc := trace.SpanContextFromContext(ctx)
 		l := logLine(t, &buf)
@@ -67,7 +67,7 @@ func TestLogHandler(t *testing.T) {
 		}
 	}
 	// AddLogAttrs without WithLogAttrs changes nothing and does not panic.
-	tracing.AddLogAttrs(t.Context(), "sub", "x")
+	tracing.AddLogAttrs(t.Context(), slog.String("sub", "x"))
 }
 
 // An invocation continues the X-Ray trace Lambda passes (its trace id, its

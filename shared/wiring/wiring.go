@@ -2,8 +2,9 @@
 // claims) from its settings and adapters, once: the Lambda mains and the
 // local stack call the same constructors, so the local stack runs exactly
 // what AWS runs and differs only in where AWS is (the emulator) and how
-// clouds and clusters are reached (passed in). It also holds the small
-// bridges between the use cases' ports and the generic adapters.
+// clouds and clusters are reached (passed in). The parts they share (where
+// AWS is, the common settings, the bridges between the use cases' ports and
+// the generic adapters) are wiring/parts', named here too.
 //
 // It links no client-go and no cloud SDK: the prober's Checker, the
 // claimer's Applier and every Minter are passed in, so that the scheduler
@@ -18,12 +19,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"spaces/shared/awsclient"
 	"spaces/shared/cascade"
 	"spaces/shared/config"
-	"spaces/shared/dynamostore"
 	"spaces/shared/eventbus"
 	"spaces/shared/kubecred"
 	"spaces/shared/metrics"
@@ -33,63 +31,31 @@ import (
 	"spaces/shared/space"
 	"spaces/shared/sqsqueue"
 	"spaces/shared/tracing"
+	"spaces/shared/wiring/parts"
 )
 
-// AWS is where a workflow finds AWS: the SDK configuration and, locally,
-// the emulator's endpoint ("" in AWS).
-type AWS struct {
-	Config   aws.Config
-	Endpoint string
-}
-
-// Store is the spaces table.
-func (a AWS) Store(table string) *dynamostore.Store {
-	return dynamostore.New(awsclient.DynamoDB(a.Config, a.Endpoint), table)
-}
-
-// Queue sends to (and postpones on) one SQS queue.
-func (a AWS) Queue(url string) *sqsqueue.Queue {
-	return sqsqueue.New(awsclient.SQS(a.Config, a.Endpoint), url)
-}
-
-// Events publishes to one EventBridge bus.
-func (a AWS) Events(bus string) *eventbus.Publisher {
-	return eventbus.New(awsclient.EventBridge(a.Config, a.Endpoint), bus)
-}
-
-// Common are the settings every function reads.
-type Common struct {
-	Table      string
-	StaleAfter time.Duration
-}
+// The parts every assembly shares are wiring/parts', so that the catalog
+// API can be built from them without linking what the workflows below
+// publish with (EventBridge); these names keep them where the workflows'
+// callers find them.
+type (
+	AWS               = parts.AWS
+	Common            = parts.Common
+	ProbeQueue        = parts.ProbeQueue
+	RevisionQueue     = parts.RevisionQueue
+	ProvisioningQueue = parts.ProvisioningQueue
+	Clouds            = parts.Clouds
+)
 
 // ReadCommon reads TABLE_NAME and STALE_AFTER.
-func ReadCommon(env *config.Env) Common {
-	return Common{Table: env.Required("TABLE_NAME"), StaleAfter: env.Duration("STALE_AFTER", space.DefaultStaleAfter)}
-}
+func ReadCommon(env *config.Env) Common { return parts.ReadCommon(env) }
 
-// ProbeQueue sends probe messages (probing.Queue) through SQS.
-type ProbeQueue struct{ Q *sqsqueue.Queue }
+// ReadClouds reads who Spaces is in its clouds (parts.ReadClouds).
+func ReadClouds(env *config.Env) Clouds { return parts.ReadClouds(env) }
 
-// Enqueue sends the messages in batches of ten.
-func (q ProbeQueue) Enqueue(ctx context.Context, msgs []probing.Delayed) error {
-	out := make([]sqsqueue.Message, len(msgs))
-	for i, m := range msgs {
-		out[i] = sqsqueue.Message{Body: m.Message.Encode(), Delay: m.Delay}
-	}
-	return q.Q.Send(ctx, out)
-}
-
-// RevisionQueue hands revisions to the claimer (space.RevisionQueue).
-type RevisionQueue struct{ Q *sqsqueue.Queue }
-
-// EnqueueRevision sends one message.
-func (q RevisionQueue) EnqueueRevision(ctx context.Context, org, id string) error {
-	body := revisions.Message{OrgID: org, RevisionID: id}.Encode()
-	if err := q.Q.Send(ctx, []sqsqueue.Message{{Body: body}}); err != nil {
-		return &space.Error{Kind: space.KindUnavailable, Message: "the revision could not be queued", Err: err}
-	}
-	return nil
+// publisher publishes to one EventBridge bus.
+func publisher(a AWS, bus string) *eventbus.Publisher {
+	return eventbus.New(eventbus.NewClient(a.Config, a.Endpoint), bus)
 }
 
 // Redelivery postpones revision messages on their queue and dead-letters
@@ -122,7 +88,7 @@ func ReadScheduler(env *config.Env) SchedulerSettings {
 // Scheduler builds the fan-out.
 func Scheduler(a AWS, s SchedulerSettings, log *slog.Logger) *probing.Scheduler {
 	return probing.NewScheduler(probing.Scheduler{
-		Targets: a.Store(s.Table), Queue: ProbeQueue{a.Queue(s.ProbeQueue)}, Interval: s.Interval,
+		Targets: a.Store(s.Table), Queue: ProbeQueue{Q: a.Queue(s.ProbeQueue)}, Interval: s.Interval,
 		Metrics: &metrics.Emitter{Log: log}, Log: log,
 	})
 }
@@ -151,7 +117,7 @@ func ReadProber(env *config.Env) (ProberSettings, error) {
 func Prober(a AWS, s ProberSettings, minter kubecred.Minter, checker probing.Checker, log *slog.Logger) *probing.Prober {
 	return probing.NewProber(probing.Prober{
 		Store: a.Store(s.Table), Minter: minter, Checker: checker,
-		Events: a.Events(s.EventBus), Queue: ProbeQueue{a.Queue(s.ProbeQueue)},
+		Events: publisher(a, s.EventBus), Queue: ProbeQueue{Q: a.Queue(s.ProbeQueue)},
 		Heartbeat: s.Heartbeat, StaleAfter: s.StaleAfter, Metrics: &metrics.Emitter{Log: log}, Log: log,
 		MinGap:       min(probing.DefaultMinGap, s.Interval/3),
 		ReprobeDelay: min(probing.DefaultReprobeDelay, s.Interval/5),
@@ -171,7 +137,7 @@ func ReadCascade(env *config.Env) CascadeSettings {
 
 // Cascade builds the cascade.
 func Cascade(a AWS, s CascadeSettings, log *slog.Logger) *cascade.Cascade {
-	return cascade.New(cascade.Cascade{Store: a.Store(s.Table), Events: a.Events(s.EventBus), Log: log})
+	return cascade.New(cascade.Cascade{Store: a.Store(s.Table), Events: publisher(a, s.EventBus), Log: log})
 }
 
 // ClaimerSettings configure the revision claims.
@@ -197,23 +163,6 @@ func Claimer(a AWS, s ClaimerSettings, minter kubecred.Minter, applier revisions
 		Queue:   Redelivery{Queue: a.Queue(s.RevisionsQueue), DLQ: a.Queue(s.RevisionsDLQ)},
 		Backoff: s.Backoff, StaleAfter: s.StaleAfter, Log: log,
 	})
-}
-
-// ProvisioningQueue sends provisioning deliveries (provisioning.Queue) and
-// postpones received ones (provisioning.Redelivery) on one SQS queue.
-type ProvisioningQueue struct{ Q *sqsqueue.Queue }
-
-// Enqueue sends one message after delay.
-func (q ProvisioningQueue) Enqueue(ctx context.Context, m provisioning.Message, delay time.Duration) error {
-	if err := q.Q.Send(ctx, []sqsqueue.Message{{Body: m.Encode(), Delay: min(delay, sqsqueue.MaxDelay)}}); err != nil {
-		return &space.Error{Kind: space.KindUnavailable, Message: "the provisioning job could not be queued", Err: err}
-	}
-	return nil
-}
-
-// Postpone delays a received message's next delivery.
-func (q ProvisioningQueue) Postpone(ctx context.Context, receiptHandle string, d time.Duration) error {
-	return q.Q.Postpone(ctx, receiptHandle, d)
 }
 
 // ProvisionerSettings configure the provisioning jobs' steps.
@@ -243,15 +192,15 @@ func Provisioner(a AWS, s ProvisionerSettings, creator space.ClusterCreator, che
 	store := a.Store(s.Table)
 	svc := space.NewService(store, s.StaleAfter)
 	svc.Clusters = checker
-	q := ProvisioningQueue{a.Queue(s.ProvisioningQueue)}
+	q := ProvisioningQueue{Q: a.Queue(s.ProvisioningQueue)}
 	p := &Provisioning{Provisioner: provisioning.NewProvisioner(provisioning.Provisioner{
 		Store: store, Accounts: store, Creator: creator, Spaces: svc,
-		Events: a.Events(s.EventBus), Queue: q, Redeliver: q,
+		Events: publisher(a, s.EventBus), Queue: q, Redeliver: q,
 		Policy:      provisioning.Policy{PollInterval: s.PollInterval},
 		MaxReceives: s.MaxReceives, Log: log,
 	})}
 	if s.ProbeQueue != "" {
-		p.Provisioner.Probes = probing.Enqueuer{Queue: ProbeQueue{a.Queue(s.ProbeQueue)}}
+		p.Provisioner.Probes = probing.Enqueuer{Queue: ProbeQueue{Q: a.Queue(s.ProbeQueue)}}
 	}
 	return p
 }

@@ -21,12 +21,12 @@ import (
 	"spaces/shared/probing"
 	"spaces/shared/provisioning"
 	"spaces/shared/space"
-	"spaces/shared/wiring"
+	"spaces/shared/wiring/parts"
 )
 
 // Settings are the api function's configuration.
 type Settings struct {
-	wiring.Common
+	parts.Common
 	// CursorSecretARN names the Secrets Manager secret whose values seal
 	// pagination cursors; CursorSecret and PreviousCursorSecret are its
 	// current and previous value (after a rotation, cursors sealed with the
@@ -40,15 +40,15 @@ type Settings struct {
 	// DiscoveryFunction is the function the cloud questions are invoked on
 	// ("": no cloud is reachable).
 	DiscoveryFunction string
-	Clouds            wiring.Clouds // who customers' clouds are told to trust
+	Clouds            parts.Clouds // who customers' clouds are told to trust
 }
 
 // Read reads the api function's settings.
 func Read(env *config.Env) Settings {
-	return Settings{Common: wiring.ReadCommon(env), CursorSecretARN: env.Required("CURSOR_SECRET_ARN"),
+	return Settings{Common: parts.ReadCommon(env), CursorSecretARN: env.Required("CURSOR_SECRET_ARN"),
 		ProbeQueue: env.Required("PROBE_QUEUE_URL"), RevisionsQueue: env.Required("REVISIONS_QUEUE_URL"),
 		ProvisioningQueue: env.Required("PROVISIONING_QUEUE_URL"),
-		DiscoveryFunction: env.Required("DISCOVERY_FUNCTION"), Clouds: wiring.ReadClouds(env)}
+		DiscoveryFunction: env.Required("DISCOVERY_FUNCTION"), Clouds: parts.ReadClouds(env)}
 }
 
 // Cloud answers the catalog's questions for a cloud: does a cluster exist,
@@ -73,7 +73,7 @@ type Options struct {
 }
 
 // New returns the assembled API and the domain service behind it.
-func New(a wiring.AWS, s Settings, o Options) (*httpapi.API, *space.Service, error) {
+func New(a parts.AWS, s Settings, o Options) (*httpapi.API, *space.Service, error) {
 	var previous [][]byte
 	if s.PreviousCursorSecret != "" {
 		previous = append(previous, cursor.KeyFromSecret(s.PreviousCursorSecret))
@@ -97,11 +97,11 @@ func New(a wiring.AWS, s Settings, o Options) (*httpapi.API, *space.Service, err
 		Bindings: &space.Bindings{Spaces: svc, Store: store},
 	}
 	if s.ProbeQueue != "" {
-		api.Probes = probing.Enqueuer{Queue: wiring.ProbeQueue{Q: a.Queue(s.ProbeQueue)}}
+		api.Probes = probing.Enqueuer{Queue: parts.ProbeQueue{Q: a.Queue(s.ProbeQueue)}}
 	}
-	api.Revisions = &space.Revisions{Bindings: api.Bindings, Store: store, Queue: wiring.RevisionQueue{Q: a.Queue(s.RevisionsQueue)}}
+	api.Revisions = &space.Revisions{Bindings: api.Bindings, Store: store, Queue: parts.RevisionQueue{Q: a.Queue(s.RevisionsQueue)}}
 	if s.ProvisioningQueue != "" {
-		api.Jobs = provisioning.NewJobs(store, store, wiring.ProvisioningQueue{Q: a.Queue(s.ProvisioningQueue)})
+		api.Jobs = provisioning.NewJobs(store, store, parts.ProvisioningQueue{Q: a.Queue(s.ProvisioningQueue)})
 		if o.Now != nil {
 			api.Jobs.Now = o.Now
 		}
@@ -118,7 +118,7 @@ func New(a wiring.AWS, s Settings, o Options) (*httpapi.API, *space.Service, err
 
 // CloudCall is the deployed Cloud: a synchronous Invoke of the discovery
 // function ("" when s names none).
-func CloudCall(a wiring.AWS, s Settings) Cloud {
+func CloudCall(a parts.AWS, s Settings) Cloud {
 	if s.DiscoveryFunction == "" {
 		return nil
 	}

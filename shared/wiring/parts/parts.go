@@ -1,0 +1,129 @@
+// Package parts holds what every assembly of a workflow shares: where AWS
+// is (AWS, with the table and queue adapters), the settings every function
+// reads, the bridges from the use cases' queue ports to SQS, and who the
+// customers' clouds are told to trust. The catalog API (wiring/api) is
+// built from these alone: shared/wiring, which names them too, also builds
+// the workflows that publish to EventBridge, whose SDK client's package
+// init would cost every cold start of the API.
+package parts
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"spaces/shared/awsclient"
+	"spaces/shared/config"
+	"spaces/shared/dynamostore"
+	"spaces/shared/probing"
+	"spaces/shared/provisioning"
+	"spaces/shared/revisions"
+	"spaces/shared/space"
+	"spaces/shared/sqsqueue"
+)
+
+// AWS is where a workflow finds AWS: the SDK configuration and, locally,
+// the emulator's endpoint ("" in AWS).
+type AWS struct {
+	Config   aws.Config
+	Endpoint string
+}
+
+// Store is the spaces table.
+func (a AWS) Store(table string) *dynamostore.Store {
+	return dynamostore.New(awsclient.DynamoDB(a.Config, a.Endpoint), table)
+}
+
+// Queue sends to (and postpones on) one SQS queue.
+func (a AWS) Queue(url string) *sqsqueue.Queue {
+	return sqsqueue.New(awsclient.SQS(a.Config, a.Endpoint), url)
+}
+
+// Common are the settings every function reads.
+type Common struct {
+	Table      string
+	StaleAfter time.Duration
+}
+
+// ReadCommon reads TABLE_NAME and STALE_AFTER.
+func ReadCommon(env *config.Env) Common {
+	return Common{Table: env.Required("TABLE_NAME"), StaleAfter: env.Duration("STALE_AFTER", space.DefaultStaleAfter)}
+}
+
+// ProbeQueue sends probe messages (probing.Queue) through SQS.
+type ProbeQueue struct{ Q *sqsqueue.Queue }
+
+// Enqueue sends the messages in batches of ten.
+func (q ProbeQueue) Enqueue(ctx context.Context, msgs []probing.Delayed) error {
+	out := make([]sqsqueue.Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = sqsqueue.Message{Body: m.Message.Encode(), Delay: m.Delay}
+	}
+	return q.Q.Send(ctx, out)
+}
+
+// RevisionQueue hands revisions to the claimer (space.RevisionQueue).
+type RevisionQueue struct{ Q *sqsqueue.Queue }
+
+// EnqueueRevision sends one message.
+func (q RevisionQueue) EnqueueRevision(ctx context.Context, org, id string) error {
+	body := revisions.Message{OrgID: org, RevisionID: id}.Encode()
+	if err := q.Q.Send(ctx, []sqsqueue.Message{{Body: body}}); err != nil {
+		return &space.Error{Kind: space.KindUnavailable, Message: "the revision could not be queued", Err: err}
+	}
+	return nil
+}
+
+// ProvisioningQueue sends provisioning deliveries (provisioning.Queue) and
+// postpones received ones (provisioning.Redelivery) on one SQS queue.
+type ProvisioningQueue struct{ Q *sqsqueue.Queue }
+
+// Enqueue sends one message after delay.
+func (q ProvisioningQueue) Enqueue(ctx context.Context, m provisioning.Message, delay time.Duration) error {
+	if err := q.Q.Send(ctx, []sqsqueue.Message{{Body: m.Encode(), Delay: min(delay, sqsqueue.MaxDelay)}}); err != nil {
+		return &space.Error{Kind: space.KindUnavailable, Message: "the provisioning job could not be queued", Err: err}
+	}
+	return nil
+}
+
+// Postpone delays a received message's next delivery.
+func (q ProvisioningQueue) Postpone(ctx context.Context, receiptHandle string, d time.Duration) error {
+	return q.Q.Postpone(ctx, receiptHandle, d)
+}
+
+// Clouds name the federation the deployed functions use (README,
+// "Deploying"). They are read here, apart from the minter (wiring/clouds),
+// so that the catalog API can show each account's trust setup without
+// linking a cloud SDK.
+type Clouds struct {
+	GCPWorkloadIdentityProvider string
+	AzureTokenAudience          string
+	// Who the customers' clouds are told to trust (each account's setup).
+	GCPFederationRole string
+	AWSPrincipal      string
+	AzureIssuer       string
+	AzureSubject      string
+}
+
+// ReadClouds reads GCP_WORKLOAD_IDENTITY_PROVIDER, AZURE_FEDERATED_TOKEN_*,
+// GCP_FEDERATION_ROLE_ARN and SPACES_AWS_PRINCIPAL.
+func ReadClouds(env *config.Env) Clouds {
+	return Clouds{
+		GCPWorkloadIdentityProvider: env.String("GCP_WORKLOAD_IDENTITY_PROVIDER", ""),
+		AzureTokenAudience:          env.String("AZURE_FEDERATED_TOKEN_AUDIENCE", ""),
+		GCPFederationRole:           env.String("GCP_FEDERATION_ROLE_ARN", ""),
+		AWSPrincipal:                env.String("SPACES_AWS_PRINCIPAL", ""),
+		AzureIssuer:                 env.String("AZURE_FEDERATED_TOKEN_ISSUER", ""),
+		AzureSubject:                env.String("AZURE_FEDERATED_TOKEN_SUBJECT", ""),
+	}
+}
+
+// Trust is who Spaces is in its clouds, as the minter built from c sees it.
+func (c Clouds) Trust() space.TrustConfig {
+	return space.TrustConfig{
+		AWSPrincipal: c.AWSPrincipal, GCPWorkloadIdentityProvider: c.GCPWorkloadIdentityProvider,
+		GCPFederationRole: c.GCPFederationRole, AzureIssuer: c.AzureIssuer, AzureSubject: c.AzureSubject,
+		AzureAudienceBase: c.AzureTokenAudience,
+	}
+}
