@@ -17,8 +17,8 @@ import (
 	"spaces/shared/config"
 	"spaces/shared/space"
 	"spaces/shared/tracing"
-	"spaces/shared/wiring"
 	"spaces/shared/wiring/api"
+	"spaces/shared/wiring/parts"
 )
 
 // TestWriteLogsCarryRequestIdsAndCaller sends a write (POST
@@ -30,7 +30,7 @@ import (
 // its DynamoDB write belong to that trace.
 func TestWriteLogsCarryRequestIdsAndCaller(t *testing.T) {
 	env := emulatortest.Start(t)
-	s := api.Settings{Common: wiring.Common{Table: env.Name(t, "SpacesTable"), StaleAfter: space.DefaultStaleAfter},
+	s := api.Settings{Common: parts.Common{Table: env.Name(t, "SpacesTable"), StaleAfter: space.DefaultStaleAfter},
 		CursorSecret: "test-secret-test-secret-test-secret",
 		ProbeQueue:   env.Resources["ProbeQueue"].URL, RevisionsQueue: env.Resources["RevisionsQueue"].URL}
 	var logs, spans bytes.Buffer
@@ -39,7 +39,7 @@ func TestWriteLogsCarryRequestIdsAndCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	fn := &config.Function{Log: slog.New(tracing.LogHandler(slog.NewJSONHandler(&logs, nil))), Tracing: tr, Env: config.FromOS()}
-	h, err := handler(wiring.AWS{Config: env.Config, Endpoint: env.Endpoint}, s, fn)
+	h, err := handler(parts.AWS{Config: env.Config, Endpoint: env.Endpoint}, s, fn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,8 @@ import (
 	"spaces/shared/config"
 	"spaces/shared/httpapi"
 	"spaces/shared/space"
-	"spaces/shared/wiring"
 	"spaces/shared/wiring/api"
+	"spaces/shared/wiring/parts"
 )
 
 // TestSampleEventsThroughTheLambdaPath pushes every sample event in
@@ -29,12 +29,12 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 	env := emulatortest.Start(t)
 	// No discovery function: registrations are not checked against a
 	// cloud, which is what the sample events expect of unknown ids.
-	s := api.Settings{Common: wiring.Common{Table: env.Name(t, "SpacesTable"), StaleAfter: space.DefaultStaleAfter},
+	s := api.Settings{Common: parts.Common{Table: env.Name(t, "SpacesTable"), StaleAfter: space.DefaultStaleAfter},
 		CursorSecret: "test-secret-test-secret-test-secret",
 		ProbeQueue:   env.Resources["ProbeQueue"].URL, RevisionsQueue: env.Resources["RevisionsQueue"].URL,
 		ProvisioningQueue: env.Resources["ProvisioningQueue"].URL}
 	fn := &config.Function{Log: slog.New(slog.DiscardHandler), Env: config.FromOS()}
-	h, err := handler(wiring.AWS{Config: env.Config, Endpoint: env.Endpoint}, s, fn)
+	h, err := handler(parts.AWS{Config: env.Config, Endpoint: env.Endpoint}, s, fn)
 	if err != nil {
 		t.Fatal(err)
 	}

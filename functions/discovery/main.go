@@ -11,20 +11,20 @@ import (
 
 	"spaces/shared/auth"
 	"spaces/shared/config"
-	"spaces/shared/wiring"
 	"spaces/shared/wiring/clouds"
 	"spaces/shared/wiring/discovery"
+	"spaces/shared/wiring/parts"
 )
 
 func main() {
 	fn := config.NewFunction()
 	s := discovery.Read(fn.Env)
-	a := wiring.AWS{Config: fn.AWS()}
+	a := parts.AWS{Config: fn.AWS()}
 	lambda.Start(function(a, s, fn).Lambda(fn.Tracing))
 }
 
 // function builds the discovery function exactly as Lambda runs it.
-func function(a wiring.AWS, s discovery.Settings, fn *config.Function) *discovery.Function {
+func function(a parts.AWS, s discovery.Settings, fn *config.Function) *discovery.Function {
 	minter := clouds.Minter(s.Clouds, a.Config, a.Store(s.Table))
 	return discovery.New(a, s, discovery.Options{Auth: auth.GatewayClaims{}, Minter: minter, Log: fn.Log})
 }

@@ -16,8 +16,8 @@ import (
 	"spaces/shared/config"
 	"spaces/shared/httpapi"
 	"spaces/shared/space"
-	"spaces/shared/wiring"
 	"spaces/shared/wiring/discovery"
+	"spaces/shared/wiring/parts"
 )
 
 // TestSampleEventsThroughTheLambdaPath pushes every sample event in
@@ -26,9 +26,9 @@ import (
 // the catalog's cloud question (a cloudcall.Request).
 func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 	env := emulatortest.Start(t)
-	s := discovery.Settings{Common: wiring.Common{Table: env.Name(t, "SpacesTable"), StaleAfter: space.DefaultStaleAfter}}
+	s := discovery.Settings{Common: parts.Common{Table: env.Name(t, "SpacesTable"), StaleAfter: space.DefaultStaleAfter}}
 	fn := &config.Function{Log: slog.New(slog.DiscardHandler), Env: config.FromOS()}
-	handle := function(wiring.AWS{Config: env.Config, Endpoint: env.Endpoint}, s, fn).Lambda(fn.Tracing)
+	handle := function(parts.AWS{Config: env.Config, Endpoint: env.Endpoint}, s, fn).Lambda(fn.Tracing)
 	files, _ := filepath.Glob("../../events/discovery/*.json")
 	want := map[string]int{
 		// The sample ids exist nowhere here.

@@ -13,6 +13,7 @@ import (
 	"spaces/shared/tracing"
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/clouds"
+	"spaces/shared/wiring/parts"
 )
 
 func main() {
@@ -20,7 +21,7 @@ func main() {
 	s, err := wiring.ReadProber(fn.Env)
 	fed := clouds.Read(fn.Env)
 	fn.Check("settings", err)
-	a := wiring.AWS{Config: fn.AWS()}
+	a := parts.AWS{Config: fn.AWS()}
 	minter := clouds.Minter(fed, a.Config, a.Store(s.Table))
 	p := wiring.Prober(a, s, minter, &kubeprobe.Prober{Timeout: probing.DefaultTimeout}, fn.Log)
 	lambda.Start(tracing.Handler(fn.Tracing, "prober", p.HandleSQS))

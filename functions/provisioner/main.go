@@ -10,12 +10,13 @@ import (
 	"spaces/shared/tracing"
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/clouds"
+	"spaces/shared/wiring/parts"
 )
 
 func main() {
 	fn := config.NewFunction()
 	s, fed := wiring.ReadProvisioner(fn.Env), clouds.Read(fn.Env)
-	a := wiring.AWS{Config: fn.AWS()}
+	a := parts.AWS{Config: fn.AWS()}
 	minter := clouds.Minter(fed, a.Config, a.Store(s.Table))
 	lambda.Start(tracing.Handler(fn.Tracing, "provisioner", wiring.Provisioner(a, s, clouds.Creator(minter), minter, fn.Log).HandleSQS))
 }

@@ -17,6 +17,7 @@ import (
 	"spaces/shared/provisioning"
 	"spaces/shared/space"
 	"spaces/shared/wiring"
+	"spaces/shared/wiring/parts"
 )
 
 // TestSampleStepEvent pushes events/provisioner/step.json through the
@@ -45,8 +46,8 @@ func TestSampleStepEvent(t *testing.T) {
 	store := dynamostore.New(awsclient.DynamoDB(env.Config, env.Endpoint), table)
 	queue := env.Resources["ProvisioningQueue"].URL
 	// The provisioner as the function builds it; no step here reaches a cloud.
-	p := wiring.Provisioner(wiring.AWS{Config: env.Config, Endpoint: env.Endpoint}, wiring.ProvisionerSettings{
-		Common:            wiring.Common{Table: table, StaleAfter: space.DefaultStaleAfter},
+	p := wiring.Provisioner(parts.AWS{Config: env.Config, Endpoint: env.Endpoint}, wiring.ProvisionerSettings{
+		Common:            parts.Common{Table: table, StaleAfter: space.DefaultStaleAfter},
 		ProvisioningQueue: queue, EventBus: env.Name(t, "EventBus"), MaxReceives: provisioning.DefaultMaxReceives,
 	}, provisioning.Unconfigured{}, nil, slog.New(slog.DiscardHandler))
 

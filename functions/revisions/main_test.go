@@ -17,6 +17,7 @@ import (
 	"spaces/shared/revisions"
 	"spaces/shared/space"
 	"spaces/shared/wiring"
+	"spaces/shared/wiring/parts"
 )
 
 // TestSampleClaimEvent pushes events/revisions/claim.json through the claim
@@ -46,8 +47,8 @@ func TestSampleClaimEvent(t *testing.T) {
 	q := awsclient.SQS(env.Config, env.Endpoint)
 	dlq := env.Resources["RevisionsDLQ"].URL
 	// The claimer as the function builds it; no claim here reaches a cluster.
-	c := wiring.Claimer(wiring.AWS{Config: env.Config, Endpoint: env.Endpoint}, wiring.ClaimerSettings{
-		Common:         wiring.Common{Table: env.Name(t, "SpacesTable"), StaleAfter: space.DefaultStaleAfter},
+	c := wiring.Claimer(parts.AWS{Config: env.Config, Endpoint: env.Endpoint}, wiring.ClaimerSettings{
+		Common:         parts.Common{Table: env.Name(t, "SpacesTable"), StaleAfter: space.DefaultStaleAfter},
 		RevisionsQueue: env.Resources["RevisionsQueue"].URL, RevisionsDLQ: dlq,
 	}, nil, nil, slog.New(slog.DiscardHandler))
 	deadLetters := func() []string {

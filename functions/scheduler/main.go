@@ -9,11 +9,12 @@ import (
 	"spaces/shared/config"
 	"spaces/shared/tracing"
 	"spaces/shared/wiring"
+	"spaces/shared/wiring/parts"
 )
 
 func main() {
 	fn := config.NewFunction()
 	s := wiring.ReadScheduler(fn.Env)
-	a := wiring.AWS{Config: fn.AWS()}
+	a := parts.AWS{Config: fn.AWS()}
 	lambda.Start(tracing.Handler(fn.Tracing, "scheduler", wiring.Scheduler(a, s, fn.Log).HandleSchedule))
 }

@@ -25,6 +25,7 @@ import (
 	"spaces/shared/space"
 	"spaces/shared/tracing"
 	"spaces/shared/wiring"
+	"spaces/shared/wiring/parts"
 )
 
 // ProbingConfig is the local stack's probing; zero values take the
@@ -65,7 +66,7 @@ func (st *Stack) startProbing(cfg Config) error {
 		return errors.New("the template declares no ProbeQueue")
 	}
 	settings := wiring.ProberSettings{
-		Common:     wiring.Common{Table: st.Table, StaleAfter: cfg.StaleAfter},
+		Common:     parts.Common{Table: st.Table, StaleAfter: cfg.StaleAfter},
 		ProbeQueue: queue.URL, EventBus: st.Resources["EventBus"].Name,
 		Heartbeat: space.DefaultHeartbeat, Interval: pc.Interval,
 	}
@@ -73,7 +74,7 @@ func (st *Stack) startProbing(cfg Config) error {
 	sched := wiring.Scheduler(st.aws, wiring.SchedulerSettings{Table: st.Table, ProbeQueue: queue.URL, Interval: pc.Interval}, cfg.Log)
 	prober := wiring.Prober(st.aws, settings, pc.Minter, checker, cfg.Log)
 	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
-	st.ProbeQueue = probing.Enqueuer{Queue: wiring.ProbeQueue{Q: st.aws.Queue(queue.URL)}}
+	st.ProbeQueue = probing.Enqueuer{Queue: parts.ProbeQueue{Q: st.aws.Queue(queue.URL)}}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

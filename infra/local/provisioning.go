@@ -11,6 +11,7 @@ import (
 	"spaces/shared/space"
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/clouds"
+	"spaces/shared/wiring/parts"
 )
 
 // ProvisioningConfig is the local stack's provisioner; zero values take the
@@ -56,7 +57,7 @@ func (st *Stack) startProvisioning(cfg Config) error {
 		pc.MaxReceives = provisioning.DefaultMaxReceives
 	}
 	s := wiring.ProvisionerSettings{
-		Common:            wiring.Common{Table: st.Table, StaleAfter: cfg.StaleAfter},
+		Common:            parts.Common{Table: st.Table, StaleAfter: cfg.StaleAfter},
 		ProvisioningQueue: queue.URL, EventBus: st.Resources["EventBus"].Name,
 		PollInterval: pc.PollInterval, MaxReceives: pc.MaxReceives,
 	}

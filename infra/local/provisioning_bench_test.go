@@ -19,6 +19,7 @@ import (
 	"spaces/shared/provisioning"
 	"spaces/shared/space"
 	"spaces/shared/wiring"
+	"spaces/shared/wiring/parts"
 )
 
 // BenchmarkProvisioningJobCost counts every AWS request one job makes,
@@ -39,7 +40,7 @@ func BenchmarkProvisioningJobCost(b *testing.B) {
 func measureJobCost(b *testing.B, polls int) {
 	env := emulatortest.Start(b)
 	meter := awscost.New()
-	a := wiring.AWS{Config: meter.Instrument(env.Config), Endpoint: env.Endpoint}
+	a := parts.AWS{Config: meter.Instrument(env.Config), Endpoint: env.Endpoint}
 	table := env.Name(b, "SpacesTable")
 	store := a.Store(table)
 	queue := env.Resources["ProvisioningQueue"]
@@ -54,9 +55,9 @@ func measureJobCost(b *testing.B, polls int) {
 		b.Fatal(err)
 	}
 	creator := &fakeCreator{polls: polls}
-	jobs := provisioning.NewJobs(store, store, wiring.ProvisioningQueue{Q: a.Queue(queue.URL)})
+	jobs := provisioning.NewJobs(store, store, parts.ProvisioningQueue{Q: a.Queue(queue.URL)})
 	p := wiring.Provisioner(a, wiring.ProvisionerSettings{
-		Common:            wiring.Common{Table: table, StaleAfter: space.DefaultStaleAfter},
+		Common:            parts.Common{Table: table, StaleAfter: space.DefaultStaleAfter},
 		ProvisioningQueue: queue.URL, EventBus: env.Name(b, "EventBus"), ProbeQueue: env.Resources["ProbeQueue"].URL,
 		PollInterval: time.Second, MaxReceives: provisioning.DefaultMaxReceives,
 	}, creator, nil, slog.New(slog.DiscardHandler))

@@ -12,6 +12,7 @@ import (
 	"spaces/shared/kubecred"
 	"spaces/shared/tracing"
 	"spaces/shared/wiring"
+	"spaces/shared/wiring/parts"
 )
 
 // RevisionsConfig is the local stack's revision claims; zero values take
@@ -49,7 +50,7 @@ func (st *Stack) startRevisions(cfg Config) error {
 		rc.Minter = staticminter.Unconfigured{}
 	}
 	claimer := wiring.Claimer(st.aws, wiring.ClaimerSettings{
-		Common:         wiring.Common{Table: st.Table, StaleAfter: cfg.StaleAfter},
+		Common:         parts.Common{Table: st.Table, StaleAfter: cfg.StaleAfter},
 		RevisionsQueue: queue.URL, RevisionsDLQ: dlq.URL, Backoff: rc.Backoff,
 	}, rc.Minter, &kubeapply.Applier{}, cfg.Log)
 	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)

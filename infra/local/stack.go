@@ -32,6 +32,7 @@ import (
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/api"
 	"spaces/shared/wiring/discovery"
+	"spaces/shared/wiring/parts"
 )
 
 // Config is the local stack's configuration; zero values take the defaults.
@@ -112,7 +113,7 @@ type Stack struct {
 	DataDir     string // where the emulator persists ("" in memory only)
 	Resources   emulator.Resources
 	AWS         aws.Config // SDK configuration pointed at the emulator
-	aws         wiring.AWS // the same, for the workflows' constructors
+	aws         parts.AWS  // the same, for the workflows' constructors
 	Table       string     // the spaces table's physical name
 	Signer      *auth.Signer
 	Service     *space.Service
@@ -173,7 +174,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	st.Resources = res
 	st.AWS = emu.Config()
-	st.aws = wiring.AWS{Config: st.AWS, Endpoint: emu.URL}
+	st.aws = parts.AWS{Config: st.AWS, Endpoint: emu.URL}
 	st.Table = res["SpacesTable"].Name
 	if cfg.Demo != nil {
 		if err := st.startDemo(&cfg, st.aws.Store(st.Table)); err != nil {
@@ -203,7 +204,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	settings := api.Settings{
-		Common:       wiring.Common{Table: st.Table, StaleAfter: cfg.StaleAfter},
+		Common:       parts.Common{Table: st.Table, StaleAfter: cfg.StaleAfter},
 		CursorSecret: "spaces-local:" + verifier.KeyID(),
 		// Registration probes go where the local prober reads, if it runs.
 		RevisionsQueue:    res["RevisionsQueue"].URL,

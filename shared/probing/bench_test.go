@@ -27,7 +27,7 @@ import (
 	"spaces/shared/probing"
 	"spaces/shared/space"
 	"spaces/shared/sqsqueue"
-	"spaces/shared/wiring"
+	"spaces/shared/wiring/parts"
 )
 
 // counter counts AWS calls by operation (X-Amz-Target).
@@ -148,7 +148,7 @@ func benchFanOut(b *testing.B, n int, indexOnly bool) {
 	seedIndex(b, awsclient.DynamoDB(env.Config, env.Endpoint), table, n)
 	store := dynamostore.New(awsclient.DynamoDB(cfg, env.Endpoint), table)
 	q := sqsqueue.New(awsclient.SQS(cfg, env.Endpoint), env.Resources["ProbeQueue"].URL)
-	s := probing.NewScheduler(probing.Scheduler{Targets: store, Queue: wiring.ProbeQueue{Q: q}, Metrics: &metrics.Emitter{Log: discardLogger()}, Log: discardLogger()})
+	s := probing.NewScheduler(probing.Scheduler{Targets: store, Queue: parts.ProbeQueue{Q: q}, Metrics: &metrics.Emitter{Log: discardLogger()}, Log: discardLogger()})
 	if indexOnly {
 		s.Queue = &countQueue{}
 	}

@@ -30,6 +30,7 @@ import (
 	"spaces/shared/probing"
 	"spaces/shared/space"
 	"spaces/shared/wiring"
+	"spaces/shared/wiring/parts"
 )
 
 // sqsMirror sends every probe message to the real queue on the emulator
@@ -200,7 +201,7 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) (cost, onDema
 	ctx := context.Background()
 	env := emulatortest.Start(b)
 	meter := awscost.New()
-	a := wiring.AWS{Config: meter.Instrument(env.Config), Endpoint: env.Endpoint}
+	a := parts.AWS{Config: meter.Instrument(env.Config), Endpoint: env.Endpoint}
 	table := env.Name(b, "SpacesTable")
 	store := a.Store(table)
 	// The simulated clouds keep real time (tokens, presigned URLs); the
@@ -280,7 +281,7 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) (cost, onDema
 	checker := &kubeprobe.Prober{MaxTransports: 4 * (backends + 1)}
 	b.Cleanup(checker.Close)
 	p := wiring.Prober(a, wiring.ProberSettings{
-		Common:     wiring.Common{Table: table, StaleAfter: space.DefaultStaleAfter},
+		Common:     parts.Common{Table: table, StaleAfter: space.DefaultStaleAfter},
 		ProbeQueue: queueURL, EventBus: env.Name(b, "EventBus"),
 		Heartbeat: space.DefaultHeartbeat, Interval: space.DefaultProbeInterval,
 	}, kubecred.Minter(minter), checker, log)

@@ -4,7 +4,8 @@
 // what AWS runs and differs only in where AWS is (the emulator) and how
 // clouds and clusters are reached (passed in). The parts they share (where
 // AWS is, the common settings, the bridges between the use cases' ports and
-// the generic adapters) are wiring/parts', named here too.
+// the generic adapters) are wiring/parts', which the catalog API builds from
+// without linking what the workflows here publish with (EventBridge).
 //
 // It links no client-go and no cloud SDK: the prober's Checker, the
 // claimer's Applier and every Minter are passed in, so that the scheduler
@@ -34,27 +35,8 @@ import (
 	"spaces/shared/wiring/parts"
 )
 
-// The parts every assembly shares are wiring/parts', so that the catalog
-// API can be built from them without linking what the workflows below
-// publish with (EventBridge); these names keep them where the workflows'
-// callers find them.
-type (
-	AWS               = parts.AWS
-	Common            = parts.Common
-	ProbeQueue        = parts.ProbeQueue
-	RevisionQueue     = parts.RevisionQueue
-	ProvisioningQueue = parts.ProvisioningQueue
-	Clouds            = parts.Clouds
-)
-
-// ReadCommon reads TABLE_NAME and STALE_AFTER.
-func ReadCommon(env *config.Env) Common { return parts.ReadCommon(env) }
-
-// ReadClouds reads who Spaces is in its clouds (parts.ReadClouds).
-func ReadClouds(env *config.Env) Clouds { return parts.ReadClouds(env) }
-
 // publisher publishes to one EventBridge bus.
-func publisher(a AWS, bus string) *eventbus.Publisher {
+func publisher(a parts.AWS, bus string) *eventbus.Publisher {
 	return eventbus.New(eventbus.NewClient(a.Config, a.Endpoint), bus)
 }
 
@@ -86,16 +68,16 @@ func ReadScheduler(env *config.Env) SchedulerSettings {
 }
 
 // Scheduler builds the fan-out.
-func Scheduler(a AWS, s SchedulerSettings, log *slog.Logger) *probing.Scheduler {
+func Scheduler(a parts.AWS, s SchedulerSettings, log *slog.Logger) *probing.Scheduler {
 	return probing.NewScheduler(probing.Scheduler{
-		Targets: a.Store(s.Table), Queue: ProbeQueue{Q: a.Queue(s.ProbeQueue)}, Interval: s.Interval,
+		Targets: a.Store(s.Table), Queue: parts.ProbeQueue{Q: a.Queue(s.ProbeQueue)}, Interval: s.Interval,
 		Metrics: &metrics.Emitter{Log: log}, Log: log,
 	})
 }
 
 // ProberSettings configure the prober.
 type ProberSettings struct {
-	Common
+	parts.Common
 	ProbeQueue string
 	EventBus   string
 	Heartbeat  time.Duration
@@ -107,17 +89,17 @@ type ProberSettings struct {
 // ReadProber reads the prober's settings and checks that a healthy space
 // cannot read as stale between heartbeats.
 func ReadProber(env *config.Env) (ProberSettings, error) {
-	s := ProberSettings{Common: ReadCommon(env), ProbeQueue: env.Required("PROBE_QUEUE_URL"), EventBus: env.Required("EVENT_BUS_NAME"),
+	s := ProberSettings{Common: parts.ReadCommon(env), ProbeQueue: env.Required("PROBE_QUEUE_URL"), EventBus: env.Required("EVENT_BUS_NAME"),
 		Heartbeat: env.Duration("HEARTBEAT", space.DefaultHeartbeat), Interval: space.DefaultProbeInterval}
 	return s, probing.CheckHeartbeat(s.Heartbeat, s.Interval, s.StaleAfter)
 }
 
 // Prober builds the prober; minter and checker reach the clouds and the
 // clusters.
-func Prober(a AWS, s ProberSettings, minter kubecred.Minter, checker probing.Checker, log *slog.Logger) *probing.Prober {
+func Prober(a parts.AWS, s ProberSettings, minter kubecred.Minter, checker probing.Checker, log *slog.Logger) *probing.Prober {
 	return probing.NewProber(probing.Prober{
 		Store: a.Store(s.Table), Minter: minter, Checker: checker,
-		Events: publisher(a, s.EventBus), Queue: ProbeQueue{Q: a.Queue(s.ProbeQueue)},
+		Events: publisher(a, s.EventBus), Queue: parts.ProbeQueue{Q: a.Queue(s.ProbeQueue)},
 		Heartbeat: s.Heartbeat, StaleAfter: s.StaleAfter, Metrics: &metrics.Emitter{Log: log}, Log: log,
 		MinGap:       min(probing.DefaultMinGap, s.Interval/3),
 		ReprobeDelay: min(probing.DefaultReprobeDelay, s.Interval/5),
@@ -136,13 +118,13 @@ func ReadCascade(env *config.Env) CascadeSettings {
 }
 
 // Cascade builds the cascade.
-func Cascade(a AWS, s CascadeSettings, log *slog.Logger) *cascade.Cascade {
+func Cascade(a parts.AWS, s CascadeSettings, log *slog.Logger) *cascade.Cascade {
 	return cascade.New(cascade.Cascade{Store: a.Store(s.Table), Events: publisher(a, s.EventBus), Log: log})
 }
 
 // ClaimerSettings configure the revision claims.
 type ClaimerSettings struct {
-	Common
+	parts.Common
 	RevisionsQueue string
 	RevisionsDLQ   string
 	// Backoff is the first retry's wait (0: revisions.DefaultBackoff).
@@ -151,13 +133,13 @@ type ClaimerSettings struct {
 
 // ReadClaimer reads the claimer's settings.
 func ReadClaimer(env *config.Env) ClaimerSettings {
-	return ClaimerSettings{Common: ReadCommon(env), RevisionsQueue: env.Required("REVISIONS_QUEUE_URL"),
+	return ClaimerSettings{Common: parts.ReadCommon(env), RevisionsQueue: env.Required("REVISIONS_QUEUE_URL"),
 		RevisionsDLQ: env.Required("REVISIONS_DLQ_URL")}
 }
 
 // Claimer builds the revision claimer; minter and applier reach the
 // clusters.
-func Claimer(a AWS, s ClaimerSettings, minter kubecred.Minter, applier revisions.Applier, log *slog.Logger) *revisions.Claimer {
+func Claimer(a parts.AWS, s ClaimerSettings, minter kubecred.Minter, applier revisions.Applier, log *slog.Logger) *revisions.Claimer {
 	return revisions.NewClaimer(revisions.Claimer{
 		Store: a.Store(s.Table), Minter: minter, Applier: applier,
 		Queue:   Redelivery{Queue: a.Queue(s.RevisionsQueue), DLQ: a.Queue(s.RevisionsDLQ)},
@@ -167,7 +149,7 @@ func Claimer(a AWS, s ClaimerSettings, minter kubecred.Minter, applier revisions
 
 // ProvisionerSettings configure the provisioning jobs' steps.
 type ProvisionerSettings struct {
-	Common
+	parts.Common
 	ProvisioningQueue string
 	EventBus          string
 	ProbeQueue        string
@@ -179,7 +161,7 @@ type ProvisionerSettings struct {
 
 // ReadProvisioner reads the provisioner's settings.
 func ReadProvisioner(env *config.Env) ProvisionerSettings {
-	return ProvisionerSettings{Common: ReadCommon(env), ProvisioningQueue: env.Required("PROVISIONING_QUEUE_URL"),
+	return ProvisionerSettings{Common: parts.ReadCommon(env), ProvisioningQueue: env.Required("PROVISIONING_QUEUE_URL"),
 		EventBus: env.Required("EVENT_BUS_NAME"), ProbeQueue: env.Required("PROBE_QUEUE_URL"),
 		PollInterval: env.Duration("POLL_INTERVAL", provisioning.DefaultPollInterval),
 		MaxReceives:  env.Int("MAX_RECEIVES", provisioning.DefaultMaxReceives)}
@@ -188,11 +170,11 @@ func ReadProvisioner(env *config.Env) ProvisionerSettings {
 // Provisioner builds the provisioner. creator reaches the clouds as each
 // org's connected identity; checker (nil: none) is the registration's
 // cloud check, as for POST /spaces.
-func Provisioner(a AWS, s ProvisionerSettings, creator space.ClusterCreator, checker space.ClusterChecker, log *slog.Logger) *Provisioning {
+func Provisioner(a parts.AWS, s ProvisionerSettings, creator space.ClusterCreator, checker space.ClusterChecker, log *slog.Logger) *Provisioning {
 	store := a.Store(s.Table)
 	svc := space.NewService(store, s.StaleAfter)
 	svc.Clusters = checker
-	q := ProvisioningQueue{Q: a.Queue(s.ProvisioningQueue)}
+	q := parts.ProvisioningQueue{Q: a.Queue(s.ProvisioningQueue)}
 	p := &Provisioning{Provisioner: provisioning.NewProvisioner(provisioning.Provisioner{
 		Store: store, Accounts: store, Creator: creator, Spaces: svc,
 		Events: publisher(a, s.EventBus), Queue: q, Redeliver: q,
@@ -200,7 +182,7 @@ func Provisioner(a AWS, s ProvisionerSettings, creator space.ClusterCreator, che
 		MaxReceives: s.MaxReceives, Log: log,
 	})}
 	if s.ProbeQueue != "" {
-		p.Provisioner.Probes = probing.Enqueuer{Queue: ProbeQueue{Q: a.Queue(s.ProbeQueue)}}
+		p.Provisioner.Probes = probing.Enqueuer{Queue: parts.ProbeQueue{Q: a.Queue(s.ProbeQueue)}}
 	}
 	return p
 }

@@ -1,6 +1,6 @@
 // Package clouds builds the deployed functions' minter: the one place the
 // discovery, prober and revisions functions reach the three clouds from.
-// It links the cloud SDKs; the settings it takes are wiring.Clouds.
+// It links the cloud SDKs; the settings it takes are parts.Clouds.
 package clouds
 
 import (
@@ -10,14 +10,14 @@ import (
 	"spaces/shared/mint"
 	"spaces/shared/provisioning"
 	"spaces/shared/space"
-	"spaces/shared/wiring"
+	"spaces/shared/wiring/parts"
 )
 
 // Settings name the federation the deployed functions use.
-type Settings = wiring.Clouds
+type Settings = parts.Clouds
 
-// Read reads the federation settings (wiring.ReadClouds).
-func Read(env *config.Env) Settings { return wiring.ReadClouds(env) }
+// Read reads the federation settings (parts.ReadClouds).
+func Read(env *config.Env) Settings { return parts.ReadClouds(env) }
 
 // Minter is the deployed functions' minter; store holds the grants and
 // accounts.

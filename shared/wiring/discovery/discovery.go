@@ -25,18 +25,18 @@ import (
 	"spaces/shared/space"
 	"spaces/shared/tracing"
 	"spaces/shared/tracing/tracehttp"
-	"spaces/shared/wiring"
+	"spaces/shared/wiring/parts"
 )
 
 // Settings are the discovery function's configuration.
 type Settings struct {
-	wiring.Common
-	Clouds wiring.Clouds
+	parts.Common
+	Clouds parts.Clouds
 }
 
 // Read reads the discovery function's settings.
 func Read(env *config.Env) Settings {
-	return Settings{Common: wiring.ReadCommon(env), Clouds: wiring.ReadClouds(env)}
+	return Settings{Common: parts.ReadCommon(env), Clouds: parts.ReadClouds(env)}
 }
 
 // Options are the parts that differ between processes.
@@ -58,7 +58,7 @@ type Function struct {
 }
 
 // New assembles the function.
-func New(a wiring.AWS, s Settings, o Options) *Function {
+func New(a parts.AWS, s Settings, o Options) *Function {
 	store := a.Store(s.Table)
 	svc := space.NewService(store, s.StaleAfter)
 	if o.Now != nil {
