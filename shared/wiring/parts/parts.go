@@ -2,9 +2,9 @@
 // is (AWS, with the table and queue adapters), the settings every function
 // reads, the bridges from the use cases' queue ports to SQS, and who the
 // customers' clouds are told to trust. The catalog API (wiring/api) is
-// built from these alone: shared/wiring, which names them too, also builds
-// the workflows that publish to EventBridge, whose SDK client's package
-// init would cost every cold start of the API.
+// built from these alone: shared/wiring, which builds the workflows from
+// them too, also links EventBridge (they publish), whose SDK client's
+// package init would cost every cold start of the API.
 package parts
 
 import (
