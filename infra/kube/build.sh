@@ -43,9 +43,11 @@ etcd="$bin_dir/etcd"
 
 # up_to_date: both binaries exist and report the pinned versions.
 up_to_date() {
+	# grep reads to the end (no -q): with pipefail, -q can leave etcd writing
+	# its later lines into a closed pipe, and SIGPIPE would read as "outdated".
 	[[ -x "$apiserver" && -x "$etcd" ]] || return 1
-	"$apiserver" --version 2>/dev/null | grep -qx "Kubernetes $kube_version" || return 1
-	"$etcd" --version 2>/dev/null | grep -qx "etcd Version: ${etcd_version#v}" || return 1
+	"$apiserver" --version 2>/dev/null | grep -x "Kubernetes $kube_version" >/dev/null || return 1
+	"$etcd" --version 2>/dev/null | grep -x "etcd Version: ${etcd_version#v}" >/dev/null || return 1
 }
 
 report() {
