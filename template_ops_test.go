@@ -145,7 +145,11 @@ func TestFunctionsLogWithRetention(t *testing.T) {
 // dimension-ref" (a single metric or every MetricStat of its math).
 func alarmMetrics(p map[string]any) []string {
 	one := func(m map[string]any) string {
-		s := fmt.Sprint(m["Namespace"], " ", m["MetricName"])
+		ns := m["Namespace"]
+		if sub, ok := get(ns, "Fn::Sub").(string); ok {
+			ns = sub
+		}
+		s := fmt.Sprint(ns, " ", m["MetricName"])
 		for _, d := range list(m["Dimensions"]) {
 			v := get(d, "Value")
 			if r := ref(v); r != "" {
@@ -216,8 +220,8 @@ func TestAlarmsReachSomeone(t *testing.T) {
 		"AWS/ApiGateway 5xx HttpApi", "AWS/ApiGateway Count HttpApi", "AWS/ApiGateway Latency HttpApi",
 		"AWS/Lambda IteratorAge CascadeFunction",
 		"AWS/SQS ApproximateAgeOfOldestMessage ProbeQueue", "AWS/SQS ApproximateAgeOfOldestMessage RevisionsQueue",
-		"AWS/Scheduler TargetErrorCount default",
-		"Spaces FanOutSize", "Spaces Ticks", "Spaces StaleTicks",
+		"AWS/Scheduler TargetErrorCount ProbeScheduleGroup",
+		"Spaces/${AWS::StackName} FanOutSize", "Spaces/${AWS::StackName} Ticks", "Spaces/${AWS::StackName} StaleTicks",
 		// Provisioned capacity: a burst auto scaling has not caught up with.
 		"AWS/DynamoDB ReadThrottleEvents SpacesTable", "AWS/DynamoDB WriteThrottleEvents SpacesTable",
 		"AWS/DynamoDB ReadThrottleEvents SpacesTable probe", "AWS/DynamoDB WriteThrottleEvents SpacesTable probe",

@@ -42,13 +42,14 @@ func TestCreateResourcesFromRepositoryTemplate(t *testing.T) {
 	if got := keys(desc.KeySchema); !slices.Equal(got, []string{"pk HASH", "sk RANGE"}) {
 		t.Errorf("key schema %v", got)
 	}
-	// Provisioned, with the template's starting capacity (auto scaling
-	// takes it from there in AWS; the emulator does not throttle).
+	// Provisioned, with the template's starting capacity, the defaults of
+	// its minimum parameters resolved (auto scaling takes it from there in
+	// AWS; the emulator does not throttle).
 	if desc.BillingModeSummary == nil || desc.BillingModeSummary.BillingMode != ddbtypes.BillingModeProvisioned {
 		t.Errorf("billing mode %+v", desc.BillingModeSummary)
 	}
-	if p := desc.ProvisionedThroughput; p == nil || aws.ToInt64(p.ReadCapacityUnits) != 5 || aws.ToInt64(p.WriteCapacityUnits) != 5 {
-		t.Errorf("table throughput %+v, want the template's 5 and 5", p)
+	if p := desc.ProvisionedThroughput; p == nil || aws.ToInt64(p.ReadCapacityUnits) != 101 || aws.ToInt64(p.WriteCapacityUnits) != 500 {
+		t.Errorf("table throughput %+v, want the template's 101 and 500 (TableReadMinimum, TableWriteMinimum)", p)
 	}
 	if len(desc.GlobalSecondaryIndexes) != 1 {
 		t.Fatalf("indexes %+v", desc.GlobalSecondaryIndexes)
@@ -61,8 +62,8 @@ func TestCreateResourcesFromRepositoryTemplate(t *testing.T) {
 		!slices.Equal(gsi.Projection.NonKeyAttributes, []string{"org_id"}) {
 		t.Errorf("index projection %+v", gsi.Projection)
 	}
-	if p := gsi.ProvisionedThroughput; p == nil || aws.ToInt64(p.ReadCapacityUnits) != 1 || aws.ToInt64(p.WriteCapacityUnits) != 1 {
-		t.Errorf("index throughput %+v, want the template's 1 and 1", p)
+	if p := gsi.ProvisionedThroughput; p == nil || aws.ToInt64(p.ReadCapacityUnits) != 1 || aws.ToInt64(p.WriteCapacityUnits) != 34 {
+		t.Errorf("index throughput %+v, want the template's 1 and 34 (ProbeIndexReadMinimum, ProbeIndexWriteMinimum)", p)
 	}
 	if s := desc.StreamSpecification; s == nil || !aws.ToBool(s.StreamEnabled) || s.StreamViewType != ddbtypes.StreamViewTypeNewAndOldImages {
 		t.Errorf("stream %+v", s)

@@ -12,7 +12,10 @@ import (
 	"time"
 )
 
-// Namespace is the CloudWatch namespace of every Spaces metric.
+// Namespace is the CloudWatch namespace of Spaces metrics where no stack
+// names its own (tests, the local stack). Each deployed stack publishes
+// under Spaces/<stack name> (template.yaml, METRICS_NAMESPACE), so that two
+// stacks in one account and region never read each other's metrics.
 const Namespace = "Spaces"
 
 // Units CloudWatch accepts that Spaces uses.
@@ -38,6 +41,8 @@ type Metric struct {
 type Emitter struct {
 	Log *slog.Logger
 	Now func() time.Time
+	// Namespace is the CloudWatch namespace (empty: Namespace).
+	Namespace string
 }
 
 // Emit writes one line carrying the metrics, aggregated by the dimension
@@ -54,6 +59,10 @@ func (e *Emitter) Emit(ctx context.Context, msg string, dims []string, props []s
 	now := time.Now
 	if e.Now != nil {
 		now = e.Now
+	}
+	ns := e.Namespace
+	if ns == "" {
+		ns = Namespace
 	}
 	sets := [][]string{{}}
 	if len(dims) > 0 {
@@ -73,7 +82,7 @@ func (e *Emitter) Emit(ctx context.Context, msg string, dims []string, props []s
 		if !ok {
 			i = len(directives)
 			byDims[key] = i
-			directives = append(directives, map[string]any{"Namespace": Namespace, "Dimensions": ds, "Metrics": []map[string]string{}})
+			directives = append(directives, map[string]any{"Namespace": ns, "Dimensions": ds, "Metrics": []map[string]string{}})
 		}
 		directives[i]["Metrics"] = append(directives[i]["Metrics"].([]map[string]string), map[string]string{"Name": m.Name, "Unit": m.Unit})
 		attrs = append(attrs, slog.Float64(m.Name, m.Value))

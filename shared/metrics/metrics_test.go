@@ -75,3 +75,25 @@ func TestEmitOwnDimensions(t *testing.T) {
 		t.Errorf("line %v", line)
 	}
 }
+
+// A stack's own namespace replaces the default in every directive.
+func TestEmitStackNamespace(t *testing.T) {
+	var buf bytes.Buffer
+	e := &metrics.Emitter{Log: slog.New(slog.NewJSONHandler(&buf, nil)), Namespace: "Spaces/prod"}
+	e.Emit(t.Context(), "tick", nil, nil, metrics.Metric{Name: "Ticks", Unit: metrics.Count, Value: 1},
+		metrics.Metric{Name: "MintLatency", Unit: metrics.Milliseconds, Value: 3, Dimensions: [][]string{{"Provider"}}})
+	var line struct {
+		AWS struct{ CloudWatchMetrics []struct{ Namespace string } } `json:"_aws"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("%q: %v", buf.String(), err)
+	}
+	if len(line.AWS.CloudWatchMetrics) != 2 {
+		t.Fatalf("directives %+v, want 2", line.AWS.CloudWatchMetrics)
+	}
+	for _, d := range line.AWS.CloudWatchMetrics {
+		if d.Namespace != "Spaces/prod" {
+			t.Errorf("namespace %q, want Spaces/prod", d.Namespace)
+		}
+	}
+}

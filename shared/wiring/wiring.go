@@ -59,19 +59,22 @@ type SchedulerSettings struct {
 	Table      string
 	ProbeQueue string
 	Interval   time.Duration
+	// MetricsNamespace is the stack's CloudWatch namespace (empty:
+	// metrics.Namespace).
+	MetricsNamespace string
 }
 
 // ReadScheduler reads the scheduler's settings.
 func ReadScheduler(env *config.Env) SchedulerSettings {
 	return SchedulerSettings{Table: env.Required("TABLE_NAME"), ProbeQueue: env.Required("PROBE_QUEUE_URL"),
-		Interval: env.Duration("PROBE_INTERVAL", space.DefaultProbeInterval)}
+		Interval: env.Duration("PROBE_INTERVAL", space.DefaultProbeInterval), MetricsNamespace: env.String("METRICS_NAMESPACE", "")}
 }
 
 // Scheduler builds the fan-out.
 func Scheduler(a parts.AWS, s SchedulerSettings, log *slog.Logger) *probing.Scheduler {
 	return probing.NewScheduler(probing.Scheduler{
 		Targets: a.Store(s.Table), Queue: parts.ProbeQueue{Q: a.Queue(s.ProbeQueue)}, Interval: s.Interval,
-		Metrics: &metrics.Emitter{Log: log}, Log: log,
+		Metrics: &metrics.Emitter{Log: log, Namespace: s.MetricsNamespace}, Log: log,
 	})
 }
 
@@ -84,13 +87,17 @@ type ProberSettings struct {
 	// Interval is the probe interval; a short one (locally) shortens the
 	// re-probe rhythm with it.
 	Interval time.Duration
+	// MetricsNamespace is the stack's CloudWatch namespace (empty:
+	// metrics.Namespace).
+	MetricsNamespace string
 }
 
 // ReadProber reads the prober's settings and checks that a healthy space
 // cannot read as stale between heartbeats.
 func ReadProber(env *config.Env) (ProberSettings, error) {
 	s := ProberSettings{Common: parts.ReadCommon(env), ProbeQueue: env.Required("PROBE_QUEUE_URL"), EventBus: env.Required("EVENT_BUS_NAME"),
-		Heartbeat: env.Duration("HEARTBEAT", space.DefaultHeartbeat), Interval: space.DefaultProbeInterval}
+		Heartbeat: env.Duration("HEARTBEAT", space.DefaultHeartbeat), Interval: space.DefaultProbeInterval,
+		MetricsNamespace: env.String("METRICS_NAMESPACE", "")}
 	return s, probing.CheckHeartbeat(s.Heartbeat, s.Interval, s.StaleAfter)
 }
 
@@ -100,7 +107,7 @@ func Prober(a parts.AWS, s ProberSettings, minter kubecred.Minter, checker probi
 	return probing.NewProber(probing.Prober{
 		Store: a.Store(s.Table), Minter: minter, Checker: checker,
 		Events: publisher(a, s.EventBus), Queue: parts.ProbeQueue{Q: a.Queue(s.ProbeQueue)},
-		Heartbeat: s.Heartbeat, StaleAfter: s.StaleAfter, Metrics: &metrics.Emitter{Log: log}, Log: log,
+		Heartbeat: s.Heartbeat, StaleAfter: s.StaleAfter, Metrics: &metrics.Emitter{Log: log, Namespace: s.MetricsNamespace}, Log: log,
 		MinGap:       min(probing.DefaultMinGap, s.Interval/3),
 		ReprobeDelay: min(probing.DefaultReprobeDelay, s.Interval/5),
 	})
