@@ -69,6 +69,12 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 		"get-provisioning-job.json":    404,
 		"cancel-provisioning-job.json": 404,
 		"retry-provisioning-job.json":  404,
+		// Agent spaces: the sample space does not exist, so neither do
+		// its agent's secrets (the agent's routes carry no claims).
+		"reissue-agent-bootstrap.json": 404,
+		"agent-exchange.json":          401,
+		"agent-credential.json":        401,
+		"agent-lease.json":             401,
 	}
 	var covered []string
 	for _, f := range files {

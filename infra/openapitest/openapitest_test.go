@@ -90,9 +90,16 @@ func TestDocumentIsValidOpenAPI31(t *testing.T) {
 		for method, op := range item.GetOperations().FromOldest() {
 			route := strings.ToUpper(method) + " " + path
 			public := slices.Contains(httpapi.PublicRoutes, route)
+			agent := slices.Contains(httpapi.AgentRoutes(), route)
 			switch {
 			case public && (op.Security == nil || len(op.Security) != 0):
 				t.Errorf("%s is public but does not declare security: []", route)
+			case agent:
+				// The agent's routes take its own secret, never a JWT.
+				has := func(scheme string) bool { _, ok := op.Security[0].Requirements.Get(scheme); return ok }
+				if len(op.Security) != 1 || op.Security[0].Requirements.Len() != 1 || !(has("agentBootstrap") || has("agentCredential")) {
+					t.Errorf("%s is an agent route but does not declare the agent's security alone", route)
+				}
 			case !public && op.Security != nil:
 				t.Errorf("%s overrides the global bearer security", route)
 			}

@@ -45,6 +45,9 @@ import (
 //	POLICY#<id>        link: the policy is on the space (org_id)
 //	HIST#<at>#<to>     a status transition: org_id, space_id, from, to, reason,
 //	                   message, at, published, expires_at (at + 30 days, TTL)
+//	AGENT              an agent space's secrets and lease (agents.go):
+//	                   org_id, bootstrap/credential hashes and expiries,
+//	                   renewed_at, agent_version, server_version
 //
 // Why links and not a GSI: "everything bound to a space" is one strongly
 // consistent Query of its partition, which an eventually consistent index

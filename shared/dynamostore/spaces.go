@@ -484,6 +484,8 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 		// Last, so the indexes above stay fixed: no credential can be
 		// minted for the space once this commits (see grants.go).
 		s.revokeGrantItem(org, id),
+		// And every token of its agent (agents.go) is refused from now on.
+		s.revokeAgentItem(id),
 	}
 	return s.transact(ctx, "deregister", func() ([]types.TransactWriteItem, error) { return items, nil },
 		func(reasons []types.CancellationReason) error {

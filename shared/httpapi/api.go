@@ -39,6 +39,9 @@ type API struct {
 	// clusters (ClusterRoutes): the discovery function's handler. The
 	// catalog API serves every route; the gateway never sends it these.
 	ClusterSide bool
+	// Agents serves agent-mode spaces' bootstrap, credentials and leases
+	// (agent.go); nil: 503, and agent registrations are refused.
+	Agents *space.Agents
 	// Probes, when set, is asked to probe each newly registered space at once
 	// instead of at the next minute tick.
 	Probes interface {
@@ -90,6 +93,7 @@ var catalogRoutes = []route{
 	{"GET", "/provisioning-jobs/{id}", (*API).getJob},
 	{"DELETE", "/provisioning-jobs/{id}", (*API).cancelJob},
 	{"POST", "/provisioning-jobs/{id}/retry", (*API).retryJob},
+	{"POST", "/spaces/{id}/agent-bootstrap", (*API).reissueBootstrap},
 }
 
 // PublicRoutes need no token.
@@ -102,7 +106,7 @@ func Routes() []string {
 	for _, rt := range routes {
 		out = append(out, rt.method+" "+rt.path)
 	}
-	return out
+	return append(out, AgentRoutes()...)
 }
 
 // ClusterRoutes lists, as "METHOD /path", the routes functions/discovery
@@ -126,6 +130,9 @@ func (a *API) Handler() http.Handler {
 		mux.Handle(rt.method+" "+rt.path, a.authenticated(rt.handle))
 	}
 	if !a.ClusterSide {
+		for _, rt := range agentRoutes {
+			mux.Handle(rt.method+" "+rt.path, a.agent(rt.handle))
+		}
 		mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/yaml")
 			_, _ = w.Write(a.OpenAPI)

@@ -48,10 +48,14 @@ func (a *API) registerSpace(w http.ResponseWriter, r *http.Request, p auth.Princ
 	if err := readObject(w, r, map[string]any{
 		"name": &in.Name, "provider": &provider, "space_type": &in.SpaceType,
 		"cloud_account_id": &in.CloudAccountID, "config": &in.Config, "synthetic": &in.Synthetic,
+		"connectivity": &in.Connectivity,
 	}); err != nil {
 		return err
 	}
 	in.Provider = space.Provider(provider)
+	if in.Connectivity == space.ViaAgent && a.Agents == nil {
+		return space.Errorf(space.KindUnavailable, "agent spaces are not served here")
+	}
 	s, replayed, err := a.Spaces.Register(r.Context(), p.OrgID, in, key)
 	if err != nil {
 		return err
@@ -66,6 +70,18 @@ func (a *API) registerSpace(w http.ResponseWriter, r *http.Request, p auth.Princ
 		}
 	}
 	w.Header().Set("Location", "/spaces/"+s.ID)
+	if s.Connectivity == space.ViaAgent {
+		// Also on a replay: the first answer's token is not kept, so a
+		// retry gets a fresh one and the earlier one stops working.
+		b, err := a.Agents.IssueBootstrap(r.Context(), s)
+		if err != nil {
+			return err
+		}
+		w.Header().Set("ETag", etag(s.Version))
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusCreated, "application/json", registered{Space: s, AgentBootstrap: &b})
+		return nil
+	}
 	writeSpace(w, http.StatusCreated, s)
 	return nil
 }

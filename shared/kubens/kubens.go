@@ -33,6 +33,9 @@ type Spaces interface {
 
 // Service lists and creates namespaces. The zero Timeout means
 // DefaultTimeout.
+// ReasonAgentSpace refuses cluster calls for an agent space.
+const ReasonAgentSpace = "AgentSpace"
+
 type Service struct {
 	Spaces  Spaces
 	Minter  kubecred.Minter
@@ -138,6 +141,12 @@ func (s *Service) do(ctx context.Context, org, spaceID string, call func(context
 	if sp.Synthetic {
 		return &space.Error{Kind: space.KindInvalid, Reason: space.ReasonCredentialsUnavailable,
 			Message: "the space is synthetic: it is not a real cluster and has no namespaces"}
+	}
+	if sp.Connectivity == space.ViaAgent {
+		// Its API server is not reachable from here; the agent does not
+		// serve namespaces yet (issue 21), so none is minted nor called.
+		return &space.Error{Kind: space.KindInvalid, Reason: ReasonAgentSpace,
+			Message: "the space is reached through its agent, which does not serve namespaces yet"}
 	}
 	for attempt := 1; ; attempt++ {
 		creds, err := s.Minter.Mint(ctx, sp)

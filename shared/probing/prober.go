@@ -62,6 +62,11 @@ type Publisher interface {
 	PublishTransition(ctx context.Context, tr space.Transition) error
 }
 
+// Leases reads agent spaces' leases (dynamostore.Store).
+type Leases interface {
+	GetLease(ctx context.Context, spaceID string) (space.Lease, error)
+}
+
 // Prober handles probe messages. Build it with NewProber, which sets the
 // defaults named below.
 type Prober struct {
@@ -69,6 +74,11 @@ type Prober struct {
 	Minter  kubecred.Minter
 	Checker Checker
 	Events  Publisher
+	// Leases is read instead of probing for agent spaces, whose API
+	// server Spaces may not reach: no mint, no GET /version; the lease is
+	// the outcome (space.LeaseOutcome). Nil: agent spaces read as
+	// AgentNotConnected.
+	Leases Leases
 	// Queue receives re-probes; nil disables them.
 	Queue Queue
 	Now   func() time.Time
@@ -194,7 +204,15 @@ func (p *Prober) Handle(ctx context.Context, d Delivery) (Result, error) {
 		return Result{Action: ActionRecent, Space: s}, nil
 	}
 
-	o, mintTime := p.probe(ctx, s)
+	var o space.Outcome
+	var mintTime time.Duration
+	if s.Connectivity == space.ViaAgent {
+		if o, err = p.lease(ctx, s); err != nil {
+			return Result{}, err
+		}
+	} else {
+		o, mintTime = p.probe(ctx, s)
+	}
 	res := Result{Action: ActionProbed, Outcome: o, MintLatency: mintTime}
 	res, err = p.store(ctx, s, o, res)
 	p.record(ctx, s, m, res, stale)
@@ -260,6 +278,19 @@ func (p *Prober) store(ctx context.Context, s space.Space, o space.Outcome, res 
 	res.Written, res.Transition = true, space.TransitionOf(upd.Before, upd.After)
 	res.Reprobe = p.Queue != nil && !o.OK() && upd.After.Probe.ConsecutiveFailures < space.FailureThreshold
 	return res, nil
+}
+
+// lease is an agent space's probe: its lease as an outcome. A store that
+// cannot be read fails the message (retried), as for the space's read.
+func (p *Prober) lease(ctx context.Context, s space.Space) (space.Outcome, error) {
+	var l space.Lease
+	if p.Leases != nil {
+		var err error
+		if l, err = p.Leases.GetLease(ctx, s.ID); err != nil {
+			return space.Outcome{}, fmt.Errorf("read lease of %s: %w", s.ID, err)
+		}
+	}
+	return space.LeaseOutcome(l, p.Now()), nil
 }
 
 // probe mints credentials and sends GET /version, once more with fresh

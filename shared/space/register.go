@@ -1,6 +1,9 @@
 package space
 
-import "time"
+import (
+	"cmp"
+	"time"
+)
 
 // RegisterInput is what a caller supplies to register an existing cluster.
 type RegisterInput struct {
@@ -10,6 +13,8 @@ type RegisterInput struct {
 	CloudAccountID string
 	Config         Config
 	Synthetic      bool
+	// Connectivity defaults to Direct.
+	Connectivity Connectivity
 }
 
 // Validate reports every bad field at once. It does not look at the cloud
@@ -36,6 +41,9 @@ func (in RegisterInput) Validate() error {
 		fe.add("cloud_account_id", "must be a UUID")
 	}
 	checkName(&fe, in.Name)
+	if in.Connectivity != "" && !in.Connectivity.Valid() {
+		fe.add("connectivity", "must be one of direct, agent")
+	}
 	return fe.err("the space is not valid")
 }
 
@@ -58,6 +66,7 @@ func NewSpace(id, org string, in RegisterInput, now time.Time) Space {
 		CloudAccountID: in.CloudAccountID,
 		Config:         cfg,
 		Synthetic:      in.Synthetic,
+		Connectivity:   cmp.Or(in.Connectivity, Direct),
 		Status:         Unknown,
 		CreatedAt:      now,
 		UpdatedAt:      now,

@@ -58,6 +58,9 @@ type Space struct {
 	UpdatedAt      time.Time  `json:"updated_at"`
 	DeletedAt      *time.Time `json:"deleted_at,omitempty"`
 	Version        int64      `json:"version"`
+
+	// Connectivity is direct or agent (agent.go); fixed at registration.
+	Connectivity Connectivity `json:"connectivity"`
 }
 
 // Probe is what the reachability probe last learned about a space.

@@ -42,6 +42,11 @@ type Outcome struct {
 	Message string
 	Latency time.Duration
 	Version *ServerVersion
+	// Missed, for an agent's lease (LeaseOutcome), is how many lease
+	// intervals went by without a renewal: the failure count is that,
+	// not the number of checks, so checking more often never makes a
+	// space inactive sooner.
+	Missed int
 }
 
 // OK reports whether the probe succeeded.
@@ -64,8 +69,13 @@ func ApplyProbe(s Space, o Outcome) (Space, bool) {
 		next = Active
 	} else {
 		s.Probe.ConsecutiveFailures++
+		if o.Missed > 0 {
+			s.Probe.ConsecutiveFailures = o.Missed
+		}
 		s.Probe.Reason, s.Probe.Message = o.Reason, o.Message
-		if s.Probe.ConsecutiveFailures >= FailureThreshold {
+		// An agent never heard from is unknown, not inactive: nothing says
+		// its cluster is down.
+		if s.Probe.ConsecutiveFailures >= FailureThreshold && o.Reason != ReasonAgentNotConnected {
 			next = Inactive
 		}
 	}
@@ -163,8 +173,13 @@ func (s Space) Observed(now time.Time, staleAfter time.Duration) Space {
 		s.Status = Unknown
 		s.Probe.Reason = ReasonProbeStale
 		s.Probe.Message = "no probe result since " + last.UTC().Format(time.RFC3339)
+	case s.Probe.LastProbeAt == nil && s.Probe.Reason == "" && s.Connectivity == ViaAgent:
+		s.Probe.Reason = ReasonAgentNotConnected
 	case s.Probe.LastProbeAt == nil && s.Probe.Reason == "":
 		s.Probe.Reason = ReasonNotProbed
+	}
+	if s.Connectivity == "" {
+		s.Connectivity = Direct // stored before connectivity existed
 	}
 	return s
 }

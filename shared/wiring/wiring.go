@@ -104,8 +104,9 @@ func ReadProber(env *config.Env) (ProberSettings, error) {
 // Prober builds the prober; minter and checker reach the clouds and the
 // clusters.
 func Prober(a parts.AWS, s ProberSettings, minter kubecred.Minter, checker probing.Checker, log *slog.Logger) *probing.Prober {
+	store := a.Store(s.Table)
 	return probing.NewProber(probing.Prober{
-		Store: a.Store(s.Table), Minter: minter, Checker: checker,
+		Store: store, Leases: store, Minter: minter, Checker: checker,
 		Events: publisher(a, s.EventBus), Queue: parts.ProbeQueue{Q: a.Queue(s.ProbeQueue)},
 		Heartbeat: s.Heartbeat, StaleAfter: s.StaleAfter, Metrics: &metrics.Emitter{Log: log, Namespace: s.MetricsNamespace}, Log: log,
 		MinGap:       min(probing.DefaultMinGap, s.Interval/3),

@@ -1,0 +1,229 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"spaces/shared/space"
+)
+
+// An agent space's secrets and lease are one item in its own partition,
+// pk = SPACE#<id>, sk = AGENT (keys.go): hashes only, never a token.
+// Every agent call is one conditional UpdateItem of that item, whose
+// condition is the authentication (the presented token's hash matches, it
+// has not expired): a refused token changes nothing, and no read precedes
+// the write. Deregister deletes the item in its transaction, so every
+// token of a deregistered space is refused from that commit on.
+const skAgent = "AGENT"
+
+// agentItem is the stored form. Times that conditions compare are epoch
+// seconds (N); renewed_at is RFC 3339 like every other time.
+type agentItem struct {
+	OrgID             string               `json:"org_id"`
+	SpaceID           string               `json:"space_id"`
+	BootstrapHash     string               `json:"bootstrap_hash,omitempty"`
+	BootstrapExpires  int64                `json:"bootstrap_expires_at,omitempty"`
+	UsedBootstrapHash string               `json:"used_bootstrap_hash,omitempty"`
+	CredentialHash    string               `json:"credential_hash,omitempty"`
+	CredentialExpires int64                `json:"credential_expires_at,omitempty"`
+	PreviousHash      string               `json:"previous_hash,omitempty"`
+	PreviousExpires   int64                `json:"previous_expires_at,omitempty"`
+	RenewedAt         *time.Time           `json:"renewed_at,omitempty"`
+	AgentVersion      string               `json:"agent_version,omitempty"`
+	ServerVersion     *space.ServerVersion `json:"server_version,omitempty"`
+}
+
+var _ space.AgentStore = (*Store)(nil)
+
+func agentKey(spaceID string) map[string]types.AttributeValue { return linkKey(spaceID, skAgent) }
+
+// revokeAgentItem is the Delete Deregister adds: no condition, a direct
+// space has no agent item.
+func (s *Store) revokeAgentItem(id string) types.TransactWriteItem {
+	return types.TransactWriteItem{Delete: &types.Delete{TableName: s.table, Key: agentKey(id)}}
+}
+
+// PutBootstrap records a bootstrap for a live agent space (space.AgentStore):
+// one transaction checks the space is registered (and in agent mode) and
+// sets the hash, so no bootstrap outlives a deregistration committed first.
+func (s *Store) PutBootstrap(ctx context.Context, sp space.Space, hash string, expires time.Time) error {
+	items := []types.TransactWriteItem{
+		{ConditionCheck: &types.ConditionCheck{
+			TableName: s.table, Key: itemKey(sp.OrgID, prefixSpace+sp.ID),
+			ConditionExpression:       aws.String("attribute_exists(#pk) AND attribute_not_exists(#del) AND #conn = :agent"),
+			ExpressionAttributeNames:  map[string]string{"#pk": "pk", "#del": "deleted_at", "#conn": "connectivity"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":agent": str(string(space.ViaAgent))},
+		}},
+		{Update: &types.Update{
+			TableName: s.table, Key: agentKey(sp.ID),
+			UpdateExpression:         aws.String("SET #org = :org, #sid = :sid, #bh = :h, #bexp = :exp"),
+			ExpressionAttributeNames: map[string]string{"#org": "org_id", "#sid": "space_id", "#bh": "bootstrap_hash", "#bexp": "bootstrap_expires_at"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":org": str(sp.OrgID), ":sid": str(sp.ID), ":h": str(hash), ":exp": num(expires.Unix()),
+			},
+		}},
+	}
+	return s.transact(ctx, "put bootstrap", func() ([]types.TransactWriteItem, error) { return items, nil },
+		func(reasons []types.CancellationReason) error {
+			if failedCheck(reasons, 0) {
+				return space.ErrNotFound("space")
+			}
+			return nil
+		})
+}
+
+// ExchangeBootstrap consumes a bootstrap once (space.AgentStore). A fresh
+// install revokes the credentials an earlier agent held.
+func (s *Store) ExchangeBootstrap(ctx context.Context, spaceID, bootstrapHash, credHash string, credExpires, now time.Time) (string, error) {
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: s.table, Key: agentKey(spaceID),
+		UpdateExpression:    aws.String("SET #ch = :c, #cexp = :cexp, #ubh = :h REMOVE #bh, #bexp, #ph, #pexp"),
+		ConditionExpression: aws.String("#bh = :h AND #bexp > :now"),
+		ExpressionAttributeNames: map[string]string{"#ch": "credential_hash", "#cexp": "credential_expires_at", "#ubh": "used_bootstrap_hash",
+			"#bh": "bootstrap_hash", "#bexp": "bootstrap_expires_at", "#ph": "previous_hash", "#pexp": "previous_expires_at"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":c": str(credHash), ":cexp": num(credExpires.Unix()), ":h": str(bootstrapHash), ":now": num(now.Unix()),
+		},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err != nil {
+		return "", s.agentRefused(ctx, spaceID, "exchange", err, func(it agentItem) error {
+			switch {
+			case it.UsedBootstrapHash == bootstrapHash:
+				return space.ErrBootstrapReused
+			case it.BootstrapHash == bootstrapHash:
+				return errors.New("the bootstrap token expired")
+			}
+			return errors.New("no such bootstrap token")
+		})
+	}
+	return s.agentOrg(out.Attributes)
+}
+
+// RenewCredential rotates a credential (space.AgentStore): the presented
+// one must be the current or the previous and unexpired; the current
+// becomes the previous, valid for space.RenewOverlap more (long enough to
+// retry a renewal whose answer was lost, short enough that a copied
+// credential dies soon after the agent moved on).
+func (s *Store) RenewCredential(ctx context.Context, spaceID, oldHash, newHash string, newExpires, now time.Time) (string, error) {
+	// Renewing with the previous credential (its renewal's answer was lost)
+	// keeps the previous as it is and replaces the current.
+	for _, presented := range []string{"current", "previous"} {
+		update := "SET #ph = :old, #pexp = :pexp, #ch = :new, #cexp = :nexp"
+		cond := "#ch = :old AND #cexp > :now"
+		if presented == "previous" {
+			update = "SET #ch = :new, #cexp = :nexp"
+			cond = "#ph = :old AND #pexp > :now"
+		}
+		in := &dynamodb.UpdateItemInput{
+			TableName: s.table, Key: agentKey(spaceID),
+			UpdateExpression:    aws.String(update),
+			ConditionExpression: aws.String(cond),
+			ExpressionAttributeNames: map[string]string{"#ch": "credential_hash", "#cexp": "credential_expires_at",
+				"#ph": "previous_hash", "#pexp": "previous_expires_at"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":old": str(oldHash), ":new": str(newHash), ":nexp": num(newExpires.Unix()), ":now": num(now.Unix()),
+			},
+			ReturnValues:                        types.ReturnValueAllNew,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}
+		if presented == "current" { // DynamoDB refuses values an expression does not use
+			in.ExpressionAttributeValues[":pexp"] = num(now.Add(space.RenewOverlap).Unix())
+		}
+		out, err := s.db.UpdateItem(ctx, in)
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) && presented == "current" && ccf.Item != nil {
+			continue
+		}
+		if err != nil {
+			return "", s.agentRefused(ctx, spaceID, "renew credential", err, func(agentItem) error { return errors.New("no such credential, or expired") })
+		}
+		return s.agentOrg(out.Attributes)
+	}
+	return "", space.ErrAgentAuth(errors.New("no such credential, or expired"))
+}
+
+// RenewLease stores a renewal if credHash is a valid credential of the
+// space (space.AgentStore): one conditional write, no read.
+func (s *Store) RenewLease(ctx context.Context, spaceID, credHash string, r space.LeaseReport, now time.Time) (string, *time.Time, error) {
+	sv, err := s.encode(r.ServerVersion)
+	if err != nil {
+		return "", nil, err
+	}
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: s.table, Key: agentKey(spaceID),
+		UpdateExpression:    aws.String("SET #ren = :at, #av = :av, #sv = :sv"),
+		ConditionExpression: aws.String("(#ch = :h AND #cexp > :now) OR (#ph = :h AND #pexp > :now)"),
+		ExpressionAttributeNames: map[string]string{"#ren": "renewed_at", "#av": "agent_version", "#sv": "server_version",
+			"#ch": "credential_hash", "#cexp": "credential_expires_at", "#ph": "previous_hash", "#pexp": "previous_expires_at"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":at": str(now.UTC().Format(time.RFC3339Nano)), ":av": str(r.AgentVersion),
+			":sv": &types.AttributeValueMemberM{Value: sv}, ":h": str(credHash), ":now": num(now.Unix()),
+		},
+		ReturnValues:                        types.ReturnValueAllOld,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err != nil {
+		return "", nil, s.agentRefused(ctx, spaceID, "renew lease", err, func(agentItem) error { return errors.New("no such credential, or expired") })
+	}
+	var it agentItem
+	if err := s.decode(out.Attributes, &it); err != nil {
+		return "", nil, err
+	}
+	return it.OrgID, it.RenewedAt, nil
+}
+
+// GetLease reads a space's lease (space.AgentStore), strongly consistent:
+// the prober's check must see the latest renewal.
+func (s *Store) GetLease(ctx context.Context, spaceID string) (space.Lease, error) {
+	item, err := s.getItem(ctx, agentKey(spaceID))
+	if err != nil || item == nil {
+		return space.Lease{}, err
+	}
+	var it agentItem
+	if err := s.decode(item, &it); err != nil {
+		return space.Lease{}, err
+	}
+	return space.Lease{RenewedAt: it.RenewedAt, AgentVersion: it.AgentVersion, ServerVersion: it.ServerVersion}, nil
+}
+
+// agentRefused maps a failed agent write: a failed condition is the one
+// refusal (why, from the item seen, goes to the log only).
+func (s *Store) agentRefused(ctx context.Context, spaceID, op string, err error, why func(agentItem) error) error {
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return awsError("UpdateItem "+op, err)
+	}
+	item := ccf.Item
+	if item == nil {
+		// Not every DynamoDB implementation returns the item: read it (a
+		// refusal only, never on the path of a valid token).
+		var err error
+		if item, err = s.getItem(ctx, agentKey(spaceID)); err != nil {
+			return err
+		}
+	}
+	if item == nil {
+		return space.ErrAgentAuth(fmt.Errorf("%s: the space has no agent item (deregistered, direct or absent)", op))
+	}
+	var it agentItem
+	if err := s.decode(item, &it); err != nil {
+		return err
+	}
+	return space.ErrAgentAuth(fmt.Errorf("%s: %w", op, why(it)))
+}
+
+func (s *Store) agentOrg(attrs map[string]types.AttributeValue) (string, error) {
+	var it agentItem
+	if err := s.decode(attrs, &it); err != nil {
+		return "", err
+	}
+	return it.OrgID, nil
+}

@@ -1,0 +1,154 @@
+package httpapi
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"spaces/shared/auth"
+	"spaces/shared/space"
+)
+
+// The agent's routes. An in-cluster agent of an agent-mode space calls
+// these, never a user: they take no platform JWT (the gateway routes them
+// without its authorizer) but the agent's own secret, in the Authorization
+// header only (gateways and proxies log paths and queries). The secret
+// names its one space; a request naming another is answered 404, the same
+// as a space that does not exist. Each is one conditional write whose
+// condition is the authentication (dynamostore/agents.go).
+var agentRoutes = []agentRoute{
+	{"POST", "/agent/exchange", (*API).agentExchange},
+	{"POST", "/agent/credential", (*API).agentRenew},
+	{"PUT", "/agent/spaces/{spaceID}/lease", (*API).agentLease},
+}
+
+type agentRoute struct {
+	method, path string
+	handle       func(*API, http.ResponseWriter, *http.Request, string) error
+}
+
+// AgentRoutes lists the agent's routes as "METHOD /path".
+func AgentRoutes() []string {
+	var out []string
+	for _, rt := range agentRoutes {
+		out = append(out, rt.method+" "+rt.path)
+	}
+	return out
+}
+
+// agentToken reads the secret from "Authorization: Bearer <token>"; the
+// token itself is never logged.
+func (a *API) agent(h func(*API, http.ResponseWriter, *http.Request, string) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.Agents == nil {
+			writeError(w, r, space.Errorf(space.KindUnavailable, "agents are not served here"))
+			return
+		}
+		vals := r.Header.Values("Authorization")
+		scheme, token, ok := strings.Cut(strings.Join(vals, ","), " ")
+		if len(vals) != 1 || !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+			writeError(w, r, space.ErrAgentAuth(errors.New("no single Authorization: Bearer header")))
+			return
+		}
+		if id := r.PathValue("spaceID"); id != "" {
+			addLogAttrs(r.Context(), slog.String("id", id))
+		}
+		if err := h(a, w, r, token); err != nil {
+			if errors.Is(err, space.ErrBootstrapReused) {
+				logger(r.Context()).WarnContext(r.Context(), "a used bootstrap token was presented again; someone holds a copy of it")
+			}
+			writeError(w, r, err)
+		}
+	})
+}
+
+func (a *API) agentExchange(w http.ResponseWriter, r *http.Request, token string) error {
+	if err := emptyBody(r); err != nil {
+		return err
+	}
+	c, err := a.Agents.Exchange(r.Context(), token)
+	if err != nil {
+		return err
+	}
+	addLogAttrs(r.Context(), slog.String("id", c.SpaceID))
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, "application/json", c)
+	return nil
+}
+
+func (a *API) agentRenew(w http.ResponseWriter, r *http.Request, token string) error {
+	if err := emptyBody(r); err != nil {
+		return err
+	}
+	c, err := a.Agents.Renew(r.Context(), token)
+	if err != nil {
+		return err
+	}
+	addLogAttrs(r.Context(), slog.String("id", c.SpaceID))
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, "application/json", c)
+	return nil
+}
+
+// leaseAnswer tells the agent its cadence.
+type leaseAnswer struct {
+	LeaseIntervalSeconds int `json:"lease_interval_seconds"`
+}
+
+func (a *API) agentLease(w http.ResponseWriter, r *http.Request, token string) error {
+	var rep space.LeaseReport
+	if err := readObject(w, r, map[string]any{"agent_version": &rep.AgentVersion, "server_version": &rep.ServerVersion}); err != nil {
+		return err
+	}
+	res, err := a.Agents.RenewLease(r.Context(), token, r.PathValue("spaceID"), rep)
+	if err != nil {
+		return err
+	}
+	if res.Lapsed && a.Probes != nil {
+		// The first renewal, or the first after a lapse: evaluate the
+		// status now rather than at the next tick. Best effort.
+		if err := a.Probes.ProbeRegistered(r.Context(), space.Space{ID: r.PathValue("spaceID"), OrgID: res.OrgID}); err != nil {
+			logger(r.Context()).WarnContext(r.Context(), "cannot enqueue a lease check", "error", err.Error())
+		}
+	}
+	writeJSON(w, http.StatusOK, "application/json", leaseAnswer{LeaseIntervalSeconds: int(space.LeaseInterval.Seconds())})
+	return nil
+}
+
+// emptyBody refuses a body on the routes that take none: nothing is read
+// from it, and a client sending one is mistaken.
+func emptyBody(r *http.Request) error {
+	if r.ContentLength > 0 || len(r.TransferEncoding) > 0 {
+		return &space.Error{Kind: space.KindMalformed, Message: "this request takes no body",
+			Fields: []space.FieldError{{Field: "body", Reason: "must be empty"}}}
+	}
+	return nil
+}
+
+// reissueBootstrap answers a new one-time bootstrap for one of the
+// caller's agent spaces (the first expired unused, or the agent is
+// reinstalled); the agent's current credential keeps working until the
+// new bootstrap is exchanged.
+func (a *API) reissueBootstrap(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	if a.Agents == nil {
+		return space.Errorf(space.KindUnavailable, "agents are not served here")
+	}
+	if err := emptyBody(r); err != nil {
+		return err
+	}
+	b, err := a.Agents.Reissue(r.Context(), p.OrgID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, "application/json", b)
+	return nil
+}
+
+// registered is a registration's answer: the space, and for an agent
+// space its one-time bootstrap.
+type registered struct {
+	space.Space
+	AgentBootstrap *space.Bootstrap `json:"agent_bootstrap,omitempty"`
+}

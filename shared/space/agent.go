@@ -1,0 +1,333 @@
+package space
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Connectivity is how Spaces reaches a space's API server: directly from
+// its functions (the prober's GET /version, client-go for namespaces and
+// revisions), or through an agent inside the cluster that connects out,
+// for clusters whose API server is private.
+type Connectivity string
+
+const (
+	// Direct is the default: Spaces calls the API server.
+	Direct Connectivity = "direct"
+	// ViaAgent: the agent calls Spaces; its lease is the space's status.
+	ViaAgent Connectivity = "agent"
+)
+
+// Connectivities lists every mode.
+var Connectivities = []Connectivity{Direct, ViaAgent}
+
+func (c Connectivity) Valid() bool { return slices.Contains(Connectivities, c) }
+
+// Agent reasons, reported like the probe's.
+const (
+	// ReasonAgentNotConnected: no lease yet; the status stays unknown.
+	ReasonAgentNotConnected = "AgentNotConnected"
+	// ReasonAgentLeaseExpired: the agent missed one or more lease
+	// renewals; FailureThreshold missed intervals make the space inactive.
+	ReasonAgentLeaseExpired = "AgentLeaseExpired"
+)
+
+// Agent timing. The lease interval is what Spaces tells the agent; a
+// renewal later than one interval plus LeaseGrace counts as one missed
+// interval, and FailureThreshold missed intervals make the space inactive.
+// With the prober's minute tick an agent that stops is seen inactive
+// within 3 × 35 s + 5 s + 60 s = 170 s of its last renewal (the issue's
+// bound is 180 s); a blip of 20 s costs at most one missed interval.
+const (
+	LeaseInterval = 35 * time.Second
+	LeaseGrace    = 5 * time.Second
+	// BootstrapTTL bounds a bootstrap token's life (the issue: an hour at
+	// most).
+	BootstrapTTL = time.Hour
+	// AgentCredentialTTL is an agent credential's life; the agent renews
+	// it at half-life, so a day of Spaces being unreachable is survived.
+	AgentCredentialTTL = 24 * time.Hour
+	// RenewOverlap is how long a renewed credential still works, so that
+	// a renewal whose answer was lost can be retried.
+	RenewOverlap = time.Hour
+)
+
+// Token kinds: the prefix tells which secret a caller presents, so that a
+// credential is never tried as a bootstrap token or the other way round.
+const (
+	bootstrapPrefix  = "spb1."
+	credentialPrefix = "spa1."
+)
+
+// AgentToken is a parsed bootstrap token or agent credential:
+// <prefix><space id>.<secret>. The space id is not secret; it names the
+// one item the secret's hash is compared with, so no index is needed.
+type AgentToken struct {
+	SpaceID string
+	Raw     string
+}
+
+// Hash is what is stored: SHA-256 of the whole token. The secret is 256
+// random bits, so a plain hash is enough (no password stretching).
+func (t AgentToken) Hash() string {
+	sum := sha256.Sum256([]byte(t.Raw))
+	return hex.EncodeToString(sum[:])
+}
+
+// SameHash compares a stored hash with t's in constant time.
+func (t AgentToken) SameHash(stored string) bool {
+	return stored != "" && subtle.ConstantTimeCompare([]byte(stored), []byte(t.Hash())) == 1
+}
+
+// NewBootstrapToken and NewAgentCredential mint a fresh secret for spaceID.
+func NewBootstrapToken(spaceID string) AgentToken  { return newToken(bootstrapPrefix, spaceID) }
+func NewAgentCredential(spaceID string) AgentToken { return newToken(credentialPrefix, spaceID) }
+
+func newToken(prefix, spaceID string) AgentToken {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24)
+	return AgentToken{SpaceID: spaceID, Raw: prefix + spaceID + "." + base64.RawURLEncoding.EncodeToString(b)}
+}
+
+// ParseBootstrapToken and ParseAgentCredential read a presented token;
+// anything malformed is KindUnauthenticated, with no detail of which part.
+func ParseBootstrapToken(raw string) (AgentToken, error) { return parseToken(bootstrapPrefix, raw) }
+func ParseAgentCredential(raw string) (AgentToken, error) {
+	return parseToken(credentialPrefix, raw)
+}
+
+func parseToken(prefix, raw string) (AgentToken, error) {
+	rest, ok := strings.CutPrefix(raw, prefix)
+	if !ok || len(raw) > 200 {
+		return AgentToken{}, errAgentAuth
+	}
+	id, secret, ok := strings.Cut(rest, ".")
+	if !ok || !ValidID(id) || len(secret) != 43 {
+		return AgentToken{}, errAgentAuth
+	}
+	if _, err := base64.RawURLEncoding.DecodeString(secret); err != nil {
+		return AgentToken{}, errAgentAuth
+	}
+	return AgentToken{SpaceID: id, Raw: raw}, nil
+}
+
+// errAgentAuth is the one answer to any refused agent secret: callers
+// cannot tell a wrong, expired, used or revoked one apart.
+var errAgentAuth = &Error{Kind: KindUnauthenticated, Reason: "invalid_token",
+	Message: "the agent token is not valid (malformed, expired, already used, or its space is deregistered)"}
+
+// ErrAgentAuth returns the refusal, with an internal cause for the log.
+func ErrAgentAuth(cause error) error {
+	e := *errAgentAuth
+	e.Err = cause
+	return &e
+}
+
+// Bootstrap is what registering (or re-issuing) hands the installer once.
+type Bootstrap struct {
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// AgentCredential is what an exchange or a renewal answers the agent.
+type AgentCredential struct {
+	Credential string    `json:"credential"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	SpaceID    string    `json:"space_id"`
+	// LeaseIntervalSeconds is the cadence of lease renewals.
+	LeaseIntervalSeconds int `json:"lease_interval_seconds"`
+}
+
+// LeaseReport is what the agent reports with each renewal.
+type LeaseReport struct {
+	AgentVersion  string
+	ServerVersion ServerVersion
+}
+
+// Validate reports every bad field at once.
+func (r LeaseReport) Validate() error {
+	var fe fieldErrors
+	for _, f := range []struct{ name, v string }{
+		{"agent_version", r.AgentVersion},
+		{"server_version.gitVersion", r.ServerVersion.GitVersion},
+		{"server_version.platform", r.ServerVersion.Platform},
+	} {
+		if f.v == "" {
+			fe.add(f.name, "is required")
+		} else if len(f.v) > 64 || !printable(f.v) {
+			fe.add(f.name, "must be at most 64 printable ASCII characters")
+		}
+	}
+	return fe.err("the lease report is not valid")
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// Lease is an agent space's last renewal as stored.
+type Lease struct {
+	RenewedAt     *time.Time
+	AgentVersion  string
+	ServerVersion *ServerVersion
+}
+
+// LeaseOutcome is what the lease says at now, as a probe outcome, so that
+// agent spaces move through the same status machine (ApplyProbe,
+// NeedsWrite) as probed ones: a fresh lease is a success carrying the
+// server version the agent reported; a late one a failure whose Missed
+// is the number of whole intervals missed; no lease yet is
+// AgentNotConnected, which never makes a space inactive.
+func LeaseOutcome(l Lease, now time.Time) Outcome {
+	now = now.UTC()
+	if l.RenewedAt == nil {
+		return Outcome{At: now, Reason: ReasonAgentNotConnected, Message: "the agent has not connected yet"}
+	}
+	late := now.Sub(*l.RenewedAt) - LeaseGrace
+	if late < LeaseInterval {
+		return Outcome{At: now, Version: l.ServerVersion}
+	}
+	return Outcome{At: now, Reason: ReasonAgentLeaseExpired, Missed: int(late / LeaseInterval),
+		Message: "no lease renewal since " + l.RenewedAt.UTC().Format(time.RFC3339)}
+}
+
+// AgentStore keeps agent secrets (hashes only) and leases. Every method
+// that takes a token acts only on the token's own space: the space id is
+// read from the token, never from the request.
+type AgentStore interface {
+	// PutBootstrap records a new bootstrap hash for a live agent space of
+	// org, replacing an unused one; the agent's current credential is kept.
+	PutBootstrap(ctx context.Context, s Space, hash string, expires time.Time) error
+	// ExchangeBootstrap consumes the bootstrap whose hash is given (once,
+	// before it expires) and stores the credential hash; the answer is the
+	// space's org. A used bootstrap is KindUnauthenticated with Reason
+	// "reused".
+	ExchangeBootstrap(ctx context.Context, spaceID, bootstrapHash, credHash string, credExpires, now time.Time) (org string, err error)
+	// RenewCredential replaces the credential whose hash is given (while
+	// unexpired) by a new one; the old one stays valid for RenewOverlap, so
+	// a renewal whose answer is lost does not lock the agent out.
+	RenewCredential(ctx context.Context, spaceID, oldHash, newHash string, newExpires, now time.Time) (org string, err error)
+	// RenewLease stores a lease renewal if credHash is a valid credential
+	// of the space, and returns the renewal before it (nil: the first).
+	RenewLease(ctx context.Context, spaceID, credHash string, r LeaseReport, now time.Time) (org string, before *time.Time, err error)
+	// GetLease reads the space's lease (a zero Lease when none).
+	GetLease(ctx context.Context, spaceID string) (Lease, error)
+}
+
+// Agents is the agent's use cases: bootstrap, exchange, renewal, lease.
+type Agents struct {
+	Store  AgentStore
+	Spaces Store
+	Now    func() time.Time
+}
+
+// IssueBootstrap hands out a new one-time bootstrap for one of org's live
+// agent spaces. Only its hash is stored.
+func (a *Agents) IssueBootstrap(ctx context.Context, s Space) (Bootstrap, error) {
+	if s.Connectivity != ViaAgent {
+		return Bootstrap{}, &Error{Kind: KindConflict, Message: "the space is reached directly; only agent spaces take a bootstrap"}
+	}
+	t := NewBootstrapToken(s.ID)
+	exp := a.Now().UTC().Add(BootstrapTTL).Truncate(time.Second)
+	if err := a.Store.PutBootstrap(ctx, s, t.Hash(), exp); err != nil {
+		return Bootstrap{}, err
+	}
+	return Bootstrap{Token: t.Raw, ExpiresAt: exp}, nil
+}
+
+// Reissue is IssueBootstrap for a space named by id.
+func (a *Agents) Reissue(ctx context.Context, org, id string) (Bootstrap, error) {
+	if !ValidID(id) {
+		return Bootstrap{}, ErrNotFound("space")
+	}
+	s, err := a.Spaces.GetSpace(ctx, org, id)
+	if err != nil {
+		return Bootstrap{}, err
+	}
+	return a.IssueBootstrap(ctx, s)
+}
+
+// Exchange trades a bootstrap token for the agent's first credential.
+func (a *Agents) Exchange(ctx context.Context, raw string) (AgentCredential, error) {
+	t, err := ParseBootstrapToken(raw)
+	if err != nil {
+		return AgentCredential{}, err
+	}
+	now := a.Now().UTC()
+	cred := NewAgentCredential(t.SpaceID)
+	exp := now.Add(AgentCredentialTTL).Truncate(time.Second)
+	if _, err := a.Store.ExchangeBootstrap(ctx, t.SpaceID, t.Hash(), cred.Hash(), exp, now); err != nil {
+		return AgentCredential{}, err
+	}
+	return answer(cred, exp), nil
+}
+
+// Renew trades a valid credential for a fresh one.
+func (a *Agents) Renew(ctx context.Context, raw string) (AgentCredential, error) {
+	t, err := ParseAgentCredential(raw)
+	if err != nil {
+		return AgentCredential{}, err
+	}
+	now := a.Now().UTC()
+	cred := NewAgentCredential(t.SpaceID)
+	exp := now.Add(AgentCredentialTTL).Truncate(time.Second)
+	if _, err := a.Store.RenewCredential(ctx, t.SpaceID, t.Hash(), cred.Hash(), exp, now); err != nil {
+		return AgentCredential{}, err
+	}
+	return answer(cred, exp), nil
+}
+
+func answer(cred AgentToken, exp time.Time) AgentCredential {
+	return AgentCredential{Credential: cred.Raw, ExpiresAt: exp, SpaceID: cred.SpaceID,
+		LeaseIntervalSeconds: int(LeaseInterval / time.Second)}
+}
+
+// Renewed is a stored lease renewal: the space's org and whether the lease
+// had lapsed (or never started), in which case the status is worth
+// re-evaluating at once rather than at the next tick.
+type Renewed struct {
+	OrgID  string
+	Lapsed bool
+}
+
+// RenewLease checks the report, then stores the renewal for the
+// credential's own space only. spaceID is the space the request names; a
+// credential of another space is refused as not found, exactly like a
+// space that does not exist.
+func (a *Agents) RenewLease(ctx context.Context, raw, spaceID string, r LeaseReport) (Renewed, error) {
+	t, err := ParseAgentCredential(raw)
+	if err != nil {
+		return Renewed{}, err
+	}
+	if t.SpaceID != spaceID {
+		return Renewed{}, ErrNotFound("space")
+	}
+	if err := r.Validate(); err != nil {
+		return Renewed{}, err
+	}
+	now := a.Now().UTC()
+	org, before, err := a.Store.RenewLease(ctx, t.SpaceID, t.Hash(), r, now)
+	if err != nil {
+		return Renewed{}, err
+	}
+	lapsed := before == nil || LeaseOutcome(Lease{RenewedAt: before}, now).Reason != ""
+	return Renewed{OrgID: org, Lapsed: lapsed}, nil
+}
+
+// ErrBootstrapReused is the cause (never shown to the caller) of refusing
+// a bootstrap token that was already exchanged: worth a warning, since
+// someone holds a copy of it.
+var ErrBootstrapReused = errors.New("a bootstrap token of this space was presented again after its use")
