@@ -87,7 +87,10 @@ func BenchmarkGrowth(b *testing.B) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for b.Loop() {
-				rows = append(rows, growth(b, n))
+				r := growth(b, n)
+				rows = append(rows, r)
+				// Each size as soon as measured: a long run keeps what it got.
+				fmt.Printf("growth %d: %+v\n", n, r)
 			}
 		})
 	}
