@@ -24,6 +24,7 @@ import (
 type rawTemplate struct {
 	Globals    map[string]map[string]any
 	Parameters map[string]map[string]any
+	Mappings   map[string]map[string]map[string]any
 	Resources  map[string]rawResource
 }
 

@@ -97,36 +97,75 @@ func TestTemplateMatchesTheCode(t *testing.T) {
 }
 
 // TestScheduleCoversEveryShardOnce: the scheduler's schedules split the
-// minute's tick by shard (probing.ScheduleInput); together their ranges
-// name every shard of the probe index exactly once, so that no space is
-// probed twice a minute or never.
+// minute's tick by shard (probing.ScheduleInput); at every setting of
+// ProbeSchedules, the schedules it enables are ProbeSchedules in number and
+// their ranges name every shard of the probe index exactly once, so that no
+// space is probed twice a minute or never.
 func TestScheduleCoversEveryShardOnce(t *testing.T) {
 	tpl := parseRaw(t)
 	shards := (*dynamostore.Store)(nil).ProbeShards()
-	covered := make([]int, shards)
+	settings, _ := tpl.Parameters["ProbeSchedules"]["AllowedValues"].([]any)
+	if len(settings) == 0 {
+		t.Fatal("ProbeSchedules has no AllowedValues")
+	}
 	events, _ := tpl.Resources["SchedulerFunction"].Properties["Events"].(map[string]any)
-	for name, ev := range events {
-		if get(ev, "Type") != "ScheduleV2" || get(ev, "Properties", "ScheduleExpression") != "rate(1 minute)" {
-			t.Errorf("%s: want a ScheduleV2 event every minute", name)
-			continue
+	// lookup resolves a property written !FindInMap [ProbeSchedules, !Ref ProbeSchedules, key].
+	lookup := func(name, prop, setting string) (string, bool) {
+		args, _ := get(events[name], "Properties", prop, "Fn::FindInMap").([]any)
+		if len(args) != 3 || args[0] != "ProbeSchedules" || ref(args[1]) != "ProbeSchedules" {
+			t.Errorf("%s: %s is %v, want !FindInMap [ProbeSchedules, !Ref ProbeSchedules, key]", name, prop, get(events[name], "Properties", prop))
+			return "", false
 		}
-		raw, _ := get(ev, "Properties", "Input").(string)
-		var in probing.ScheduleInput
-		if err := json.Unmarshal([]byte(raw), &in); err != nil || in.Shards == nil {
-			t.Errorf("%s: Input %q names no shard range: %v", name, raw, err)
-			continue
+		key, _ := args[2].(string)
+		v, ok := tpl.Mappings["ProbeSchedules"][setting][key].(string)
+		if !ok {
+			t.Errorf("%s: ProbeSchedules has no %s for %s", name, key, setting)
 		}
-		for s := in.Shards.First; s <= in.Shards.Last; s++ {
-			if s < 0 || s >= shards {
-				t.Errorf("%s: shard %d is not in the index (0-%d)", name, s, shards-1)
+		return v, ok
+	}
+	for _, sv := range settings {
+		setting, _ := sv.(string)
+		covered := make([]int, shards)
+		enabled := 0
+		for name, ev := range events {
+			if get(ev, "Type") != "ScheduleV2" || get(ev, "Properties", "ScheduleExpression") != "rate(1 minute)" {
+				t.Errorf("%s: want a ScheduleV2 event every minute", name)
 				continue
 			}
-			covered[s]++
+			state, ok1 := lookup(name, "State", setting)
+			raw, ok2 := lookup(name, "Input", setting)
+			if !ok1 || !ok2 {
+				continue
+			}
+			var in probing.ScheduleInput
+			if err := json.Unmarshal([]byte(raw), &in); err != nil || in.Shards == nil {
+				t.Errorf("%s at %s: Input %q names no shard range: %v", name, setting, raw, err)
+				continue
+			}
+			switch state {
+			case "DISABLED":
+				continue
+			case "ENABLED":
+				enabled++
+			default:
+				t.Errorf("%s at %s: State %q", name, setting, state)
+				continue
+			}
+			for s := in.Shards.First; s <= in.Shards.Last; s++ {
+				if s < 0 || s >= shards {
+					t.Errorf("%s at %s: shard %d is not in the index (0-%d)", name, setting, s, shards-1)
+					continue
+				}
+				covered[s]++
+			}
 		}
-	}
-	for s, n := range covered {
-		if n != 1 {
-			t.Errorf("shard %d is fanned out by %d schedules, want 1", s, n)
+		if fmt.Sprint(enabled) != setting {
+			t.Errorf("ProbeSchedules %s enables %d schedules", setting, enabled)
+		}
+		for s, n := range covered {
+			if n != 1 {
+				t.Errorf("ProbeSchedules %s: shard %d is fanned out by %d schedules, want 1", setting, s, n)
+			}
 		}
 	}
 }

@@ -279,9 +279,9 @@ func (s *Store) queryOrg(ctx context.Context, org, prefix, after, filter string,
 		in.FilterExpression = aws.String(filter)
 	}
 	if after != "" {
-		// DynamoDB starts after this key whether or not an item has it. (kumo
-		// restarts from the beginning when no item has it, such as a deleted
-		// account; the callers' id > after check keeps the answer right.)
+		// DynamoDB starts after this key whether or not an item has it (and
+		// so does the patched emulator; the callers' id > after check keeps
+		// the answer right on an emulator that restarts instead).
 		in.ExclusiveStartKey = itemKey(org, prefix+after)
 	}
 	scanned, kept := 0, 0

@@ -7,6 +7,10 @@
 #     them and kumo does not; and the streams of tables restored from the
 #     data folder registered again, whose stream ARNs otherwise point at
 #     nothing;
+#   - dynamodb-query-index.patch (a new file, query_index.go) and
+#     dynamodb-query-storage.patch: Query answered from a sorted index per
+#     partition key (the table's and each GSI's), in time proportional to
+#     the page rather than the table;
 #   - storage-*.patch, kumo-api.patch: persistence to KUMO_DATA_DIR only in a
 #     process that asks for it (kumo.EnablePersistence: the local stack, never
 #     a test), and kumo.Flush, which returns once every change is on disk, so
@@ -63,7 +67,11 @@ if [[ ! -f "$kumo/.complete" ]]; then
 	for p in "${patches[@]}"; do
 		target="$(sed -n 's#^+++ b/\([^[:space:]]*\).*#\1#p' "$p" | head -1)"
 		[[ -n "$target" ]] || { echo "overlay: $p names no file (+++ b/<path>)" >&2; exit 1; }
-		go run ./infra/emulator/kumo/applypatch -patch "$p" -in "$dir/$target" -out "$tmp/$target" >&2
+		# Patches apply in name order, each to the file as the earlier ones
+		# left it; a patch "from /dev/null" creates its file.
+		in="$tmp/$target"
+		[[ -f "$in" ]] || in=/dev/null
+		go run ./infra/emulator/kumo/applypatch -patch "$p" -in "$in" -out "$tmp/$target" >&2
 	done
 	touch "$tmp/.complete"
 	install "$tmp" "$kumo"
