@@ -58,3 +58,11 @@ func Run[T any](ctx context.Context, f Function, trace TraceHeader, h func(conte
 		return zero, &TimeoutError{Function: f.ID, Timeout: f.Timeout}
 	}
 }
+
+// Handler is h with every call run as one invocation of f (Run), for
+// event sources with no rule of their own here (the table's stream).
+func Handler[E, R any](f Function, h func(context.Context, E) (R, error)) func(context.Context, E) (R, error) {
+	return func(ctx context.Context, e E) (R, error) {
+		return Run(ctx, f, TraceHeader("").Next(f.ID), func(ctx context.Context) (R, error) { return h(ctx, e) })
+	}
+}

@@ -80,8 +80,6 @@ func (st *Stack) startProbing(cfg Config) error {
 	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
 	st.ProbeQueue = probing.Enqueuer{Queue: parts.ProbeQueue{Q: st.aws.Queue(queue.URL)}}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
 	handle := tracing.Handler(cfg.Tracing, "scheduler", sched.HandleSchedule)
 	// EventBridge Scheduler invokes the scheduler asynchronously: Lambda's
 	// retries, event age and on-failure destination apply, as the
@@ -108,6 +106,8 @@ func (st *Stack) startProbing(cfg Config) error {
 		}
 		return res
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
 	wg.Go(func() { tickEvery(ctx, pc.Interval, st.tick, &wg) })
 	poller := &Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Function: st.function("ProberFunction"), DLQURL: st.Resources["ProbeDLQ"].URL, Handler: tracing.Handler(cfg.Tracing, "prober", prober.HandleSQS), Log: cfg.Log}
 	wg.Go(func() { poller.Run(ctx) })
