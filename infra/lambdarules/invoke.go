@@ -37,26 +37,32 @@ func IsTimeout(err error) bool {
 func Run[T any](ctx context.Context, f Function, trace TraceHeader, h func(context.Context) (T, error)) (T, error) {
 	ictx, cancel := context.WithTimeout(WithTraceHeader(ctx, trace), f.Timeout)
 	defer cancel()
+	deadline, _ := ictx.Deadline()
 	type result struct {
-		v   T
-		err error
+		v    T
+		err  error
+		late bool
 	}
 	done := make(chan result, 1)
 	go func() {
 		v, err := h(ictx)
-		done <- result{v, err}
+		// Judged by when the handler returned, not by when this
+		// goroutine's answer is read (a busy machine may read it late).
+		done <- result{v, err, !time.Now().Before(deadline)}
 	}()
+	var zero T
 	select {
 	case r := <-done:
-		return r.v, r.err
+		if !r.late || ctx.Err() != nil {
+			return r.v, r.err
+		}
 	case <-ictx.Done():
-		var zero T
 		if ctx.Err() != nil {
 			// The stack is stopping, not the function timing out.
 			return zero, ctx.Err()
 		}
-		return zero, &TimeoutError{Function: f.ID, Timeout: f.Timeout}
 	}
+	return zero, &TimeoutError{Function: f.ID, Timeout: f.Timeout}
 }
 
 // Handler is h with every call run as one invocation of f (Run), for
