@@ -752,3 +752,70 @@ func TestProvisionerIsLeastPrivileged(t *testing.T) {
 		t.Errorf("ApiFunction may send to the provisioning queue: %v, PROVISIONING_QUEUE_URL %v", apiSends, apiVars["PROVISIONING_QUEUE_URL"])
 	}
 }
+
+// TestLambdaRulesAreMet: the settings that make AWS run the functions as
+// the local stack does (infra/lambdarules, which reads them too).
+//   - The scheduler is invoked asynchronously by EventBridge Scheduler: no
+//     retry of a failed tick, no tick older than a minute, the records of
+//     dropped ticks in a queue its role may send to, and an alarm on
+//     AsyncEventsDropped.
+//   - Only the provisioner, whose chain of steps per job outlives Lambda's
+//     16 invocations and is bounded by the job's own deadline, allows the
+//     recursive loop.
+//   - Timeouts nest: the discovery function, invoked synchronously by the
+//     API with the API's deadline handed down, may run as long as the API,
+//     and the API ends before the HTTP API's 30 s integration limit.
+func TestLambdaRulesAreMet(t *testing.T) {
+	tpl := parseRaw(t)
+	sched := tpl.Resources["SchedulerFunction"].Properties
+	eic, _ := sched["EventInvokeConfig"].(map[string]any)
+	if r, _ := eic["MaximumRetryAttempts"].(float64); eic == nil || eic["MaximumRetryAttempts"] == nil || r != 0 {
+		t.Errorf("SchedulerFunction EventInvokeConfig.MaximumRetryAttempts = %v, want 0 (a late retry is a second fan-out)", eic["MaximumRetryAttempts"])
+	}
+	if age, _ := eic["MaximumEventAgeInSeconds"].(float64); age < 60 || age > 120 {
+		t.Errorf("SchedulerFunction EventInvokeConfig.MaximumEventAgeInSeconds = %v, want at most two minutes", eic["MaximumEventAgeInSeconds"])
+	}
+	dest := ref(get(eic, "DestinationConfig", "OnFailure", "Destination"))
+	if get(eic, "DestinationConfig", "OnFailure", "Type") != "SQS" || tpl.Resources[dest].Type != "AWS::SQS::Queue" {
+		t.Errorf("SchedulerFunction: on-failure destination %v, want an SQS queue of the template", get(eic, "DestinationConfig", "OnFailure"))
+	}
+	role := tpl.Resources[ref(sched["Role"])].Properties
+	maySend := false
+	for _, pol := range list(role["Policies"]) {
+		for _, st := range list(get(pol, "PolicyDocument", "Statement")) {
+			if get(st, "Action") == "sqs:SendMessage" && ref(get(st, "Resource")) == dest {
+				maySend = true
+			}
+		}
+	}
+	if !maySend {
+		t.Errorf("SchedulerFunction's role may not sqs:SendMessage to its on-failure destination %s", dest)
+	}
+	alarmed := false
+	for _, id := range tpl.ofType("AWS::CloudWatch::Alarm") {
+		if slices.Contains(alarmMetrics(tpl.Resources[id].Properties), "AWS/Lambda AsyncEventsDropped SchedulerFunction") {
+			alarmed = true
+		}
+	}
+	if !alarmed {
+		t.Error("no alarm on the scheduler's AsyncEventsDropped")
+	}
+
+	for _, id := range tpl.ofType("AWS::Serverless::Function") {
+		loop, _ := tpl.Resources[id].Properties["RecursiveLoop"].(string)
+		if want := map[bool]string{true: "Allow", false: ""}[id == "ProvisionerFunction"]; loop != want {
+			t.Errorf("%s: RecursiveLoop %q, want %q", id, loop, want)
+		}
+	}
+
+	timeout := func(id string) float64 {
+		if v, ok := tpl.Resources[id].Properties["Timeout"].(float64); ok {
+			return v
+		}
+		v, _ := tpl.Globals["Function"]["Timeout"].(float64)
+		return v
+	}
+	if api, disc := timeout("ApiFunction"), timeout("DiscoveryFunction"); api == 0 || api >= 30 || disc < api {
+		t.Errorf("timeouts: ApiFunction %v s, DiscoveryFunction %v s; want the API under 30 s and discovery at least the API's", api, disc)
+	}
+}

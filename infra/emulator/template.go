@@ -289,3 +289,16 @@ func scalar(v any) (string, bool) {
 	}
 	return "", false
 }
+
+// RawJSON is the template as JSON with its intrinsic functions left as
+// written ({"Ref": ...}, {"Fn::GetAtt": [...]}), for readers of settings
+// the emulator does not create resources for (package lambdarules).
+func RawJSON(template []byte) ([]byte, error) {
+	parseMu.Lock()
+	defer parseMu.Unlock()
+	js, err := intrinsics.ProcessYAML(template, &intrinsics.ProcessorOptions{NoProcess: true})
+	if err != nil {
+		return nil, fmt.Errorf("emulator: parse template: %w", err)
+	}
+	return js, nil
+}

@@ -8,6 +8,7 @@ import (
 
 	"spaces"
 	"spaces/infra/emulator"
+	"spaces/infra/lambdarules"
 	"spaces/shared/awsclient"
 	"spaces/shared/cascade"
 	"spaces/shared/tracing"
@@ -54,7 +55,7 @@ func (st *Stack) startCascade(cfg Config) error {
 	}
 	poller := &StreamPoller{
 		Streams: emulator.Streams(st.AWS, st.EmulatorURL), StreamARN: table.StreamARN,
-		Source: src, Handler: tracing.Handler(cfg.Tracing, "cascade", st.Cascade.HandleStream), Interval: cc.Interval, Log: cfg.Log,
+		Source: src, Handler: lambdarules.Handler(st.Functions.Get(cascadeFunction), tracing.Handler(cfg.Tracing, "cascade", st.Cascade.HandleStream)), Interval: cc.Interval, Log: cfg.Log,
 	}
 	if q, ok := st.Resources[src.OnFailure]; ok {
 		poller.Failures, poller.FailureQueueURL = awsclient.SQS(st.AWS, st.EmulatorURL), q.URL

@@ -31,7 +31,7 @@ func (st *Stack) withConsole(cfg Config, api http.Handler) http.Handler {
 			cc.DemoConnections[string(p)] = demo.Connection(p)
 		}
 	}
-	ui, signIn := console.Handler(cc), st.devSignIn(cfg.Log)
+	ui, signIn := st.Functions.Get("ConsoleFunction").Gateway(console.Handler(cc)), st.devSignIn(cfg.Log)
 	// Routed by hand, not by a ServeMux: a mux would redirect a
 	// non-canonical path (//spaces) before the API could refuse it.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"spaces/infra/lambdarules"
 	"spaces/shared/awsclient"
 	"spaces/shared/wiring/discovery"
 )
@@ -32,6 +32,7 @@ const discoveryHandlers = 4
 // name once an Invoke reaches the handler.
 func (st *Stack) startDiscovery(cfg Config, fn *discovery.Function) (string, error) {
 	name := cfg.Names("DiscoveryFunction")
+	rules := st.Functions.Get("DiscoveryFunction")
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	st.stopDiscovery = func() {
@@ -44,7 +45,7 @@ func (st *Stack) startDiscovery(cfg Config, fn *discovery.Function) (string, err
 		Runtime: lambdatypes.RuntimeProvidedal2023, Handler: aws.String("bootstrap"),
 		Architectures: []lambdatypes.Architecture{lambdatypes.ArchitectureArm64},
 		Code:          &lambdatypes.FunctionCode{ZipFile: []byte("local: served in-process")},
-		Timeout:       aws.Int32(10),
+		Timeout:       aws.Int32(int32(rules.Timeout / time.Second)),
 	})
 	var exists *lambdatypes.ResourceConflictException
 	if err != nil && !errors.As(err, &exists) { // a persisted emulator keeps it
@@ -53,7 +54,7 @@ func (st *Stack) startDiscovery(cfg Config, fn *discovery.Function) (string, err
 	runtimeAPI := st.EmulatorURL + "/_runtime/" + name + "/2018-06-01/runtime/invocation/"
 	handle := fn.Lambda(cfg.Tracing)
 	for range discoveryHandlers {
-		wg.Go(func() { serveRuntime(ctx, runtimeAPI, handle, cfg) })
+		wg.Go(func() { serveRuntime(ctx, runtimeAPI, rules, handle, cfg) })
 	}
 	// Invoke answers "no backend" until a handler has polled once; a
 	// request the handler refuses proves it is there.
@@ -70,8 +71,10 @@ func (st *Stack) startDiscovery(cfg Config, fn *discovery.Function) (string, err
 }
 
 // serveRuntime is one Lambda instance's loop: take the next invocation,
-// run it, post its result or error.
-func serveRuntime(ctx context.Context, api string, handle func(context.Context, json.RawMessage) (any, error), cfg Config) {
+// run it under the function's rules (its Timeout: a timed-out invocation
+// answers Lambda's "Task timed out" function error), post its result or
+// error.
+func serveRuntime(ctx context.Context, api string, rules lambdarules.Function, handle func(context.Context, json.RawMessage) (any, error), cfg Config) {
 	for ctx.Err() == nil {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, api+"next", nil)
 		res, err := http.DefaultClient.Do(req)
@@ -89,17 +92,17 @@ func serveRuntime(ctx context.Context, api string, handle func(context.Context, 
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		ictx, cancel := ctx, context.CancelFunc(func() {})
-		if ms, err := strconv.ParseInt(res.Header.Get("Lambda-Runtime-Deadline-Ms"), 10, 64); err == nil {
-			ictx, cancel = context.WithDeadline(ctx, time.UnixMilli(ms))
-		}
-		out, err := handle(ictx, payload)
-		cancel()
+		out, err := lambdarules.Run(ctx, rules, lambdarules.TraceHeader(res.Header.Get("Lambda-Runtime-Trace-Id")).Next(rules.ID),
+			func(ctx context.Context) (any, error) { return handle(ctx, payload) })
 		path := id + "/response"
 		var body []byte
 		if err != nil {
 			path = id + "/error"
-			body, _ = json.Marshal(map[string]string{"errorMessage": err.Error(), "errorType": "HandlerError"})
+			kind := "HandlerError"
+			if lambdarules.IsTimeout(err) {
+				kind = "Sandbox.Timedout"
+			}
+			body, _ = json.Marshal(map[string]string{"errorMessage": err.Error(), "errorType": kind})
 		} else {
 			body, _ = json.Marshal(out)
 		}

@@ -17,6 +17,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"spaces/infra/emulator"
+	"spaces/infra/lambdarules"
 	"spaces/shared/awsclient"
 	"spaces/shared/config"
 	"spaces/shared/kubecred"
@@ -38,6 +39,9 @@ type ProbingConfig struct {
 	Minter kubecred.Minter
 	// Disabled turns the scheduler and the poller off.
 	Disabled bool
+	// AsyncDelays are the waits between a failed tick's attempts (default
+	// Lambda's, lambdarules.DefaultAsyncDelays; tests shorten them).
+	AsyncDelays []time.Duration
 }
 
 // startProbing ticks the scheduler and polls the probe queue into the
@@ -76,11 +80,36 @@ func (st *Stack) startProbing(cfg Config) error {
 	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
 	st.ProbeQueue = probing.Enqueuer{Queue: parts.ProbeQueue{Q: st.aws.Queue(queue.URL)}}
 
+	handle := tracing.Handler(cfg.Tracing, "scheduler", sched.HandleSchedule)
+	// EventBridge Scheduler invokes the scheduler asynchronously: Lambda's
+	// retries, event age and on-failure destination apply, as the
+	// function's EventInvokeConfig sets them.
+	fn := st.Functions.Get("SchedulerFunction")
+	async := &lambdarules.AsyncInvoker{Function: fn, Delays: pc.AsyncDelays}
+	if fn.Async.OnFailure != "" {
+		dest, ok := st.Resources[fn.Async.OnFailure]
+		if !ok {
+			return fmt.Errorf("the scheduler's on-failure destination %s is not a queue the template declares", fn.Async.OnFailure)
+		}
+		async.OnFailure = func(ctx context.Context, record []byte) error {
+			_, err := sqsc.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(dest.URL), MessageBody: aws.String(string(record))})
+			return err
+		}
+	}
+	st.tick = func(ctx context.Context, input json.RawMessage) lambdarules.AsyncResult {
+		res := async.Invoke(ctx, input, func(ctx context.Context, in json.RawMessage) error {
+			_, err := handle(ctx, in)
+			return err
+		})
+		if res.Condition != "" && ctx.Err() == nil {
+			cfg.Log.Error("scheduler tick dropped", "condition", res.Condition, "attempts", res.Attempts, "error", res.Err)
+		}
+		return res
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	tick := tracing.Handler(cfg.Tracing, "scheduler", sched.HandleSchedule)
-	wg.Go(func() { tickEvery(ctx, pc.Interval, tick, cfg.Log) })
-	poller := &Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Handler: tracing.Handler(cfg.Tracing, "prober", prober.HandleSQS), Log: cfg.Log}
+	wg.Go(func() { tickEvery(ctx, pc.Interval, st.tick, &wg) })
+	poller := &Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Function: st.function("ProberFunction"), DLQURL: st.Resources["ProbeDLQ"].URL, Handler: tracing.Handler(cfg.Tracing, "prober", prober.HandleSQS), Log: cfg.Log}
 	wg.Go(func() { poller.Run(ctx) })
 	st.stopProbing = func() {
 		cancel()
@@ -90,15 +119,15 @@ func (st *Stack) startProbing(cfg Config) error {
 	return nil
 }
 
-// tickEvery runs the scheduler at once and then every interval, as the
-// minute schedule does in AWS (where schedules fire; kumo's do not).
-func tickEvery(ctx context.Context, interval time.Duration, tick func(context.Context, json.RawMessage) (probing.FanOut, error), log *slog.Logger) {
+// tickEvery hands the scheduler an event at once and then every interval,
+// as the minute schedule does in AWS (where schedules fire; kumo's do
+// not). Each event is an asynchronous invocation: the ticker does not wait
+// for it.
+func tickEvery(ctx context.Context, interval time.Duration, tick func(context.Context, json.RawMessage) lambdarules.AsyncResult, wg *sync.WaitGroup) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if _, err := tick(ctx, nil); err != nil && ctx.Err() == nil {
-			log.Error("scheduler tick failed", "error", err)
-		}
+		wg.Go(func() { tick(ctx, nil) })
 		select {
 		case <-ctx.Done():
 			return
@@ -111,6 +140,7 @@ func tickEvery(ctx context.Context, interval time.Duration, tick func(context.Co
 type SQSAPI interface {
 	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
 
 // Poller is Lambda's SQS event source mapping, locally: it long-polls a
@@ -119,12 +149,19 @@ type SQSAPI interface {
 // (ReportBatchItemFailures) to come back after the visibility timeout,
 // where the queue's redrive policy eventually moves them to its DLQ. A
 // handler error, or a failure naming an unknown message, fails the whole
-// batch, as in Lambda.
+// batch, as in Lambda. Each batch is an invocation of Function under the
+// template's rules (lambdarules: its Timeout, recursive loop detection).
 type Poller struct {
 	SQS      SQSAPI
 	QueueURL string
 	QueueARN string
 	Handler  func(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
+	// Function is the consumer's rules (nil only in the poller's own
+	// tests: the handler then runs bare).
+	Function *lambdarules.Function
+	// DLQURL is the queue's dead-letter queue, where a message stopped by
+	// loop detection goes ("": it is dropped).
+	DLQURL string
 	// BatchSize is at most 10 (default 10).
 	BatchSize int
 	// Wait is the long-poll time (default 20 s, the maximum).
@@ -174,6 +211,16 @@ func (p *Poller) Poll(ctx context.Context) (int, error) {
 	for i, m := range out.Messages {
 		id := aws.ToString(m.MessageId)
 		handles[id] = aws.ToString(m.ReceiptHandle)
+		// The emulator keeps no AWSTraceHeader: it rides in a message
+		// attribute (lambdarules.CarryTraceHeader), handed over where
+		// Lambda puts it.
+		if t, ok := m.MessageAttributes[lambdarules.LocalTraceAttribute]; ok {
+			delete(m.MessageAttributes, lambdarules.LocalTraceAttribute)
+			if m.Attributes == nil {
+				m.Attributes = map[string]string{}
+			}
+			m.Attributes["AWSTraceHeader"] = aws.ToString(t.StringValue)
+		}
 		ev.Records[i] = events.SQSMessage{
 			MessageId:     id,
 			ReceiptHandle: aws.ToString(m.ReceiptHandle),
@@ -187,7 +234,7 @@ func (p *Poller) Poll(ctx context.Context) (int, error) {
 			AWSRegion:         emulator.Region,
 		}
 	}
-	resp, err := p.Handler(ctx, ev)
+	resp, err := p.invoke(ctx, ev)
 	if err != nil {
 		return 0, fmt.Errorf("handler failed the batch of %d: %w", len(ev.Records), err)
 	}
@@ -214,6 +261,30 @@ func (p *Poller) Poll(ctx context.Context) (int, error) {
 		return len(entries) - len(del.Failed), fmt.Errorf("delete: %d of %d failed, first: %s", len(del.Failed), len(entries), aws.ToString(del.Failed[0].Message))
 	}
 	return len(entries), nil
+}
+
+// invoke runs the batch as an invocation of the function; the messages
+// loop detection stopped go to the DLQ (if any) and are deleted.
+func (p *Poller) invoke(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	if p.Function == nil {
+		return p.Handler(ctx, ev)
+	}
+	resp, stopped, err := p.Function.SQS(ctx, ev, p.Handler)
+	if err != nil {
+		return resp, err // the stopped ones come back with the rest
+	}
+	for _, r := range stopped {
+		p.log().Warn("recursive loop detected: the message is not handed to the function", "function", p.Function.ID,
+			"message_id", r.MessageId, "chain", lambdarules.TraceHeader(r.Attributes["AWSTraceHeader"]).Count(p.Function.ID))
+		if p.DLQURL == "" {
+			continue
+		}
+		if _, serr := p.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(p.DLQURL), MessageBody: aws.String(r.Body)}); serr != nil {
+			// Not deleted either: it comes back and is stopped again.
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+		}
+	}
+	return resp, nil
 }
 
 func messageAttributes(in map[string]sqstypes.MessageAttributeValue) map[string]events.SQSMessageAttribute {

@@ -5,6 +5,7 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +22,7 @@ import (
 	"spaces"
 	"spaces/infra/demo"
 	"spaces/infra/emulator"
+	"spaces/infra/lambdarules"
 	"spaces/shared/auth"
 	"spaces/shared/cascade"
 	"spaces/shared/httpapi"
@@ -131,10 +133,14 @@ type Stack struct {
 	CascadeSource emulator.StreamSource
 	// Provisioner runs the provisioning jobs' steps (nil when disabled).
 	Provisioner *wiring.Provisioning
+	// Functions are the template's functions' rules, under which every
+	// invocation runs (package lambdarules).
+	Functions lambdarules.Functions
 	// Leftovers are the test resources an earlier version's test runs had
 	// persisted into the data folder, removed at start.
 	Leftovers []string
 
+	tick             func(context.Context, json.RawMessage) lambdarules.AsyncResult
 	stopProbing      func()
 	stopCascade      func()
 	stopRevisions    func()
@@ -173,7 +179,13 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, fmt.Errorf("create resources: %w", err)
 	}
 	st.Resources = res
+	if st.Functions, err = lambdarules.Read(spaces.Template); err != nil {
+		return nil, err
+	}
 	st.AWS = emu.Config()
+	// Messages sent within an invocation carry its trace header, as the
+	// SDK's do inside Lambda (loop detection counts on it).
+	st.AWS.APIOptions = append(st.AWS.APIOptions, lambdarules.CarryTraceHeader)
 	st.aws = parts.AWS{Config: st.AWS, Endpoint: emu.URL}
 	st.Table = res["SpacesTable"].Name
 	if cfg.Demo != nil {
@@ -228,7 +240,8 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	st.Service = svc
-	if st.APIURL, err = st.serve(cfg.APIAddr, st.withConsole(cfg, tracehttp.Handler(cfg.Tracing, routeByFunction(handler.Handler(), disc.HTTP)))); err != nil {
+	if st.APIURL, err = st.serve(cfg.APIAddr, st.withConsole(cfg, tracehttp.Handler(cfg.Tracing, routeByFunction(
+		st.Functions.Get("ApiFunction").Gateway(handler.Handler()), st.Functions.Get("DiscoveryFunction").Gateway(disc.HTTP))))); err != nil {
 		return nil, fmt.Errorf("api listener: %w", err)
 	}
 	if cfg.EmulatorAddr != "" {
@@ -311,4 +324,21 @@ func (st *Stack) Close() {
 		st.Demo.Close()
 	}
 	st.emu.Close()
+}
+
+// function is the template's function id, whose rules its invocations run
+// under.
+func (st *Stack) function(id string) *lambdarules.Function {
+	f := st.Functions.Get(id)
+	return &f
+}
+
+// Tick is one event of the scheduler's schedule, invoked asynchronously
+// as EventBridge Scheduler invokes it; it returns once Lambda's rules have
+// decided the event's fate (handled, or dropped after its attempts).
+func (st *Stack) Tick(ctx context.Context, input json.RawMessage) lambdarules.AsyncResult {
+	if st.tick == nil {
+		panic("local: probing is disabled: no scheduler runs")
+	}
+	return st.tick(ctx, input)
 }

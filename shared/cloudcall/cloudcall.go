@@ -14,9 +14,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
+	"spaces/shared/budget"
 	"spaces/shared/space"
 )
 
@@ -33,6 +35,10 @@ type Request struct {
 	// Legacy is the account's flag, which its JSON form leaves out.
 	Legacy bool         `json:"legacy,omitempty"`
 	Space  *space.Space `json:"space,omitempty"`
+	// Deadline is when the caller stops waiting for the answer, less the
+	// time the answer takes back (Unix milliseconds; 0: none): the
+	// discovery function's cloud call ends by then (shared/budget).
+	Deadline int64 `json:"deadline_ms,omitempty"`
 }
 
 // Response is the Invoke result: no Error means yes.
@@ -71,6 +77,9 @@ func (c Client) VerifyAccount(ctx context.Context, acct space.CloudAccount) erro
 }
 
 func (c Client) call(ctx context.Context, req Request) error {
+	if d, ok := ctx.Deadline(); ok {
+		req.Deadline = d.Add(-budget.InvokeReserve).UnixMilli()
+	}
 	payload, err := json.Marshal(req)
 	if err != nil {
 		return &space.Error{Kind: space.KindInternal, Message: "the cloud check could not be encoded", Err: err}
@@ -109,6 +118,11 @@ type Handler struct {
 // Invoke then reports a function error); the cloud's answers are Responses.
 func (h Handler) Handle(ctx context.Context, req Request) (Response, error) {
 	req.Account.Legacy = req.Legacy
+	if req.Deadline > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = budget.Until(ctx, time.UnixMilli(req.Deadline))
+		defer cancel()
+	}
 	var err error
 	switch {
 	case req.Op == OpCheckCluster && req.Space != nil:

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"spaces/shared/auth"
+	"spaces/shared/budget"
 	"spaces/shared/cursor"
 	"spaces/shared/provisioning"
 	"spaces/shared/space"
@@ -142,7 +143,9 @@ func (a *API) Handler() http.Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	return observe(log, problems(mux))
+	// Whatever a request waits on gives up a reserve before the function's
+	// own timeout, so that it answers a problem, never a timeout.
+	return observe(log, budget.Handler(problems(mux), budget.APIReserve))
 }
 
 func (a *API) authenticated(h func(*API, http.ResponseWriter, *http.Request, auth.Principal) error) http.Handler {

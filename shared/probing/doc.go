@@ -28,9 +28,11 @@
 // chain is alive per space and it ends at FailureThreshold failures (or the
 // first success). A tick is dropped when the stored probe is younger than
 // MinGap (20 s), so a tick landing right after a re-probe or a registration
-// probe costs one read, not a probe. A tick resent by a retried scheduler run
-// is at worst one extra probe of a healthy space (whose heartbeat write is
-// skipped anyway). So per space and minute there is one tick probe and at
+// probe costs one read, not a probe. A failed scheduler run is not retried
+// (EventBridge Scheduler invokes it asynchronously, and the template's
+// EventInvokeConfig allows no retry), so a tick is sent at most once per
+// schedule event; a redelivered or resent one is at worst one extra probe
+// of a healthy space (whose heartbeat write is skipped anyway). So per space and minute there is one tick probe and at
 // most FailureThreshold-1 re-probes, whatever the timing.
 //
 // # Events

@@ -32,11 +32,12 @@ type ScheduleInput struct {
 }
 
 // HandleSchedule is the scheduler as a Lambda invoked by EventBridge
-// Scheduler; the event may name a range of shards (ScheduleInput), and
-// otherwise carries nothing the fan-out needs. An incomplete fan-out, or a
-// range the index does not have, fails the invocation so that the
-// schedule's retry policy runs it again (and its dead-letter queue keeps
-// it if that fails too).
+// Scheduler, asynchronously; the event may name a range of shards
+// (ScheduleInput), and otherwise carries nothing the fan-out needs. An
+// incomplete fan-out, or a range the index does not have, fails the
+// invocation: Lambda does not run it again (the template's
+// EventInvokeConfig: no retry, the next minute's tick replaces it), counts
+// it in AsyncEventsDropped and sends its record to SchedulerDLQ.
 func (s *Scheduler) HandleSchedule(ctx context.Context, raw json.RawMessage) (FanOut, error) {
 	var in ScheduleInput
 	if len(raw) > 0 {

@@ -160,7 +160,7 @@ func TestDuplicatesAreBounded(t *testing.T) {
 	if h.queue.pending() != 1 {
 		t.Fatalf("%d messages pending, want one re-probe", h.queue.pending())
 	}
-	// Another tick lands before the re-probe (say a retried scheduler run
+	// Another tick lands before the re-probe (say a redelivered tick message
 	// 25 s later): it probes, and the re-probe it overtook is dropped.
 	h.clock.Advance(25 * time.Second)
 	res, err = h.prober.Handle(t.Context(), tick(s))

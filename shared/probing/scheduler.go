@@ -76,9 +76,8 @@ func (s *Scheduler) Tick(ctx context.Context) (FanOut, error) {
 // TickShards sends one message per space of the shards in r. Shards are
 // read in parallel and each page is sent as soon as it is read. A shard
 // that cannot be read or sent does not stop the others; the error names
-// every shard that failed (the invocation fails, and EventBridge Scheduler
-// retries it: the spaces already sent get a second tick message, which the
-// prober drops or probes harmlessly, see the package doc).
+// every shard that failed (the invocation fails and is not retried: the
+// next minute's tick sends every shard again, see HandleSchedule).
 func (s *Scheduler) TickShards(ctx context.Context, r Shards) (FanOut, error) {
 	if n := s.Targets.ProbeShards(); r.First < 0 || r.Last >= n || r.First > r.Last {
 		return FanOut{}, fmt.Errorf("shards %d-%d: the index has shards 0-%d", r.First, r.Last, n-1)

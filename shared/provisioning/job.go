@@ -8,6 +8,16 @@
 // (Provisioner.Step). The rules are here, pure (the step table Next, the
 // validation, Cancel and Retry); the store, queue and bus are ports.
 //
+// In AWS every job is one chain of requests (its queue invokes the
+// provisioner, which sends the job's next message to the same queue), and
+// Lambda stops such a chain at 16 invocations unless the function allows
+// the loop: the template sets RecursiveLoop: Allow on the provisioner, and
+// the guard is the job's own: a duplicated chain ends at its next step (a
+// message for an older version is dropped), a creation fails after Policy.MaxWait and a step
+// after MaxErrors failures in a row. Simpler to operate than a design
+// that does not chain (a ticker scanning for due jobs): one trigger, no
+// index of live jobs, the whole rhythm in the step table.
+//
 //	queued ─▶ creating ─▶ waiting-ready ─▶ registering ─▶ succeeded
 //	              │              │               │
 //	              └──────────────┴───────────────┴──▶ failed ─(retry)─▶ the failed step

@@ -1,0 +1,177 @@
+// Package lambdarules is a Lambda invocation under template.yaml's rules,
+// for the local stack: what Lambda itself enforces around a handler, and
+// the emulator does not. It reads each function's settings from the
+// template (Read) and is the one place the local stack's wiring runs every
+// function's invocations through:
+//
+//   - Timeout (Run): an invocation past its function's Timeout is over: its
+//     context is cancelled, whatever it answers later is discarded, and the
+//     caller gets Lambda's answer, the function error "Task timed out after
+//     N.NN seconds" (an SQS batch fails whole; behind the HTTP API the
+//     gateway answers 500, Gateway).
+//   - Recursive loop detection (SQS, TraceHeader): the chain of invocations
+//     an SQS message carries, counted as Lambda counts it in the trace
+//     header's lineage; a message that would invoke a function a 17th time
+//     in its chain is dropped, unless the function's RecursiveLoop is Allow.
+//   - Asynchronous invocation (Async): what EventBridge Scheduler's
+//     invocations of a function get: retries and maximum event age from
+//     the function's EventInvokeConfig (else Lambda's defaults, 2 retries
+//     and 6 hours), and the failed event's record sent to its on-failure
+//     destination.
+//
+// Each rule's comment cites the AWS documentation page it follows.
+package lambdarules
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"spaces/infra/emulator"
+)
+
+// Values of RecursiveLoop.
+const (
+	Terminate = "Terminate"
+	Allow     = "Allow"
+)
+
+// Lambda's defaults where the template says nothing.
+const (
+	// DefaultTimeout: "The default timeout is 3 seconds" (AWS::Lambda::Function
+	// Timeout, and https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html);
+	// the template's Globals normally set one.
+	DefaultTimeout = 3 * time.Second
+	// DefaultAsyncRetries and DefaultMaxEventAge: "Lambda retries function
+	// errors twice", and keeps an event up to 6 hours
+	// (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html).
+	DefaultAsyncRetries = 2
+	DefaultMaxEventAge  = 6 * time.Hour
+)
+
+// Function is one function's rules, as the template declares them.
+type Function struct {
+	// ID is the function's logical id in the template.
+	ID      string
+	Timeout time.Duration
+	// RecursiveLoop is Terminate (Lambda's default) or Allow.
+	RecursiveLoop string
+	Async         Async
+}
+
+// Async is a function's EventInvokeConfig.
+type Async struct {
+	// MaxRetries is MaximumRetryAttempts (0-2).
+	MaxRetries int
+	// MaxEventAge is MaximumEventAgeInSeconds (60 s - 6 h).
+	MaxEventAge time.Duration
+	// OnFailure is the logical id of the SQS queue the record of a failed
+	// event goes to ("": none).
+	OnFailure string
+}
+
+// Functions are the template's functions by logical id.
+type Functions map[string]Function
+
+// Get returns the function id; the local stack runs only functions the
+// template declares, so an unknown id is a wiring mistake.
+func (fs Functions) Get(id string) Function {
+	f, ok := fs[id]
+	if !ok {
+		panic("lambdarules: the template declares no function " + id)
+	}
+	return f
+}
+
+// Read reads every AWS::Serverless::Function of the template: Timeout
+// (the function's, else the Globals', else Lambda's default),
+// RecursiveLoop and EventInvokeConfig.
+func Read(template []byte) (Functions, error) {
+	js, err := emulator.RawJSON(template)
+	if err != nil {
+		return nil, err
+	}
+	type props struct {
+		Timeout           *float64
+		RecursiveLoop     string
+		EventInvokeConfig *struct {
+			MaximumRetryAttempts     *int
+			MaximumEventAgeInSeconds *int
+			DestinationConfig        struct {
+				OnFailure struct {
+					Type        string
+					Destination any
+				}
+			}
+		}
+	}
+	var doc struct {
+		Globals struct {
+			Function props
+		}
+		Resources map[string]struct {
+			Type       string
+			Properties props
+		}
+	}
+	if err := json.Unmarshal(js, &doc); err != nil {
+		return nil, fmt.Errorf("lambdarules: %w", err)
+	}
+	fs := Functions{}
+	for id, r := range doc.Resources {
+		if r.Type != "AWS::Serverless::Function" {
+			continue
+		}
+		p := r.Properties
+		f := Function{ID: id, Timeout: DefaultTimeout, RecursiveLoop: Terminate,
+			Async: Async{MaxRetries: DefaultAsyncRetries, MaxEventAge: DefaultMaxEventAge}}
+		switch {
+		case p.Timeout != nil:
+			f.Timeout = time.Duration(*p.Timeout * float64(time.Second))
+		case doc.Globals.Function.Timeout != nil:
+			f.Timeout = time.Duration(*doc.Globals.Function.Timeout * float64(time.Second))
+		}
+		switch p.RecursiveLoop {
+		case "":
+		case Allow, Terminate:
+			f.RecursiveLoop = p.RecursiveLoop
+		default:
+			return nil, fmt.Errorf("lambdarules: %s: RecursiveLoop %q is neither Allow nor Terminate", id, p.RecursiveLoop)
+		}
+		if c := p.EventInvokeConfig; c != nil {
+			if c.MaximumRetryAttempts != nil {
+				f.Async.MaxRetries = *c.MaximumRetryAttempts
+			}
+			if c.MaximumEventAgeInSeconds != nil {
+				f.Async.MaxEventAge = time.Duration(*c.MaximumEventAgeInSeconds) * time.Second
+			}
+			if d := c.DestinationConfig.OnFailure; d.Type != "" {
+				if d.Type != "SQS" {
+					return nil, fmt.Errorf("lambdarules: %s: on-failure destination of type %s: only SQS is modelled", id, d.Type)
+				}
+				if f.Async.OnFailure = getAttArn(d.Destination); f.Async.OnFailure == "" {
+					return nil, fmt.Errorf("lambdarules: %s: the on-failure destination must be !GetAtt <queue>.Arn", id)
+				}
+			}
+		}
+		fs[id] = f
+	}
+	return fs, nil
+}
+
+// getAttArn is X of {"Fn::GetAtt": [X, "Arn"]} or "X.Arn".
+func getAttArn(v any) string {
+	m, _ := v.(map[string]any)
+	switch g := m["Fn::GetAtt"].(type) {
+	case []any:
+		if len(g) == 2 && g[1] == "Arn" {
+			s, _ := g[0].(string)
+			return s
+		}
+	case string:
+		if len(g) > 4 && g[len(g)-4:] == ".Arn" {
+			return g[:len(g)-4]
+		}
+	}
+	return ""
+}
