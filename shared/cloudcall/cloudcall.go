@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"spaces/shared/space"
+	"spaces/shared/tracing"
 )
 
 // The questions a Request asks.
@@ -33,6 +34,9 @@ type Request struct {
 	// Legacy is the account's flag, which its JSON form leaves out.
 	Legacy bool         `json:"legacy,omitempty"`
 	Space  *space.Space `json:"space,omitempty"`
+	// Trace is the caller's trace (tracing.Carrier): the discovery
+	// function's work on the request continues it.
+	Trace map[string]string `json:"trace,omitempty"`
 }
 
 // Response is the Invoke result: no Error means yes.
@@ -71,6 +75,7 @@ func (c Client) VerifyAccount(ctx context.Context, acct space.CloudAccount) erro
 }
 
 func (c Client) call(ctx context.Context, req Request) error {
+	req.Trace = tracing.Carrier(ctx)
 	payload, err := json.Marshal(req)
 	if err != nil {
 		return &space.Error{Kind: space.KindInternal, Message: "the cloud check could not be encoded", Err: err}
@@ -108,6 +113,20 @@ type Handler struct {
 // Handle answers one Request. Only a malformed request is an error (the
 // Invoke then reports a function error); the cloud's answers are Responses.
 func (h Handler) Handle(ctx context.Context, req Request) (Response, error) {
+	ctx, end := tracing.Continue(ctx, req.Op, req.Trace)
+	res, err := h.answer(ctx, req)
+	switch {
+	case err != nil:
+		end(err)
+	case res.Error != nil:
+		end(errors.New(res.Error.Message))
+	default:
+		end(nil)
+	}
+	return res, err
+}
+
+func (h Handler) answer(ctx context.Context, req Request) (Response, error) {
 	req.Account.Legacy = req.Legacy
 	var err error
 	switch {
