@@ -54,6 +54,7 @@ func TestWriteLogsCarryRequestIdsAndCaller(t *testing.T) {
 	ev.RequestContext.RequestID = "gw-req-7"
 	ctx := lambdacontext.NewContext(t.Context(), &lambdacontext.LambdaContext{AwsRequestID: "lambda-req-7"})
 	// What aws-lambda-go puts in the context under Active tracing.
+	//lint:ignore SA1029 aws-lambda-go's own key for the X-Ray header.
 	ctx = context.WithValue(ctx, "x-amzn-trace-id", "Root=1-6a1b2c3d-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1")
 	const traceID = "6a1b2c3d0123456789abcdef01234567"
 

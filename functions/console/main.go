@@ -40,10 +40,15 @@ func handler(getenv func(string) string) (http.Handler, error) {
 		ClientID: getenv("OIDC_CLIENT_ID"),
 		Audience: getenv("OIDC_AUDIENCE"),
 		Scope:    getenv("OIDC_SCOPE"),
+		// Only when the token endpoint is not on the issuer's origin.
+		TokenEndpoint: getenv("OIDC_TOKEN_ENDPOINT"),
 	}
 	var bad configError
 	if !strings.HasPrefix(cfg.Issuer, "https://") {
 		bad = append(bad, "OIDC_ISSUER must be an https URL")
+	}
+	if cfg.TokenEndpoint != "" && !strings.HasPrefix(cfg.TokenEndpoint, "https://") {
+		bad = append(bad, "OIDC_TOKEN_ENDPOINT must be an https URL when set")
 	}
 	if cfg.ClientID == "" {
 		bad = append(bad, "OIDC_CLIENT_ID is required")

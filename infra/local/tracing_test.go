@@ -15,9 +15,15 @@ import (
 
 	"github.com/google/uuid"
 
+	"spaces/infra/minttest"
+	"spaces/infra/simcloud"
 	"spaces/infra/staticminter"
 	"spaces/infra/testcluster"
+	"spaces/shared/awsclient"
+	"spaces/shared/cloudcall"
+	"spaces/shared/dynamostore"
 	"spaces/shared/kubecred"
+	"spaces/shared/mint"
 	"spaces/shared/space"
 	"spaces/shared/tracing"
 )
@@ -205,5 +211,73 @@ func TestTracesOfARegistrationAProbeAndAClaim(t *testing.T) {
 				claimed = true
 			}
 		}
+	}
+}
+
+// TestCloudCallContinuesTheRequestTrace: a registration's cluster check is
+// an SDK Invoke of the discovery function (shared/cloudcall). The Invoke is
+// a client span under the request's span, and the discovery function's
+// work on it continues that trace (the payload's traceparent), linked to
+// the discovery invocation's own span.
+func TestCloudCallContinuesTheRequestTrace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spans.json")
+	env := map[string]string{tracing.EnvExporter: "stdout", tracing.EnvFile: path}
+	tr, err := tracing.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close(context.Background()) })
+	sc := simcloud.StartForTest(t, simcloud.Options{})
+	minter := &mint.Minter{Providers: sc.Providers(), Trust: sc.Trust()}
+	prefix := fmt.Sprintf("tc%s-", uuid.NewString()[:8])
+	st, err := Start(context.Background(), Config{
+		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
+		Log:     slog.New(slog.DiscardHandler),
+		Names:   func(id string) string { return prefix + id },
+		Minter:  minter,
+		Probing: ProbingConfig{Disabled: true},
+		Tracing: tr,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	store := dynamostore.New(awsclient.DynamoDB(st.AWS, st.EmulatorURL), st.Table)
+	minter.Grants, minter.Accounts = store, store
+
+	c := newClient(t, st, "acme")
+	acct := c.connect(sc, space.AWS, map[string]string{"roleArn": minttest.RoleARN})
+	// No such cluster in the account: the discovery function's answer.
+	r := c.do("POST", "/spaces", map[string]any{"provider": space.AWS, "space_type": "kubernetes",
+		"cloud_account_id": acct, "config": map[string]string(minttest.Config(space.AWS, "nowhere"))})
+	if r.status != 422 {
+		t.Fatalf("registering a cluster that is not there: %d %s", r.status, r.body)
+	}
+
+	spans := readSpans(t, path)
+	byID := map[string]span{}
+	for _, s := range spans {
+		byID[s.SpanContext.SpanID] = s
+	}
+	var invoke, check span
+	for _, s := range spans {
+		switch s.Name {
+		case "Lambda.Invoke":
+			if p := byID[s.Parent.SpanID]; p.Name == "POST /spaces" && p.SpanContext.TraceID == s.SpanContext.TraceID {
+				invoke = s
+			}
+		case cloudcall.OpCheckCluster:
+			check = s
+		}
+	}
+	if invoke.Name == "" {
+		t.Fatalf("no Lambda.Invoke span under the POST /spaces span: %+v", spans)
+	}
+	request := byID[invoke.Parent.SpanID]
+	if check.SpanContext.TraceID != request.SpanContext.TraceID || check.Parent.SpanID != request.SpanContext.SpanID {
+		t.Errorf("the discovery function's check %+v does not continue the request's trace %+v", check, request)
+	}
+	if len(check.Links) != 1 || byID[check.Links[0].SpanContext.SpanID].Name != "discovery" {
+		t.Errorf("the check is not linked to the discovery invocation's span: %+v", check.Links)
 	}
 }

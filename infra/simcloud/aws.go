@@ -208,10 +208,14 @@ func (c *Cloud) verifyPresigned(r *http.Request) (awsCaller, error) {
 	return awsCaller{accessKey: akid, region: region, service: service, session: sess}, nil
 }
 
+// AWS's own messages, word for word: the SDK shows them to the caller.
 var (
+	//lint:ignore ST1005 AWS's message.
 	errInvalidToken = errors.New("The security token included in the request is invalid.")
+	//lint:ignore ST1005 AWS's message.
 	errExpiredToken = errors.New("The security token included in the request is expired")
-	errSignature    = errors.New("The request signature we calculated does not match the signature you provided.")
+	//lint:ignore ST1005 AWS's message.
+	errSignature = errors.New("The request signature we calculated does not match the signature you provided.")
 )
 
 func signatureOf(auth string) string {

@@ -23,10 +23,15 @@ import (
 // the way production configures them (mint.ForRuntime) except for the
 // endpoints and the runtime identities: the SDKs reach simcloud through
 // their ordinary overrides.
-func (c *Cloud) Providers() map[space.Provider]mint.Provider {
+func (c *Cloud) Providers() map[space.Provider]mint.Provider { return c.ProvidersFor(c.Trust()) }
+
+// ProvidersFor are Providers presenting the identities trust names, as a
+// function configured with them would (a test builds one per minting
+// function of the template).
+func (c *Cloud) ProvidersFor(trust space.TrustConfig) map[space.Provider]mint.Provider {
 	hc := c.HTTPClient()
 	awsCfg := c.runtimeAWS()
-	fed := mint.Federation{AWS: awsCfg, Trust: c.Trust(), STSEndpoint: c.URL, GoogleTokenURL: c.GoogleTokenURL(), HTTPClient: hc}
+	fed := mint.Federation{AWS: awsCfg, Trust: trust, STSEndpoint: c.URL, GoogleTokenURL: c.GoogleTokenURL(), HTTPClient: hc}
 	azure := azcloud.Configuration{
 		ActiveDirectoryAuthorityHost: c.EntraAuthorityHost(),
 		Services: map[azcloud.ServiceName]azcloud.ServiceConfiguration{
@@ -56,7 +61,7 @@ func (c *Cloud) Trust() space.TrustConfig {
 		GCPWorkloadIdentityProvider: GCPWorkloadIdentityProvider,
 		GCPFederationRole:           FederationRoleARN,
 		AzureIssuer:                 c.AWSIssuer(),
-		AzureSubject:                RuntimeARN,
+		AzureFederationRole:         FederationRoleARN,
 		AzureAudienceBase:           AzureAudienceBase,
 	}
 }
@@ -106,7 +111,12 @@ func (c *Cloud) TokenCheck(backend string) func(ctx context.Context, token strin
 // AWS role, grant the org's principal on the GCP service account, add the
 // org's federated credential to the Entra app.
 func (c *Cloud) ApplySetup(acct space.CloudAccount) error {
-	setup := c.Trust().Setup(acct)
+	return c.Apply(acct, c.Trust().Setup(acct))
+}
+
+// Apply does the setup an API handed out for acct, whatever trust
+// configuration it was made with.
+func (c *Cloud) Apply(acct space.CloudAccount, setup *space.TrustSetup) error {
 	switch acct.Provider {
 	case space.AWS:
 		return c.SetTrustPolicy(acct.Connection["roleArn"], setup.TrustPolicy)

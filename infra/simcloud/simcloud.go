@@ -70,7 +70,9 @@ const (
 	// RuntimeARN is who the runtime's own credentials are.
 	RuntimeARN = "arn:aws:iam::000000000000:user/spaces-runtime"
 	// FederationRoleARN is Spaces' own role the runtime assumes, session
-	// named after the org, before exchanging at Google's STS.
+	// named after the org, before exchanging at Google's STS or asking STS
+	// for the org's Entra token (one role for both, as a deployment may
+	// have; its web identity tokens' subject is this ARN).
 	FederationRoleARN = "arn:aws:iam::000000000000:role/spaces-gcp-federation"
 	// GCPWorkloadIdentityProvider is Spaces' pool provider trusting the
 	// runtime's AWS account, with google.subject=assertion.arn.

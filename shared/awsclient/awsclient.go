@@ -88,9 +88,11 @@ func SQS(cfg aws.Config, endpoint string) *sqs.Client {
 }
 
 // Lambda returns a Lambda client (the catalog API invokes the discovery
-// function with it).
+// function with it): its Invoke is a span under the caller's, like every
+// other client's operations.
 func Lambda(cfg aws.Config, endpoint string) *lambda.Client {
 	return lambda.NewFromConfig(cfg, func(o *lambda.Options) {
+		o.TracerProvider = tracing.SDK()
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)
 		}

@@ -20,6 +20,7 @@ import (
 
 	"spaces/shared/budget"
 	"spaces/shared/space"
+	"spaces/shared/tracing"
 )
 
 // The questions a Request asks.
@@ -39,6 +40,9 @@ type Request struct {
 	// time the answer takes back (Unix milliseconds; 0: none): the
 	// discovery function's cloud call ends by then (shared/budget).
 	Deadline int64 `json:"deadline_ms,omitempty"`
+	// Trace is the caller's trace (tracing.Carrier): the discovery
+	// function's work on the request continues it.
+	Trace map[string]string `json:"trace,omitempty"`
 }
 
 // Response is the Invoke result: no Error means yes.
@@ -80,6 +84,7 @@ func (c Client) call(ctx context.Context, req Request) error {
 	if d, ok := ctx.Deadline(); ok {
 		req.Deadline = d.Add(-budget.InvokeReserve).UnixMilli()
 	}
+	req.Trace = tracing.Carrier(ctx)
 	payload, err := json.Marshal(req)
 	if err != nil {
 		return &space.Error{Kind: space.KindInternal, Message: "the cloud check could not be encoded", Err: err}
@@ -117,6 +122,20 @@ type Handler struct {
 // Handle answers one Request. Only a malformed request is an error (the
 // Invoke then reports a function error); the cloud's answers are Responses.
 func (h Handler) Handle(ctx context.Context, req Request) (Response, error) {
+	ctx, end := tracing.Continue(ctx, req.Op, req.Trace)
+	res, err := h.answer(ctx, req)
+	switch {
+	case err != nil:
+		end(err)
+	case res.Error != nil:
+		end(errors.New(res.Error.Message))
+	default:
+		end(nil)
+	}
+	return res, err
+}
+
+func (h Handler) answer(ctx context.Context, req Request) (Response, error) {
 	req.Account.Legacy = req.Legacy
 	if req.Deadline > 0 {
 		var cancel context.CancelFunc

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -43,6 +44,11 @@ type Config struct {
 	Audience string `json:"audience,omitempty"`
 	// Scope requested at sign-in (default "openid").
 	Scope string `json:"scope,omitempty"`
+	// TokenEndpoint is the issuer's token endpoint when it is on another
+	// origin than the issuer (Cognito's hosted domain): the page posts the
+	// code there, so the CSP must name that origin. The page itself still
+	// reads the endpoint from the issuer's discovery document.
+	TokenEndpoint string `json:"-"`
 	// DevSignIn is the local stack's sign-in path (SignIn "dev" only).
 	DevSignIn string `json:"dev_sign_in,omitempty"`
 	// RefreshSeconds is how often lists and details poll (default 5).
@@ -107,16 +113,28 @@ func headers(w http.ResponseWriter, csp string) {
 	h.Set("Content-Security-Policy", csp)
 }
 
+// contentSecurityPolicy: the page connects to its own origin, which is the
+// API's (the console is served by the API's own HTTP API, or locally
+// beside the API: every API call is a same-origin path, whatever domain
+// the API has), to the issuer (discovery) and to its token endpoint;
+// nowhere else, so a script injected despite everything could not send a
+// token to any other host.
 func contentSecurityPolicy(cfg Config) string {
-	connect := "'self'"
-	if u, err := url.Parse(cfg.Issuer); err == nil && u.Host != "" {
-		connect += " " + u.Scheme + "://" + u.Host
-		if u.Scheme == "https" {
-			// The token endpoint the discovery document names may be on
-			// another host (Cognito's hosted domain), so any https origin.
-			connect += " https:"
+	connect := []string{"'self'"}
+	for _, raw := range []string{cfg.Issuer, cfg.TokenEndpoint} {
+		if o := origin(raw); o != "" && !slices.Contains(connect, o) {
+			connect = append(connect, o)
 		}
 	}
-	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src " + connect +
+	return "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src " + strings.Join(connect, " ") +
 		"; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+}
+
+// origin is scheme://host[:port] of an absolute URL, or "".
+func origin(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }

@@ -98,6 +98,7 @@ func TestTokenIsNeverPrinted(t *testing.T) {
 	var logged bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logged, nil)).Info("minted", "creds", c)
 	for _, s := range []string{
+		//lint:ignore S1025 each formatting verb is what is tested.
 		fmt.Sprint(c), fmt.Sprintf("%v", c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c), fmt.Sprintf("%s", c),
 		fmt.Sprint(&c), logged.String(),
 	} {

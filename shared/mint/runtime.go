@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"golang.org/x/oauth2"
@@ -26,9 +27,11 @@ import (
 //     session name and exchanges that session at the workload identity
 //     pool provider GCPWorkloadIdentityProvider
 //     (projects/N/locations/global/workloadIdentityPools/P/providers/Q).
-//   - Azure: the function's STS web identity token (sts:GetWebIdentityToken)
-//     for the org's audience, AzureTokenAudience + "/" + org tag, is the
-//     federated client assertion.
+//   - Azure: the function assumes AzureFederationRole with the org's tag
+//     as session name and, as that session, asks STS for its web identity
+//     token (sts:GetWebIdentityToken) for the org's audience,
+//     AzureTokenAudience + "/" + org tag: the federated client assertion,
+//     whose subject is the federation role's ARN whichever function asks.
 type RuntimeConfig struct {
 	AWS   aws.Config
 	Store interface {
@@ -38,18 +41,18 @@ type RuntimeConfig struct {
 	GCPWorkloadIdentityProvider string
 	GCPFederationRole           string
 	AzureTokenAudience          string
-	// AWSPrincipal, AzureIssuer and AzureSubject are who the customers'
-	// clouds are told to trust (the setup each account shows).
+	AzureFederationRole         string
+	// AWSPrincipal and AzureIssuer are who the customers' clouds are told
+	// to trust (the setup each account shows).
 	AWSPrincipal string
 	AzureIssuer  string
-	AzureSubject string
 }
 
 // ForRuntime builds the minter of a deployed function.
 func ForRuntime(cfg RuntimeConfig) *Minter {
 	trust := space.TrustConfig{
 		AWSPrincipal: cfg.AWSPrincipal, GCPWorkloadIdentityProvider: cfg.GCPWorkloadIdentityProvider,
-		GCPFederationRole: cfg.GCPFederationRole, AzureIssuer: cfg.AzureIssuer, AzureSubject: cfg.AzureSubject,
+		GCPFederationRole: cfg.GCPFederationRole, AzureIssuer: cfg.AzureIssuer, AzureFederationRole: cfg.AzureFederationRole,
 		AzureAudienceBase: cfg.AzureTokenAudience,
 	}
 	fed := Federation{AWS: cfg.AWS, Trust: trust}
@@ -75,8 +78,10 @@ type Federation struct {
 
 var errNoFederation = errors.New("cloud federation is not configured for this provider")
 
-func (f Federation) sts() *sts.Client {
-	return sts.NewFromConfig(f.AWS, func(o *sts.Options) {
+func (f Federation) sts() *sts.Client { return f.stsAs(f.AWS) }
+
+func (f Federation) stsAs(cfg aws.Config) *sts.Client {
+	return sts.NewFromConfig(cfg, func(o *sts.Options) {
 		if f.STSEndpoint != "" {
 			o.BaseEndpoint = aws.String(f.STSEndpoint)
 		}
@@ -136,13 +141,26 @@ type failingSource struct{ err error }
 
 func (f failingSource) Token() (*oauth2.Token, error) { return nil, f.err }
 
-// AzureAssertion is the runtime's own STS-issued OIDC token for the org's
-// audience, which the customer's Entra app trusts for that org only.
+// AzureAssertion is the STS-issued OIDC token of the org's session of the
+// federation role, for the org's audience, which the customer's Entra app
+// trusts for that org only. The session lasts one call: Entra tokens are
+// cached by the credential (aks), so this runs about once an hour per
+// account and instance.
 func (f Federation) AzureAssertion(ctx context.Context, org string) (string, error) {
-	if f.Trust.AzureAudienceBase == "" {
+	t := f.Trust
+	if t.AzureAudienceBase == "" || t.AzureFederationRole == "" {
 		return "", errNoFederation
 	}
-	out, err := f.sts().GetWebIdentityToken(ctx, &sts.GetWebIdentityTokenInput{
+	role, err := f.sts().AssumeRole(ctx, &sts.AssumeRoleInput{
+		RoleArn: aws.String(t.AzureFederationRole), RoleSessionName: aws.String(space.OrgTag(org)), DurationSeconds: aws.Int32(900),
+	})
+	if err != nil {
+		return "", err
+	}
+	session := f.AWS.Copy()
+	c := role.Credentials
+	session.Credentials = credentials.NewStaticCredentialsProvider(aws.ToString(c.AccessKeyId), aws.ToString(c.SecretAccessKey), aws.ToString(c.SessionToken))
+	out, err := f.stsAs(session).GetWebIdentityToken(ctx, &sts.GetWebIdentityTokenInput{
 		Audience: []string{f.Trust.AzureAudience(org)}, SigningAlgorithm: aws.String("RS256"), DurationSeconds: aws.Int32(300),
 	})
 	if err != nil {

@@ -125,10 +125,9 @@ func (readyAccounts) GetAccount(_ context.Context, org, id string) (space.CloudA
 // oneCluster is a cloud whose creation is ready at the first poll; it
 // counts calls and the tokens it saw.
 type oneCluster struct {
-	mu              sync.Mutex
-	starts, polls   int
-	tokens          map[string]bool
-	failNextAdvance bool
+	mu            sync.Mutex
+	starts, polls int
+	tokens        map[string]bool
 }
 
 func (c *oneCluster) StartCreate(_ context.Context, _ space.CloudAccount, _ space.Config, _ space.ClusterSpec, token string) (space.CreateProgress, error) {
@@ -182,7 +181,7 @@ func TestEveryStepDeliveredTwice(t *testing.T) {
 					})
 				}
 				wg.Wait()
-			} else if !p.Step(t.Context(), d) || !p.Step(t.Context(), d) {
+			} else if first := p.Step(t.Context(), d); !first || !p.Step(t.Context(), d) {
 				t.Fatalf("version %d: a delivery was not acknowledged", version)
 			}
 			cur, _ := store.GetJob(t.Context(), j.OrgID, j.ID)

@@ -17,11 +17,18 @@ import (
 //     (attribute mapping google.subject=assertion.arn), so the Google
 //     principal carries the org: .../subject/arn:aws:sts::A:assumed-role/R/<tag>.
 //     The customer grants that principal on their service account.
-//   - Azure: the federated token Spaces presents (its STS web identity
-//     token, issuer AzureIssuer, subject AzureSubject) is requested with a
-//     per-org audience, AzureAudienceBase + "/" + tag; Entra matches
-//     issuer, subject and audience of the app's federated credential
-//     exactly.
+//   - Azure: Spaces assumes AzureFederationRole with the org's tag as the
+//     role session name and, as that session, asks STS for its web
+//     identity token (issuer AzureIssuer) with a per-org audience,
+//     AzureAudienceBase + "/" + tag. The token's subject is the role's ARN
+//     (a role session's sub is its role), so it is the same whichever
+//     function mints: the customer's app needs one federated credential,
+//     which Entra matches on issuer, subject and audience exactly.
+//
+// Every minting function (discovery, prober, revisions, provisioner)
+// presents one of these identities, never its own role: the customer's
+// setup names one identity per cloud, and a new minting function needs
+// no change in any customer's cloud.
 type TrustConfig struct {
 	AWSPrincipal string
 	// GCPWorkloadIdentityProvider is the pool provider's resource name,
@@ -31,8 +38,11 @@ type TrustConfig struct {
 	// org, before exchanging at the pool.
 	GCPFederationRole string
 	AzureIssuer       string
-	AzureSubject      string
-	AzureAudienceBase string
+	// AzureFederationRole is the role Spaces assumes, session named after
+	// the org, before asking STS for the org's token: its ARN is the
+	// token's subject.
+	AzureFederationRole string
+	AzureAudienceBase   string
 }
 
 // TrustSetup is what the customer sets up in their cloud for one account,
@@ -117,8 +127,8 @@ func (c TrustConfig) Setup(a CloudAccount) *TrustSetup {
 	if c.GCPWorkloadIdentityProvider == "" || c.GCPFederationRole == "" {
 		missing[GCP] = "GCP_WORKLOAD_IDENTITY_PROVIDER and GCP_FEDERATION_ROLE_ARN"
 	}
-	if c.AzureIssuer == "" || c.AzureSubject == "" || c.AzureAudienceBase == "" {
-		missing[Azure] = "AZURE_FEDERATED_TOKEN_ISSUER, _SUBJECT and _AUDIENCE"
+	if c.AzureIssuer == "" || c.AzureFederationRole == "" || c.AzureAudienceBase == "" {
+		missing[Azure] = "AZURE_FEDERATED_TOKEN_ISSUER and _AUDIENCE and AZURE_FEDERATION_ROLE_ARN"
 	}
 	if env, ok := missing[a.Provider]; ok {
 		return &TrustSetup{ExternalID: a.Connection["externalId"], Steps: []string{
@@ -148,8 +158,8 @@ func (c TrustConfig) Setup(a CloudAccount) *TrustSetup {
 	case Azure:
 		aud := c.AzureAudience(a.OrgID)
 		fic, _ := json.Marshal(map[string]any{"name": "spaces-" + OrgTag(a.OrgID), "issuer": c.AzureIssuer,
-			"subject": c.AzureSubject, "audiences": []string{aud}})
-		return &TrustSetup{Principal: c.AzureSubject, Issuer: c.AzureIssuer, Subject: c.AzureSubject, Audience: aud, Steps: []string{
+			"subject": c.AzureFederationRole, "audiences": []string{aud}})
+		return &TrustSetup{Principal: c.AzureFederationRole, Issuer: c.AzureIssuer, Subject: c.AzureFederationRole, Audience: aud, Steps: []string{
 			"az ad app federated-credential create --id " + a.Connection["clientId"] + " --parameters '" + string(fic) + "'",
 			"az role assignment create --assignee " + a.Connection["clientId"] + " --role 'Azure Kubernetes Service Cluster User Role' --scope /subscriptions/" + a.Connection["subscriptionId"],
 			"az role assignment create --assignee " + a.Connection["clientId"] + " --role Reader --scope /subscriptions/" + a.Connection["subscriptionId"],

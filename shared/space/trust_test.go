@@ -10,7 +10,7 @@ var trustCfg = TrustConfig{
 	AWSPrincipal:                "arn:aws:iam::999999999999:root",
 	GCPWorkloadIdentityProvider: "projects/1/locations/global/workloadIdentityPools/spaces/providers/aws",
 	GCPFederationRole:           "arn:aws:iam::999999999999:role/spaces-gcp-federation",
-	AzureIssuer:                 "https://issuer.example", AzureSubject: "arn:aws:iam::999999999999:role/spaces-mint",
+	AzureIssuer:                 "https://issuer.example", AzureFederationRole: "arn:aws:iam::999999999999:role/spaces-mint",
 	AzureAudienceBase: "api://AzureADTokenExchange",
 }
 

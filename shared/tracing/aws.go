@@ -118,13 +118,38 @@ func Message(ctx context.Context, name string, attrs map[string]events.SQSMessag
 			c[k] = *v.StringValue
 		}
 	}
+	return continueTrace(ctx, name, c, trace.SpanKindConsumer)
+}
+
+// Carrier is the context's trace as W3C trace context fields
+// (traceparent), for a payload another function handles (a synchronous
+// Invoke's, whose trace header neither the emulator nor a function's own
+// handler span carries to the work): nil without a span.
+func Carrier(ctx context.Context) map[string]string {
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	if len(c) == 0 {
+		return nil
+	}
+	return c
+}
+
+// Continue starts the span of work a caller asked for with a payload that
+// carried its trace (Carrier): the span continues the caller's trace and
+// links the invocation that received the payload; without a carrier it is
+// under the invocation's span.
+func Continue(ctx context.Context, name string, carrier map[string]string) (context.Context, func(error)) {
+	return continueTrace(ctx, name, propagation.MapCarrier(carrier), trace.SpanKindServer)
+}
+
+func continueTrace(ctx context.Context, name string, c propagation.MapCarrier, kind trace.SpanKind) (context.Context, func(error)) {
 	invocation := trace.SpanFromContext(ctx)
 	parent := propagation.TraceContext{}.Extract(ctx, c)
 	if !trace.SpanContextFromContext(parent).IsValid() {
 		return Start(ctx, name)
 	}
 	tracer := invocation.TracerProvider().Tracer(Scope)
-	ctx, span := tracer.Start(parent, name, trace.WithSpanKind(trace.SpanKindConsumer),
+	ctx, span := tracer.Start(parent, name, trace.WithSpanKind(kind),
 		trace.WithLinks(trace.Link{SpanContext: invocation.SpanContext()}))
 	return ctx, func(err error) { end(span, err) }
 }

@@ -83,6 +83,7 @@ func TestHandlerContinuesLambdaTrace(t *testing.T) {
 		got = trace.SpanContextFromContext(ctx)
 		return 0, errors.New("failed")
 	})
+	//lint:ignore SA1029 aws-lambda-go's own key for the X-Ray header.
 	ctx := context.WithValue(t.Context(), "x-amzn-trace-id", "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
 	if _, err := h(ctx, 0); err == nil || err.Error() != "failed" {
 		t.Fatalf("the handler's error was not returned: %v", err)
@@ -90,6 +91,7 @@ func TestHandlerContinuesLambdaTrace(t *testing.T) {
 	if got.TraceID().String() != "5759e988bd862e3fe1be46a994272793" || !got.IsSampled() {
 		t.Errorf("span context %v, want the X-Ray root, sampled", got)
 	}
+	//lint:ignore SA1029 aws-lambda-go's own key for the X-Ray header.
 	ctx = context.WithValue(t.Context(), "x-amzn-trace-id", "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=0")
 	_, _ = h(ctx, 0)
 	if got.TraceID().String() != "5759e988bd862e3fe1be46a994272793" || got.IsSampled() {
@@ -97,6 +99,7 @@ func TestHandlerContinuesLambdaTrace(t *testing.T) {
 	}
 	for _, bad := range []string{"", "Root=2-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8", "Root=1-zz;Parent=53995c3f42cd8ad8"} {
 		before := time.Now().Unix()
+		//lint:ignore SA1029 aws-lambda-go's own key for the X-Ray header.
 		_, _ = h(context.WithValue(t.Context(), "x-amzn-trace-id", bad), 0)
 		id := got.TraceID()
 		secs := int64(id[0])<<24 | int64(id[1])<<16 | int64(id[2])<<8 | int64(id[3])
@@ -195,6 +198,7 @@ func TestXRayDaemon(t *testing.T) {
 		end(errors.New("denied"))
 		return 0, nil
 	})
+	//lint:ignore SA1029 aws-lambda-go's own key for the X-Ray header.
 	ctx := context.WithValue(t.Context(), "x-amzn-trace-id", "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
 	_, _ = h(ctx, 0)
 

@@ -11,10 +11,20 @@
 #     dynamodb-query-storage.patch: Query answered from a sorted index per
 #     partition key (the table's and each GSI's), in time proportional to
 #     the page rather than the table;
-#   - storage-*.patch, kumo-api.patch: persistence to KUMO_DATA_DIR only in a
-#     process that asks for it (kumo.EnablePersistence: the local stack, never
-#     a test), and kumo.Flush, which returns once every change is on disk, so
-#     that the local stack acknowledges a write only after it is durable.
+#   - storage-*.patch, kumo-durable.patch: persistence to KUMO_DATA_DIR only
+#     in a process that asks for it (KUMO_PERSIST=1: the local stack, never a
+#     test), and, when persisting, each answer held back until every change
+#     it made is on disk, so that the local stack acknowledges a write only
+#     after it is durable.
+#
+# The patches change behaviour only, inside kumo's own (internal) packages:
+# kumo's exported API is the released one, and Spaces calls nothing a patch
+# adds. So every tool that runs in plain module mode (GOFLAGS= go build,
+# go vet, go list, gopls, staticcheck in `make lint`) type-checks the whole
+# tree, tests included, without this overlay; only running the emulator
+# needs it, and an unpatched one is refused at start (emulator.Check names
+# this script). Keep it so: a patch that exported something for Spaces to
+# call would break those tools (the lint's plain-mode staticcheck fails).
 #
 # Go refuses -overlay replacements of files beneath GOMODCACHE, so this builds
 # the next best thing outside the repository:

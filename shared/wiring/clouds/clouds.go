@@ -28,7 +28,7 @@ func Minter(s Settings, awsCfg aws.Config, store interface {
 ) *mint.Minter {
 	return mint.ForRuntime(mint.RuntimeConfig{AWS: awsCfg, Store: store,
 		GCPWorkloadIdentityProvider: s.GCPWorkloadIdentityProvider, AzureTokenAudience: s.AzureTokenAudience,
-		GCPFederationRole: s.GCPFederationRole, AWSPrincipal: s.AWSPrincipal, AzureIssuer: s.AzureIssuer, AzureSubject: s.AzureSubject})
+		GCPFederationRole: s.GCPFederationRole, AWSPrincipal: s.AWSPrincipal, AzureIssuer: s.AzureIssuer, AzureFederationRole: s.AzureFederationRole})
 }
 
 // Creator is the deployed provisioner's cluster creator: the minter's

@@ -103,11 +103,13 @@ type Clouds struct {
 	GCPFederationRole string
 	AWSPrincipal      string
 	AzureIssuer       string
-	AzureSubject      string
+	// AzureFederationRole is the role every minting function assumes for
+	// an org's Entra token; its ARN is the token's subject.
+	AzureFederationRole string
 }
 
 // ReadClouds reads GCP_WORKLOAD_IDENTITY_PROVIDER, AZURE_FEDERATED_TOKEN_*,
-// GCP_FEDERATION_ROLE_ARN and SPACES_AWS_PRINCIPAL.
+// GCP_FEDERATION_ROLE_ARN, AZURE_FEDERATION_ROLE_ARN and SPACES_AWS_PRINCIPAL.
 func ReadClouds(env *config.Env) Clouds {
 	return Clouds{
 		GCPWorkloadIdentityProvider: env.String("GCP_WORKLOAD_IDENTITY_PROVIDER", ""),
@@ -115,7 +117,7 @@ func ReadClouds(env *config.Env) Clouds {
 		GCPFederationRole:           env.String("GCP_FEDERATION_ROLE_ARN", ""),
 		AWSPrincipal:                env.String("SPACES_AWS_PRINCIPAL", ""),
 		AzureIssuer:                 env.String("AZURE_FEDERATED_TOKEN_ISSUER", ""),
-		AzureSubject:                env.String("AZURE_FEDERATED_TOKEN_SUBJECT", ""),
+		AzureFederationRole:         env.String("AZURE_FEDERATION_ROLE_ARN", ""),
 	}
 }
 
@@ -123,7 +125,7 @@ func ReadClouds(env *config.Env) Clouds {
 func (c Clouds) Trust() space.TrustConfig {
 	return space.TrustConfig{
 		AWSPrincipal: c.AWSPrincipal, GCPWorkloadIdentityProvider: c.GCPWorkloadIdentityProvider,
-		GCPFederationRole: c.GCPFederationRole, AzureIssuer: c.AzureIssuer, AzureSubject: c.AzureSubject,
+		GCPFederationRole: c.GCPFederationRole, AzureIssuer: c.AzureIssuer, AzureFederationRole: c.AzureFederationRole,
 		AzureAudienceBase: c.AzureTokenAudience,
 	}
 }
