@@ -10,6 +10,10 @@ type RegisterInput struct {
 	CloudAccountID string
 	Config         Config
 	Synthetic      bool
+	// JobID is the provisioning job registering the cluster it created
+	// (never a client's field): the one registration the job's claim on
+	// the cluster lets through. Left out of the idempotency hash.
+	JobID string `json:"-"`
 }
 
 // Validate reports every bad field at once. It does not look at the cloud
@@ -58,6 +62,7 @@ func NewSpace(id, org string, in RegisterInput, now time.Time) Space {
 		CloudAccountID: in.CloudAccountID,
 		Config:         cfg,
 		Synthetic:      in.Synthetic,
+		JobID:          in.JobID,
 		Status:         Unknown,
 		CreatedAt:      now,
 		UpdatedAt:      now,
