@@ -3,7 +3,9 @@ package local
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -174,4 +176,45 @@ func fullBody(s *base.Schema, at string, depth int) (any, []string) {
 		}
 	}
 	return "x", fields
+}
+
+// TestCloudAccountExampleIsARealAnswer: the 201 example of POST
+// /cloud-accounts is what make run answers a new AWS connection (issue
+// 20: the example said version 1; the answer is version 2, as the account
+// is written, then its first verification).
+func TestCloudAccountExampleIsARealAnswer(t *testing.T) {
+	st := startDemoStack(t)
+	c := newClient(t, st, "acme")
+	got := c.must(201, c.do("POST", "/cloud-accounts", map[string]any{"provider": "aws", "name": "production",
+		"connection": map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces"}}))
+
+	v := openapitest.New(t, spaces.OpenAPI)
+	op, _ := v.Model().Paths.PathItems.Get("/cloud-accounts")
+	res, _ := op.Post.Responses.Codes.Get("201")
+	mt, _ := res.Content.Get("application/json")
+	ex, ok := mt.Examples.Get("aws")
+	if !ok {
+		t.Fatal("POST /cloud-accounts 201 has no aws example")
+	}
+	var want map[string]any
+	if err := ex.Value.Decode(&want); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)); !slices.Equal(a, b) {
+		t.Errorf("answer fields %v, example fields %v", a, b)
+
+	}
+	for _, k := range []string{"version", "status", "status_reason", "provider"} {
+		if fmt.Sprint(got[k]) != fmt.Sprint(want[k]) {
+			t.Errorf("%s: answered %v, the example shows %v", k, got[k], want[k])
+		}
+	}
+	prefix := func(m map[string]any) string {
+		s, _ := m["status_message"].(string)
+		s, _, _ = strings.Cut(s, "/cloud-accounts/")
+		return s
+	}
+	if prefix(got) != prefix(want) {
+		t.Errorf("status_message: answered %q, the example shows %q", got["status_message"], want["status_message"])
+	}
 }
