@@ -53,6 +53,12 @@ func main() {
 			fmt.Fprintln(os.Stderr, "spaces: cannot write the simulated cloud's CA:", err)
 			os.Exit(1)
 		}
+		// Its port changes at every start: the tour reads it from here
+		// (export SIMCLOUD=$(cat .local/simcloud-url)).
+		if err := os.WriteFile(simcloudURL, []byte(st.Demo.Cloud.URL+"\n"), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "spaces: cannot write the simulated cloud's URL:", err)
+			os.Exit(1)
+		}
 	}
 	fmt.Print(banner(st, cfg, token))
 	select {
@@ -66,6 +72,9 @@ func main() {
 
 // simcloudCA is where make run leaves the simulated cloud's CA.
 const simcloudCA = ".local/simcloud-ca.pem"
+
+// simcloudURL is where make run leaves the simulated cloud's address.
+const simcloudURL = ".local/simcloud-url"
 
 // configure reads the environment once.
 func configure() (local.Config, error) {
