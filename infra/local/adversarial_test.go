@@ -3,13 +3,17 @@ package local
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -258,6 +262,26 @@ func TestAdversarial(t *testing.T) {
 			tk, _ := s.Mint("acme", "x", nil, time.Hour)
 			forged = append(forged, tk)
 		}
+		// Real signatures with the stack's own key over tokens no verifier
+		// may take: a crit header it does not understand (RFC 7515
+		// §4.1.11), dates as numeric strings (RFC 7519 §2).
+		devKey := devPrivateKey(t, filepath.Join(dataDir, "dev-jwt.pem"))
+		kid := st.Signer.KeyID()
+		for _, h := range []map[string]any{{"crit": []string{"x-unknown"}, "x-unknown": true}, {"crit": []string{}}} {
+			tk := jwt.NewWithClaims(jwt.SigningMethodES256, claims(nil))
+			tk.Header["kid"] = kid
+			for k, v := range h {
+				tk.Header[k] = v
+			}
+			s, _ := tk.SignedString(devKey)
+			forged = append(forged, s)
+		}
+		for _, claim := range []string{"exp", "nbf", "iat"} {
+			tk := jwt.NewWithClaims(jwt.SigningMethodES256, claims(func(m jwt.MapClaims) { m[claim] = fmt.Sprint(m[claim]) }))
+			tk.Header["kid"] = kid
+			s, _ := tk.SignedString(devKey)
+			forged = append(forged, s)
+		}
 		parts := strings.Split(tok, ".")
 		for _, edit := range []func(jwt.MapClaims){
 			func(m jwt.MapClaims) { m["org_id"] = "globex" },
@@ -311,6 +335,11 @@ func TestAdversarial(t *testing.T) {
 			{name: "retry revision", method: "POST", path: "/revisions/" + a.revision + "/retry"},
 			{name: "push to their environment", method: "POST", path: "/environments/" + a.env + "/revisions", body: body(map[string]any{"manifests": manyManifests(1)})},
 			{name: "register on their account", method: "POST", path: "/spaces", body: body(registerBody("aws", a.account, "stolen")), field: "cloud_account_id"},
+			{name: "synthetic space on their account", method: "POST", path: "/spaces", body: body(func() map[string]any {
+				m := registerBody("aws", a.account, "acme-secret-cluster")
+				m["synthetic"] = true
+				return m
+			}()), field: "cloud_account_id"},
 			{name: "environment on their space", method: "POST", path: "/environments", body: body(map[string]any{"name": "steal", "space_id": a.space})},
 			{name: "policy on their space", method: "POST", path: "/autoscaler-policies", body: body(map[string]any{"space_id": a.space,
 				"target": map[string]any{"namespace": "web", "kind": "Deployment", "name": "w"}, "min_replicas": 1, "max_replicas": 2})},
@@ -593,6 +622,24 @@ func TestAdversarial(t *testing.T) {
 		t.Logf("%s: %d requests", f, n)
 	}
 	t.Logf("%d adversarial requests, none answered 5xx", total)
+}
+
+// devPrivateKey reads the stack's development signing key.
+func devPrivateKey(t *testing.T, path string) *ecdsa.PrivateKey {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(data)
+	if block == nil {
+		t.Fatalf("%s holds no PEM block", path)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.(*ecdsa.PrivateKey)
 }
 
 func clone(m map[string]any) map[string]any {

@@ -3,6 +3,7 @@ package local
 import (
 	"encoding/json"
 	"log/slog"
+	"mime"
 	"net/http"
 	"path"
 	"strings"
@@ -50,21 +51,29 @@ func (st *Stack) withConsole(cfg Config, api http.Handler) http.Handler {
 }
 
 // devSignIn answers {"org": "acme"} with {"access_token": …, "expires_in": …}.
-// The token goes only into the response body: nothing logs it.
+// The token goes only into the response body: nothing logs it. Only an
+// application/json body is taken: a browser sends that cross-origin only
+// after a CORS preflight this server never grants, so another page cannot
+// mint a token with a text/plain or form post.
 func (st *Stack) devSignIn(log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+			devProblem(w, r, http.StatusUnsupportedMediaType, "unsupported-media-type", "Content-Type", "the body must be application/json")
+			return
+		}
 		var in struct {
 			Org string `json:"org"`
 		}
 		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
 		if err := dec.Decode(&in); err != nil {
-			devProblem(w, http.StatusBadRequest, "the body must be a JSON object like {\"org\": \"acme\"}")
+			devProblem(w, r, http.StatusBadRequest, "malformed-request", "body", "the body must be a JSON object like {\"org\": \"acme\"}")
 			return
 		}
 		token, err := st.Signer.Mint(strings.TrimSpace(in.Org), "console-dev", nil, devTokenTTL)
 		if err != nil {
-			devProblem(w, http.StatusUnprocessableEntity, strings.TrimPrefix(err.Error(), "auth: cannot mint token: "))
+			devProblem(w, r, http.StatusUnprocessableEntity, "invalid-fields", "org", strings.TrimPrefix(err.Error(), "auth: cannot mint token: "))
 			return
 		}
 		log.Info("development sign-in", "org_id", in.Org)
@@ -73,8 +82,11 @@ func (st *Stack) devSignIn(log *slog.Logger) http.Handler {
 	})
 }
 
-func devProblem(w http.ResponseWriter, code int, detail string) {
+// devProblem is an RFC 9457 problem of the API's types (httpapi/problem.go),
+// naming the field to fix.
+func devProblem(w http.ResponseWriter, r *http.Request, code int, slug, field, detail string) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(map[string]any{"title": http.StatusText(code), "status": code, "detail": detail})
+	_ = json.NewEncoder(w).Encode(map[string]any{"type": "urn:spaces:problem:" + slug, "title": http.StatusText(code), "status": code,
+		"detail": detail, "instance": r.URL.Path, "errors": []map[string]string{{"field": field, "reason": detail}}})
 }

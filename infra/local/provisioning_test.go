@@ -211,6 +211,13 @@ func TestProvisioningJobEndToEnd(t *testing.T) {
 		if dup["existing_job_id"] != id {
 			t.Errorf("%s: second job: %v, want existing_job_id %s", provider, dup, id)
 		}
+		// One claim rule for every path that takes a cluster: a space,
+		// synthetic or not, cannot name it either (issue 20).
+		reg := registerBody(provider, acct, name)
+		reg["synthetic"] = true
+		if taken := c.must(409, c.do("POST", "/spaces", reg)); taken["existing_job_id"] != id {
+			t.Errorf("%s: synthetic space on a cluster a job is creating: %v, want existing_job_id %s", provider, taken, id)
+		}
 		// Another org can neither see nor touch the job.
 		for _, r := range []resp{other.do("GET", "/provisioning-jobs/"+id, nil), other.do("DELETE", "/provisioning-jobs/"+id, nil),
 			other.do("POST", "/provisioning-jobs/"+id+"/retry", nil)} {
@@ -446,7 +453,16 @@ func TestProvisioningBadRequests(t *testing.T) {
 		{"GCP network on AWS", body("aws", func(_, _, _, n map[string]any) { n["network"] = "default" }), "spec.network.network", nil},
 		{"network an array", body("aws", func(_, s, _, _ map[string]any) { s["network"] = []string{} }), "spec.network", nil},
 		{"reserved AWS tag", body("aws", func(_, s, _, _ map[string]any) { s["tags"] = map[string]string{"aws:owner": "me"} }), "spec.tags.aws:owner", nil},
-		{"tag not a string", body("aws", func(_, s, _, _ map[string]any) { s["tags"] = map[string]any{"n": 1} }), "spec.tags", nil},
+		{"tag not a string", body("aws", func(_, s, _, _ map[string]any) { s["tags"] = map[string]any{"n": 1} }), "spec.tags.n", nil},
+		// Issue 20: null where a value is required, and characters no cloud
+		// takes, are refused before any cloud call.
+		{"min_nodes null", body("aws", func(_, _, p, _ map[string]any) { p["min_nodes"] = nil }), "spec.node_pool.min_nodes", nil},
+		{"desired_nodes null", body("gcp", func(_, _, p, _ map[string]any) { p["desired_nodes"] = nil }), "spec.node_pool.desired_nodes", nil},
+		{"azure tag with NUL, bidi override and BEL", body("azure", func(_, s, _, _ map[string]any) {
+			s["tags"] = map[string]any{"a\u0000b": "x\u202ey\u0007"}
+		}), "spec.tags.a\u0000b", nil},
+		{"azure tag value null", body("azure", func(_, s, _, _ map[string]any) { s["tags"] = map[string]any{"n": nil} }), "spec.tags.n", nil},
+		{"subnet id null", body("aws", func(_, _, _, n map[string]any) { n["subnet_ids"] = []any{"subnet-0a1b2c3d", nil} }), "spec.network.subnet_ids[1]", nil},
 		{"GCP without network", body("gcp", func(_, _, _, n map[string]any) { delete(n, "network") }), "spec.network.network", nil},
 		{"GCP label uppercase", body("gcp", func(_, s, _, _ map[string]any) { s["tags"] = map[string]string{"Team": "x"} }), "spec.tags.Team", nil},
 		{"EC2 type on GCP", body("gcp", func(_, _, p, _ map[string]any) { p["machine_type"] = "m5.large" }), "spec.node_pool.machine_type", nil},
@@ -469,6 +485,9 @@ func TestProvisioningBadRequests(t *testing.T) {
 			t.Errorf("%s: status %d: %s", tc.name, r.status, r.body)
 			continue
 		}
+		if strings.Contains(tc.name, "null") && r.status != 422 {
+			t.Errorf("%s: status %d, want 422: %s", tc.name, r.status, r.body)
+		}
 		p := r.json(t)
 		named := false
 		for _, e := range p["errors"].([]any) {
@@ -478,6 +497,17 @@ func TestProvisioningBadRequests(t *testing.T) {
 		}
 		if !named {
 			t.Errorf("%s: problem does not name %s: %s", tc.name, tc.field, r.body)
+		}
+	}
+	// A synthetic space names a cluster too: only on a ready account of
+	// the org, like any other (issue 20: another org's failed copy of an
+	// account registered synthetic spaces naming the first org's clusters).
+	for name, acct := range map[string]string{"pending": pending, "unknown": uuid.NewString()} {
+		syn := registerBody("aws", acct, "placeholder")
+		syn["synthetic"] = true
+		r := c.do("POST", "/spaces", syn)
+		if r.status != 422 || !strings.Contains(string(r.body), `"cloud_account_id"`) {
+			t.Errorf("synthetic space on a %s account: %d %s", name, r.status, r.body)
 		}
 	}
 	if n := itemCount(t, st); n != items {
@@ -504,6 +534,15 @@ func TestProvisioningBadRequests(t *testing.T) {
 	waitJob(t, c, j["id"].(string), provisioning.Succeeded)
 	if clusters, _, _ := creator.counts(); clusters != 1 || spaceCount(t, c) != 1 {
 		t.Errorf("%d clusters, %d spaces after a replayed request; want 1 and 1", clusters, spaceCount(t, c))
+	}
+
+	// The documented least-privilege roles (issue 20: refused as unknown).
+	roles := jobBody("aws", accts["aws"], "roles")
+	roles["spec"].(map[string]any)["cluster_role_arn"] = "arn:aws:iam::123456789012:role/eks-cluster"
+	roles["spec"].(map[string]any)["node_role_arn"] = "arn:aws:iam::123456789012:role/eks-nodes"
+	withRoles := c.must(201, c.do("POST", "/provisioning-jobs", roles))["spec"].(map[string]any)
+	if withRoles["cluster_role_arn"] != "arn:aws:iam::123456789012:role/eks-cluster" || withRoles["node_role_arn"] != "arn:aws:iam::123456789012:role/eks-nodes" {
+		t.Errorf("job spec %v lost its roles", withRoles)
 	}
 }
 

@@ -1,8 +1,13 @@
 package auth_test
 
 import (
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,11 +44,32 @@ func FuzzLocalVerifier(f *testing.F) {
 	none, _ := jwt.NewWithClaims(jwt.SigningMethodNone, jwt.MapClaims{"org_id": "acme", "sub": "fuzz", "iss": auth.DefaultIssuer,
 		"aud": auth.DefaultAudience, "exp": time.Now().Add(time.Hour).Unix()}).SignedString(jwt.UnsafeAllowNoneSignatureType)
 	hs, _ := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"org_id": "acme", "sub": "fuzz"}).SignedString([]byte("guess"))
+	// Tokens signed with the real key that must still be refused: a crit
+	// header (RFC 7515 §4.1.11) and an exp given as a string.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	block, _ := pem.Decode(data)
+	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		f.Fatal(err)
+	}
+	claims := jwt.MapClaims{"org_id": "acme", "sub": "fuzz", "iss": auth.DefaultIssuer, "aud": auth.DefaultAudience,
+		"exp": time.Now().Add(time.Hour).Unix()}
+	crit := jwt.NewWithClaims(jwt.SigningMethodES256, claims)
+	crit.Header["kid"], crit.Header["crit"] = v.KeyID(), []string{"b64"}
+	critical, _ := crit.SignedString(key)
+	claims["exp"] = strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)
+	str := jwt.NewWithClaims(jwt.SigningMethodES256, claims)
+	str.Header["kid"] = v.KeyID()
+	stringExp, _ := str.SignedString(key)
 	parts := strings.Split(good, ".")
 	for _, h := range []string{
 		"Bearer " + good, "bearer  " + good + " ", "Bearer " + expired, "Bearer " + none, "Bearer " + hs,
 		"Bearer " + parts[0] + "." + parts[1] + ".", "Bearer " + good[:len(good)-2], "Bearer " + parts[0] + ".e30." + parts[2],
 		"Basic YTpi", "Bearer", "", "Bearer " + strings.Repeat("a", 9000), "Bearer a.b.c", "Bearer ....",
+		"Bearer " + critical, "Bearer " + stringExp,
 	} {
 		f.Add(h)
 	}
@@ -63,6 +89,12 @@ func FuzzLocalVerifier(f *testing.F) {
 		}
 		if p.OrgID != "acme" || p.Subject != "fuzz" {
 			t.Fatalf("accepted %q as %+v", header, p)
+		}
+		seg := strings.Split(strings.TrimSpace(header[len("Bearer "):]), ".")
+		hdr, _ := base64.RawURLEncoding.DecodeString(seg[0])
+		body, _ := base64.RawURLEncoding.DecodeString(seg[1])
+		if strings.Contains(string(hdr), `"crit"`) || strings.Contains(string(body), `"exp":"`) {
+			t.Fatalf("accepted %q: header %s, claims %s", header, hdr, body)
 		}
 	})
 }

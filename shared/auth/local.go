@@ -2,7 +2,9 @@ package auth
 
 import (
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -100,13 +102,52 @@ func (v *LocalVerifier) Authenticate(r *http.Request) (Principal, error) {
 	return newPrincipal(c.OrgID, c.Subject, parseScopes(c.Scope))
 }
 
-var errUnknownKey = errors.New("unknown kid")
+var (
+	errUnknownKey  = errors.New("unknown kid")
+	errCritical    = errors.New("crit header parameter")
+	errNumericDate = errors.New("a NumericDate claim is not a JSON number")
+)
 
+// keyFor checks what the parser lets through before it picks the key: a
+// crit header (RFC 7515 §4.1.11: a recipient that does not understand every
+// listed extension must refuse the JWS; this one understands none), and
+// exp, nbf and iat given as strings (RFC 7519 §2: a NumericDate is a JSON
+// number; golang-jwt also takes "123").
 func (v *LocalVerifier) keyFor(t *jwt.Token) (any, error) {
+	if _, ok := t.Header["crit"]; ok {
+		return nil, errCritical
+	}
+	if !numericDates(t.Raw) {
+		return nil, errNumericDate
+	}
 	if kid, _ := t.Header["kid"].(string); kid != v.key.kid {
 		return nil, errUnknownKey
 	}
 	return &v.key.private.PublicKey, nil
+}
+
+// numericDates reports whether the token's exp, nbf and iat, where present,
+// are JSON numbers. The parser has decoded the payload already, so it is
+// valid base64url JSON.
+func numericDates(raw string) bool {
+	parts := strings.Split(raw, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return false
+	}
+	var c map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &c); err != nil {
+		return false
+	}
+	for _, k := range []string{"exp", "nbf", "iat"} {
+		if v, ok := c[k]; ok && (len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9'))) {
+			return false
+		}
+	}
+	return true
 }
 
 // describe turns a parse failure into a message for the client. Expiry comes
@@ -115,6 +156,10 @@ func describe(err error, c *claims) string {
 	switch {
 	case errors.Is(err, jwt.ErrTokenMalformed):
 		return "the bearer token is malformed"
+	case errors.Is(err, errCritical):
+		return "the bearer token names critical header parameters this API does not understand (crit)"
+	case errors.Is(err, errNumericDate):
+		return "the bearer token's exp, nbf and iat must be JSON numbers"
 	case errors.Is(err, errUnknownKey):
 		return "the bearer token was signed by an unknown key"
 	case errors.Is(err, jwt.ErrTokenSignatureInvalid):

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -253,6 +254,19 @@ func TestLocalVerifierRefuses(t *testing.T) {
 		{"org_id with spaces", "Bearer " + signES256(t, key, kid, with("org_id", "acme corp")),
 			"the bearer token's org_id claim is not a valid organization id"},
 		{"org_id not a string", "Bearer " + signES256(t, key, kid, with("org_id", 42)), "the bearer token is malformed"},
+		// RFC 7519 §2: a NumericDate is a JSON number, never a string.
+		{"exp a numeric string", "Bearer " + signES256(t, key, kid, with("exp", strconv.FormatInt(now.Add(time.Hour).Unix(), 10))),
+			"the bearer token's exp, nbf and iat must be JSON numbers"},
+		{"nbf a numeric string", "Bearer " + signES256(t, key, kid, with("nbf", strconv.FormatInt(now.Unix(), 10))),
+			"the bearer token's exp, nbf and iat must be JSON numbers"},
+		{"iat a numeric string", "Bearer " + signES256(t, key, kid, with("iat", strconv.FormatInt(now.Unix(), 10))),
+			"the bearer token's exp, nbf and iat must be JSON numbers"},
+		// RFC 7515 §4.1.11: a header naming extensions the verifier does not
+		// understand (this one understands none) must be refused.
+		{"crit with an unknown parameter", "Bearer " + signHeader(t, key, map[string]any{"kid": kid, "crit": []string{"exp2"}, "exp2": 1}, claimsNow()),
+			"the bearer token names critical header parameters this API does not understand (crit)"},
+		{"crit empty", "Bearer " + signHeader(t, key, map[string]any{"kid": kid, "crit": []string{}}, claimsNow()),
+			"the bearer token names critical header parameters this API does not understand (crit)"},
 		{"tampered claims", "Bearer " + tamper(t, mint(t, f.signer, "acme")), "the bearer token's signature is not valid"},
 		{"garbage", "Bearer not-a-jwt", "the bearer token is malformed"},
 		{"garbage segments", "Bearer a.b.c", "the bearer token is malformed"},
@@ -282,6 +296,20 @@ func TestLocalVerifierRefuses(t *testing.T) {
 		_, err := f.verifier.Authenticate(request(tok, tok))
 		wantUnauthenticated(t, err, "the request has more than one Authorization header")
 	})
+}
+
+// signHeader signs c with extra header parameters.
+func signHeader(t *testing.T, key *ecdsa.PrivateKey, header map[string]any, c jwt.MapClaims) string {
+	t.Helper()
+	tok := jwt.NewWithClaims(jwt.SigningMethodES256, c)
+	for k, v := range header {
+		tok.Header[k] = v
+	}
+	s, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // tamper flips the org in the payload while keeping the signature.

@@ -105,27 +105,46 @@ func (s *Store) CreateJob(ctx context.Context, j provisioning.Job, idem provisio
 				return &space.Error{Kind: space.KindConflict, ExistingID: holder,
 					Message: "this cluster is already registered in the org as space " + holder}
 			case failedCheck(reasons, iJobClaim):
-				var c jobClaimRecord
-				it := reasons[iJobClaim].Item
-				if it == nil {
-					var err error
-					if it, err = s.getItem(ctx, itemKey(j.OrgID, prefixJobClaim+j.Identity())); err != nil {
-						return err
-					}
-				}
-				if it == nil {
-					return errRetry // released meanwhile
-				}
-				if err := s.decode(it, &c); err != nil {
+				job, err := s.jobClaimHolder(ctx, j.OrgID, j.Identity(), reasons[iJobClaim].Item)
+				if err != nil {
 					return err
 				}
-				return &space.Error{Kind: space.KindConflict, ExistingJobID: c.JobID,
-					Message: "this cluster is already being provisioned in the org by job " + c.JobID + " (cancel it first if it failed)"}
+				if job == "" {
+					return errRetry // released meanwhile
+				}
+				return jobClaimConflict(job)
 			case failedCheck(reasons, iJob):
 				return internal("create job", fmt.Errorf("job id %s is already taken", j.ID))
 			}
 			return nil
 		})
+}
+
+// jobClaimHolder returns the id of the job claiming identity ("" if
+// none), from a cancellation reason's item when DynamoDB returned it, else
+// read consistently.
+func (s *Store) jobClaimHolder(ctx context.Context, org, identity string, item map[string]types.AttributeValue) (string, error) {
+	if item == nil {
+		var err error
+		if item, err = s.getItem(ctx, itemKey(org, prefixJobClaim+identity)); err != nil {
+			return "", err
+		}
+	}
+	if item == nil {
+		return "", nil
+	}
+	var c jobClaimRecord
+	if err := s.decode(item, &c); err != nil {
+		return "", err
+	}
+	return c.JobID, nil
+}
+
+// jobClaimConflict is the answer to any path that takes a cluster a job
+// claims: registration (synthetic too) and another job.
+func jobClaimConflict(job string) error {
+	return &space.Error{Kind: space.KindConflict, ExistingJobID: job,
+		Message: "this cluster is already being provisioned in the org by job " + job + " (cancel it first if it failed)"}
 }
 
 // jobIdem returns the unexpired record of key, from a cancellation

@@ -63,6 +63,7 @@ func (s *Store) Register(ctx context.Context, sp space.Space, idem space.Idempot
 		iSpace = iota
 		iClaim
 		iAccount
+		iJobClaim
 		iIdem
 	)
 	absent := "attribute_not_exists(" + nPK + ")"
@@ -87,6 +88,20 @@ func (s *Store) Register(ctx context.Context, sp space.Space, idem space.Idempot
 				":one": num(1), ":prov": str(string(sp.Provider)),
 			},
 		}},
+		// One claim rule for every path that takes a cluster: a live (or
+		// failed, retryable) provisioning job's claim keeps every
+		// registration out, synthetic ones too, but the job's own.
+		iJobClaim: {ConditionCheck: &types.ConditionCheck{
+			TableName: s.table, Key: itemKey(sp.OrgID, prefixJobClaim+sp.Identity()),
+			ConditionExpression: aws.String(absent), ExpressionAttributeNames: names(nPK),
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}},
+	}
+	if sp.JobID != "" {
+		c := items[iJobClaim].ConditionCheck
+		c.ConditionExpression = aws.String(absent + " OR " + nJobID + " = :job")
+		c.ExpressionAttributeNames = names(nPK, nJobID)
+		c.ExpressionAttributeValues = map[string]types.AttributeValue{":job": str(sp.JobID)}
 	}
 	if idem.Key != "" {
 		rec, err := s.encode(idemRecord{Key: idem.Key, Hash: idem.Hash, Space: idem.Space,
@@ -133,6 +148,15 @@ func (s *Store) Register(ctx context.Context, sp space.Space, idem space.Idempot
 				return &space.Error{Kind: space.KindInvalid, Message: "the space is not valid", Fields: []space.FieldError{{
 					Field: "cloud_account_id", Reason: fmt.Sprintf("no %s cloud account with this id in the org", sp.Provider),
 				}}}
+			case failedCheck(reasons, iJobClaim):
+				job, err := s.jobClaimHolder(ctx, sp.OrgID, sp.Identity(), reasons[iJobClaim].Item)
+				if err != nil {
+					return err
+				}
+				if job == "" {
+					return errRetry // released meanwhile
+				}
+				return jobClaimConflict(job)
 			case failedCheck(reasons, iClaim):
 				holder, err := s.claimHolder(ctx, sp.OrgID, sp.Identity(), reasons[iClaim].Item)
 				if err != nil {

@@ -87,12 +87,13 @@ const (
 	nGate    = "#gate"
 	nPState  = "#pstate"
 	nPReason = "#preason"
+	nJobID   = "#jobid"
 )
 
 var attrNames = map[string]string{
 	nPK: "pk", nSK: "sk", nVersion: "version", nDeleted: "deleted_at", nUpdated: "updated_at",
 	nShard: "probe_shard", nCount: "space_count", nProv: "provider", nType: "space_type",
-	nAccount: "cloud_account_id", nSpaceID: "space_id", nExpires: "expires_at", nID: "id",
+	nAccount: "cloud_account_id", nSpaceID: "space_id", nExpires: "expires_at", nID: "id", nJobID: "job_id",
 	nOrg: "org_id", nName: "name", nStatus: "status", nProbe: "probe",
 	nGate: "gate", nPState: "state", nPReason: "state_reason",
 }

@@ -25,32 +25,9 @@ const MaxBody = 64 << 10
 // unknown field and every field of the wrong type at once. Each value in
 // fields is a pointer to decode into.
 func readObject(w http.ResponseWriter, r *http.Request, fields map[string]any) error {
-	// The usual header needs no parsing (ParseMediaType allocates).
-	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
-		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-			return &httpError{status: http.StatusUnsupportedMediaType, detail: "the request body must be application/json", field: "Content-Type"}
-		}
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
-	if err != nil {
-		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
-			return &httpError{status: http.StatusRequestEntityTooLarge, detail: fmt.Sprintf("the request body is larger than %d bytes", MaxBody), field: "body"}
-		}
-		return &space.Error{Kind: space.KindMalformed, Message: "the request body could not be read", Err: err,
-			Fields: []space.FieldError{{Field: "body", Reason: "could not be read to the end"}}}
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return bodyError("the request body is empty; a JSON object is required")
-	}
-	raw, err := decodeObject(body)
+	raw, err := readRawObject(w, r)
 	if err != nil {
 		return err
-	}
-	// encoding/json silently replaces invalid UTF-8 and keeps the last of
-	// duplicate keys; either would store something other than what the
-	// client meant, so both are refused.
-	if bad := textProblems(body, raw); len(bad) > 0 {
-		return &space.Error{Kind: space.KindMalformed, Message: "the request body is not valid UTF-8 JSON with unique keys", Fields: bad}
 	}
 	var bad []space.FieldError
 	keys := make([]string, 0, len(raw))
@@ -76,6 +53,39 @@ func readObject(w http.ResponseWriter, r *http.Request, fields map[string]any) e
 		return &space.Error{Kind: space.KindMalformed, Message: "the request body has unknown or mistyped fields", Fields: bad}
 	}
 	return nil
+}
+
+// readRawObject reads the body as one JSON object of valid UTF-8 with
+// unique keys, each value left undecoded.
+func readRawObject(w http.ResponseWriter, r *http.Request) (map[string]json.RawMessage, error) {
+	// The usual header needs no parsing (ParseMediaType allocates).
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return nil, &httpError{status: http.StatusUnsupportedMediaType, detail: "the request body must be application/json", field: "Content-Type"}
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+			return nil, &httpError{status: http.StatusRequestEntityTooLarge, detail: fmt.Sprintf("the request body is larger than %d bytes", MaxBody), field: "body"}
+		}
+		return nil, &space.Error{Kind: space.KindMalformed, Message: "the request body could not be read", Err: err,
+			Fields: []space.FieldError{{Field: "body", Reason: "could not be read to the end"}}}
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, bodyError("the request body is empty; a JSON object is required")
+	}
+	raw, err := decodeObject(body)
+	if err != nil {
+		return nil, err
+	}
+	// encoding/json silently replaces invalid UTF-8 and keeps the last of
+	// duplicate keys; either would store something other than what the
+	// client meant, so both are refused.
+	if bad := textProblems(body, raw); len(bad) > 0 {
+		return nil, &space.Error{Kind: space.KindMalformed, Message: "the request body is not valid UTF-8 JSON with unique keys", Fields: bad}
+	}
+	return raw, nil
 }
 
 // decodeObject decodes a body that must be one JSON object, with nothing

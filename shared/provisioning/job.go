@@ -134,7 +134,7 @@ func (j Job) Identity() string { return space.Identity(j.Provider, j.Config) }
 // very input of POST /spaces.
 func (j Job) RegisterInput() space.RegisterInput {
 	return space.RegisterInput{Name: j.Name, Provider: j.Provider, SpaceType: space.TypeKubernetes,
-		CloudAccountID: j.CloudAccountID, Config: j.Config}
+		CloudAccountID: j.CloudAccountID, Config: j.Config, JobID: j.ID}
 }
 
 // RegistrationKey is the Idempotency-Key the job registers its space

@@ -17,8 +17,8 @@ func TestPatternsKeepTheirLimits(t *testing.T) {
 	}{
 		{`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`, gcpNetName.MatchString, "a", 63},
 		{`^[a-z][a-z0-9]{2,39}$`, azureRegion.MatchString, "a", 40},
-		{`^[a-z][a-z0-9_-]{0,62}$`, gcpLabelKey.MatchString, "a", 63},
-		{`^[a-z0-9_-]{0,63}$`, gcpLabelVal.MatchString, "_", 63},
+		{`^[\p{Ll}\p{Lo}][\p{Ll}\p{Lo}\p{N}_-]{0,62}$`, func(s string) bool { return gcpLabel(gcpLabelKey, s) }, "é", 63},
+		{`^[\p{Ll}\p{Lo}\p{N}_-]{0,63}$`, func(s string) bool { return gcpLabel(gcpLabelVal, s) }, "_", 63},
 	} {
 		want := regexp.MustCompile(c.counted)
 		for n := 0; n <= c.max+1; n++ {

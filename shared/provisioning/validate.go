@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"spaces/shared/space"
@@ -17,6 +18,9 @@ type Input struct {
 	CloudAccountID string
 	Config         space.Config
 	Spec           space.ClusterSpec
+	// Null lists the body's fields given as JSON null (spec.node_pool.min_nodes,
+	// spec.tags.team): null is not a value, and its zero may pass for one.
+	Null []string `json:"-"`
 }
 
 // The shapes each cloud publishes for what a spec names. Whether a version
@@ -37,10 +41,22 @@ var (
 	azureRegion = space.MustPattern(`^[a-z][a-z0-9]{2,}$`, 40)
 	// The group, network and subnet names are 1–90, 2–64 and 1–80
 	// characters: see azureSubnetID (space.Pattern says why not here).
-	azureSubnet  = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/resourceGroups/([-\w.()]+)/providers/Microsoft\.Network/virtualNetworks/([-\w.]{2,})/subnets/([-\w.]+)$`)
-	gcpLabelKey  = space.MustPattern(`^[a-z][a-z0-9_-]*$`, 63)
-	gcpLabelVal  = space.MustPattern(`^[a-z0-9_-]*$`, 63)
-	azureTagBad  = regexp.MustCompile(`[<>%&\\?/]`)
+	azureSubnet = regexp.MustCompile(`(?i)^/subscriptions/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/resourceGroups/([-\w.()]+)/providers/Microsoft\.Network/virtualNetworks/([-\w.]{2,})/subnets/([-\w.]+)$`)
+	// GCP labels: keys start with a lowercase letter or an international
+	// character; keys and values hold lowercase letters, international
+	// characters, digits, '_' and '-'; 1-63 and 0-63 characters.
+	// https://cloud.google.com/compute/docs/labeling-resources#requirements
+	gcpLabelKey = regexp.MustCompile(`^[\p{Ll}\p{Lo}][\p{Ll}\p{Lo}\p{N}_-]*$`)
+	gcpLabelVal = regexp.MustCompile(`^[\p{Ll}\p{Lo}\p{N}_-]*$`)
+	// Azure tag names may not hold < > % & \ ? /; a name is 1-512
+	// characters, a value 0-256, at most 50 tags.
+	// https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/tag-resources#limitations
+	azureTagBad = regexp.MustCompile(`[<>%&\\?/]`)
+	// AWS tags: letters, digits and spaces representable in UTF-8, and
+	// + - = . _ : / @; key 1-128, value 0-256; no aws: prefix; 50 per
+	// resource.
+	// https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html#tag-conventions
+	// https://docs.aws.amazon.com/eks/latest/userguide/eks-using-tags.html#tag-restrictions
 	awsTagChars  = regexp.MustCompile(`^[\p{L}\p{Z}\p{N}_.:/=+\-@]*$`)
 	maxNodes     = 1000
 	maxTags      = 50
@@ -62,6 +78,9 @@ func (in Input) Validate() error {
 			return err
 		}
 		fe = append(fe, e.Fields...)
+	}
+	for _, at := range in.Null {
+		add(at, "must not be null: give a value or leave the field out")
 	}
 	s := in.Spec
 	switch {
@@ -213,7 +232,28 @@ func checkIDs(add adder, field string, ids []string, re *regexp.Regexp, hint str
 	}
 }
 
-// checkTags applies each cloud's tag (label) rules.
+// gcpLabel matches a label key or value of at most 63 characters.
+func gcpLabel(re *regexp.Regexp, s string) bool {
+	return utf8.RuneCountInString(s) <= 63 && re.MatchString(s)
+}
+
+// printable reports whether s holds only letters, marks, numbers,
+// punctuation, symbols and spaces: no control (NUL, BEL, line breaks),
+// format (bidirectional overrides and isolates, zero-width joiners),
+// private-use, surrogate or unassigned code point, which no cloud takes
+// in a tag and which would reach one only to be refused, or to mislead a
+// reader of the console or a bill.
+func printable(s string) bool {
+	for _, r := range s {
+		if !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Z) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkTags applies each cloud's tag (label) rules, after the one all
+// clouds share (printable).
 func checkTags(add adder, p space.Provider, tags map[string]string) {
 	const f = "spec.tags"
 	if len(tags) > maxTags {
@@ -230,6 +270,10 @@ func checkTags(add adder, p space.Provider, tags map[string]string) {
 			add(at, "must be valid UTF-8")
 			continue
 		}
+		if !printable(k) || !printable(v) {
+			add(at, "must not hold control or format characters (such as NUL, line breaks or bidirectional overrides)")
+			continue
+		}
 		switch p {
 		case space.AWS:
 			switch {
@@ -241,7 +285,7 @@ func checkTags(add adder, p space.Provider, tags map[string]string) {
 				add(at, "may hold only letters, digits, spaces and _ . : / = + - @")
 			}
 		case space.GCP:
-			if !gcpLabelKey.MatchString(k) || !gcpLabelVal.MatchString(v) {
+			if !gcpLabel(gcpLabelKey, k) || !gcpLabel(gcpLabelVal, v) {
 				add(at, "must be a GCP label: a key of 1-63 lowercase letters, digits, '_' or '-' starting with a letter, a value of at most 63 of them")
 			}
 		case space.Azure:

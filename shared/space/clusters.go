@@ -35,15 +35,15 @@ type ClusterLister interface {
 	ListClusters(ctx context.Context, acct CloudAccount, region string) ([]DiscoveredCluster, error)
 }
 
-// CheckRegistration is the cloud-side check of a registration: synthetic
-// spaces are placeholders and are not looked up; for the others the cloud
-// account must exist in the org for the same provider, and the checker must
-// find the cluster in it. It is meant to run after in.Validate() and before
-// the store registers s.
+// CheckRegistration is the cloud-side check of a registration: the cloud
+// account must exist in the org for the same provider and be ready, and
+// the checker must find the cluster in it. A synthetic space is a
+// placeholder, so the cluster is not looked up, but it names a cluster
+// all the same: only within a ready account of the org, so that another
+// org's copy of an account (failed: the cloud does not trust that org)
+// cannot name the first org's clusters (issue 20). It is meant to run
+// after in.Validate() and before the store registers s.
 func CheckRegistration(ctx context.Context, store Store, checker ClusterChecker, s Space) error {
-	if s.Synthetic {
-		return nil
-	}
 	acct, err := store.GetAccount(ctx, s.OrgID, s.CloudAccountID)
 	if KindOf(err) == KindNotFound || (err == nil && acct.Provider != s.Provider) {
 		return &Error{Kind: KindInvalid, Message: "the space is not valid", Fields: []FieldError{{
@@ -58,7 +58,7 @@ func CheckRegistration(ctx context.Context, store Store, checker ClusterChecker,
 	if !acct.Ready() {
 		return acct.NotReady("cloud_account_id")
 	}
-	if checker == nil {
+	if checker == nil || s.Synthetic {
 		return nil
 	}
 	return checker.CheckCluster(ctx, acct, s)

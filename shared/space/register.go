@@ -15,6 +15,10 @@ type RegisterInput struct {
 	Synthetic      bool
 	// Connectivity defaults to Direct.
 	Connectivity Connectivity
+	// JobID is the provisioning job registering the cluster it created
+	// (never a client's field): the one registration the job's claim on
+	// the cluster lets through. Left out of the idempotency hash.
+	JobID string `json:"-"`
 }
 
 // Validate reports every bad field at once. It does not look at the cloud
@@ -67,6 +71,7 @@ func NewSpace(id, org string, in RegisterInput, now time.Time) Space {
 		Config:         cfg,
 		Synthetic:      in.Synthetic,
 		Connectivity:   cmp.Or(in.Connectivity, Direct),
+		JobID:          in.JobID,
 		Status:         Unknown,
 		CreatedAt:      now,
 		UpdatedAt:      now,

@@ -44,20 +44,23 @@ type Config map[string]string
 
 // Space is the platform's pointer to one cluster.
 type Space struct {
-	ID             string     `json:"id"`
-	OrgID          string     `json:"org_id"`
-	Name           string     `json:"name"`
-	Provider       Provider   `json:"provider"`
-	SpaceType      string     `json:"space_type"`
-	CloudAccountID string     `json:"cloud_account_id"`
-	Config         Config     `json:"config"`
-	Synthetic      bool       `json:"synthetic"`
-	Status         Status     `json:"status"`
-	Probe          Probe      `json:"probe"`
-	CreatedAt      time.Time  `json:"created_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
-	DeletedAt      *time.Time `json:"deleted_at,omitempty"`
-	Version        int64      `json:"version"`
+	ID             string   `json:"id"`
+	OrgID          string   `json:"org_id"`
+	Name           string   `json:"name"`
+	Provider       Provider `json:"provider"`
+	SpaceType      string   `json:"space_type"`
+	CloudAccountID string   `json:"cloud_account_id"`
+	Config         Config   `json:"config"`
+	Synthetic      bool     `json:"synthetic"`
+	// JobID is set only while a provisioning job registers the cluster it
+	// created (RegisterInput.JobID); neither stored nor answered.
+	JobID     string     `json:"-" dynamodbav:"-"`
+	Status    Status     `json:"status"`
+	Probe     Probe      `json:"probe"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+	DeletedAt *time.Time `json:"deleted_at,omitempty"`
+	Version   int64      `json:"version"`
 
 	// Connectivity is direct or agent (agent.go); fixed at registration.
 	Connectivity Connectivity `json:"connectivity"`

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -53,6 +54,12 @@ func main() {
 			fmt.Fprintln(os.Stderr, "spaces: cannot write the simulated cloud's CA:", err)
 			os.Exit(1)
 		}
+		// Its port changes at every start: the tour reads it from here
+		// (export SIMCLOUD=$(cat .local/simcloud-url)).
+		if err := os.WriteFile(simcloudURL, []byte(st.Demo.Cloud.URL+"\n"), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "spaces: cannot write the simulated cloud's URL:", err)
+			os.Exit(1)
+		}
 	}
 	fmt.Print(banner(st, cfg, token))
 	select {
@@ -67,10 +74,42 @@ func main() {
 // simcloudCA is where make run leaves the simulated cloud's CA.
 const simcloudCA = ".local/simcloud-ca.pem"
 
+// simcloudURL is where make run leaves the simulated cloud's address.
+const simcloudURL = ".local/simcloud-url"
+
+// checkAddr refuses an API address other than loopback unless the caller
+// opted in: the development sign-in mints a token for any org to whoever
+// reaches it, so on a network address anyone there would be any org.
+func checkAddr(addr string, optIn bool) error {
+	if addr == "" || optIn {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("configuration: SPACES_ADDR=%q is not host:port", addr)
+	}
+	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return nil
+	}
+	return fmt.Errorf("configuration: SPACES_ADDR=%q is not a loopback address, and the development sign-in would mint tokens for any org to anyone who reaches it; set SPACES_ALLOW_REMOTE_SIGNIN=1 to serve it there anyway", addr)
+}
+
+// remoteWarning is the banner's line for a sign-in served beyond loopback
+// (SPACES_ALLOW_REMOTE_SIGNIN=1).
+func remoteWarning(addr string) string {
+	if checkAddr(addr, false) == nil {
+		return ""
+	}
+	return "  WARNING       the API listens on " + addr + ", beyond loopback: anyone who reaches it can sign in as any org\n"
+}
+
 // configure reads the environment once.
 func configure() (local.Config, error) {
 	env := config.FromOS()
 	cfg := local.Config{APIAddr: env.String("SPACES_ADDR", ""), EmulatorAddr: env.String("SPACES_EMULATOR_ADDR", ""), Persist: true}
+	if err := checkAddr(cfg.APIAddr, env.String("SPACES_ALLOW_REMOTE_SIGNIN", "") == "1"); err != nil {
+		return cfg, err
+	}
 	on := true
 	if v := env.String("SPACES_DEMO", ""); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -116,14 +155,14 @@ Spaces is running.
 
   API           %[1]s   (OpenAPI: %[1]s/openapi.yaml)
   Console       %[1]s/   (development sign-in for any org)
-  AWS emulator  %[2]s   (aws --endpoint-url %[2]s dynamodb scan --table-name SpacesTable)
+%[5]s  AWS emulator  %[2]s   (aws --endpoint-url %[2]s dynamodb scan --table-name SpacesTable)
   data          %[4]s
 
 A token for org "acme", valid 12 hours (more with: make -s token ORG=<org> [SCOPE=spaces:internal]):
 
   export API=%[1]s
   export TOKEN=%[3]s
-`, st.APIURL, st.PublicURL, token, dataLine(st))
+`, st.APIURL, st.PublicURL, token, dataLine(st), remoteWarning(cfg.APIAddr))
 	if st.Demo == nil {
 		b.WriteString(`
 The demo is off (SPACES_DEMO=0): no cloud is reachable, so cloud accounts
