@@ -87,6 +87,8 @@ const (
 	nGate    = "#gate"
 	nPState  = "#pstate"
 	nPReason = "#preason"
+	nNameLC  = "#nlc"
+	nNameKey = "#nkey"
 )
 
 var attrNames = map[string]string{
@@ -95,6 +97,7 @@ var attrNames = map[string]string{
 	nAccount: "cloud_account_id", nSpaceID: "space_id", nExpires: "expires_at", nID: "id",
 	nOrg: "org_id", nName: "name", nStatus: "status", nProbe: "probe",
 	nGate: "gate", nPState: "state", nPReason: "state_reason",
+	nNameLC: "name_lc", nNameKey: "name_key",
 }
 
 // names returns the ExpressionAttributeNames for the given placeholders
