@@ -3,6 +3,8 @@ package local
 import (
 	"net/http"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -67,5 +69,75 @@ func TestSpaceCounts(t *testing.T) {
 	other := newClient(t, st, "org-other").must(200, newClient(t, st, "org-other").do("GET", "/space-counts", nil))
 	if other["total"] != 0.0 || len(other["by_account"].(map[string]any)) != 0 {
 		t.Errorf("another org's counts: %v", other)
+	}
+}
+
+// GET /spaces searches names (prefix or contains, ignoring case) and sorts
+// by name, paging with a cursor bound to the search and order; bad
+// parameters are refused by name and change nothing.
+func TestSpaceSearchAndSort(t *testing.T) {
+	st := startStack(t)
+	c := newClient(t, st, "org-search")
+	acct := c.account("aws")
+	for _, name := range []string{"prod-eu", "Prod-US", "staging", "dev-eu", "PRODUCTION"} {
+		body := registerBody("aws", acct, strings.ToLower(name))
+		body["name"] = name
+		c.must(201, c.do("POST", "/spaces", body))
+	}
+	names := func(path string) ([]string, string) {
+		m := c.must(200, c.do("GET", path, nil))
+		var out []string
+		for _, it := range m["items"].([]any) {
+			out = append(out, it.(map[string]any)["name"].(string))
+		}
+		next, _ := m["next_cursor"].(string)
+		return out, next
+	}
+	// Paged two at a time in name order, following the cursor.
+	var got []string
+	path := "/spaces?sort=name&limit=2"
+	for range 5 {
+		page, next := names(path)
+		got = append(got, page...)
+		if next == "" {
+			break
+		}
+		path = "/spaces?sort=name&limit=2&cursor=" + next
+	}
+	if want := []string{"dev-eu", "prod-eu", "Prod-US", "PRODUCTION", "staging"}; !slices.Equal(got, want) {
+		t.Errorf("by name: %q, want %q", got, want)
+	}
+	for path, want := range map[string][]string{
+		"/spaces?sort=-name&name_prefix=PROD": {"PRODUCTION", "Prod-US", "prod-eu"},
+		"/spaces?sort=name&name_contains=EU":  {"dev-eu", "prod-eu"},
+		"/spaces?sort=name&name_prefix=zz":    nil,
+	} {
+		if got, _ := names(path); !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", path, got, want)
+		}
+	}
+	if got, _ := names("/spaces?name_contains=eu"); len(got) != 2 {
+		t.Errorf("contains in id order: %q", got)
+	}
+
+	// A cursor continues only its own search and order.
+	_, next := names("/spaces?sort=name&limit=1")
+	before := itemCount(t, st)
+	for path, field := range map[string]string{
+		"/spaces?sort=status":                             "sort",
+		"/spaces?name_prefix=":                            "name_prefix",
+		"/spaces?name_contains=a%00b":                     "name_contains",
+		"/spaces?name_prefix=" + strings.Repeat("a", 101): "name_prefix",
+		"/spaces?name_prefix=a&name_contains=b":           "name_contains",
+		"/spaces?sort=-name&limit=1&cursor=" + next:       "cursor",
+		"/spaces?name_prefix=p&limit=1&cursor=" + next:    "cursor",
+	} {
+		r := c.do("GET", path, nil)
+		if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), `"`+field+`"`) {
+			t.Errorf("GET %s: %d %s, want 400 naming %s", path, r.status, r.body, field)
+		}
+	}
+	if itemCount(t, st) != before {
+		t.Errorf("bad requests changed the table")
 	}
 }
