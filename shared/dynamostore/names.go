@@ -111,9 +111,12 @@ func (s *Store) listByName(ctx context.Context, org string, q space.Query, filte
 		if kept > 0 {
 			ask = n * scanned / kept
 		} else if scanned > 0 {
-			ask = batchGetMax
+			ask = MaxLimit
 		}
-		in.Limit = aws.Int32(int32(max(n, min(ask, batchGetMax))))
+		// A selective filter (contains) passes over many entries per match:
+		// the index is read up to MaxLimit entries a request, and only the
+		// matches are fetched.
+		in.Limit = aws.Int32(int32(max(n, min(ask, MaxLimit))))
 		page, err := s.db.Query(ctx, in)
 		if err != nil {
 			return nil, "", awsError("Query", err)
@@ -156,22 +159,12 @@ func (s *Store) batchGetSpaces(ctx context.Context, org string, entries []map[st
 		keys = append(keys, map[string]types.AttributeValue{"pk": e["pk"], "sk": e["sk"]})
 	}
 	got := map[string]space.Space{}
-	req := map[string]types.KeysAndAttributes{*s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
-	for len(req) > 0 {
-		res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
-		if err != nil {
-			return nil, awsError("BatchGetItem", err)
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), batchGetMax)]
+		keys = keys[len(chunk):]
+		if err := s.batchGet(ctx, chunk, got); err != nil {
+			return nil, err
 		}
-		for _, item := range res.Responses[*s.table] {
-			var sp space.Space
-			if err := s.decode(item, &sp); err != nil {
-				return nil, err
-			}
-			got[sp.ID] = sp
-		}
-		// Unprocessed keys (throttling) are asked again; the SDK's retryer
-		// spaces the requests.
-		req = res.UnprocessedKeys
 	}
 	out := make([]space.Space, 0, len(entries))
 	for _, e := range entries {
@@ -184,4 +177,26 @@ func (s *Store) batchGetSpaces(ctx context.Context, org string, entries []map[st
 		}
 	}
 	return out, nil
+}
+
+// batchGet reads up to batchGetMax spaces into got, by id.
+func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeValue, got map[string]space.Space) error {
+	req := map[string]types.KeysAndAttributes{*s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
+	for len(req) > 0 {
+		res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+		if err != nil {
+			return awsError("BatchGetItem", err)
+		}
+		for _, item := range res.Responses[*s.table] {
+			var sp space.Space
+			if err := s.decode(item, &sp); err != nil {
+				return err
+			}
+			got[sp.ID] = sp
+		}
+		// Unprocessed keys (throttling) are asked again; the SDK's retryer
+		// spaces the requests.
+		req = res.UnprocessedKeys
+	}
+	return nil
 }
