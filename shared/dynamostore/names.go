@@ -121,6 +121,9 @@ func (s *Store) listByName(ctx context.Context, org string, q space.Query, filte
 		if err != nil {
 			return nil, "", awsError("Query", err)
 		}
+		// Entries the filter passed over count as read, so that a selective
+		// search asks for more next time.
+		scanned += int(page.ScannedCount) - len(page.Items)
 		items, err := s.batchGetSpaces(ctx, org, page.Items)
 		if err != nil {
 			return nil, "", err
