@@ -51,12 +51,20 @@ func TestCreateResourcesFromRepositoryTemplate(t *testing.T) {
 	if p := desc.ProvisionedThroughput; p == nil || aws.ToInt64(p.ReadCapacityUnits) != 101 || aws.ToInt64(p.WriteCapacityUnits) != 500 {
 		t.Errorf("table throughput %+v, want the template's 101 and 500 (TableReadMinimum, TableWriteMinimum)", p)
 	}
-	if len(desc.GlobalSecondaryIndexes) != 1 {
+	if len(desc.GlobalSecondaryIndexes) != 2 {
 		t.Fatalf("indexes %+v", desc.GlobalSecondaryIndexes)
 	}
-	gsi := desc.GlobalSecondaryIndexes[0]
+	gsi, byName := desc.GlobalSecondaryIndexes[0], desc.GlobalSecondaryIndexes[1]
+	if aws.ToString(gsi.IndexName) != "probe" {
+		gsi, byName = byName, gsi
+	}
 	if aws.ToString(gsi.IndexName) != "probe" || !slices.Equal(keys(gsi.KeySchema), []string{"probe_shard HASH", "id RANGE"}) {
 		t.Errorf("index %s %v", aws.ToString(gsi.IndexName), keys(gsi.KeySchema))
+	}
+	if aws.ToString(byName.IndexName) != "names" || !slices.Equal(keys(byName.KeySchema), []string{"org_id HASH", "name_key RANGE"}) ||
+		byName.Projection == nil || byName.Projection.ProjectionType != ddbtypes.ProjectionTypeInclude ||
+		!slices.Equal(byName.Projection.NonKeyAttributes, []string{"name_lc", "provider", "space_type", "cloud_account_id"}) {
+		t.Errorf("index %s %v %+v", aws.ToString(byName.IndexName), keys(byName.KeySchema), byName.Projection)
 	}
 	if gsi.Projection == nil || gsi.Projection.ProjectionType != ddbtypes.ProjectionTypeInclude ||
 		!slices.Equal(gsi.Projection.NonKeyAttributes, []string{"org_id"}) {

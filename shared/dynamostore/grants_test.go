@@ -46,7 +46,7 @@ func TestRefusedRegistrationGrantsNothing(t *testing.T) {
 	f := newFixture(t)
 	ctx := t.Context()
 	first := f.register(t, f.newSpace(1))
-	before := f.itemCount(t)
+	before, counters := f.itemCount(t), f.counterItems(t)
 
 	// Same identity: the claim fails, and with it the grant.
 	dup := f.newSpace(1)
@@ -77,10 +77,12 @@ func TestRefusedRegistrationGrantsNothing(t *testing.T) {
 			t.Errorf("registered space %s has no grant (%v, %v)", id, ok, err)
 		}
 	}
-	// keyed added its space, claim, idempotency record and grant; the
-	// refused ones nothing.
-	if got := f.itemCount(t); got != before+4 {
-		t.Errorf("items: %d, want %d", got, before+4)
+	// keyed added its space, claim, idempotency record and grant (and its
+	// shard's counter item, unless first's shard is the same); the refused
+	// ones nothing.
+	newCounters := f.counterItems(t) - counters
+	if got := f.itemCount(t); got != before+4+newCounters || newCounters > 1 {
+		t.Errorf("items: %d, want %d (%d new counter items)", got, before+4+newCounters, newCounters)
 	}
 }
 

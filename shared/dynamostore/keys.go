@@ -38,6 +38,9 @@ import (
 //	                   that cluster                succeeds or is canceled (a failed job keeps it:
 //	                                               it may be retried)
 //	JOBIDEMP#<key>     a job's Idempotency-Key     key, hash, job_id, expires_at (TTL)
+//	COUNT#<shard>      fleet counters of the       total, status_<s>, provider_<p>, account_<id> (N),
+//	                   spaces whose probe shard    each kept by the transactions that register,
+//	                   is <shard> (counts.go)      deregister and transition a space
 //
 // A space's own partition, pk = SPACE#<space id>, holds what hangs off it:
 //
@@ -81,6 +84,7 @@ const (
 	prefixJob      = "JOB#"
 	prefixJobClaim = "JOBCLAIM#"
 	prefixJobIdem  = "JOBIDEMP#"
+	prefixCount    = "COUNT#"
 
 	histTime = "2006-01-02T15:04:05.000000000Z"
 

@@ -39,6 +39,9 @@ func (s *Store) spaceItem(sp space.Space) (map[string]types.AttributeValue, erro
 	if !sp.Synthetic && sp.DeletedAt == nil {
 		item["probe_shard"] = str(probeShard(sp.ID))
 	}
+	if sp.DeletedAt == nil {
+		setNameAttrs(item, sp)
+	}
 	return item, nil
 }
 
@@ -128,7 +131,7 @@ func (s *Store) Register(ctx context.Context, sp space.Space, idem space.Idempot
 	if err != nil {
 		return err
 	}
-	items = append(items, grant)
+	items = append(items, grant, s.countSpace(sp, "1"))
 
 	return s.transact(ctx, "register", func() ([]types.TransactWriteItem, error) { return items, nil },
 		func(reasons []types.CancellationReason) error {
@@ -257,6 +260,11 @@ func (s *Store) ListSpaces(ctx context.Context, org string, q space.Query) ([]sp
 	eq(nProv, string(q.Provider))
 	eq(nType, q.SpaceType)
 	eq(nAccount, q.CloudAccountID)
+	nameFilters(q, &filter, &nm, vals)
+	if q.Sort == space.SortName || q.Sort == space.SortNameDesc {
+		// The names index holds only live spaces.
+		return s.listByName(ctx, org, q, filter[1:], nm[1:], vals)
+	}
 
 	out := make([]space.Space, 0, q.Limit+1)
 	err := s.queryOrg(ctx, org, prefixSpace, q.After, strings.Join(filter, " AND "), nm, vals,
@@ -383,6 +391,13 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space) error
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
+	if after.Name != before.Name {
+		// Only a rename moves the space in the names index (names.go).
+		*upd.UpdateExpression += ", " + nNameLC + " = :nlc, " + nNameKey + " = :nkey"
+		upd.ExpressionAttributeNames[nNameLC], upd.ExpressionAttributeNames[nNameKey] = attrNames[nNameLC], attrNames[nNameKey]
+		upd.ExpressionAttributeValues[":nlc"] = str(space.FoldName(after.Name))
+		upd.ExpressionAttributeValues[":nkey"] = str(nameKey(after))
+	}
 	tr := space.TransitionOf(before, after)
 	if tr == nil {
 		// The common case (a heartbeat, a failure count): a plain UpdateItem,
@@ -408,7 +423,8 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space) error
 	if err != nil {
 		return err
 	}
-	items := []types.TransactWriteItem{{Update: upd}, hist}
+	// The fleet counts move with the status, in the same transaction.
+	items := []types.TransactWriteItem{{Update: upd}, hist, s.countTransition(after, tr.From, tr.To)}
 	return s.transact(ctx, "update space", func() ([]types.TransactWriteItem, error) { return items, nil },
 		func(reasons []types.CancellationReason) error {
 			switch {
@@ -454,14 +470,28 @@ func (s *Store) whyNotWritable(ctx context.Context, org, id string, want int64, 
 // further than shown).
 func (s *Store) Deregister(ctx context.Context, org, id string, version int64, at time.Time) (space.Space, error) {
 	at = at.UTC()
-	res, err := space.Run(ctx, space.SpaceVersioned, space.Update[space.Space]{IfVersion: version, At: at,
-		Apply: func(sp space.Space) (space.Space, error) { sp.DeletedAt = &at; return sp, nil }},
-		func(ctx context.Context) (space.Space, error) { return s.GetSpace(ctx, org, id) },
-		func(ctx context.Context, before, after space.Space) error {
-			return s.writeDeregistration(ctx, before, after, version != 0)
-		})
+	run := func() (space.Updated[space.Space], error) {
+		return space.Run(ctx, space.SpaceVersioned, space.Update[space.Space]{IfVersion: version, At: at,
+			Apply: func(sp space.Space) (space.Space, error) { sp.DeletedAt = &at; return sp, nil }},
+			func(ctx context.Context) (space.Space, error) { return s.GetSpace(ctx, org, id) },
+			func(ctx context.Context, before, after space.Space) error {
+				return s.writeDeregistration(ctx, before, after, version != 0)
+			})
+	}
+	res, err := run()
+	// Unpinned, only a status change (a transition, which its counters
+	// must see) can fail the write: each lost race is one more transition,
+	// and a probe result must not hold a deregistration up, so it keeps
+	// reading again beyond Run's own attempts.
+	for i := 1; i < deregisterRuns && version == 0 && space.KindOf(err) == space.KindPreconditionFailed; i++ {
+		res, err = run()
+	}
 	return res.After, err
 }
+
+// deregisterRuns bounds the rounds of an unpinned Deregister (each Run
+// makes space.UpdateAttempts).
+const deregisterRuns = 4
 
 // writeDeregistration is Deregister's transaction. Unless pinned to the
 // version read, it wins over any concurrent write of the live space (a probe
@@ -473,8 +503,12 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 		iAccount
 	)
 	org, id := after.OrgID, after.ID
-	cond := "attribute_exists(" + nPK + ") AND attribute_not_exists(" + nDeleted + ")"
-	vals := map[string]types.AttributeValue{":at": str(after.DeletedAt.Format(time.RFC3339Nano)), ":one": num(1)}
+	// The status read is the one uncounted below: a transition committed
+	// meanwhile fails the condition (and bumped the version, so Run reads
+	// again).
+	cond := "attribute_exists(" + nPK + ") AND attribute_not_exists(" + nDeleted + ") AND " + nStatus + " = :st"
+	vals := map[string]types.AttributeValue{":at": str(after.DeletedAt.Format(time.RFC3339Nano)), ":one": num(1),
+		":st": str(string(before.Status))}
 	if pinned {
 		cond += " AND " + nVersion + " = :prev"
 		vals[":prev"] = num(before.Version)
@@ -484,9 +518,10 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 			TableName: s.table, Key: itemKey(org, prefixSpace+id),
 			// Removing probe_shard takes the space out of the probe index:
 			// a late probe can no longer even be scheduled.
-			UpdateExpression:                    aws.String("SET " + nDeleted + " = :at, " + nUpdated + " = :at, " + nVersion + " = " + nVersion + " + :one REMOVE " + nShard),
+			// Removing name_key takes it out of the names index.
+			UpdateExpression:                    aws.String("SET " + nDeleted + " = :at, " + nUpdated + " = :at, " + nVersion + " = " + nVersion + " + :one REMOVE " + nShard + ", " + nNameLC + ", " + nNameKey),
 			ConditionExpression:                 aws.String(cond),
-			ExpressionAttributeNames:            names(nDeleted, nUpdated, nVersion, nShard, nPK),
+			ExpressionAttributeNames:            names(nDeleted, nUpdated, nVersion, nShard, nPK, nStatus, nNameLC, nNameKey),
 			ExpressionAttributeValues:           vals,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},
@@ -510,6 +545,7 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 		s.revokeGrantItem(org, id),
 		// And every token of its agent (agents.go) is refused from now on.
 		s.revokeAgentItem(id),
+		s.countSpace(before, "-1"),
 	}
 	return s.transact(ctx, "deregister", func() ([]types.TransactWriteItem, error) { return items, nil },
 		func(reasons []types.CancellationReason) error {

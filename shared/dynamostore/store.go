@@ -20,6 +20,11 @@
 //   - deregister: one transaction marks the space deleted (version check),
 //     deletes the claim and subtracts 1 from the account's space_count.
 //   - delete an account: DeleteItem only if no space counts against it.
+//   - the fleet counts: the org's COUNT# counter items, kept inside the
+//     register, deregister and transition transactions, read with one Query
+//     (counts.go).
+//   - list by name, search names: Query the sparse names index, then one
+//     BatchGetItem of the page (names.go).
 //   - the prober's scheduler: Query the probe index shard by shard.
 //   - bind an environment or policy (create, re-bind): one transaction of a
 //     ConditionCheck that the space is registered, the item (version check)
@@ -88,6 +93,8 @@ const (
 	nPState  = "#pstate"
 	nPReason = "#preason"
 	nJobID   = "#jobid"
+	nNameLC  = "#nlc"
+	nNameKey = "#nkey"
 )
 
 var attrNames = map[string]string{
@@ -96,6 +103,7 @@ var attrNames = map[string]string{
 	nAccount: "cloud_account_id", nSpaceID: "space_id", nExpires: "expires_at", nID: "id", nJobID: "job_id",
 	nOrg: "org_id", nName: "name", nStatus: "status", nProbe: "probe",
 	nGate: "gate", nPState: "state", nPReason: "state_reason",
+	nNameLC: "name_lc", nNameKey: "name_key",
 }
 
 // names returns the ExpressionAttributeNames for the given placeholders

@@ -79,6 +79,7 @@ var catalogRoutes = []route{
 	{"GET", "/cloud-accounts/{id}", (*API).getAccount},
 	{"DELETE", "/cloud-accounts/{id}", (*API).deleteAccount},
 	{"GET", "/spaces/{id}/status-history", (*API).statusHistory},
+	{"GET", "/space-counts", (*API).spaceCounts},
 	{"GET", "/environments", (*API).listEnvironments},
 	{"POST", "/environments", (*API).createEnvironment},
 	{"GET", "/environments/{id}", (*API).getEnvironment},

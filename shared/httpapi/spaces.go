@@ -11,12 +11,14 @@ import (
 )
 
 func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	q := newQuery(r.URL.RawQuery, append(pageParams, "provider", "status", "space_type", "cloud_account_id", "picker")...)
+	q := newQuery(r.URL.RawQuery, append(pageParams, "provider", "status", "space_type", "cloud_account_id", "picker",
+		"name_prefix", "name_contains", "sort")...)
 	f := space.ListFilter{
 		Provider:  oneOf(q, "provider", space.Providers),
 		Status:    oneOf(q, "status", space.Statuses),
 		SpaceType: q.oneOf("space_type", space.TypeKubernetes),
 		Picker:    oneOf(q, "picker", space.Pickers),
+		Sort:      oneOf(q, "sort", space.Sorts),
 	}
 	if id := q.get("cloud_account_id"); id != "" {
 		if !space.ValidID(id) {
@@ -24,7 +26,23 @@ func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principa
 		}
 		f.CloudAccountID = id
 	}
-	scope := strings.Join([]string{"spaces", p.OrgID, string(f.Provider), string(f.Status), f.SpaceType, f.CloudAccountID, string(f.Picker)}, "|")
+	for name, to := range map[string]*string{"name_prefix": &f.NamePrefix, "name_contains": &f.NameContains} {
+		if _, given := q.v[name]; !given {
+			continue
+		}
+		if v := q.get(name); space.ValidSearch(v) {
+			*to = v
+		} else {
+			q.fail(name, "must be 1-100 characters without control, format or invisible characters")
+		}
+	}
+	if f.NamePrefix != "" && f.NameContains != "" {
+		q.fail("name_contains", "cannot be combined with name_prefix")
+	}
+	// The search is part of the scope (quoted: it may hold "|"): a cursor
+	// continues the listing it came from, never another search or order.
+	scope := strings.Join([]string{"spaces", p.OrgID, string(f.Provider), string(f.Status), f.SpaceType, f.CloudAccountID, string(f.Picker),
+		string(f.Sort), strconv.Quote(space.FoldName(f.NamePrefix)), strconv.Quote(space.FoldName(f.NameContains))}, "|")
 	page := a.page(q, scope)
 	if err := q.err(); err != nil {
 		return err

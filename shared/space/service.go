@@ -92,6 +92,11 @@ type ListFilter struct {
 	SpaceType      string
 	CloudAccountID string
 	Picker         Picker
+	// NamePrefix and NameContains search names, ignoring case; Sort orders
+	// the listing (id order when empty).
+	NamePrefix   string
+	NameContains string
+	Sort         Sort
 }
 
 // List pages through org's live spaces matching f, as observed now, so that
@@ -107,6 +112,7 @@ func (svc *Service) List(ctx context.Context, org string, f ListFilter, page Pag
 	}
 	items, next, err := svc.Store.ListSpaces(ctx, org, Query{
 		Page: page, Provider: f.Provider, SpaceType: f.SpaceType, CloudAccountID: f.CloudAccountID, Keep: keep,
+		NamePrefix: FoldName(f.NamePrefix), NameContains: FoldName(f.NameContains), Sort: f.Sort,
 	})
 	for i := range items {
 		items[i] = items[i].Observed(now, svc.StaleAfter)

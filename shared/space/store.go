@@ -28,7 +28,8 @@ type Store interface {
 	Register(ctx context.Context, s Space, idem Idempotency) error
 	// GetSpace returns a live space of org.
 	GetSpace(ctx context.Context, org, id string) (Space, error)
-	// ListSpaces returns org's live spaces matching q, ordered by id.
+	// ListSpaces returns org's live spaces matching q, ordered by id or by
+	// q.Sort, and the position to continue after when more may follow.
 	ListSpaces(ctx context.Context, org string, q Query) ([]Space, string, error)
 	// UpdateSpace changes a live space's mutable fields (name, status,
 	// probe) the one way every versioned item changes (see Update), storing
@@ -44,6 +45,10 @@ type Store interface {
 	// identity claim, account count and grant, atomically, if its version is
 	// version (0: any), and returns it as deregistered.
 	Deregister(ctx context.Context, org, id string, version int64, at time.Time) (Space, error)
+	// Counts returns org's registered spaces counted by status, provider
+	// and account, kept exact by Register, UpdateSpace (on a status change
+	// only) and Deregister in their own writes.
+	Counts(ctx context.Context, org string) (Counts, error)
 }
 
 // Page is a bounded, ordered read: at most Limit items after the item whose
@@ -60,7 +65,13 @@ type Query struct {
 	Provider       Provider
 	SpaceType      string
 	CloudAccountID string
-	Keep           func(Space) bool
+	// NamePrefix and NameContains, folded (FoldName), select by name.
+	NamePrefix   string
+	NameContains string
+	// Sort orders the page; with SortName or SortNameDesc, After is the
+	// position of the last item returned (the store's, opaque), not an id.
+	Sort Sort
+	Keep func(Space) bool
 }
 
 // Idempotency ties a registration to a client's Idempotency-Key: the same key

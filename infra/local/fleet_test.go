@@ -1,0 +1,143 @@
+package local
+
+import (
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The fleet's counts come in one request, follow registrations, status
+// changes and deregistrations, answer 304 while unchanged, and a bad request
+// is refused and changes nothing.
+func TestSpaceCounts(t *testing.T) {
+	st := startStack(t)
+	c := newClient(t, st, "org-counts")
+	internal := newClient(t, st, "org-counts", "spaces:internal")
+	aws, gcp := c.account("aws"), c.account("gcp")
+	var ids []string
+	for _, name := range []string{"count-1", "count-2", "count-3"} {
+		ids = append(ids, c.must(201, c.do("POST", "/spaces", registerBody("aws", aws, name)))["id"].(string))
+	}
+	c.must(201, c.do("POST", "/spaces", registerBody("gcp", gcp, "count-g")))
+
+	counts := func() map[string]any { return c.must(200, c.do("GET", "/space-counts", nil)) }
+	want := map[string]any{
+		"total":       4.0,
+		"by_status":   map[string]any{"active": 0.0, "inactive": 0.0, "unknown": 4.0},
+		"by_provider": map[string]any{"aws": 3.0, "gcp": 1.0, "azure": 0.0},
+		"by_account":  map[string]any{aws: 3.0, gcp: 1.0},
+	}
+	if got := counts(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("counts %v, want %v", got, want)
+	}
+
+	// A status change moves one space; a deregistration removes one.
+	internal.must(200, internal.do("PATCH", "/spaces/"+ids[0]+"/status", map[string]any{"status": "active"}, `If-Match: "1"`))
+	c.must(204, c.do("DELETE", "/spaces/"+ids[1], nil))
+	want["total"] = 3.0
+	want["by_status"] = map[string]any{"active": 1.0, "inactive": 0.0, "unknown": 2.0}
+	want["by_provider"] = map[string]any{"aws": 2.0, "gcp": 1.0, "azure": 0.0}
+	want["by_account"] = map[string]any{aws: 2.0, gcp: 1.0}
+	first := c.do("GET", "/space-counts", nil)
+	if got := c.must(200, first); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after a transition and a deregistration: %v, want %v", got, want)
+	}
+
+	// Polling: 304 while nothing changed.
+	tag := first.header.Get("ETag")
+	if again := c.do("GET", "/space-counts", nil, "If-None-Match: "+tag); again.status != http.StatusNotModified || len(again.body) != 0 {
+		t.Errorf("If-None-Match %s: %d %q", tag, again.status, again.body)
+	}
+
+	// Bad requests: each refused, nothing changed.
+	before := itemCount(t, st)
+	for _, path := range []string{"/space-counts?status=active", "/space-counts?limit=1", "/space-counts?x%zz=1"} {
+		if r := c.do("GET", path, nil); r.status != http.StatusBadRequest {
+			t.Errorf("GET %s: %d %s", path, r.status, r.body)
+		}
+	}
+	if r := newClient(t, st, "").do("GET", "/space-counts", nil); r.status != http.StatusUnauthorized {
+		t.Errorf("without a token: %d", r.status)
+	}
+	if got := counts(); !reflect.DeepEqual(got, want) || itemCount(t, st) != before {
+		t.Errorf("bad requests changed something: %v (want %v), %d items (was %d)", got, want, itemCount(t, st), before)
+	}
+
+	// Another org counts nothing of this one's.
+	other := newClient(t, st, "org-other").must(200, newClient(t, st, "org-other").do("GET", "/space-counts", nil))
+	if other["total"] != 0.0 || len(other["by_account"].(map[string]any)) != 0 {
+		t.Errorf("another org's counts: %v", other)
+	}
+}
+
+// GET /spaces searches names (prefix or contains, ignoring case) and sorts
+// by name, paging with a cursor bound to the search and order; bad
+// parameters are refused by name and change nothing.
+func TestSpaceSearchAndSort(t *testing.T) {
+	st := startStack(t)
+	c := newClient(t, st, "org-search")
+	acct := c.account("aws")
+	for _, name := range []string{"prod-eu", "Prod-US", "staging", "dev-eu", "PRODUCTION"} {
+		body := registerBody("aws", acct, strings.ToLower(name))
+		body["name"] = name
+		c.must(201, c.do("POST", "/spaces", body))
+	}
+	names := func(path string) ([]string, string) {
+		m := c.must(200, c.do("GET", path, nil))
+		var out []string
+		for _, it := range m["items"].([]any) {
+			out = append(out, it.(map[string]any)["name"].(string))
+		}
+		next, _ := m["next_cursor"].(string)
+		return out, next
+	}
+	// Paged two at a time in name order, following the cursor.
+	var got []string
+	path := "/spaces?sort=name&limit=2"
+	for range 5 {
+		page, next := names(path)
+		got = append(got, page...)
+		if next == "" {
+			break
+		}
+		path = "/spaces?sort=name&limit=2&cursor=" + next
+	}
+	if want := []string{"dev-eu", "prod-eu", "Prod-US", "PRODUCTION", "staging"}; !slices.Equal(got, want) {
+		t.Errorf("by name: %q, want %q", got, want)
+	}
+	for path, want := range map[string][]string{
+		"/spaces?sort=-name&name_prefix=PROD": {"PRODUCTION", "Prod-US", "prod-eu"},
+		"/spaces?sort=name&name_contains=EU":  {"dev-eu", "prod-eu"},
+		"/spaces?sort=name&name_prefix=zz":    nil,
+	} {
+		if got, _ := names(path); !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", path, got, want)
+		}
+	}
+	if got, _ := names("/spaces?name_contains=eu"); len(got) != 2 {
+		t.Errorf("contains in id order: %q", got)
+	}
+
+	// A cursor continues only its own search and order.
+	_, next := names("/spaces?sort=name&limit=1")
+	before := itemCount(t, st)
+	for path, field := range map[string]string{
+		"/spaces?sort=status":                             "sort",
+		"/spaces?name_prefix=":                            "name_prefix",
+		"/spaces?name_contains=a%00b":                     "name_contains",
+		"/spaces?name_prefix=" + strings.Repeat("a", 101): "name_prefix",
+		"/spaces?name_prefix=a&name_contains=b":           "name_contains",
+		"/spaces?sort=-name&limit=1&cursor=" + next:       "cursor",
+		"/spaces?name_prefix=p&limit=1&cursor=" + next:    "cursor",
+	} {
+		r := c.do("GET", path, nil)
+		if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), `"`+field+`"`) {
+			t.Errorf("GET %s: %d %s, want 400 naming %s", path, r.status, r.body, field)
+		}
+	}
+	if itemCount(t, st) != before {
+		t.Errorf("bad requests changed the table")
+	}
+}

@@ -1,0 +1,130 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"spaces/shared/space"
+)
+
+// The fleet counts (space.Counts) live in counter items COUNT#<shard> of the
+// org's partition, one per probe shard of the space counted (probeShard), so
+// that the org's registrations, deregistrations and transitions spread over
+// 16 items instead of contending for one inside their transactions. Each
+// counter item holds number attributes: total, status_<status>,
+// provider_<provider> and account_<cloud account id>.
+//
+// Register adds 1 to total, status, provider and account in its
+// transaction; Deregister subtracts them (conditional on the status read,
+// so a concurrent transition cannot make it subtract the wrong one); a
+// status change (UpdateSpace with a transition) moves 1 from the old status
+// to the new in its transaction. A heartbeat or a failure count changes no
+// status and touches no counter, so probing's cost stays as it was.
+// Reading the counts is one Query of the 16 small items.
+const (
+	attrTotal      = "total"
+	attrStatusPre  = "status_"
+	attrProvPre    = "provider_"
+	attrAccountPre = "account_"
+)
+
+func countSK(spaceID string) string { return prefixCount + probeShard(spaceID) }
+
+// countDelta is the Update of a space's counter item adding each delta
+// (attribute name -> amount). Placeholders are #fc<i> and :fc<i>, fewer than
+// ten, so none is a prefix of another (see the expression names).
+func (s *Store) countDelta(org, spaceID string, deltas [][2]string) types.TransactWriteItem {
+	var adds []string
+	nm := map[string]string{}
+	vals := map[string]types.AttributeValue{}
+	for i, d := range deltas {
+		n, v := "#fc"+strconv.Itoa(i), ":fc"+strconv.Itoa(i)
+		adds = append(adds, n+" "+v)
+		nm[n] = d[0]
+		vals[v] = &types.AttributeValueMemberN{Value: d[1]}
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: s.table, Key: itemKey(org, countSK(spaceID)),
+		UpdateExpression:          aws.String("ADD " + strings.Join(adds, ", ")),
+		ExpressionAttributeNames:  nm,
+		ExpressionAttributeValues: vals,
+	}}
+}
+
+// countSpace is the counter update that adds (sign "1") or removes ("-1")
+// sp in its current status.
+func (s *Store) countSpace(sp space.Space, sign string) types.TransactWriteItem {
+	return s.countDelta(sp.OrgID, sp.ID, [][2]string{
+		{attrTotal, sign},
+		{attrStatusPre + string(sp.Status), sign},
+		{attrProvPre + string(sp.Provider), sign},
+		{attrAccountPre + sp.CloudAccountID, sign},
+	})
+}
+
+// countTransition moves sp from status from to status to.
+func (s *Store) countTransition(sp space.Space, from, to space.Status) types.TransactWriteItem {
+	return s.countDelta(sp.OrgID, sp.ID, [][2]string{
+		{attrStatusPre + string(from), "-1"},
+		{attrStatusPre + string(to), "1"},
+	})
+}
+
+// Counts sums org's counter items: one strongly consistent Query (the 16
+// items are a few hundred bytes each, one page).
+func (s *Store) Counts(ctx context.Context, org string) (space.Counts, error) {
+	c := space.NewCounts()
+	in := &dynamodb.QueryInput{
+		TableName:                 s.table,
+		ConsistentRead:            aws.Bool(true),
+		KeyConditionExpression:    aws.String(nPK + " = :pk AND begins_with(" + nSK + ", :prefix)"),
+		ExpressionAttributeNames:  names(nPK, nSK),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(orgPK(org)), ":prefix": str(prefixCount)},
+	}
+	for {
+		page, err := s.db.Query(ctx, in)
+		if err != nil {
+			return space.Counts{}, awsError("Query", err)
+		}
+		for _, item := range page.Items {
+			for k, v := range item {
+				nv, ok := v.(*types.AttributeValueMemberN)
+				if !ok {
+					continue
+				}
+				n, err := strconv.ParseInt(nv.Value, 10, 64)
+				if err != nil {
+					return space.Counts{}, internal("counts", fmt.Errorf("counter %s is %q", k, nv.Value))
+				}
+				switch {
+				case k == attrTotal:
+					c.Total += n
+				case strings.HasPrefix(k, attrStatusPre):
+					c.ByStatus[space.Status(strings.TrimPrefix(k, attrStatusPre))] += n
+				case strings.HasPrefix(k, attrProvPre):
+					c.ByProvider[space.Provider(strings.TrimPrefix(k, attrProvPre))] += n
+				case strings.HasPrefix(k, attrAccountPre):
+					c.ByAccount[strings.TrimPrefix(k, attrAccountPre)] += n
+				}
+			}
+		}
+		if page.LastEvaluatedKey == nil {
+			break
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+	// An account whose last space went away keeps a 0 counter; only
+	// accounts in use are listed.
+	for id, n := range c.ByAccount {
+		if n == 0 {
+			delete(c.ByAccount, id)
+		}
+	}
+	return c, nil
+}

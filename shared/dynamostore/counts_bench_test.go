@@ -1,0 +1,124 @@
+package dynamostore_test
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"spaces/infra/awscost"
+	"spaces/infra/emulator/emulatortest"
+	"spaces/shared/awsclient"
+	"spaces/shared/dynamostore"
+	"spaces/shared/space"
+)
+
+// BenchmarkFleetCost prices the fleet routes' reads on the emulator's unit
+// counts (awscost) in an org of 10,000 named spaces: the counts (per op),
+// a first page by name, a name-prefix search and a name-contains search,
+// and, reported once under counts, the units of a registration, a
+// heartbeat, a transition and a deregistration with the counters kept.
+func BenchmarkFleetCost(b *testing.B) {
+	env := emulatortest.Start(b)
+	meter := awscost.New()
+	db := awsclient.DynamoDB(meter.Instrument(env.Config), env.Endpoint)
+	f := &fixture{store: dynamostore.New(db, env.Name(b, "SpacesTable")), db: db,
+		table: env.Name(b, "SpacesTable"), org: uuid.NewString()}
+	f.account = f.createAccount(b, f.org, space.AWS)
+
+	const spaces, workers = 10_000, 16
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for n := next.Add(1); n <= spaces; n = next.Add(1) {
+				sp := f.newSpace(int(n))
+				sp.Name = fmt.Sprintf("cluster-%05d", n)
+				if err := f.store.Register(b.Context(), sp, space.Idempotency{}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		return
+	}
+
+	b.Run("counts", func(b *testing.B) {
+		// One of each write, metered alone.
+		meter.Take()
+		s := f.register(b, f.newSpace(spaces+1))
+		reg := meter.Take()
+		if _, err := f.store.UpdateSpace(b.Context(), f.org, s.ID, space.Update[space.Space]{At: now.Add(time.Second),
+			Apply: func(s space.Space) (space.Space, error) { s.Probe.LatencyMS = 9; return s, nil }}); err != nil {
+			b.Fatal(err)
+		}
+		beat := meter.Take()
+		if err := f.setStatus(b, s.ID, space.Active, now.Add(2*time.Second)); err != nil {
+			b.Fatal(err)
+		}
+		tr := meter.Take()
+		if _, err := f.store.Deregister(b.Context(), f.org, s.ID, 0, now.Add(3*time.Second)); err != nil {
+			b.Fatal(err)
+		}
+		dereg := meter.Take()
+
+		var c space.Counts
+		var err error
+		for b.Loop() {
+			if c, err = f.store.Counts(b.Context(), f.org); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if c.Total != spaces {
+			b.Fatalf("counted %d spaces, want %d", c.Total, spaces)
+		}
+		report(b, meter.Take())
+		// After the loop: b.Loop's first call drops metrics reported before.
+		b.ReportMetric(reg.TotalWRU(), "register-WRU")
+		b.ReportMetric(beat.TotalWRU(), "heartbeat-WRU")
+		b.ReportMetric(tr.TotalWRU(), "transition-WRU")
+		b.ReportMetric(dereg.TotalWRU(), "deregister-WRU")
+	})
+	for _, c := range []struct {
+		name string
+		q    space.Query
+		want int
+	}{
+		{"first-page-by-name", space.Query{Sort: space.SortName}, 50},
+		{"prefix-search", space.Query{Sort: space.SortName, NamePrefix: "cluster-0123"}, 10},
+		{"contains-search", space.Query{Sort: space.SortName, NameContains: "777"}, 19},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			q := c.q
+			q.Limit = 50
+			meter.Take()
+			for b.Loop() {
+				page, _, err := f.store.ListSpaces(b.Context(), f.org, q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(page) != c.want {
+					b.Fatalf("%d spaces, want %d", len(page), c.want)
+				}
+			}
+			report(b, meter.Take())
+		})
+	}
+}
+
+// report prints u per op: DynamoDB requests, read units and their price.
+func report(b *testing.B, u awscost.Usage) {
+	n := 0.0
+	for _, v := range u.Requests {
+		n += v
+	}
+	b.ReportMetric(n/float64(b.N), "requests/op")
+	b.ReportMetric(u.TotalRRU()/float64(b.N), "RRU/op")
+	b.ReportMetric(u.TotalRRU()/float64(b.N)*awscost.PriceRRU*1e6, "USD/1M-ops")
+}

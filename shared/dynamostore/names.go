@@ -1,0 +1,205 @@
+package dynamostore
+
+import (
+	"context"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"spaces/shared/space"
+)
+
+// Searching and sorting by name. A live space carries name_lc (its name
+// folded, space.FoldName) and name_key (name_lc, nameSep, id); the sparse
+// GSI "names" (org_id HASH, name_key RANGE, INCLUDE name_lc, provider,
+// space_type, cloud_account_id) holds exactly the registered spaces, in
+// name order within each org. Deregistration removes both attributes.
+//
+// The index projects nothing that a probe changes, so a heartbeat or a
+// transition never writes to it (only a registration, a rename and a
+// deregistration do): DynamoDB writes an index only when an item's indexed
+// or projected attributes change, and is eventually consistent, a write
+// propagating to it within a fraction of a second under normal conditions
+// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html,
+// "Synchronizing data between tables and global secondary indexes" and
+// "Write activity for global secondary indexes"). A page by name is one Query of the index (name
+// prefix as key condition; provider, type, account and "contains" as
+// filter on the projected attributes) and one BatchGetItem of the page's
+// spaces, strongly consistent, which the status filters and pickers then
+// see whole.
+const (
+	namesIndex = "names"
+	// nameSep ends the name in name_key: lower than any character a name
+	// may hold (names have no control characters), so "abc" sorts before
+	// "abc d" and "abc-d".
+	nameSep = "\x01"
+	// batchGetMax is BatchGetItem's limit of keys per request.
+	batchGetMax = 100
+)
+
+// nameKey is the position of s in name order.
+func nameKey(s space.Space) string { return space.FoldName(s.Name) + nameSep + s.ID }
+
+// setNameAttrs adds a live space's name attributes to its item.
+func setNameAttrs(item map[string]types.AttributeValue, s space.Space) {
+	item["name_lc"] = str(space.FoldName(s.Name))
+	item["name_key"] = str(nameKey(s))
+}
+
+// nameFilters adds q's name search to a filter on name_lc.
+func nameFilters(q space.Query, filter *[]string, nm *[]string, vals map[string]types.AttributeValue) {
+	if q.NamePrefix != "" {
+		*filter = append(*filter, "begins_with("+nNameLC+", :nprefix)")
+		vals[":nprefix"] = str(q.NamePrefix)
+	}
+	if q.NameContains != "" {
+		*filter = append(*filter, "contains("+nNameLC+", :ncontains)")
+		vals[":ncontains"] = str(q.NameContains)
+	}
+	if q.NamePrefix != "" || q.NameContains != "" {
+		*nm = append(*nm, nNameLC)
+	}
+}
+
+// listByName is ListSpaces in name order: q.After is the name_key of the
+// last space returned.
+func (s *Store) listByName(ctx context.Context, org string, q space.Query, filter []string, nm []string,
+	vals map[string]types.AttributeValue,
+) ([]space.Space, string, error) {
+	key := nOrg + " = :org"
+	vals[":org"] = str(org)
+	nm = append(nm, nOrg)
+	nm = append(nm, nNameKey)
+	if q.NamePrefix != "" {
+		// The prefix narrows the key range: no space outside it is read.
+		key += " AND begins_with(" + nNameKey + ", :nkprefix)"
+		vals[":nkprefix"] = str(q.NamePrefix)
+	} else {
+		// Every name_key is at least nameSep (a name starts with no
+		// control character), so in DynamoDB this bounds nothing; the
+		// emulator answers an index Query from the table's items, and this
+		// keeps out the org's items that have no name_key (links,
+		// history), as the sparse index does.
+		key += " AND " + nNameKey + " >= :nkmin"
+		vals[":nkmin"] = str(nameSep)
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 s.table,
+		IndexName:                 aws.String(namesIndex),
+		KeyConditionExpression:    aws.String(key),
+		ExpressionAttributeNames:  names(nm...),
+		ExpressionAttributeValues: vals,
+		ScanIndexForward:          aws.Bool(!q.Sort.Desc()),
+	}
+	if len(filter) > 0 {
+		in.FilterExpression = aws.String(strings.Join(filter, " AND "))
+	}
+	if q.After != "" {
+		id := q.After[strings.LastIndex(q.After, nameSep)+1:]
+		in.ExclusiveStartKey = map[string]types.AttributeValue{
+			"org_id": str(org), "name_key": str(q.After), "pk": str(orgPK(org)), "sk": str(prefixSpace + id),
+		}
+	}
+	out := make([]space.Space, 0, q.Limit+1)
+	want := func() int { return q.Limit + 1 - len(out) }
+	scanned, kept := 0, 0
+	for want() > 0 {
+		n := want()
+		ask := n
+		if kept > 0 {
+			ask = n * scanned / kept
+		} else if scanned > 0 {
+			ask = MaxLimit
+		}
+		// A selective filter (contains) passes over many entries per match:
+		// the index is read up to MaxLimit entries a request, and only the
+		// matches are fetched.
+		in.Limit = aws.Int32(int32(max(n, min(ask, MaxLimit))))
+		page, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, "", awsError("Query", err)
+		}
+		// Entries the filter passed over count as read, so that a selective
+		// search asks for more next time.
+		scanned += int(page.ScannedCount) - len(page.Items)
+		items, err := s.batchGetSpaces(ctx, org, page.Items)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, sp := range items {
+			scanned++
+			if want() <= 0 {
+				break
+			}
+			if sp.Deleted() || (q.Keep != nil && !q.Keep(sp)) {
+				continue
+			}
+			out = append(out, sp)
+			kept++
+		}
+		if page.LastEvaluatedKey == nil {
+			break
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+	if len(out) > q.Limit {
+		out = out[:q.Limit]
+		return out, nameKey(out[len(out)-1]), nil
+	}
+	return out, "", nil
+}
+
+// batchGetSpaces reads the spaces the index entries name, strongly
+// consistent, in the entries' order; a space gone since is left out.
+func (s *Store) batchGetSpaces(ctx context.Context, org string, entries []map[string]types.AttributeValue) ([]space.Space, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	keys := make([]map[string]types.AttributeValue, 0, len(entries))
+	for _, e := range entries {
+		keys = append(keys, map[string]types.AttributeValue{"pk": e["pk"], "sk": e["sk"]})
+	}
+	got := map[string]space.Space{}
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), batchGetMax)]
+		keys = keys[len(chunk):]
+		if err := s.batchGet(ctx, chunk, got); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]space.Space, 0, len(entries))
+	for _, e := range entries {
+		sk, _ := e["sk"].(*types.AttributeValueMemberS)
+		if sk == nil {
+			continue
+		}
+		if sp, ok := got[strings.TrimPrefix(sk.Value, prefixSpace)]; ok && sp.OrgID == org {
+			out = append(out, sp)
+		}
+	}
+	return out, nil
+}
+
+// batchGet reads up to batchGetMax spaces into got, by id.
+func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeValue, got map[string]space.Space) error {
+	req := map[string]types.KeysAndAttributes{*s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
+	for len(req) > 0 {
+		res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+		if err != nil {
+			return awsError("BatchGetItem", err)
+		}
+		for _, item := range res.Responses[*s.table] {
+			var sp space.Space
+			if err := s.decode(item, &sp); err != nil {
+				return err
+			}
+			got[sp.ID] = sp
+		}
+		// Unprocessed keys (throttling) are asked again; the SDK's retryer
+		// spaces the requests.
+		req = res.UnprocessedKeys
+	}
+	return nil
+}

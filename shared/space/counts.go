@@ -1,0 +1,36 @@
+package space
+
+import "context"
+
+// Counts is an org's fleet at a glance: its registered spaces by status, by
+// provider and by cloud account. The store keeps them in the same writes
+// that register, deregister and change the status of a space, so they are
+// exact at any size and read in one request, never by walking the list.
+//
+// The status is the stored one, as the probe last wrote it: a space whose
+// probe is stale (listed as unknown, see ProbeStale) is counted under the
+// status it was last seen in.
+type Counts struct {
+	Total      int64              `json:"total"`
+	ByStatus   map[Status]int64   `json:"by_status"`
+	ByProvider map[Provider]int64 `json:"by_provider"`
+	// ByAccount holds only the accounts with registered spaces.
+	ByAccount map[string]int64 `json:"by_account"`
+}
+
+// NewCounts returns empty counts with every status and provider present.
+func NewCounts() Counts {
+	c := Counts{ByStatus: map[Status]int64{}, ByProvider: map[Provider]int64{}, ByAccount: map[string]int64{}}
+	for _, s := range Statuses {
+		c.ByStatus[s] = 0
+	}
+	for _, p := range Providers {
+		c.ByProvider[p] = 0
+	}
+	return c
+}
+
+// Counts returns org's fleet counts.
+func (svc *Service) Counts(ctx context.Context, org string) (Counts, error) {
+	return svc.Store.Counts(ctx, org)
+}

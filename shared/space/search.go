@@ -1,0 +1,41 @@
+package space
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// Sort orders a listing of spaces. The zero value is id order, the
+// listing's order before sorting existed; the others order by name,
+// compared case-insensitively (FoldName), ties broken by id.
+type Sort string
+
+const (
+	SortName     Sort = "name"
+	SortNameDesc Sort = "-name"
+)
+
+// Sorts lists the orders a listing may ask for.
+var Sorts = []Sort{SortName, SortNameDesc}
+
+// Desc reports whether the order is descending.
+func (s Sort) Desc() bool { return strings.HasPrefix(string(s), "-") }
+
+// FoldName is a name as searched and sorted: lower case, so that searching
+// and ordering ignore case.
+func FoldName(name string) string { return strings.ToLower(name) }
+
+// ValidSearch reports whether text can be searched for in names: what a
+// name may hold (checkName), 1 to 100 characters; leading and trailing
+// spaces are allowed, since a prefix may end in one.
+func ValidSearch(text string) bool {
+	if text == "" || !utf8.ValidString(text) || utf8.RuneCountInString(text) > maxNameLen {
+		return false
+	}
+	for _, r := range text {
+		if invisible(r) {
+			return false
+		}
+	}
+	return true
+}
