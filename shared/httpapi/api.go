@@ -145,8 +145,10 @@ func (a *API) Handler() http.Handler {
 		log = slog.Default()
 	}
 	// Whatever a request waits on gives up a reserve before the function's
-	// own timeout, so that it answers a problem, never a timeout.
-	return observe(log, budget.Handler(problems(mux), budget.APIReserve))
+	// own timeout, so that it answers a problem, never a timeout. Outermost:
+	// it copies the request, and observe must see the very request the mux
+	// stamps with its route pattern.
+	return budget.Handler(observe(log, problems(mux)), budget.APIReserve)
 }
 
 func (a *API) authenticated(h func(*API, http.ResponseWriter, *http.Request, auth.Principal) error) http.Handler {
