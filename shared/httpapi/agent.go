@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -64,24 +65,21 @@ func (a *API) agent(h func(*API, http.ResponseWriter, *http.Request, string) err
 }
 
 func (a *API) agentExchange(w http.ResponseWriter, r *http.Request, token string) error {
-	if err := emptyBody(r); err != nil {
-		return err
-	}
-	c, err := a.Agents.Exchange(r.Context(), token)
-	if err != nil {
-		return err
-	}
-	addLogAttrs(r.Context(), slog.String("id", c.SpaceID))
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, "application/json", c)
-	return nil
+	return a.agentCredential(w, r, token, a.Agents.Exchange)
 }
 
 func (a *API) agentRenew(w http.ResponseWriter, r *http.Request, token string) error {
+	return a.agentCredential(w, r, token, a.Agents.Renew)
+}
+
+// agentCredential answers a new agent credential, got from the bootstrap
+// (exchange) or from the credential it replaces (renew).
+func (a *API) agentCredential(w http.ResponseWriter, r *http.Request, token string,
+	issue func(context.Context, string) (space.AgentCredential, error)) error {
 	if err := emptyBody(r); err != nil {
 		return err
 	}
-	c, err := a.Agents.Renew(r.Context(), token)
+	c, err := issue(r.Context(), token)
 	if err != nil {
 		return err
 	}
