@@ -48,8 +48,8 @@ func TestCreateResourcesFromRepositoryTemplate(t *testing.T) {
 	if desc.BillingModeSummary == nil || desc.BillingModeSummary.BillingMode != ddbtypes.BillingModeProvisioned {
 		t.Errorf("billing mode %+v", desc.BillingModeSummary)
 	}
-	if p := desc.ProvisionedThroughput; p == nil || aws.ToInt64(p.ReadCapacityUnits) != 101 || aws.ToInt64(p.WriteCapacityUnits) != 500 {
-		t.Errorf("table throughput %+v, want the template's 101 and 500 (TableReadMinimum, TableWriteMinimum)", p)
+	if p := desc.ProvisionedThroughput; p == nil || aws.ToInt64(p.ReadCapacityUnits) != 101 || aws.ToInt64(p.WriteCapacityUnits) != 700 {
+		t.Errorf("table throughput %+v, want the template's 101 and 700 (TableReadMinimum, TableWriteMinimum)", p)
 	}
 	if len(desc.GlobalSecondaryIndexes) != 2 {
 		t.Fatalf("indexes %+v", desc.GlobalSecondaryIndexes)
