@@ -28,13 +28,6 @@ func (a *API) spaceCounts(w http.ResponseWriter, r *http.Request, p auth.Princip
 	body = append(body, '\n')
 	sum := sha256.Sum256(body)
 	tag := `W/"c-` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
-	w.Header().Set("ETag", tag)
-	if noneMatch(r.Header.Values("If-None-Match"), tag) {
-		w.WriteHeader(http.StatusNotModified)
-		return nil
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	writeTagged(w, r, tag, body)
 	return nil
 }

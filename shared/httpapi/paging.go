@@ -176,14 +176,7 @@ func writeList[T any](a *API, w http.ResponseWriter, r *http.Request, scope stri
 	if err != nil {
 		return err
 	}
-	w.Header().Set("ETag", tag)
-	if noneMatch(r.Header.Values("If-None-Match"), tag) {
-		w.WriteHeader(http.StatusNotModified)
-		return nil
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	writeTagged(w, r, tag, body)
 	return nil
 }
 
@@ -221,4 +214,17 @@ func noneMatch(values []string, tag string) bool {
 		}
 	}
 	return false
+}
+
+// writeTagged answers a JSON body under its entity tag, or 304 when the
+// caller's If-None-Match already names it.
+func writeTagged(w http.ResponseWriter, r *http.Request, tag string, body []byte) {
+	w.Header().Set("ETag", tag)
+	if noneMatch(r.Header.Values("If-None-Match"), tag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
 }
