@@ -3,6 +3,7 @@ package local
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -133,5 +134,39 @@ func TestNonCanonicalPathsOverHTTP(t *testing.T) {
 		if head != "HTTP/1.1 404 Not Found" || !strings.Contains(string(raw), "application/problem+json") {
 			t.Errorf("%s: %q", path, raw)
 		}
+	}
+}
+
+// TestUnreadableRequestsAnswerProblems: a request net/http refuses before any
+// handler runs (a control byte in a header value, no Host) gets a problem
+// document with the same status, not net/http's plain text, and stores
+// nothing.
+func TestUnreadableRequestsAnswerProblems(t *testing.T) {
+	st := startStack(t)
+	c := newClient(t, st, "acme")
+	acct := c.account("aws")
+	body := fmt.Sprintf(`{"provider":"aws","space_type":"kubernetes","cloud_account_id":%q,"config":{"clusterName":"unreadable","region":"eu-west-1"},"synthetic":true}`, acct)
+	before := itemCount(t, st)
+	for _, tc := range []struct{ name, head string }{
+		{"DEL in Idempotency-Key", "POST /spaces HTTP/1.1\r\nHost: x\r\nIdempotency-Key: a\x7fb\r\n"},
+		{"NUL in Idempotency-Key", "POST /spaces HTTP/1.1\r\nHost: x\r\nIdempotency-Key: a\x00b\r\n"},
+		{"no Host", "POST /spaces HTTP/1.1\r\n"},
+	} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(st.APIURL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "%sAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", tc.head, c.token, len(body), body)
+		raw, _ := io.ReadAll(conn)
+		conn.Close()
+		head, rest, _ := strings.Cut(string(raw), "\r\n\r\n")
+		var p map[string]any
+		if !strings.HasPrefix(head, "HTTP/1.1 400 Bad Request\r\n") || !strings.Contains(head, "Content-Type: application/problem+json") ||
+			json.Unmarshal([]byte(rest), &p) != nil || p["status"] != 400.0 || p["type"] != "urn:spaces:problem:malformed-request" || p["detail"] == "" {
+			t.Errorf("%s: %q", tc.name, raw)
+		}
+	}
+	if after := itemCount(t, st); after != before {
+		t.Errorf("table holds %d items after the refused requests, %d before", after, before)
 	}
 }

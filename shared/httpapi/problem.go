@@ -155,3 +155,17 @@ func badGatewayDetail(reason string) string {
 		return "a dependency answered unexpectedly; quote the request id when reporting it"
 	}
 }
+
+// UnreadableRequest is the problem for a request the HTTP server refused
+// before any handler could read it (a header value with a control byte, a
+// malformed request line): the same document every other 4xx is, so a
+// client parses one error format. status is the server's own (400, 431,
+// 501); detail says what was wrong without echoing the request.
+func UnreadableRequest(status int, detail string) []byte {
+	slug := "malformed-request"
+	if s, ok := httpSlugs[status]; ok {
+		slug = s
+	}
+	body, _ := json.Marshal(problem{Type: problemTypePrefix + slug, Title: http.StatusText(status), Status: status, Detail: detail})
+	return append(body, '\n')
+}
