@@ -20,7 +20,7 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 # recipe, loudly, when it cannot, so nothing ever runs unpatched.
 WITH_OVERLAY = modfile=$$(bash infra/emulator/kumo/overlay.sh) && export GOFLAGS="$(strip $(GOFLAGS)) -modfile=$$modfile" &&
 
-.PHONY: run test lint lint-tools sam-check token deps kube-bins browser vet bench fuzz build clean overlay
+.PHONY: run test lint lint-tools sam-check token deps kube-bins browser tour-tools vet bench fuzz build clean overlay
 .DEFAULT_GOAL := run
 
 ## run: the whole service locally (embedded AWS emulator, API on 127.0.0.1:8080)
@@ -28,8 +28,8 @@ run: deps
 	@mkdir -p $(KUMO_DATA_DIR)
 	$(WITH_OVERLAY) KUMO_DATA_DIR=$(KUMO_DATA_DIR) $(GO) run ./infra/cmd/local
 
-## test: the lints, then every test, after installing what they need (modules, kube-apiserver + etcd, chromium)
-test: lint sam-check deps kube-bins browser
+## test: the lints, then every test, after installing what they need (modules, kube-apiserver + etcd, chromium, the tour's curl and jq)
+test: lint sam-check deps kube-bins browser tour-tools
 	unset KUMO_DATA_DIR && $(WITH_OVERLAY) $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
 
 # Lint tools, pinned. cfn-lint comes with the machine's Python (PyPI is out of
@@ -84,7 +84,7 @@ FUZZ_TARGETS := \
 	./shared/httpapi:FuzzReadObject ./shared/httpapi:FuzzQuery ./shared/httpapi:FuzzIfMatch ./shared/httpapi:FuzzRouting \
 	./shared/space:FuzzRegisterInput ./shared/space:FuzzCheckManifests ./shared/dynamostore:FuzzRevisionManifests \
 	./shared/auth:FuzzLocalVerifier ./shared/cursor:FuzzOpen ./shared/probing:FuzzDecodeMessage \
-	./shared/provisioning:FuzzValidateTags
+	./shared/provisioning:FuzzValidateTags ./infra/local:FuzzAsProblem
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s): make fuzz FUZZTIME=5m
 fuzz: deps
@@ -118,6 +118,10 @@ AXE_DIR     := $(HOME)/.cache/spaces/axe-$(AXE_VERSION)
 browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 	@test -f $(AXE_DIR)/node_modules/axe-core/axe.min.js || npm install --no-audit --no-fund --silent --prefix $(AXE_DIR) axe-core@$(AXE_VERSION)
+
+## tour-tools: curl and jq, which the README's tour needs (TestReadmeTourPastedTwice pastes it)
+tour-tools:
+	@command -v curl >/dev/null && command -v jq >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl jq; }
 
 ## kube-bins: build kube-apiserver and etcd once into a cache outside the repo
 kube-bins:
