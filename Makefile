@@ -84,7 +84,7 @@ FUZZ_TARGETS := \
 	./shared/httpapi:FuzzReadObject ./shared/httpapi:FuzzQuery ./shared/httpapi:FuzzIfMatch ./shared/httpapi:FuzzRouting \
 	./shared/space:FuzzRegisterInput ./shared/space:FuzzCheckManifests ./shared/dynamostore:FuzzRevisionManifests \
 	./shared/auth:FuzzLocalVerifier ./shared/cursor:FuzzOpen ./shared/probing:FuzzDecodeMessage \
-	./shared/provisioning:FuzzValidateTags ./infra/local:FuzzAsProblem
+	./shared/provisioning:FuzzValidateTags ./infra/problemconn:FuzzAsProblem
 
 ## fuzz: run each fuzz target for FUZZTIME (default 30s): make fuzz FUZZTIME=5m
 fuzz: deps

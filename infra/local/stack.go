@@ -23,6 +23,7 @@ import (
 	"spaces/infra/demo"
 	"spaces/infra/emulator"
 	"spaces/infra/lambdarules"
+	"spaces/infra/problemconn"
 	"spaces/shared/auth"
 	"spaces/shared/cascade"
 	"spaces/shared/httpapi"
@@ -287,7 +288,7 @@ func (st *Stack) serve(addr string, h http.Handler) (string, error) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 20 * time.Second, IdleTimeout: time.Minute}
 	st.servers = append(st.servers, srv)
 	go func() {
-		if err := srv.Serve(problemListener{ln}); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(problemconn.Listener{Listener: ln}); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			st.errc <- err
 		}
 	}()

@@ -1,4 +1,8 @@
-package local
+// Package problemconn makes a local HTTP server answer the requests net/http
+// refuses before any handler runs (a header value with a control byte, no
+// Host, a malformed request line) with a problem document, like every other
+// 4xx of the API, instead of net/http's plain text.
+package problemconn
 
 import (
 	"bytes"
@@ -17,15 +21,13 @@ import (
 // Connection before Content-Type, so it never matches.
 const goErrorHeaders = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
 
-// problemListener hands out connections whose pre-handler refusals (an
-// Idempotency-Key with a DEL byte, a malformed request line) are answered as
-// problem documents, like every other 4xx of the API, instead of net/http's
-// plain text. net/http has no hook for these answers, so the connection
+// Listener hands out connections whose pre-handler refusals are answered
+// as problems. net/http has no hook for these answers, so the connection
 // rewrites that one write: it is a single Write of status line, those exact
 // headers and a text body, after which the server closes the connection.
-type problemListener struct{ net.Listener }
+type Listener struct{ net.Listener }
 
-func (l problemListener) Accept() (net.Conn, error) {
+func (l Listener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
@@ -54,7 +56,7 @@ func asProblem(p []byte) ([]byte, bool) {
 	}
 	codeText, reason, _ := strings.Cut(string(head[len("HTTP/1.1 "):]), " ")
 	code, err := strconv.Atoi(codeText)
-	if err != nil || code < 400 || code > 599 {
+	if err != nil || code < 400 || code > 599 || http.StatusText(code) == "" {
 		return nil, false
 	}
 	detail := "the request could not be read: check its request line and headers (no control characters in header values)"
