@@ -12,64 +12,123 @@ function hashParams() {
   return new URLSearchParams(i < 0 ? '' : location.hash.slice(i + 1));
 }
 
+// trails keeps, per filter set, the cursors of the pages visited in order,
+// so Previous works after Next; the URL carries only the page number and
+// its cursor, so a reload or Back lands on the same page.
+const trails = new Map();
+
+// The URL's query names for the view's state.
+const STATE = ['q', 'provider', 'status', 'account', 'sort'];
+
 export async function spacesList(root, _, ctx) {
   const { api } = ctx;
   const params = hashParams();
-  const filter = { provider: params.get('provider') || '', status: params.get('status') || '', cloud_account_id: params.get('account') || '' };
-  let cursors = [''];            // cursors of the pages before and including this one
+  const state = Object.fromEntries(STATE.map(k => [k, params.get(k) || '']));
+  if (!['', 'name', '-name'].includes(state.sort)) state.sort = '';
+  const pageNo = Math.max(1, parseInt(params.get('page') || '1', 10) || 1);
+  const cursor = pageNo > 1 ? (params.get('cursor') || '') : '';
+  const trailKey = STATE.map(k => state[k]).join('\u0000');
+  const trail = trails.get(trailKey) || [''];
+  trails.set(trailKey, trail);
+  if (pageNo > 1 && cursor) trail[pageNo - 1] = cursor;
+
+  const filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: state.q, sort: state.sort };
   let page = null;               // the page in view
-  let counts = null;             // {active, inactive, unknown, total}
+  let counts = null;             // GET /space-counts
   let ticks = 0;
 
-  const countsEl = h('ul', { class: 'counts', 'aria-label': 'Spaces per status' });
+  // go changes the view's state in the URL (page 1 unless given).
+  const go = (change, to = {}) => {
+    const next = { ...state, ...change };
+    const p = new URLSearchParams();
+    for (const k of STATE) if (next[k]) p.set(k, next[k]);
+    if (to.page > 1) { p.set('page', String(to.page)); p.set('cursor', to.cursor); }
+    ctx.go('#/spaces' + (p.toString() ? '?' + p : ''));
+  };
+
+  const countsEl = h('ul', { class: 'counts', 'aria-label': 'Spaces per status (whole org)' });
   const tbody = h('tbody');
+  const sortLabel = state.sort === 'name' ? 'ascending' : state.sort === '-name' ? 'descending' : 'none';
+  const sortBtn = h('button', { type: 'button', class: 'sort', id: 'sort-name', title: 'Sort by name' }, 'Name',
+    h('span', { 'aria-hidden': 'true' }, state.sort === 'name' ? ' ▲' : state.sort === '-name' ? ' ▼' : ' ↕'));
+  sortBtn.addEventListener('click', () => go({ sort: state.sort === 'name' ? '-name' : state.sort === '-name' ? '' : 'name' }));
   const table = h('table', { class: 'stack', id: 'spaces-table' },
     h('caption', { class: 'sr' }, 'Registered spaces'),
-    h('thead', null, h('tr', null, ['Name', 'Provider', 'Region', 'Status', 'Last probed', 'Server version'].map(t => h('th', { scope: 'col' }, t)))), tbody);
+    h('thead', null, h('tr', null, h('th', { scope: 'col', 'aria-sort': sortLabel }, sortBtn),
+      ['Provider', 'Region', 'Status', 'Last probed', 'Server version'].map(t => h('th', { scope: 'col' }, t)))), tbody);
   const body = h('div', null, h('p', { class: 'loading' }, 'Loading spaces…'));
   const pager = h('div', { class: 'pager' });
+  const range = h('p', { class: 'muted', id: 'range', 'aria-live': 'polite' });
   const updated = h('p', { class: 'muted', id: 'updated' });
   const error = h('div');
 
-  const sel = (id, label, value, options) => {
-    const el = h('select', { id, name: id }, options.map(([v, t]) => h('option', { value: v, selected: v === value }, t)));
-    el.addEventListener('change', () => {
-      const p = new URLSearchParams({ provider: provSel.value, status: statSel.value, account: acctSel.value });
-      for (const [k, v] of [...p]) if (!v) p.delete(k);
-      ctx.go('#/spaces' + (p.toString() ? '?' + p : ''));
-    });
+  const sel = (id, key, label, options) => {
+    const el = h('select', { id, name: id }, options.map(([v, t]) => h('option', { value: v, selected: v === state[key] }, t)));
+    el.addEventListener('change', () => go({ [key]: el.value }));
     return field(label, el);
   };
-  const provSel = sel('f-provider', 'Provider', filter.provider, [['', 'All providers'], ...Object.entries(PROVIDERS)]).querySelector('select');
-  const statSel = sel('f-status', 'Status', filter.status, [['', 'All statuses'], ['active', 'active'], ['inactive', 'inactive'], ['unknown', 'unknown']]).querySelector('select');
-  const acctSel = sel('f-account', 'Cloud account', filter.cloud_account_id, [['', 'All accounts']]).querySelector('select');
+  const provField = sel('f-provider', 'provider', 'Provider', [['', 'All providers'], ...Object.entries(PROVIDERS)]);
+  const statField = sel('f-status', 'status', 'Status', [['', 'All statuses'], ['active', 'active'], ['inactive', 'inactive'], ['unknown', 'unknown']]);
+  const acctField = sel('f-account', 'account', 'Cloud account', [['', 'All accounts']]);
+  const acctSel = acctField.querySelector('select');
+  const accountNames = new Map();
   api.all('/cloud-accounts').then(accts => {
-    for (const a of accts) acctSel.append(h('option', { value: a.id, selected: a.id === filter.cloud_account_id }, `${a.name} (${PROVIDERS[a.provider]})`));
+    for (const a of accts) {
+      accountNames.set(a.id, a.name);
+      acctSel.append(h('option', { value: a.id, selected: a.id === state.account }, `${a.name} (${PROVIDERS[a.provider]})`));
+    }
   }).catch(() => {});
+
+  // The search box changes the URL once typing pauses.
+  const search = h('input', { id: 'f-q', name: 'q', type: 'search', value: state.q, maxlength: 100, autocomplete: 'off', placeholder: 'part of a name' });
+  let typing;
+  search.addEventListener('input', () => { clearTimeout(typing); typing = setTimeout(() => go({ q: search.value.trim() }), 150); });
+  ctx.onLeave(() => clearTimeout(typing));
 
   root.replaceChildren(
     h('h1', null, 'Spaces', h('span', { class: 'spacer' }), h('a', { class: 'button primary', href: '#/connect' }, 'Register a cluster')),
     countsEl,
-    h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter spaces', onsubmit: e => e.preventDefault() },
-      provSel.closest('.field'), statSel.closest('.field'), acctSel.closest('.field')),
-    error, body, pager, updated);
+    h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter spaces', onsubmit: e => { e.preventDefault(); clearTimeout(typing); go({ q: search.value.trim() }); } },
+      field('Name', search), provField, statField, acctField),
+    error, range, body, pager, updated);
+  if (state.q && document.activeElement === document.body) { search.focus(); search.setSelectionRange(search.value.length, search.value.length); }
 
-  const pagePath = () => '/spaces' + qs({ ...filter, limit: String(PAGE), cursor: cursors[cursors.length - 1] });
+  const pagePath = () => '/spaces' + qs({ ...filter, limit: String(PAGE), cursor });
 
+  // Each tile filters the list by its status (the tile in force clears it).
   function renderCounts() {
-    const c = counts || { active: '…', inactive: '…', unknown: '…', total: '…' };
-    const note = filter.status ? ' (all statuses, same provider and account)' : '';
-    countsEl.replaceChildren(
-      h('li', { 'data-count': 'total' }, h('b', null, String(c.total)), 'spaces' + note),
-      ...['active', 'inactive', 'unknown'].map(k => h('li', { 'data-count': k },
-        h('b', null, String(c[k])), h('span', { class: `badge s-${k}` }, k))));
+    const c = counts || { total: '…', by_status: { active: '…', inactive: '…', unknown: '…' } };
+    const tile = (key, n, label) => h('li', { 'data-count': key },
+      h('a', { href: '#', 'aria-current': (key === 'total' ? !state.status : state.status === key) ? 'true' : null,
+        onclick: e => { e.preventDefault(); go({ status: key === 'total' || state.status === key ? '' : key }); } },
+      h('b', null, String(n)), label));
+    countsEl.replaceChildren(tile('total', c.total, 'spaces'),
+      ...['active', 'inactive', 'unknown'].map(k => tile(k, c.by_status[k], h('span', { class: `badge s-${k}` }, k))));
+  }
+
+  // total is how many spaces the list holds, where the counts say it: no
+  // filter, or exactly one of status, provider and account.
+  function total() {
+    if (!counts || state.q) return null;
+    const set = [['status', 'by_status'], ['provider', 'by_provider'], ['account', 'by_account']].filter(([k]) => state[k]);
+    if (!set.length) return counts.total;
+    if (set.length > 1) return null;
+    const [k, by] = set[0];
+    return (counts[by] || {})[state[k]] || 0;
+  }
+
+  function renderRange() {
+    const first = (pageNo - 1) * PAGE + 1, n = page ? page.items.length : 0;
+    const t = total();
+    range.textContent = !page || !n ? '' : `${first}–${first + n - 1}` + (t === null ? '' : ` of ${t}`);
   }
 
   function renderRows() {
     if (!page.items.length) {
-      const filtered = filter.provider || filter.status || filter.cloud_account_id;
+      const filtered = STATE.some(k => k !== 'sort' && state[k]);
       body.replaceChildren(filtered
         ? empty('No space matches these filters.', h('a', { href: '#/spaces' }, 'Clear the filters'))
+        : pageNo > 1 ? empty('This page is empty now.', h('a', { href: '#/spaces' }, 'First page'))
         : empty('No space is registered yet. Connect a cloud account, pick one of its clusters, and register it.', h('a', { class: 'button primary', href: '#/connect' }, 'Connect a cloud account')));
     } else {
       tbody.replaceChildren(...page.items.map(sp => h('tr', { 'data-space': sp.id, 'data-name': sp.name },
@@ -81,39 +140,35 @@ export async function spacesList(root, _, ctx) {
         h('td', { 'data-label': 'Version' }, (sp.probe && sp.probe.server_version && sp.probe.server_version.gitVersion) || '—'))));
       if (body.firstChild !== table) body.replaceChildren(table);
     }
-    const n = cursors.length;
-    const prev = h('button', { type: 'button', disabled: n === 1 }, '← Previous');
-    prev.addEventListener('click', () => { cursors.pop(); page = null; refresh(); });
-    const next = h('button', { type: 'button', disabled: !page.next_cursor }, 'Next →');
-    next.addEventListener('click', () => { cursors.push(page.next_cursor); page = null; refresh(); });
-    pager.replaceChildren(prev, h('span', null, `Page ${n}`), next);
-    pager.hidden = n === 1 && !page.next_cursor;
+    const prevCursor = trail[pageNo - 2];
+    const prev = pageNo === 1 ? h('button', { type: 'button', disabled: true }, '← Previous')
+      : prevCursor !== undefined ? h('a', { class: 'button', id: 'prev', href: '#', onclick: e => { e.preventDefault(); go({}, { page: pageNo - 1, cursor: prevCursor }); } }, '← Previous')
+      : h('a', { class: 'button', id: 'prev', href: '#', onclick: e => { e.preventDefault(); go({}); } }, '← First page');
+    const next = h('button', { type: 'button', id: 'next', disabled: !page.next_cursor }, 'Next →');
+    next.addEventListener('click', () => { trail[pageNo] = page.next_cursor; go({}, { page: pageNo + 1, cursor: page.next_cursor }); });
+    pager.replaceChildren(prev, h('span', null, `Page ${pageNo}`), next);
+    pager.hidden = pageNo === 1 && !page.next_cursor;
+    renderRange();
   }
 
-  // countAll walks the fleet (with the provider and account filters) to
-  // count per status. A single page that is the whole fleet counts itself.
-  async function countAll() {
-    const c = { active: 0, inactive: 0, unknown: 0, total: 0 };
-    let items;
-    if (!filter.status && cursors.length === 1 && !page.next_cursor) items = page.items;
-    else items = await api.all('/spaces' + qs({ provider: filter.provider, cloud_account_id: filter.cloud_account_id }));
-    for (const sp of items) { c[sp.status]++; c.total++; }
-    counts = c;
-    renderCounts();
-  }
-
+  // A tick polls one thing, the page and the counts in turn, each with its
+  // ETag: an idle tab sends one request a tick, and most answer 304.
   async function refresh() {
     try {
-      const r = await api.poll(pagePath());
+      if (!page || ticks % 2 === 0) {
+        const r = await api.poll(pagePath());
+        const changed = r.changed || !page;
+        page = r.data;
+        if (changed) renderRows();
+        else for (const t of root.querySelectorAll('time[datetime]')) t.textContent = ago(t.getAttribute('datetime')); // ages move on
+      }
+      if (!counts || ticks % 2 === 1) {
+        const r = await api.poll('/space-counts');
+        if (r.changed || !counts) { counts = r.data; renderCounts(); renderRange(); }
+      }
       error.replaceChildren();
-      const changed = r.changed || !page;
-      page = r.data;
-      if (changed) renderRows();
-      else for (const t of root.querySelectorAll('time[datetime]')) t.textContent = ago(t.getAttribute('datetime')); // ages move on
       ticks++;
-      // Counts follow the page in view at once, and the rest of the fleet
-      // every sixth tick, so a tick of an unchanged fleet costs one 304.
-      if (changed || counts === null || ticks % 6 === 0) await countAll();
+      updated.dataset.ticks = String(ticks);
       updated.textContent = `Updated ${new Date().toLocaleTimeString()} · refreshes every ${ctx.cfg.refresh_seconds || 5} s`;
     } catch (x) {
       error.replaceChildren(errorBox(x, 'The spaces could not be loaded'));

@@ -1,0 +1,153 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
+)
+
+// TestConsoleFleetView: the spaces list of an org of 120 spaces in a real
+// browser. The status tiles come from GET /space-counts in one request (no
+// page of the fleet is walked) and filter the list when clicked; the range
+// reads "1–50 of 120"; the search box and the name sort put their state in
+// the URL; the page is in the URL, so a reload keeps it and Back returns to
+// the page before; an idle tab sends at most one request a tick.
+func TestConsoleFleetView(t *testing.T) {
+	prefix := fmt.Sprintf("f%s-", uuid.NewString()[:8])
+	st, err := Start(context.Background(), Config{
+		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
+		Log:            slog.New(slog.DiscardHandler),
+		Names:          func(id string) string { return prefix + id },
+		Probing:        ProbingConfig{Disabled: true},
+		ConsoleRefresh: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	org := "org-" + uuid.NewString()[:8]
+	c := newClient(t, st, org)
+	internal := newClient(t, st, org, "spaces:internal")
+	acct := c.account("aws")
+	ids := make([]string, 120)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < 120; i += 4 {
+				name := fmt.Sprintf("alpha-%03d", i)
+				if i >= 60 {
+					name = fmt.Sprintf("beta-%03d", i)
+				}
+				r := c.do("POST", "/spaces", registerBody("aws", acct, name))
+				if r.status != 201 {
+					t.Errorf("register %s: %d %s", name, r.status, r.body)
+					return
+				}
+				ids[i] = r.json(t)["id"].(string)
+			}
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	// Five inactive, three active, the rest unknown (probing is off).
+	for i, id := range ids[:8] {
+		to := "inactive"
+		if i >= 5 {
+			to = "active"
+		}
+		etag := c.do("GET", "/spaces/"+id, nil).header.Get("ETag")
+		internal.must(200, internal.do("PATCH", "/spaces/"+id+"/status", map[string]any{"status": to, "reason": "Maintenance"}, "If-Match: "+etag))
+	}
+
+	proxy := newConsoleProxy(t, st, nil)
+	p := &page{t: t, ctx: browser(t), base: proxy.srv.URL, shots: screenshotDir(t)}
+	const wait = time.Minute
+	rows := func(n int) string {
+		return fmt.Sprintf(`document.querySelectorAll('#spaces-table tbody tr').length === %d`, n)
+	}
+	first := `(document.querySelector('#spaces-table tbody tr') || {dataset: {}}).dataset.name`
+	p.run("open the console", chromedp.Navigate(p.base+"/"))
+	p.until("the sign-in form", `!!document.querySelector('#org-input')`, wait)
+	p.run("sign in", chromedp.SetValue(chromedp.CSS("#org-input"), org), chromedp.Click(chromedp.CSS(`form button[type=submit]`)))
+	p.until("the first page and the counts", rows(50)+` && document.querySelector('#range').textContent === '1–50 of 120'`, wait)
+	for k, want := range map[string]string{"total": "120", "active": "3", "inactive": "5", "unknown": "112"} {
+		if got := p.text(fmt.Sprintf(`[data-count="%s"] b`, k)); got != want {
+			t.Errorf("tile %s shows %q, want %s", k, got, want)
+		}
+	}
+	reqs, _ := proxy.stats()
+	counts, walks := 0, 0
+	for _, r := range reqs {
+		if strings.HasPrefix(r, "GET /space-counts ") {
+			counts++
+		}
+		if strings.HasPrefix(r, "GET /spaces?") && strings.Contains(r, "limit=100") {
+			walks++
+		}
+	}
+	if counts != 1 || walks != 0 {
+		t.Errorf("the counts took %d requests to /space-counts and %d pages walked, want 1 and 0: %v", counts, walks, reqs)
+	}
+	p.shot("fleet-01-list")
+	p.audit("spaces (fleet)")
+
+	// A tile filters by its status; clicked again, it clears the filter.
+	p.run("click the inactive tile", chromedp.Click(chromedp.CSS(`[data-count="inactive"] a`)))
+	p.until("the inactive spaces", rows(5)+` && location.hash === '#/spaces?status=inactive' && document.querySelector('#range').textContent === '1–5 of 5'`, wait)
+	p.run("click it again", chromedp.Click(chromedp.CSS(`[data-count="inactive"] a`)))
+	p.until("the whole list again", rows(50)+` && location.hash === '#/spaces'`, wait)
+
+	// The search box: names containing "beta-1", in the URL.
+	p.run("search", chromedp.SendKeys(chromedp.CSS("#f-q"), "BETA-1"))
+	p.until("the search's rows", rows(20)+` && location.hash === '#/spaces?q=BETA-1' && document.querySelector('#range').textContent === '1–20'`, wait)
+	if got := p.eval(`[...document.querySelectorAll('#spaces-table tbody tr')].filter(r => !r.dataset.name.startsWith('beta-1')).map(r => r.dataset.name).join(',')`); got != "" {
+		t.Errorf("the search for BETA-1 shows %s", got)
+	}
+	p.visit("clear the search", "#/spaces")
+	p.until("the whole list again", rows(50)+` && document.querySelector('#f-q').value === ''`, wait)
+
+	// Sort by name, then the other way.
+	p.run("sort by name", chromedp.Click(chromedp.CSS(`#sort-name`)))
+	p.until("name order", first+` === 'alpha-000' && location.hash === '#/spaces?sort=name'`, wait)
+	p.run("sort by name, Z to A", chromedp.Click(chromedp.CSS(`#sort-name`)))
+	p.until("reverse name order", first+` === 'beta-119' && location.hash === '#/spaces?sort=-name'`, wait)
+
+	// Page 2 is in the URL: Back returns to page 1, and a reload keeps page 2.
+	p.run("next page", chromedp.Click(chromedp.CSS(`#next`)))
+	page2 := first + ` === 'beta-069' && document.querySelector('#range').textContent === '51–100 of 120' && location.hash.includes('page=2')`
+	p.until("page 2", page2, wait)
+	p.run("back", chromedp.NavigateBack())
+	p.until("page 1 after Back", first+` === 'beta-119' && document.querySelector('#range').textContent === '1–50 of 120'`, wait)
+	p.run("forward", chromedp.NavigateForward())
+	p.until("page 2 again", page2, wait)
+	p.run("reload", chromedp.Reload())
+	p.until("page 2 after the reload", page2, wait)
+	p.shot("fleet-02-sorted")
+	p.audit("spaces (sorted)")
+
+	// Idle: one request a tick, whatever is polled.
+	ticks := func() (int, int) {
+		v, err := chromedp.Run(p.ctx, chromedp.Evaluate[[]int](`[window.__spacesStats.requests, Number(document.querySelector('#updated').dataset.ticks || 0)]`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v[0], v[1]
+	}
+	r0, t0 := ticks()
+	time.Sleep(6 * time.Second)
+	r1, t1 := ticks()
+	if t1-t0 < 3 || r1-r0 > t1-t0 {
+		t.Errorf("an idle list sent %d requests in %d ticks, want at most one a tick (and at least 3 ticks in 6 s)", r1-r0, t1-t0)
+	}
+}
