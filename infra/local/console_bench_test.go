@@ -87,7 +87,7 @@ func BenchmarkConsoleList(b *testing.B) {
 			b.Fatal(err)
 		}
 		total += time.Since(start)
-		c, err := chromedp.Run(ctx, chromedp.Evaluate[int](`performance.getEntriesByType('resource').filter(e => new URL(e.name).pathname === '/space-counts' || e.name.includes('limit=100')).length`))
+		c, err := chromedp.Run(ctx, chromedp.Evaluate[int](`performance.getEntriesByType('resource').filter(e => new URL(e.name).pathname === '/space-counts' || (new URL(e.name).pathname === '/spaces' && e.name.includes('limit=100'))).length`))
 		if err != nil {
 			b.Fatal(err)
 		}

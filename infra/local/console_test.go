@@ -44,6 +44,10 @@ type consoleProxy struct {
 	api    []string // "METHOD /path?query status" of every API request
 	bad    []string
 	n304   int
+	// hook, when set before the browser starts, sees each API request
+	// first and answers it itself by returning true (a slow or failing
+	// API for the tests of the console's bugs).
+	hook func(w http.ResponseWriter, r *http.Request) bool
 }
 
 // newConsoleProxy fronts st; ui, when not nil, serves the console's own
@@ -68,6 +72,9 @@ func newConsoleProxy(t testing.TB, st *Stack, ui http.Handler) *consoleProxy {
 				return
 			}
 			plain.ServeHTTP(w, r)
+			return
+		}
+		if p.hook != nil && p.hook(w, r) {
 			return
 		}
 		rec := &statusRecorder{ResponseWriter: w}

@@ -13,6 +13,10 @@ const main = document.getElementById('main');
 const session = createSession();
 let cfg;
 let cleanup = [];
+// generation counts the views shown: a view's timers and drawing belong to
+// its generation only, so an answer that arrives after the user moved on
+// changes nothing on screen.
+let generation = 0;
 
 const routes = [
   [/^#\/spaces\/([0-9a-fA-F-]{36})$/, spaceDetail],
@@ -31,22 +35,25 @@ function signedOut(message) {
 
 const api = createApi(session, () => signedOut('Your session has expired: sign in again.'));
 
-function stop() { for (const f of cleanup) f(); cleanup = []; }
+function stop() { generation++; for (const f of cleanup) f(); cleanup = []; }
 
 // ctx is what every view gets: the API, the config, timers tied to the view.
 function context() {
+  const mine = generation;
   return {
     api, cfg, session,
     // every runs fn now and every refresh_seconds until the view changes;
-    // a tick never overlaps the previous one.
+    // a tick never overlaps the previous one. A view that has been left
+    // (its first answers came late) starts no timer.
     every(fn) {
+      if (mine !== generation) return Promise.resolve();
       let busy = false, live = true;
       const tick = async () => { if (busy || !live) return; busy = true; try { await fn(); } finally { busy = false; } };
       const id = setInterval(tick, (cfg.refresh_seconds || 5) * 1000);
       cleanup.push(() => { live = false; clearInterval(id); });
       return tick();
     },
-    onLeave(fn) { cleanup.push(fn); },
+    onLeave(fn) { if (mine === generation) cleanup.push(fn); else fn(); },
     go(hash) { location.hash = hash; },
   };
 }
@@ -54,7 +61,8 @@ function context() {
 function signInView(message) {
   const note = message ? h('div', { class: 'alert warn', role: 'alert' }, message) : null;
   if (cfg.sign_in === 'dev') {
-    const org = h('input', { id: 'org-input', name: 'org', required: true, autocomplete: 'organization', value: 'acme', pattern: '[A-Za-z0-9._:-]{1,128}' });
+    // Chromium compiles pattern with the v flag, where a class's '-' must be escaped.
+    const org = h('input', { id: 'org-input', name: 'org', required: true, autocomplete: 'organization', value: 'acme', pattern: '[A-Za-z0-9._:\\-]{1,128}' });
     const err = h('div');
     const form = h('form', { class: 'card' }, h('h1', null, 'Sign in'), note,
       h('p', { class: 'muted' }, 'Development sign-in (local stack only): a token for any org, signed with the key ', h('code', null, 'make token'), ' uses.'),
@@ -94,16 +102,21 @@ function route() {
     const here = hash === a.getAttribute('href') || hash.startsWith(a.getAttribute('href') + '/') || (a.getAttribute('href') === '#/connect' && hash.startsWith('#/accounts/'));
     if (here) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
+  if (hash === '#' || hash === '#/') { location.replace('#/spaces'); return; }
+  // Each view draws into its own element: once the user has moved on, it is
+  // off the page, so a slow answer cannot draw the screen they left.
+  const root = h('div', { class: 'view' }, h('p', { class: 'loading' }, 'Loading…'));
+  main.replaceChildren(root);
+  main.focus({ preventScroll: true });
   for (const [re, view] of routes) {
     const m = hash.match(re);
     if (m) {
-      main.replaceChildren(h('p', { class: 'loading' }, 'Loading…'));
-      view(main, m.slice(1), context()).catch(x => main.replaceChildren(errorBox(x, 'This page could not be loaded')));
-      main.focus({ preventScroll: true });
+      view(root, m.slice(1), context()).catch(x => root.replaceChildren(errorBox(x, 'This page could not be loaded')));
       return;
     }
   }
-  location.replace('#/spaces');
+  root.replaceChildren(h('h1', null, 'No such page'),
+    h('p', { id: 'not-found' }, 'The console has no page at ', h('code', null, hash), '. ', h('a', { href: '#/spaces' }, 'Go to the spaces')));
 }
 
 async function start() {

@@ -1,7 +1,7 @@
 // Spaces: the fleet list (counts, filters, cursor paging, polling with
 // ETags) and one space's detail (identity, probe, history chart,
 // namespaces, bindings, deregistration).
-import { h, badge, providerMark, when, ago, region, errorBox, field, empty, flash, showFieldErrors, validate, patterned, PATTERNS, PROVIDERS } from './ui.js';
+import { h, badge, providerMark, when, stamp, ago, region, errorBox, field, empty, flash, showFieldErrors, validate, patterned, PATTERNS, PROVIDERS } from './ui.js';
 import { qs } from './api.js';
 import { RANGES, segments, chart } from './chart.js';
 
@@ -32,7 +32,9 @@ export async function spacesList(root, _, ctx) {
   trails.set(trailKey, trail);
   if (pageNo > 1 && cursor) trail[pageNo - 1] = cursor;
 
-  const filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: state.q, sort: state.sort };
+  // A search lists in name order unless another order is chosen: the
+  // name index then reads only the names it shows, at any fleet size.
+  const filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: state.q, sort: state.sort || (state.q ? 'name' : '') };
   let page = null;               // the page in view
   let counts = null;             // GET /space-counts
   let ticks = 0;
@@ -194,6 +196,9 @@ export async function spaceDetail(root, [id], ctx) {
   root.replaceChildren(head, error, h('div', { class: 'grid' }, identity, probe), history, h('div', { class: 'grid' }, namespaces, bindings));
 
   let envs = [], policies = [];
+  let accountName = '';          // the account's name, once read
+  let historyOpen = false;       // the change list stays as the user left it
+  let nsFailed = false;          // the namespaces are asked again at the next tick
   const deregBtn = h('button', { class: 'danger', type: 'button', id: 'deregister' }, 'Deregister…');
   deregBtn.addEventListener('click', () => confirmDeregister(sp, envs, policies, ctx));
 
@@ -211,7 +216,7 @@ export async function spaceDetail(root, [id], ctx) {
     const cfg = Object.entries(sp.config).map(([k, v]) => [k, v]);
     identity.replaceChildren(h('h2', null, 'Identity'), h('dl', { class: 'kv' },
       kv('Provider', PROVIDERS[sp.provider]), kv('Type', sp.space_type), ...cfg.map(([k, v]) => kv(k, h('code', null, v))),
-      kv('Cloud account', h('a', { href: `#/accounts/${sp.cloud_account_id}/clusters` }, sp.cloud_account_id)),
+      kv('Cloud account', h('a', { href: `#/accounts/${sp.cloud_account_id}/clusters`, id: 'space-account' }, accountName || sp.cloud_account_id)),
       kv('Synthetic', sp.synthetic ? 'yes' : 'no'), kv('Registered', when(sp.created_at)), kv('Space id', h('code', null, sp.id))));
     const p = sp.probe || {};
     probe.replaceChildren(h('h2', null, 'Last probe'), h('dl', { class: 'kv' },
@@ -241,9 +246,10 @@ export async function spaceDetail(root, [id], ctx) {
     history.replaceChildren(
       h('div', { class: 'row' }, h('h2', null, 'Status history'), h('span', { class: 'spacer' }), seg),
       chart(segments(items, sp, from, now), from, now, range === '24h' ? '24 hours' : range.replace('d', ' days')),
-      h('details', null, h('summary', null, `${recent.length} change${recent.length === 1 ? '' : 's'} in this range`),
+      h('details', { id: 'history-changes', open: historyOpen, ontoggle: e => { historyOpen = e.target.open; } },
+        h('summary', null, `${recent.length} change${recent.length === 1 ? '' : 's'} in this range`),
         recent.length ? h('table', null, h('thead', null, h('tr', null, ['When', 'From', 'To', 'Reason'].map(t => h('th', { scope: 'col' }, t)))),
-          h('tbody', null, recent.map(t => h('tr', null, h('td', null, new Date(t.at).toLocaleString()), h('td', null, t.from), h('td', null, t.to),
+          h('tbody', null, recent.map(t => h('tr', null, h('td', null, stamp(t.at)), h('td', null, t.from), h('td', null, t.to),
             h('td', null, [t.reason, t.message].filter(Boolean).join(': ') || '—'))))) : h('p', { class: 'muted' }, 'No change in this range.')));
   }
 
@@ -286,8 +292,13 @@ export async function spaceDetail(root, [id], ctx) {
         h('tbody', null, list.items.map(n => h('tr', { 'data-ns': n.name }, h('td', null, n.name), h('td', null, n.phase || '—'),
           h('td', null, Object.entries(n.labels).filter(([k]) => !k.startsWith('kubernetes.io/')).map(([k, v]) => `${k}=${v}`).join(', ') || '—')))))
         : empty('The cluster has no namespace.'));
+      nsFailed = false;
     } catch (x) {
-      nsBody.replaceChildren(errorBox(x, 'The cluster’s namespaces could not be listed'));
+      nsFailed = true;
+      const retry = h('button', { type: 'button', id: 'ns-retry' }, 'Try again');
+      retry.addEventListener('click', () => loadNamespaces());
+      nsBody.replaceChildren(errorBox(x, 'The cluster’s namespaces could not be listed'),
+        h('p', { class: 'muted' }, 'Asked again at the next refresh. ', retry));
     }
   }
 
@@ -305,6 +316,7 @@ export async function spaceDetail(root, [id], ctx) {
   }
 
   renderHead();
+  api.get(`/cloud-accounts/${sp.cloud_account_id}`).then(a => { accountName = a.name; renderHead(); }).catch(() => {});
   await Promise.all([loadHistory(), loadNamespaces(), loadBindings().catch(x => bindings.replaceChildren(errorBox(x, 'Bindings could not be loaded')))]);
   let lastVersion = sp.version;
   await ctx.every(async () => {
@@ -313,6 +325,7 @@ export async function spaceDetail(root, [id], ctx) {
       error.replaceChildren();
       renderHead();
       if (sp.version !== lastVersion) { lastVersion = sp.version; await loadHistory(); }
+      if (nsFailed) await loadNamespaces();
     } catch (x) {
       error.replaceChildren(errorBox(x, 'The space could not be refreshed'));
     }

@@ -65,8 +65,13 @@ export function ago(ts, now = Date.now()) {
   return `${Math.floor(s / 86400)} d ago`;
 }
 
+// stamp is an absolute time in the reader's zone, the zone named.
+export function stamp(ts) {
+  return new Date(ts).toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'short' });
+}
+
 export function when(ts) {
-  return ts ? h('time', { datetime: ts, title: new Date(ts).toLocaleString() }, ago(ts)) : 'never';
+  return ts ? h('time', { datetime: ts, title: stamp(ts) }, ago(ts)) : 'never';
 }
 
 export function region(sp) {
