@@ -190,8 +190,10 @@ func (cfg *Config) exchange(ctx context.Context, api *spacesAPI, store stateSecr
 		cfg.Log.Warn("the mounted bootstrap token was refused; carrying on with the stored credential", "error", err.Error())
 		return st, nil
 	case errors.Is(err, ErrRefused):
+		// Not an ErrRefused: the agent has no credential to be refused,
+		// and stopping with exit 0 would hide a failed install.
 		return st, fmt.Errorf("the bootstrap token was refused (it expired, was already used, or its space is deregistered): "+
-			"issue a new one with POST /spaces/{id}/agent-bootstrap and apply it: %w", err)
+			"issue a new one with POST /spaces/{id}/agent-bootstrap and apply it (%v)", err)
 	default:
 		return st, err // ctx ended
 	}

@@ -3,6 +3,8 @@ package local
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -278,5 +280,138 @@ func applyManifests(t *testing.T, rc *rest.Config, rendered []byte) {
 		if _, err := ri.Create(t.Context(), o, metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
 			t.Fatalf("create %s %s: %v", gvk.Kind, o.GetName(), err)
 		}
+	}
+}
+
+// TestAgentInstallOrderAndReinstall covers the install's other paths on
+// the same real parts: the agent started before its bootstrap Secret
+// exists waits for it (the install command applies the Deployment and the
+// Secret together, in that order); a re-issued bootstrap mounted in place
+// of the spent one is exchanged by the running agent (a reinstall), which
+// stores the new credential; a spent bootstrap with no stored credential
+// is the end, with an error that says what to do (exit 1, not 0).
+func TestAgentInstallOrderAndReinstall(t *testing.T) {
+	kc := kubetest.Start(t, kubetest.Options{})
+	admin := kubernetes.NewForConfigOrDie(kc.RESTConfig())
+	prefix := fmt.Sprintf("a%d%d-", time.Now().UnixNano()%1e6, stackSeq.Add(1))
+	st, err := Start(context.Background(), Config{
+		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
+		Names:   func(id string) string { return prefix + id },
+		Log:     slog.New(slog.DiscardHandler),
+		Probing: ProbingConfig{Interval: 2 * time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	c := newClient(t, st, "acme")
+	reg := c.must(201, c.do("POST", "/spaces", map[string]any{"provider": "aws", "space_type": "kubernetes",
+		"cloud_account_id": c.account("aws"), "config": configFor("aws", "private-2"), "connectivity": "agent"}))
+	id := reg["id"].(string)
+	boot1 := reg["agent_bootstrap"].(map[string]any)["token"].(string)
+
+	// The manifests as make agent-image renders them: no bootstrap Secret.
+	rendered, err := manifests.Render(manifests.Values{Image: "spaces-agent:test", APIURL: st.APIURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyManifests(t, kc.RESTConfig(), rendered)
+	ns := manifests.Namespace
+	tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), "spaces-agent",
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(kc.RESTConfigForToken(tr.Status.Token))
+	bootFile := filepath.Join(t.TempDir(), "token")
+	var logs syncBuffer
+	start := func() (context.CancelFunc, chan error) {
+		u, err := agent.CheckURL(st.APIURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		t.Cleanup(cancel)
+		done := make(chan error, 1)
+		go func() {
+			done <- agent.Run(ctx, agent.Config{APIURL: u, BootstrapFile: bootFile, Kube: kube, Namespace: ns,
+				StateSecret: "spaces-agent-state", RetryDelay: time.Second, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+		}()
+		return cancel, done
+	}
+	until := func(what string, within time.Duration, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s after %s; agent log:\n%s", what, within, logs.String())
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	status := func() any { return c.must(200, c.do("GET", "/spaces/"+id, nil))["status"] }
+	stored := func() string {
+		s, err := admin.CoreV1().Secrets(ns).Get(t.Context(), "spaces-agent-state", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(s.Data["bootstrap_sha256"])
+	}
+	sha := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
+
+	// Started before its bootstrap: it waits.
+	stop, done := start()
+	until("wait for the bootstrap", 10*time.Second, func() bool { return strings.Contains(logs.String(), "waiting for the bootstrap token") })
+	if s := status(); s != "unknown" {
+		t.Fatalf("a space whose agent has no credential is %v", s)
+	}
+	// The Secret arrives (kubectl), the kubelet mounts it (the file).
+	if _, err := admin.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "spaces-agent-bootstrap"},
+		StringData: map[string]string{"token": boot1}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bootFile, []byte(boot1+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	until("active", 30*time.Second, func() bool { return status() == "active" })
+	if stored() != sha(boot1) {
+		t.Fatal("the state Secret does not record the exchanged bootstrap")
+	}
+
+	// A reinstall: a new bootstrap takes the spent one's place; the running
+	// agent exchanges it on its next cycle.
+	boot2 := c.must(201, c.do("POST", "/spaces/"+id+"/agent-bootstrap", nil))["token"].(string)
+	if err := os.WriteFile(bootFile, []byte(boot2), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	until("exchange of the new bootstrap", space.LeaseInterval+15*time.Second, func() bool { return stored() == sha(boot2) })
+	if n := strings.Count(logs.String(), "exchanged the bootstrap token"); n != 2 {
+		t.Errorf("%d exchanges logged, want 2", n)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("stopped agent: %v", err)
+	}
+
+	// A spent bootstrap and no stored credential: nothing to run on.
+	s, err := admin.CoreV1().Secrets(ns).Get(t.Context(), "spaces-agent-state", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Data = nil
+	if _, err := admin.CoreV1().Secrets(ns).Update(t.Context(), s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, done = start()
+	select {
+	case err := <-done:
+		if err == nil || errors.Is(err, agent.ErrRefused) || !strings.Contains(err.Error(), "bootstrap token was refused") {
+			t.Fatalf("a spent bootstrap without a credential: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the agent runs on a spent bootstrap")
+	}
+	if l := logs.String(); strings.Contains(l, "spa1.") || strings.Contains(l, "spb1.") {
+		t.Errorf("a token reached the agent's log:\n%s", l)
 	}
 }
