@@ -34,7 +34,11 @@ func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	if err := run(log); err != nil {
 		if errors.Is(err, client.ErrRefused) {
-			log.Info("Spaces refused this agent's credential: its space is deregistered (or a newer install replaced this agent); stopping", "error", err.Error())
+			// Spaces answers every refusal alike: deregistered is the
+			// usual cause. A Deployment restarts the pod, which is refused
+			// the same way; uninstall it (kubectl delete -f spaces-agent.yaml).
+			log.Info("Spaces refused this agent's credential: its space is deregistered, a newer install replaced this agent, "+
+				"or the credential expired while the agent was stopped; stopping", "error", err.Error())
 			os.Exit(0)
 		}
 		log.Error("agent failed", "error", err.Error())
