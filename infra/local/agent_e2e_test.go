@@ -64,9 +64,10 @@ func (s *syncBuffer) String() string {
 // a pod's rest.InClusterConfig reads the ServiceAccount token the kubelet
 // mounts; here the token is got from the same API server by a
 // TokenRequest for the agent's ServiceAccount, after the agent's rendered
-// manifests (RBAC included) were applied to it, so every call the agent
-// makes to the cluster is authorized by its own least-privilege RBAC and
-// nothing else. The bootstrap file is the Secret those manifests carry,
+// manifests (RBAC included) were applied to it, so the agent acts on the
+// cluster as its ServiceAccount, with that RBAC and Kubernetes' default
+// bindings (GET /version is also open to every authenticated user) and
+// nothing more: what it was not granted is refused (checked below). The bootstrap file is the Secret those manifests carry,
 // read back from the API server, as the kubelet would mount it. No pod
 // runs (no kubelet): the Deployment is applied, validated by the real
 // API server, but the agent runs as a goroutine.
