@@ -20,7 +20,7 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 # recipe, loudly, when it cannot, so nothing ever runs unpatched.
 WITH_OVERLAY = modfile=$$(bash infra/emulator/kumo/overlay.sh) && export GOFLAGS="$(strip $(GOFLAGS)) -modfile=$$modfile" &&
 
-.PHONY: run test lint lint-tools sam-check token deps kube-bins browser tour-tools vet bench fuzz build clean overlay
+.PHONY: run test lint lint-tools sam-check token deps kube-bins browser tour-tools vet bench fuzz build clean overlay agent-image
 .DEFAULT_GOAL := run
 
 ## run: the whole service locally (embedded AWS emulator, API on 127.0.0.1:8080)
@@ -133,6 +133,23 @@ bench: deps browser
 
 clean:
 	rm -rf .aws-sam bin
+
+# The agent's image, built by ko (pinned, from the Go module proxy, built
+# once into the build cache by go run) without Docker into an OCI layout,
+# and its manifests rendered for it (infra/cmd/agentimage says how the
+# base image is made). AGENT_REPO is where you push the layout; the
+# manifests name the image there by digest. SPACES_API_URL is the API the
+# agent calls (https, except on loopback).
+KO              := github.com/google/ko@v0.19.1
+AGENT_OUT       := $(LOCAL)/agent
+AGENT_REPO      ?= registry.example/spaces-agent
+AGENT_PLATFORMS ?= linux/amd64,linux/arm64
+SPACES_API_URL  ?= http://127.0.0.1:8080
+
+## agent-image: the agent's image (ko, no Docker) as an OCI layout in .local/agent/oci, and its manifests in .local/agent/spaces-agent.yaml
+agent-image: deps
+	GOFLAGS= $(GO) run ./infra/cmd/agentimage -out $(AGENT_OUT) -repo $(AGENT_REPO) -api-url $(SPACES_API_URL) \
+		-platforms $(AGENT_PLATFORMS) -ko $(KO)
 
 # ---- SAM: one target per function (sam build calls these) ----
 build-ApiFunction:

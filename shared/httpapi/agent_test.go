@@ -137,6 +137,9 @@ func (e *agentEnv) register(org, cluster string) (string, string) {
 	if tok == "" || err != nil || exp.After(e.now.Add(time.Hour)) || !exp.After(e.now) {
 		e.t.Fatalf("bootstrap %v", b)
 	}
+	if install, _ := b["install"].(string); !strings.Contains(install, " --from-literal=token="+tok+" ") || !strings.Contains(install, "kubectl apply -f spaces-agent.yaml") {
+		e.t.Fatalf("install command %q", install)
+	}
 	return body["id"].(string), tok
 }
 
@@ -236,7 +239,7 @@ func TestAgentBootstrapExchangeRenewLease(t *testing.T) {
 
 	// A re-issued bootstrap reinstalls the agent.
 	code, nb := e.do("POST", "/spaces/"+id+"/agent-bootstrap", org, "", "")
-	if code != http.StatusCreated {
+	if install, _ := nb["install"].(string); code != http.StatusCreated || !strings.Contains(install, "token="+nb["token"].(string)+" ") {
 		t.Fatalf("reissue: %d %v", code, nb)
 	}
 	code, cred3 := e.do("POST", "/agent/exchange", "", nb["token"].(string), "")

@@ -97,7 +97,7 @@ func (a *API) registerSpace(w http.ResponseWriter, r *http.Request, p auth.Princ
 		}
 		w.Header().Set("ETag", etag(s.Version))
 		w.Header().Set("Cache-Control", "no-store")
-		writeJSON(w, http.StatusCreated, "application/json", registered{Space: s, AgentBootstrap: &b})
+		writeJSON(w, http.StatusCreated, "application/json", registered{Space: s, AgentBootstrap: answerBootstrap(b)})
 		return nil
 	}
 	writeSpace(w, http.StatusCreated, s)

@@ -1,0 +1,152 @@
+package manifests
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+const token = "spb1.0a1b2c3d-0000-4000-8000-000000000000.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ"
+
+func render(t *testing.T, v Values) map[string]*unstructured.Unstructured {
+	t.Helper()
+	out, err := Render(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Objects(out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	m := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		key := o.GetKind() + "/" + o.GetName()
+		if m[key] != nil {
+			t.Fatalf("%s twice", key)
+		}
+		m[key] = o
+	}
+	return m
+}
+
+func as[T any](t *testing.T, objs map[string]*unstructured.Unstructured, key string) *T {
+	t.Helper()
+	o := objs[key]
+	if o == nil {
+		t.Fatalf("no %s among %v", key, keys(objs))
+	}
+	var v T
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, &v, true); err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+	return &v
+}
+
+func keys(m map[string]*unstructured.Unstructured) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestLeastPrivilege: the agent's RBAC grants exactly what its code uses,
+// GET /version cluster-wide and get/update of its one state Secret by
+// name, and nothing else is bound to its ServiceAccount.
+func TestLeastPrivilege(t *testing.T) {
+	objs := render(t, Values{Image: "example.test/agent@sha256:00", APIURL: "https://api.example.test", BootstrapToken: token})
+	cr := as[rbacv1.ClusterRole](t, objs, "ClusterRole/spaces-agent")
+	if want := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/version"}, Verbs: []string{"get"}}}; !reflect.DeepEqual(cr.Rules, want) {
+		t.Errorf("ClusterRole rules %+v, want %+v", cr.Rules, want)
+	}
+	role := as[rbacv1.Role](t, objs, "Role/spaces-agent-state")
+	if want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"},
+		ResourceNames: []string{"spaces-agent-state"}, Verbs: []string{"get", "update"}}}; !reflect.DeepEqual(role.Rules, want) {
+		t.Errorf("Role rules %+v, want %+v", role.Rules, want)
+	}
+	sa := rbacv1.Subject{Kind: "ServiceAccount", Name: "spaces-agent", Namespace: Namespace}
+	crb := as[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding/spaces-agent")
+	if crb.RoleRef != (rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "spaces-agent"}) ||
+		!reflect.DeepEqual(crb.Subjects, []rbacv1.Subject{sa}) {
+		t.Errorf("ClusterRoleBinding %+v", crb)
+	}
+	rb := as[rbacv1.RoleBinding](t, objs, "RoleBinding/spaces-agent-state")
+	if rb.RoleRef != (rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "spaces-agent-state"}) ||
+		!reflect.DeepEqual(rb.Subjects, []rbacv1.Subject{sa}) || rb.Namespace != Namespace {
+		t.Errorf("RoleBinding %+v", rb)
+	}
+	var bindings int
+	for k := range objs {
+		if strings.Contains(k, "Binding/") {
+			bindings++
+		}
+	}
+	if bindings != 2 {
+		t.Errorf("%d bindings, want the 2 above: %v", bindings, keys(objs))
+	}
+}
+
+// TestDeployment: no port, non-root, read-only root filesystem, no
+// privilege escalation, one replica replaced (never two at once), the
+// API URL and the bootstrap file as the command reads them; the token
+// only in the bootstrap Secret.
+func TestDeployment(t *testing.T) {
+	exp := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
+	objs := render(t, Values{Image: "example.test/agent@sha256:00", APIURL: "https://api.example.test", BootstrapToken: token, BootstrapExpires: exp})
+	d := as[appsv1.Deployment](t, objs, "Deployment/spaces-agent")
+	pod := d.Spec.Template.Spec
+	if *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("replicas %d, strategy %q", *d.Spec.Replicas, d.Spec.Strategy.Type)
+	}
+	if pod.ServiceAccountName != "spaces-agent" || pod.HostNetwork || len(pod.Containers) != 1 {
+		t.Errorf("pod %+v", pod)
+	}
+	if sc := pod.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.RunAsUser == nil || *sc.RunAsUser == 0 {
+		t.Errorf("pod security context %+v", sc)
+	}
+	c := pod.Containers[0]
+	if len(c.Ports) != 0 {
+		t.Errorf("ports %+v: the agent listens on none", c.Ports)
+	}
+	if sc := c.SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil ||
+		!reflect.DeepEqual(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("container security context %+v", sc)
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+		if strings.Contains(e.Value, "spb1.") {
+			t.Errorf("env %s carries the token", e.Name)
+		}
+	}
+	if env["SPACES_API_URL"] != "https://api.example.test" || env["SPACES_BOOTSTRAP_FILE"] != "/var/run/spaces-agent/bootstrap/token" ||
+		env["SPACES_STATE_SECRET"] != "spaces-agent-state" {
+		t.Errorf("env %v", env)
+	}
+	if c.Image != "example.test/agent@sha256:00" {
+		t.Errorf("image %q", c.Image)
+	}
+	s := as[corev1.Secret](t, objs, "Secret/spaces-agent-bootstrap")
+	if s.StringData["token"] != token || len(pod.Volumes) != 1 || pod.Volumes[0].Secret == nil || pod.Volumes[0].Secret.SecretName != s.Name {
+		t.Errorf("bootstrap Secret %+v, volumes %+v", s, pod.Volumes)
+	}
+	if st := as[corev1.Secret](t, objs, "Secret/spaces-agent-state"); len(st.Data)+len(st.StringData) != 0 {
+		t.Errorf("the state Secret is rendered with data %v: applying again would overwrite the agent's credential", st.Data)
+	}
+
+	// Without a token, everything but the bootstrap Secret.
+	if objs := render(t, Values{Image: "i", APIURL: "https://a"}); objs["Secret/spaces-agent-bootstrap"] != nil || objs["Deployment/spaces-agent"] == nil {
+		t.Errorf("rendered without a token: %v", keys(objs))
+	}
+	if _, err := Render(Values{APIURL: "https://a"}); err == nil {
+		t.Error("rendered without an image")
+	}
+}

@@ -1,0 +1,418 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	agent "spaces/agent/client"
+	"spaces/agent/manifests"
+	"spaces/infra/kubetest"
+	"spaces/shared/space"
+)
+
+// syncBuffer collects the agent's log lines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestAgentThroughPrivateCluster is the agent's proof on real parts: a
+// real kube-apiserver (and etcd) that Spaces cannot reach, and the agent
+// (spaces/agent/client, run in-process as cmd/spaces-agent runs it) in
+// front of it, over real HTTP to the local stack.
+//
+// Spaces cannot reach the API server: its address is given to nothing in
+// Spaces (the space's config names a cluster no cloud knows), the stack
+// has no minter (every direct probe would fail CredentialsUnavailable),
+// and an agent space is probed by reading its lease, never by calling the
+// cluster (probing.Prober.lease). The API server refuses anonymous calls.
+//
+// The agent runs as it would in the cluster, with one honest substitute:
+// a pod's rest.InClusterConfig reads the ServiceAccount token the kubelet
+// mounts; here the token is got from the same API server by a
+// TokenRequest for the agent's ServiceAccount, after the agent's rendered
+// manifests (RBAC included) were applied to it, so the agent acts on the
+// cluster as its ServiceAccount, with that RBAC and Kubernetes' default
+// bindings (GET /version is also open to every authenticated user) and
+// nothing more: what it was not granted is refused (checked below). The bootstrap file is the Secret those manifests carry,
+// read back from the API server, as the kubelet would mount it. No pod
+// runs (no kubelet): the Deployment is applied, validated by the real
+// API server, but the agent runs as a goroutine.
+//
+// register in agent mode → install with the bootstrap → active with the
+// API server's real version → stop the agent → inactive within the bound
+// → restart (from the credential it stored in its state Secret; the
+// bootstrap is spent) → active → deregister → the agent's next call is
+// refused and it stops (ErrRefused: cmd/spaces-agent exits 0).
+//
+// It waits out the real lease: 3 × 35 s + 5 s after the last renewal,
+// plus a 2 s tick, so it takes about two and a half minutes.
+func TestAgentThroughPrivateCluster(t *testing.T) {
+	kc := kubetest.Start(t, kubetest.Options{})
+	admin := kubernetes.NewForConfigOrDie(kc.RESTConfig())
+
+	prefix := fmt.Sprintf("a%d%d-", time.Now().UnixNano()%1e6, stackSeq.Add(1))
+	st, err := Start(context.Background(), Config{
+		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
+		Names:   func(id string) string { return prefix + id },
+		Log:     slog.New(slog.DiscardHandler),
+		Probing: ProbingConfig{Interval: 2 * time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	c := newClient(t, st, "acme")
+
+	// Register in agent mode.
+	reg := c.must(201, c.do("POST", "/spaces", map[string]any{"provider": "aws", "space_type": "kubernetes",
+		"cloud_account_id": c.account("aws"), "config": configFor("aws", "private-1"), "connectivity": "agent"}))
+	id := reg["id"].(string)
+	boot := reg["agent_bootstrap"].(map[string]any)["token"].(string)
+	// The one install command the answer gives names the manifests' own
+	// namespace and bootstrap Secret (kubectl is not run here: the same
+	// objects are applied below with client-go).
+	install := reg["agent_bootstrap"].(map[string]any)["install"].(string)
+	for _, want := range []string{"--namespace " + manifests.Namespace + " ", "create secret generic spaces-agent-bootstrap ",
+		"--from-literal=token=" + boot + " ", "kubectl apply -f spaces-agent.yaml -f -"} {
+		if !strings.Contains(install, want) {
+			t.Errorf("the install command %q lacks %q", install, want)
+		}
+	}
+
+	// Install: the rendered manifests, bootstrap included, applied to the
+	// real API server.
+	rendered, err := manifests.Render(manifests.Values{Image: "spaces-agent:test", APIURL: st.APIURL, BootstrapToken: boot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyManifests(t, kc.RESTConfig(), rendered)
+	ns := manifests.Namespace
+	bs, err := admin.CoreV1().Secrets(ns).Get(t.Context(), "spaces-agent-bootstrap", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bootFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(bootFile, bs.Data["token"], 0o400); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), "spaces-agent",
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(kc.RESTConfigForToken(tr.Status.Token))
+	// Its RBAC is in force: what it was not granted is refused.
+	if _, err := kube.CoreV1().Secrets(ns).List(t.Context(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the agent's ServiceAccount lists Secrets: %v", err)
+	}
+	if _, err := kube.CoreV1().Secrets(ns).Get(t.Context(), "spaces-agent-bootstrap", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the agent's ServiceAccount reads the bootstrap Secret through the API: %v", err)
+	}
+
+	var logs syncBuffer
+	type run struct {
+		cancel context.CancelFunc
+		done   chan error
+	}
+	start := func(cfg agent.Config) run {
+		ctx, cancel := context.WithCancel(t.Context())
+		cfg.APIURL, err = agent.CheckURL(st.APIURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.BootstrapFile, cfg.Kube, cfg.Namespace, cfg.StateSecret = bootFile, kube, ns, "spaces-agent-state"
+		cfg.Log = slog.New(slog.NewJSONHandler(&logs, nil))
+		cfg.RetryDelay = time.Second
+		r := run{cancel: cancel, done: make(chan error, 1)}
+		go func() { r.done <- agent.Run(ctx, cfg) }()
+		t.Cleanup(cancel)
+		return r
+	}
+
+	space1 := func() (map[string]any, map[string]any) {
+		m := c.must(200, c.do("GET", "/spaces/"+id, nil))
+		return m, m["probe"].(map[string]any)
+	}
+	waitFor := func(want space.Status, within time.Duration) time.Time {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for {
+			m, probe := space1()
+			if m["status"] == string(want) {
+				return time.Now()
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("still %v (%v) after %s, want %s; agent log:\n%s", m["status"], probe, within, want, logs.String())
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+
+	// RenewBefore of a whole day: the credential is renewed (and stored)
+	// on every cycle, so the restart below runs on a renewed one.
+	a := start(agent.Config{RenewBefore: 24 * time.Hour})
+	waitFor(space.Active, 30*time.Second)
+	m, probe := space1()
+	if v := probe["server_version"].(map[string]any)["gitVersion"]; v != kubetest.KubernetesVersion || m["connectivity"] != "agent" {
+		t.Fatalf("active space %v: version %v, want the real server's %s", m, v, kubetest.KubernetesVersion)
+	}
+	state, err := admin.CoreV1().Secrets(ns).Get(t.Context(), "spaces-agent-state", metav1.GetOptions{})
+	if err != nil || string(state.Data["space_id"]) != id || !strings.HasPrefix(string(state.Data["credential"]), "spa1."+id+".") {
+		t.Fatalf("the state Secret holds keys %v (%v)", keysOf(state), err)
+	}
+	if !strings.Contains(logs.String(), "renewed the credential") {
+		t.Fatalf("no credential renewal logged:\n%s", logs.String())
+	}
+
+	// Stop the agent: the lease lapses; the bound is 3 intervals + grace
+	// after the last renewal, plus the scheduler's tick (here 2 s).
+	a.cancel()
+	if err := <-a.done; err != nil {
+		t.Fatalf("stopped agent: %v", err)
+	}
+	stopped := time.Now()
+	bound := 3*space.LeaseInterval + space.LeaseGrace + 2*time.Second
+	waitFor(space.Inactive, bound+15*time.Second)
+	if _, probe := space1(); probe["reason"] != space.ReasonAgentLeaseExpired {
+		t.Errorf("inactive with %v, want %s", probe["reason"], space.ReasonAgentLeaseExpired)
+	}
+	t.Logf("inactive %s after the agent stopped (bound %s after its last renewal)", time.Since(stopped).Round(time.Second), bound)
+
+	// Restart: the bootstrap still mounted is spent; the agent carries on
+	// with the credential in its state Secret.
+	a = start(agent.Config{})
+	waitFor(space.Active, 30*time.Second)
+	if strings.Count(logs.String(), "exchanged the bootstrap token") != 1 {
+		t.Errorf("the bootstrap was exchanged other than once:\n%s", logs.String())
+	}
+
+	var path []string
+	for _, it := range c.must(200, c.do("GET", "/spaces/"+id+"/status-history", nil))["items"].([]any) {
+		tr := it.(map[string]any)
+		path = append([]string{fmt.Sprint(tr["from"], "→", tr["to"])}, path...)
+	}
+	if fmt.Sprint(path) != "[unknown→active active→inactive inactive→active]" {
+		t.Errorf("history %v", path)
+	}
+
+	// Deregister: the agent's next call is refused and it stops.
+	c.must(204, c.do("DELETE", "/spaces/"+id, nil))
+	select {
+	case err := <-a.done:
+		if !errors.Is(err, agent.ErrRefused) {
+			t.Fatalf("after deregistration the agent stopped with %v, want ErrRefused", err)
+		}
+	case <-time.After(space.LeaseInterval + 15*time.Second):
+		t.Fatalf("the agent runs on after its space was deregistered:\n%s", logs.String())
+	}
+
+	// No secret reached the log.
+	if l := logs.String(); strings.Contains(l, boot) || strings.Contains(l, "spa1.") || strings.Contains(l, "spb1.") {
+		t.Errorf("a token reached the agent's log:\n%s", l)
+	}
+}
+
+// keysOf names a Secret's data keys (never its values).
+func keysOf(s *corev1.Secret) []string {
+	var out []string
+	if s != nil {
+		for k := range s.Data {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// applyManifests creates every rendered object on the API server as an
+// admin would with kubectl apply.
+func applyManifests(t *testing.T, rc *rest.Config, rendered []byte) {
+	t.Helper()
+	objs, err := manifests.Objects(rendered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc := kubernetes.NewForConfigOrDie(rc).Discovery()
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	dyn := dynamic.NewForConfigOrDie(rc)
+	for _, o := range objs {
+		gvk := o.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Fatalf("%s: %v", gvk, err)
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if o.GetNamespace() != "" {
+			ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+		}
+		if _, err := ri.Create(t.Context(), o, metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
+			t.Fatalf("create %s %s: %v", gvk.Kind, o.GetName(), err)
+		}
+	}
+}
+
+// TestAgentInstallOrderAndReinstall covers the install's other paths on
+// the same real parts: the agent started before its bootstrap Secret
+// exists waits for it (the install command applies the Deployment and the
+// Secret together, in that order); a re-issued bootstrap mounted in place
+// of the spent one is exchanged by the running agent (a reinstall), which
+// stores the new credential; a spent bootstrap with no stored credential
+// is the end, with an error that says what to do (exit 1, not 0).
+func TestAgentInstallOrderAndReinstall(t *testing.T) {
+	kc := kubetest.Start(t, kubetest.Options{})
+	admin := kubernetes.NewForConfigOrDie(kc.RESTConfig())
+	prefix := fmt.Sprintf("a%d%d-", time.Now().UnixNano()%1e6, stackSeq.Add(1))
+	st, err := Start(context.Background(), Config{
+		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
+		Names:   func(id string) string { return prefix + id },
+		Log:     slog.New(slog.DiscardHandler),
+		Probing: ProbingConfig{Interval: 2 * time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	c := newClient(t, st, "acme")
+	reg := c.must(201, c.do("POST", "/spaces", map[string]any{"provider": "aws", "space_type": "kubernetes",
+		"cloud_account_id": c.account("aws"), "config": configFor("aws", "private-2"), "connectivity": "agent"}))
+	id := reg["id"].(string)
+	boot1 := reg["agent_bootstrap"].(map[string]any)["token"].(string)
+
+	// The manifests as make agent-image renders them: no bootstrap Secret.
+	rendered, err := manifests.Render(manifests.Values{Image: "spaces-agent:test", APIURL: st.APIURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applyManifests(t, kc.RESTConfig(), rendered)
+	ns := manifests.Namespace
+	tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(t.Context(), "spaces-agent",
+		&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube := kubernetes.NewForConfigOrDie(kc.RESTConfigForToken(tr.Status.Token))
+	bootFile := filepath.Join(t.TempDir(), "token")
+	var logs syncBuffer
+	start := func() (context.CancelFunc, chan error) {
+		u, err := agent.CheckURL(st.APIURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		t.Cleanup(cancel)
+		done := make(chan error, 1)
+		go func() {
+			done <- agent.Run(ctx, agent.Config{APIURL: u, BootstrapFile: bootFile, Kube: kube, Namespace: ns,
+				StateSecret: "spaces-agent-state", RetryDelay: time.Second, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
+		}()
+		return cancel, done
+	}
+	until := func(what string, within time.Duration, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s after %s; agent log:\n%s", what, within, logs.String())
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	status := func() any { return c.must(200, c.do("GET", "/spaces/"+id, nil))["status"] }
+	stored := func() string {
+		s, err := admin.CoreV1().Secrets(ns).Get(t.Context(), "spaces-agent-state", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(s.Data["bootstrap_sha256"])
+	}
+	sha := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
+
+	// Started before its bootstrap: it waits.
+	stop, done := start()
+	until("wait for the bootstrap", 10*time.Second, func() bool { return strings.Contains(logs.String(), "waiting for the bootstrap token") })
+	if s := status(); s != "unknown" {
+		t.Fatalf("a space whose agent has no credential is %v", s)
+	}
+	// The Secret arrives (kubectl), the kubelet mounts it (the file).
+	if _, err := admin.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "spaces-agent-bootstrap"},
+		StringData: map[string]string{"token": boot1}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bootFile, []byte(boot1+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	until("active", 30*time.Second, func() bool { return status() == "active" })
+	if stored() != sha(boot1) {
+		t.Fatal("the state Secret does not record the exchanged bootstrap")
+	}
+
+	// A reinstall: a new bootstrap takes the spent one's place; the running
+	// agent exchanges it on its next cycle.
+	boot2 := c.must(201, c.do("POST", "/spaces/"+id+"/agent-bootstrap", nil))["token"].(string)
+	if err := os.WriteFile(bootFile, []byte(boot2), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	until("exchange of the new bootstrap", space.LeaseInterval+15*time.Second, func() bool { return stored() == sha(boot2) })
+	if n := strings.Count(logs.String(), "exchanged the bootstrap token"); n != 2 {
+		t.Errorf("%d exchanges logged, want 2", n)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("stopped agent: %v", err)
+	}
+
+	// A spent bootstrap and no stored credential: nothing to run on.
+	s, err := admin.CoreV1().Secrets(ns).Get(t.Context(), "spaces-agent-state", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Data = nil
+	if _, err := admin.CoreV1().Secrets(ns).Update(t.Context(), s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, done = start()
+	select {
+	case err := <-done:
+		if err == nil || errors.Is(err, agent.ErrRefused) || !strings.Contains(err.Error(), "bootstrap token was refused") {
+			t.Fatalf("a spent bootstrap without a credential: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the agent runs on a spent bootstrap")
+	}
+	if l := logs.String(); strings.Contains(l, "spa1.") || strings.Contains(l, "spb1.") {
+		t.Errorf("a token reached the agent's log:\n%s", l)
+	}
+}
