@@ -104,7 +104,7 @@ type esmRun struct {
 }
 
 // measureEventSource runs the scheduler and the event source for a fleet
-// of n spaces (0: an idle queue) in real time: a minute of warm-up (none
+// of n spaces (0: an idle queue) in real time: a minute of warm-up (10 s
 // when idle), then minutes measured.
 func measureEventSource(b *testing.B, n, minutes int, batchTime time.Duration) esmRun {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -156,6 +156,9 @@ func measureEventSource(b *testing.B, n, minutes int, batchTime time.Duration) e
 			}
 		})
 		time.Sleep(space.DefaultProbeInterval)
+	} else {
+		// Off the pollers' start, so that a minute holds three polls of each.
+		time.Sleep(10 * time.Second)
 	}
 	sendMeter.Take()
 	esmMeter.Take()
@@ -177,8 +180,12 @@ type fixedCosts struct {
 
 func readFixed(b *testing.B) fixedCosts {
 	var root struct {
-		Parameters map[string]struct{ Default string }
-		Resources  map[string]struct{ Type string }
+		Parameters map[string]struct {
+			Default string `yaml:"Default"`
+		} `yaml:"Parameters"`
+		Resources map[string]struct {
+			Type string `yaml:"Type"`
+		} `yaml:"Resources"`
 	}
 	if err := yaml.Unmarshal(spaces.Template, &root); err != nil {
 		b.Fatal(err)
