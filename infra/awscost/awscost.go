@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 )
 
@@ -46,6 +47,12 @@ const (
 	PriceLambdaRequest   = 0.20 / 1e6
 	PriceEventBridge     = 1.00 / 1e6 // per custom event put
 	PriceSchedulerInvoke = 1.00 / 1e6 // per EventBridge Scheduler invocation
+	// https://aws.amazon.com/cloudwatch/pricing/: a standard-resolution
+	// alarm on one metric, and a dashboard, per month.
+	PriceAlarmMonth     = 0.10
+	PriceDashboardMonth = 3.00
+	// HoursPerMonth is AWS's month for hourly prices.
+	HoursPerMonth = 730
 )
 
 // Usage is what a set of requests consumed.
@@ -58,6 +65,9 @@ type Usage struct {
 	// EventBridge.
 	SQSRequests float64
 	Events      float64
+	// EmptyReceives are the SQS ReceiveMessage requests that returned no
+	// message, Received the messages the others returned.
+	EmptyReceives, Received float64
 }
 
 func newUsage() Usage {
@@ -77,6 +87,8 @@ func (u *Usage) Add(o Usage) {
 	}
 	u.SQSRequests += o.SQSRequests
 	u.Events += o.Events
+	u.EmptyReceives += o.EmptyReceives
+	u.Received += o.Received
 }
 
 // TotalRRU and TotalWRU sum the units.
@@ -160,6 +172,12 @@ func (m *Meter) handle(ctx context.Context, in middleware.InitializeInput, next 
 	}
 	if p, ok := in.Parameters.(*eventbridge.PutEventsInput); ok {
 		m.u.Events += float64(len(p.Entries))
+	}
+	if r, ok := out.Result.(*sqs.ReceiveMessageOutput); ok && err == nil && r != nil {
+		if len(r.Messages) == 0 {
+			m.u.EmptyReceives++
+		}
+		m.u.Received += float64(len(r.Messages))
 	}
 	return out, md, err
 }

@@ -2,12 +2,16 @@ package awscost
 
 import (
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
@@ -66,5 +70,31 @@ func TestProvisioned(t *testing.T) {
 	c := Price(u, nil, 0).Provisioned(u, 0.7)
 	if math.Abs(c.Reads-PriceRCUHour) > 1e-12 || math.Abs(c.Writes-2*PriceWCUHour) > 1e-12 || math.Abs(c.SQS-0.40) > 1e-12 {
 		t.Errorf("bill %+v, want reads %v, writes %v and SQS unchanged", c, PriceRCUHour, 2*PriceWCUHour)
+	}
+}
+
+// TestMeterCountsReceives: every SQS request is counted as sent, and a
+// receive's answer says whether it was empty and how many messages it
+// brought (what an event source's long polls cost).
+func TestMeterCountsReceives(t *testing.T) {
+	answers := []string{`{}`, `{"Messages":[{"MessageId":"a","Body":"x"},{"MessageId":"b","Body":"y"}]}`, `{}`}
+	var served int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		_, _ = w.Write([]byte(answers[served%len(answers)]))
+		served++
+	}))
+	defer srv.Close()
+	m := New()
+	cfg := m.Instrument(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("a", "b", "")})
+	c := sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = aws.String(srv.URL) })
+	for range answers {
+		if _, err := c.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(srv.URL + "/q")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := m.Take()
+	if u.SQSRequests != 3 || u.Requests["SQS ReceiveMessage"] != 3 || u.EmptyReceives != 2 || u.Received != 2 {
+		t.Errorf("counted %+v; want 3 receives, 2 of them empty, 2 messages", u)
 	}
 }

@@ -13,6 +13,10 @@
 //     an SQS message carries, counted as Lambda counts it in the trace
 //     header's lineage; a message that would invoke a function a 17th time
 //     in its chain is dropped, unless the function's RecursiveLoop is Allow.
+//   - The SQS event source mapping (Poller, sqssource.go): pollers that
+//     long-poll, gather batches for the event's batching window, invoke,
+//     and delete what the function acknowledged, as many and scaling as
+//     Lambda's, so that their requests can be counted.
 //   - Asynchronous invocation (Async): what EventBridge Scheduler's
 //     invocations of a function get: retries and maximum event age from
 //     the function's EventInvokeConfig (else Lambda's defaults, 2 retries
@@ -57,6 +61,8 @@ type Function struct {
 	// RecursiveLoop is Terminate (Lambda's default) or Allow.
 	RecursiveLoop string
 	Async         Async
+	// Sources are its SQS events by name (its event source mappings).
+	Sources map[string]SQSSource
 }
 
 // Async is a function's EventInvokeConfig.
@@ -85,15 +91,24 @@ func (fs Functions) Get(id string) Function {
 
 // Read reads every AWS::Serverless::Function of the template: Timeout
 // (the function's, else the Globals', else Lambda's default),
-// RecursiveLoop and EventInvokeConfig.
+// RecursiveLoop, EventInvokeConfig and its SQS events.
 func Read(template []byte) (Functions, error) {
 	js, err := emulator.RawJSON(template)
 	if err != nil {
 		return nil, err
 	}
 	type props struct {
-		Timeout           *float64
-		RecursiveLoop     string
+		Timeout       *float64
+		RecursiveLoop string
+		Events        map[string]struct {
+			Type       string
+			Properties struct {
+				Queue                          any
+				BatchSize                      *int
+				MaximumBatchingWindowInSeconds *int
+				ScalingConfig                  struct{ MaximumConcurrency int }
+			}
+		}
 		EventInvokeConfig *struct {
 			MaximumRetryAttempts     *int
 			MaximumEventAgeInSeconds *int
@@ -153,6 +168,25 @@ func Read(template []byte) (Functions, error) {
 					return nil, fmt.Errorf("lambdarules: %s: the on-failure destination must be !GetAtt <queue>.Arn", id)
 				}
 			}
+		}
+		for name, ev := range p.Events {
+			if ev.Type != "SQS" {
+				continue
+			}
+			src := SQSSource{BatchSize: 10, MaximumConcurrency: ev.Properties.ScalingConfig.MaximumConcurrency}
+			if src.Queue = getAttArn(ev.Properties.Queue); src.Queue == "" {
+				return nil, fmt.Errorf("lambdarules: %s.%s: the queue must be !GetAtt <queue>.Arn", id, name)
+			}
+			if b := ev.Properties.BatchSize; b != nil {
+				src.BatchSize = *b
+			}
+			if w := ev.Properties.MaximumBatchingWindowInSeconds; w != nil {
+				src.Window = time.Duration(*w) * time.Second
+			}
+			if f.Sources == nil {
+				f.Sources = map[string]SQSSource{}
+			}
+			f.Sources[name] = src
 		}
 		fs[id] = f
 	}

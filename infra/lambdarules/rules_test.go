@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -37,9 +38,19 @@ func TestReadsTheTemplate(t *testing.T) {
 		"ProvisionerFunction": {Timeout: 60 * time.Second, RecursiveLoop: Allow, Async: Async{MaxRetries: 2, MaxEventAge: 6 * time.Hour}},
 		"SchedulerFunction":   {Timeout: 60 * time.Second, RecursiveLoop: Terminate, Async: Async{MaxRetries: 0, MaxEventAge: time.Minute, OnFailure: "SchedulerDLQ"}},
 	}
+	// The event source mappings (the Poller's settings).
+	sources := map[string]map[string]SQSSource{
+		"ProberFunction":      {"Probes": {Queue: "ProbeQueue", BatchSize: 50, Window: 2 * time.Second, MaximumConcurrency: 50}},
+		"ProvisionerFunction": {"Steps": {Queue: "ProvisioningQueue", BatchSize: 10, MaximumConcurrency: 10}},
+	}
 	for id, w := range want {
 		w.ID = id
-		if got := fs[id]; got != w {
+		got := fs[id]
+		if want, ok := sources[id]; ok && !reflect.DeepEqual(got.Sources, want) {
+			t.Errorf("%s: SQS events %+v, want %+v", id, got.Sources, want)
+		}
+		got.Sources = nil
+		if !reflect.DeepEqual(got, w) {
 			t.Errorf("%s: %+v, want %+v", id, got, w)
 		}
 	}

@@ -2,23 +2,19 @@ package local
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/uuid"
 
-	"spaces/infra/emulator/emulatortest"
 	"spaces/infra/staticminter"
 	"spaces/infra/testcluster"
-	"spaces/shared/awsclient"
 	"spaces/shared/kubecred"
 	"spaces/shared/space"
 )
@@ -31,68 +27,6 @@ func queueDepth(t *testing.T, c *sqs.Client, url string) (visible, inFlight stri
 		t.Fatal(err)
 	}
 	return a.Attributes["ApproximateNumberOfMessages"], a.Attributes["ApproximateNumberOfMessagesNotVisible"]
-}
-
-// The poller hands a batch over as Lambda would, deletes what the handler
-// acknowledged and leaves what it reported failed, or the whole batch when
-// the handler fails.
-func TestPollerDeletesOnlyAcknowledged(t *testing.T) {
-	env := emulatortest.Start(t)
-	c := awsclient.SQS(env.Config, env.Endpoint)
-	q := env.Resources["ProbeQueue"]
-	send := func(bodies ...string) {
-		for _, b := range bodies {
-			if _, err := c.SendMessage(t.Context(), &sqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String(b)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	var seen events.SQSEvent
-	handler := func(_ context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		seen = ev
-		var resp events.SQSEventResponse
-		for _, r := range ev.Records {
-			if r.Body == "fail" {
-				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
-			}
-		}
-		return resp, nil
-	}
-	p := &Poller{SQS: c, QueueURL: q.URL, QueueARN: q.ARN, Handler: handler, Wait: time.Second, Log: slog.New(slog.DiscardHandler)}
-	send("ok-1", "fail", "ok-2")
-	n, err := p.Poll(t.Context())
-	if err != nil || n != 2 {
-		t.Fatalf("poll: %d deleted, %v", n, err)
-	}
-	r := seen.Records[0]
-	if len(seen.Records) != 3 || r.EventSource != "aws:sqs" || r.EventSourceARN != q.ARN || r.Attributes["ApproximateReceiveCount"] != "1" || r.ReceiptHandle == "" {
-		t.Errorf("event %+v", seen)
-	}
-	if vis, inflight := queueDepth(t, c, q.URL); vis != "0" || inflight != "1" {
-		t.Errorf("after poll: %s visible, %s in flight; want the failed one in flight", vis, inflight)
-	}
-
-	// A handler error or an unknown id leaves the whole batch.
-	env2 := emulatortest.Start(t)
-	q2 := env2.Resources["ProbeQueue"]
-	for _, h := range []func(context.Context, events.SQSEvent) (events.SQSEventResponse, error){
-		func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
-			return events.SQSEventResponse{}, errors.New("boom")
-		},
-		func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
-			return events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{{ItemIdentifier: "nope"}}}, nil
-		},
-	} {
-		q = q2
-		send("a", "b")
-		p := &Poller{SQS: c, QueueURL: q2.URL, QueueARN: q2.ARN, Handler: h, Wait: time.Second}
-		if n, err := p.Poll(t.Context()); err == nil || n != 0 {
-			t.Errorf("failing batch: %d deleted, %v", n, err)
-		}
-	}
-	if vis, inflight := queueDepth(t, c, q2.URL); vis != "0" || inflight != "4" {
-		t.Errorf("%s visible, %s in flight; want all 4 left for redelivery", vis, inflight)
-	}
 }
 
 // The local stack probes on its own: a registered space with a test

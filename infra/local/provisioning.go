@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"spaces/infra/lambdarules"
 	"spaces/shared/awsclient"
 	"spaces/shared/provisioning"
 	"spaces/shared/space"
@@ -70,7 +71,7 @@ func (st *Stack) startProvisioning(cfg Config) error {
 	}
 	st.Provisioner = wiring.Provisioner(st.aws, s, pc.Creator, checker, cfg.Log)
 	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
-	poller := &Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Function: st.function("ProvisionerFunction"), DLQURL: st.Resources["ProvisioningDLQ"].URL, Handler: st.Provisioner.HandleSQS, Wait: pc.Wait, Log: cfg.Log}
+	poller := &lambdarules.Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Function: st.function("ProvisionerFunction"), DLQURL: st.Resources["ProvisioningDLQ"].URL, Handler: st.Provisioner.HandleSQS, Wait: pc.Wait, Log: cfg.Log}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { poller.Run(ctx) })

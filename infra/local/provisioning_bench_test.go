@@ -14,6 +14,7 @@ import (
 
 	"spaces/infra/awscost"
 	"spaces/infra/emulator/emulatortest"
+	"spaces/infra/lambdarules"
 	"spaces/shared/awsclient"
 	"spaces/shared/dynamostore"
 	"spaces/shared/provisioning"
@@ -70,7 +71,7 @@ func measureJobCost(b *testing.B, polls int) {
 		return p.HandleSQS(ctx, ev)
 	}
 	// The event source's receives run on an unmetered client.
-	poller := &Poller{SQS: awsclient.SQS(env.Config, env.Endpoint), QueueURL: queue.URL, QueueARN: queue.ARN, Handler: counted, Wait: time.Second, BatchSize: 1}
+	poller := &lambdarules.Poller{SQS: awsclient.SQS(env.Config, env.Endpoint), QueueURL: queue.URL, QueueARN: queue.ARN, Handler: counted, Wait: time.Second, Source: lambdarules.SQSSource{BatchSize: 1}}
 	plain := dynamostore.New(awsclient.DynamoDB(env.Config, env.Endpoint), table)
 	meter.Take()
 	total := meter.Take()

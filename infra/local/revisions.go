@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"spaces/infra/lambdarules"
 	"spaces/infra/staticminter"
 	"spaces/shared/awsclient"
 	"spaces/shared/kubeapply"
@@ -54,7 +55,7 @@ func (st *Stack) startRevisions(cfg Config) error {
 		RevisionsQueue: queue.URL, RevisionsDLQ: dlq.URL, Backoff: rc.Backoff,
 	}, rc.Minter, &kubeapply.Applier{}, cfg.Log)
 	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
-	poller := &Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Function: st.function("RevisionsFunction"), DLQURL: st.Resources["RevisionsDLQ"].URL, Handler: tracing.Handler(cfg.Tracing, "revisions", claimer.HandleSQS), Wait: rc.Wait, Log: cfg.Log}
+	poller := &lambdarules.Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Function: st.function("RevisionsFunction"), DLQURL: st.Resources["RevisionsDLQ"].URL, Handler: tracing.Handler(cfg.Tracing, "revisions", claimer.HandleSQS), Wait: rc.Wait, Log: cfg.Log}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { poller.Run(ctx) })

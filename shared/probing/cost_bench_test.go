@@ -127,11 +127,10 @@ func readTemplate(b testing.TB) deployed {
 //
 // Every AWS request is counted by SDK middleware (awscost.Meter) with the
 // capacity units it consumes, and priced from awscost's price table. What
-// Lambda's SQS event source does on the prober's behalf is counted per
-// batch delivered: a ReceiveMessage and a DeleteMessageBatch per 10
-// messages (the floor: a real poller may receive fewer than 10 at a time).
-// Batches are formed as one poller with the batching window would form
-// them: a batch opens with the first message due, takes every message due
+// Lambda's SQS event source does on the prober's behalf (its receives and
+// deletes) is not in this figure: BenchmarkProbingCostAtScale counts the
+// requests the event source really sends, in real time. Batches are
+// formed here as one poller with the batching window would form them: a batch opens with the first message due, takes every message due
 // before its window ends, and is invoked then, or as soon as it holds
 // BatchSize messages. Lambda time is the measured wall time of each handler
 // call at the variant's memory size. The fake clock moves one second at a
@@ -153,8 +152,9 @@ func BenchmarkProbingCost(b *testing.B) {
 	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
 			for b.Loop() {
-				c, onDemand := measureProbingCost(b, dep, v)
-				b.ReportMetric(c.Total(), "usd/month/1000-spaces")
+				m := measureProbingCost(b, dep, v)
+				c, onDemand := m.cost, m.onDemand
+				b.ReportMetric(c.Total(), "usd/month/1000-spaces-excl-event-source")
 				b.ReportMetric(onDemand.Total(), "usd-if-on-demand")
 				b.ReportMetric(c.Reads, "usd-reads")
 				b.ReportMetric(c.Writes, "usd-writes")
@@ -189,7 +189,21 @@ func cpuTime(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func measureProbingCost(b *testing.B, dep deployed, v costVariant) (cost, onDemand awscost.Cost) {
+// measured is what measureProbingCost measured.
+type measured struct {
+	// cost and onDemand: per 1,000 spaces per month, without the event
+	// source's requests; cost priced by the variant's billing mode.
+	cost, onDemand awscost.Cost
+	// usage of the window, the messages handled in it and their batches'
+	// mean wall time.
+	usage     awscost.Usage
+	delivered int
+	batchTime time.Duration
+	// spaceMinutes is the window's size: spaces × minutes.
+	spaceMinutes float64
+}
+
+func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	const (
 		fleet    = 1000
 		backends = 20 // healthy test clusters behind the 990 healthy spaces
@@ -297,7 +311,6 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) (cost, onDema
 		mu               sync.Mutex
 		prober, schedler awscost.Lambda
 		delivered        int
-		esmRequests      float64 // receives (and deletes) of at most 10
 		batchTimes       []time.Duration
 	)
 	billed := func(d time.Duration) float64 { return math.Ceil(float64(d)/float64(time.Millisecond)) / 1000 }
@@ -314,7 +327,6 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) (cost, onDema
 				}
 				d := time.Since(start)
 				mu.Lock()
-				esmRequests += math.Ceil(float64(len(batch)) / 10)
 				prober.Invocations++
 				prober.Seconds += billed(d)
 				delivered += len(batch)
@@ -379,20 +391,13 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) (cost, onDema
 	}
 	run(c.Now().Add(warmUp))
 	meter.Take()
-	prober, schedler, delivered, esmRequests, batchTimes = awscost.Lambda{}, awscost.Lambda{}, 0, 0, nil
+	prober, schedler, delivered, batchTimes = awscost.Lambda{}, awscost.Lambda{}, 0, nil
 	cpu0, wall0 := cpuTime(b), time.Now()
 	profile = true
 	run(c.Now().Add(window))
 	cpu, wall := cpuTime(b)-cpu0, time.Since(wall0)
 	u := meter.Take()
 	prober.MemoryMB, schedler.MemoryMB = v.memoryMB, dep.schedulerMemoryMB
-
-	// Lambda's SQS event source, for each batch it delivers: its receives
-	// and its deletes, each of at most 10 messages.
-	const esm = " (Lambda event source)"
-	u.Requests["SQS ReceiveMessage"+esm] += esmRequests
-	u.Requests["SQS DeleteMessageBatch"+esm] += esmRequests
-	u.SQSRequests += 2 * esmRequests
 
 	maxItem := maxItemBytes(b, awsclient.DynamoDB(env.Config, env.Endpoint), table)
 	if maxItem > 1024 {
@@ -401,13 +406,13 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) (cost, onDema
 	// Scale the window to 30 days of 1,000 spaces.
 	spaceMinutes := float64(fleet) * window.Minutes()
 	scale := 1000 * 30 * 24 * 60 / spaceMinutes
-	onDemand = awscost.Price(u, []awscost.Lambda{prober, schedler}, schedler.Invocations).Scale(scale)
+	onDemand := awscost.Price(u, []awscost.Lambda{prober, schedler}, schedler.Invocations).Scale(scale)
 	target := dep.target
 	if target == 0 {
 		target = 0.7 // Application Auto Scaling's usual target, for the comparison
 	}
 	provisioned := awscost.Price(u, []awscost.Lambda{prober, schedler}, schedler.Invocations).Provisioned(u, target).Scale(scale)
-	cost = onDemand
+	cost := onDemand
 	if v.provisioned {
 		cost = provisioned
 	}
@@ -454,12 +459,17 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) (cost, onDema
 	}
 	load("read units", rruSec)
 	load("write units", wruSec)
-	fmt.Fprintf(&sb, "  per 1,000 spaces per month, on demand: %s\n", onDemand)
-	fmt.Fprintf(&sb, "  per 1,000 spaces per month, provisioned at %.0f %%: %s", 100*target, provisioned)
+	fmt.Fprintf(&sb, "  per 1,000 spaces per month, on demand (without the event source's receives and deletes): %s\n", onDemand)
+	fmt.Fprintf(&sb, "  per 1,000 spaces per month, provisioned at %.0f %% (without the event source's receives and deletes): %s", 100*target, provisioned)
 	// Printed, not logged: the testing package keeps only ten lines of a
 	// benchmark's log.
 	fmt.Println(sb.String())
-	return cost, onDemand
+	var mean time.Duration
+	for _, d := range batchTimes {
+		mean += d
+	}
+	mean /= time.Duration(max(1, len(batchTimes)))
+	return measured{cost: cost, onDemand: onDemand, usage: u, delivered: delivered, batchTime: mean, spaceMinutes: spaceMinutes}
 }
 
 // quantile is the p-quantile of xs.

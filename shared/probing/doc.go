@@ -13,7 +13,10 @@
 // non-synthetic space from the sparse probe index, its shards in parallel,
 // and sends one message per space, delayed by a stable hash of the space id
 // (0..59 s) so that probes spread evenly over the minute and each space is
-// probed at the same second of every minute. A failed probe that leaves the
+// probed at the same second of every minute. Each page is sent with equal
+// delays side by side, so that every SendMessageBatch becomes visible at one
+// instant and Lambda's pollers receive it whole (BENCHMARKS.md, "The event
+// source's SQS requests"). A failed probe that leaves the
 // space short of FailureThreshold failures enqueues a re-probe after
 // ReprobeDelay (12 s), so three consecutive failures take about 25 s after
 // the first: an outage is detected within interval + 2 × ReprobeDelay (+ the
@@ -52,7 +55,9 @@
 // the liveness check before any cloud call: a minter that offers MintLive
 // (mint.Minter) takes it instead of reading the space's kubeauth grant
 // again, since registration and deregistration change both in one
-// transaction. BenchmarkProbingCost counts and prices every AWS request.
+// transaction. BenchmarkProbingCost counts and prices every AWS request the
+// scheduler and the prober send; BenchmarkProbingCostAtScale adds those of
+// Lambda's event source, counted as its pollers send them.
 //
 // # Writes
 //

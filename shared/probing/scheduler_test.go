@@ -1,12 +1,15 @@
 package probing_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"spaces/shared/probing"
@@ -120,5 +123,47 @@ func TestHandleScheduleTakesTheShardRange(t *testing.T) {
 	}
 	if _, err := s.HandleSchedule(t.Context(), []byte(`{"shards":{"first":0,"last":99}}`)); err == nil {
 		t.Error("a range beyond the index was accepted")
+	}
+}
+
+// recordingQueue keeps each Enqueue call's messages.
+type recordingQueue struct {
+	mu    sync.Mutex
+	calls [][]probing.Delayed
+}
+
+func (q *recordingQueue) Enqueue(_ context.Context, msgs []probing.Delayed) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.calls = append(q.calls, slices.Clone(msgs))
+	return nil
+}
+
+// A page is sent with equal delays side by side (so that each
+// SendMessageBatch of 10 becomes visible at one instant and is received
+// whole), and every space keeps its own delay, Jitter of its id.
+func TestTickSendsEqualDelaysTogether(t *testing.T) {
+	q := &recordingQueue{}
+	s := probing.NewScheduler(probing.Scheduler{Targets: shardedLister{perShard: 700}, Queue: q, PageSize: 500, Log: discardLogger()})
+	if out, err := s.Tick(t.Context()); err != nil || out.Spaces != 2100 {
+		t.Fatalf("tick: %+v %v", out, err)
+	}
+	if len(q.calls) != 6 {
+		t.Fatalf("%d sends, want one per page (6)", len(q.calls))
+	}
+	seen := map[string]bool{}
+	for _, msgs := range q.calls {
+		if !slices.IsSortedFunc(msgs, func(a, b probing.Delayed) int { return cmp.Compare(a.Delay, b.Delay) }) {
+			t.Errorf("a page of %d sent with its delays out of order", len(msgs))
+		}
+		for _, m := range msgs {
+			if want := probing.Jitter(m.Message.ID, space.DefaultProbeInterval); m.Delay != want {
+				t.Errorf("%s delayed %s, want its own %s", m.Message.ID, m.Delay, want)
+			}
+			seen[m.Message.ID] = true
+		}
+	}
+	if len(seen) != 2100 {
+		t.Errorf("%d distinct spaces sent, want 2,100", len(seen))
 	}
 }

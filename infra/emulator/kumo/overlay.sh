@@ -11,6 +11,10 @@
 #     dynamodb-query-storage.patch: Query answered from a sorted index per
 #     partition key (the table's and each GSI's), in time proportional to
 #     the page rather than the table;
+#   - sqs-long-poll.patch: a long poll answers as soon as a message becomes
+#     visible (its delay or visibility timeout over), as SQS does; kumo
+#     woke only on a send, so a poll waited out its 20 s while delayed
+#     probe messages fell due;
 #   - storage-*.patch, kumo-durable.patch: persistence to KUMO_DATA_DIR only
 #     in a process that asks for it (KUMO_PERSIST=1: the local stack, never a
 #     test), and, when persisting, each answer held back until every change

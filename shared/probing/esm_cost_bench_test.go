@@ -1,0 +1,272 @@
+package probing_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	lambdaevents "github.com/aws/aws-lambda-go/events"
+	"go.yaml.in/yaml/v3"
+
+	"spaces"
+	"spaces/infra/awscost"
+	"spaces/infra/emulator/emulatortest"
+	"spaces/infra/lambdarules"
+	"spaces/shared/awsclient"
+	"spaces/shared/space"
+	"spaces/shared/wiring"
+	"spaces/shared/wiring/parts"
+)
+
+// minutesPerMonth: the cost benchmarks' month, 30 days.
+const minutesPerMonth = 30 * 24 * 60
+
+// BenchmarkProbingCostAtScale prices probing per 1,000 spaces a month at
+// 10³ and 10⁴ spaces (ESM_SIZES, comma-separated, overrides), and at 10⁶
+// by extrapolation, with the event source's SQS requests counted as they
+// are sent, and the stack's fixed costs apart.
+//
+//  1. What a probe costs apart from the event source: BenchmarkProbingCost's
+//     "after" variant (template.yaml as it is: 1,000 spaces on a fake
+//     clock, the production prober, minter and store, every request
+//     metered). Its reads, writes, Lambda time and invocations, the
+//     scheduler's and re-probes' sends and EventBridge are per message and
+//     do not move with the fleet (BenchmarkGrowth: 1 read and 0.20 writes
+//     per probe at 10⁴, 10⁵ and 10⁶).
+//  2. The event source, in real time, at each size: the probe index seeded
+//     with that many spaces, the production scheduler (shared/wiring)
+//     ticking every minute and sending each space's message with its
+//     delay, and Lambda's event source mapping (lambdarules.Poller: five
+//     pollers at least, 20-second long polls, the template's BatchSize and
+//     MaximumBatchingWindowInSeconds, DeleteMessageBatch of what the
+//     function acknowledged) delivering to a function that takes as long
+//     per batch as the prober's batches took in 1. Every request the
+//     pollers send is counted by SDK middleware on their SQS client
+//     (awscost.Meter), empty receives apart; the emulator answers a long
+//     poll as soon as a delayed message becomes visible, as SQS does
+//     (infra/emulator/kumo/patches/sqs-long-poll.patch). One minute of
+//     warm-up (the first tick), then ESM_MINUTES (default 1) measured.
+//  3. The same event source on an empty queue for a minute: what its idle
+//     pollers cost a stack with no space.
+//
+// Fixed costs per stack, computed from the template and awscost's prices,
+// not measured: the table's and probe index's capacity minimums, as far as
+// probing's load does not use them (provisioned capacity is the larger of
+// the minimum and the load at the target use); the alarms and the
+// dashboard; the ProbeSchedules schedules and their scheduler invocations.
+func BenchmarkProbingCostAtScale(b *testing.B) {
+	sizes := []int{1000, 10000}
+	if s := os.Getenv("ESM_SIZES"); s != "" {
+		sizes = nil
+		for f := range strings.SplitSeq(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				b.Fatalf("ESM_SIZES: %q is not a fleet size", f)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+	minutes := 1
+	if s := os.Getenv("ESM_MINUTES"); s != "" {
+		var err error
+		if minutes, err = strconv.Atoi(s); err != nil || minutes < 1 {
+			b.Fatalf("ESM_MINUTES: %q", s)
+		}
+	}
+	dep := readTemplate(b)
+	fixed := readFixed(b)
+	for b.Loop() {
+		rest := measureProbingCost(b, dep, costVariant{name: "after", batchSize: dep.batchSize, window: dep.window,
+			memoryMB: dep.proberMemoryMB, provisioned: dep.provisioned})
+		idle := measureEventSource(b, 0, 1, rest.batchTime)
+		var runs []esmRun
+		for _, n := range sizes {
+			runs = append(runs, measureEventSource(b, n, minutes, rest.batchTime))
+		}
+		report(b, dep, fixed, rest, idle, runs)
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// esmRun is what the event source sent while a fleet of spaces was probed.
+type esmRun struct {
+	spaces, minutes int
+	// esm: the pollers' requests; sends: the scheduler's.
+	esm, sends awscost.Usage
+	handled    int64
+	batches    int64
+}
+
+// measureEventSource runs the scheduler and the event source for a fleet
+// of n spaces (0: an idle queue) in real time: a minute of warm-up (10 s
+// when idle), then minutes measured.
+func measureEventSource(b *testing.B, n, minutes int, batchTime time.Duration) esmRun {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	env := emulatortest.Start(b)
+	table := env.Name(b, "SpacesTable")
+	queue := env.Resources["ProbeQueue"]
+	if n > 0 {
+		seedIndex(b, awsclient.DynamoDB(env.Config, env.Endpoint), table, n)
+	}
+	log := discardLogger()
+	sendMeter, esmMeter := awscost.New(), awscost.New()
+	sched := wiring.Scheduler(parts.AWS{Config: sendMeter.Instrument(env.Config), Endpoint: env.Endpoint},
+		wiring.SchedulerSettings{Table: table, ProbeQueue: queue.URL, Interval: space.DefaultProbeInterval}, log)
+	fns, err := lambdarules.Read(spaces.Template)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fn := fns.Get("ProberFunction")
+	var handled, batches atomic.Int64
+	// The prober's place: every message acknowledged, each batch after
+	// the prober's mean batch time.
+	handler := func(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaevents.SQSEventResponse, error) {
+		time.Sleep(batchTime)
+		handled.Add(int64(len(ev.Records)))
+		batches.Add(1)
+		return lambdaevents.SQSEventResponse{}, nil
+	}
+	poller := &lambdarules.Poller{SQS: awsclient.SQS(esmMeter.Instrument(env.Config), env.Endpoint), QueueURL: queue.URL, QueueARN: queue.ARN,
+		Function: &fn, Source: fn.Sources["Probes"], Pollers: lambdarules.MinPollers, Handler: handler, Log: log}
+	var wg sync.WaitGroup
+	wg.Go(func() { poller.Run(ctx) })
+	if n > 0 {
+		// EventBridge Scheduler's minute: each tick is its own invocation.
+		wg.Go(func() {
+			t := time.NewTicker(space.DefaultProbeInterval)
+			defer t.Stop()
+			for {
+				wg.Go(func() {
+					if _, err := sched.Tick(ctx); err != nil && ctx.Err() == nil {
+						b.Error(err)
+					}
+				})
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+				}
+			}
+		})
+		time.Sleep(space.DefaultProbeInterval)
+	} else {
+		// Off the pollers' start, so that a minute holds three polls of each.
+		time.Sleep(10 * time.Second)
+	}
+	sendMeter.Take()
+	esmMeter.Take()
+	handled.Store(0)
+	batches.Store(0)
+	time.Sleep(time.Duration(minutes) * time.Minute)
+	run := esmRun{spaces: n, minutes: minutes, esm: esmMeter.Take(), sends: sendMeter.Take(), handled: handled.Load(), batches: batches.Load()}
+	cancel()
+	wg.Wait()
+	return run
+}
+
+// fixedCosts are what the template fixes per stack, whatever the fleet.
+type fixedCosts struct {
+	readMin, writeMin  float64 // capacity units, the table's and the index's
+	alarms, dashboards int
+	schedules          float64 // ProbeSchedules
+}
+
+func readFixed(b *testing.B) fixedCosts {
+	var root struct {
+		Parameters map[string]struct {
+			Default string `yaml:"Default"`
+		} `yaml:"Parameters"`
+		Resources map[string]struct {
+			Type string `yaml:"Type"`
+		} `yaml:"Resources"`
+	}
+	if err := yaml.Unmarshal(spaces.Template, &root); err != nil {
+		b.Fatal(err)
+	}
+	param := func(name string) float64 {
+		v, err := strconv.ParseFloat(root.Parameters[name].Default, 64)
+		if err != nil {
+			b.Fatalf("template parameter %s: %v", name, err)
+		}
+		return v
+	}
+	f := fixedCosts{
+		readMin:   param("TableReadMinimum") + param("ProbeIndexReadMinimum"),
+		writeMin:  param("TableWriteMinimum") + param("ProbeIndexWriteMinimum"),
+		schedules: param("ProbeSchedules"),
+	}
+	for _, r := range root.Resources {
+		switch r.Type {
+		case "AWS::CloudWatch::Alarm":
+			f.alarms++
+		case "AWS::CloudWatch::Dashboard":
+			f.dashboards++
+		}
+	}
+	return f
+}
+
+// report prints the table and reports the per-1,000 totals.
+func report(b *testing.B, dep deployed, f fixedCosts, rest measured, idle esmRun, runs []esmRun) {
+	var sb strings.Builder
+	perMonth := func(r esmRun) float64 { return minutesPerMonth / float64(r.minutes) }
+	idleCost := idle.esm.SQSRequests * perMonth(idle) * awscost.PriceSQSRequest
+	fmt.Fprintf(&sb, "event source, idle (0 spaces, %d min): %.0f receives (%.0f empty), %.0f deletes: $%.2f a month per stack\n",
+		idle.minutes, idle.esm.Requests["SQS ReceiveMessage"], idle.esm.EmptyReceives, idle.esm.Requests["SQS DeleteMessageBatch"], idleCost)
+	// Per stack and month, whatever the fleet (computed from the template).
+	capacity := func(units, price float64) float64 { return units * price * awscost.HoursPerMonth }
+	readMin, writeMin := capacity(f.readMin, awscost.PriceRCUHour), capacity(f.writeMin, awscost.PriceWCUHour)
+	other := float64(f.alarms)*awscost.PriceAlarmMonth + float64(f.dashboards)*awscost.PriceDashboardMonth +
+		f.schedules*minutesPerMonth*(awscost.PriceSchedulerInvoke+awscost.PriceLambdaRequest)
+	fmt.Fprintf(&sb, "fixed per stack a month (computed from template.yaml's defaults): capacity minimums %.0f RCU $%.2f, %.0f WCU $%.2f; %d alarms, %d dashboard, %.0f schedules: $%.2f\n",
+		f.readMin, readMin, f.writeMin, writeMin, f.alarms, f.dashboards, f.schedules, other)
+	// Per 1,000 spaces a month, apart from the event source (measured at 1,000).
+	ddbReads, ddbWrites := rest.cost.Reads, rest.cost.Writes
+	nonDDB := rest.cost.Total() - ddbReads - ddbWrites
+	fmt.Fprintf(&sb, "per 1,000 spaces a month without the event source (BenchmarkProbingCost after, %d messages): %s\n", rest.delivered, rest.cost)
+
+	line := func(label string, n float64, esmPer1000, emptyPer1000 float64) float64 {
+		k := n / 1000
+		// Provisioned capacity is the larger of the minimum and the load.
+		reads, writes := max(readMin, ddbReads*k), max(writeMin, ddbWrites*k)
+		fixedExcess := reads - ddbReads*k + writes - ddbWrites*k
+		perSpace := nonDDB + ddbReads + ddbWrites + esmPer1000
+		fixedAll := fixedExcess + other
+		total := perSpace + fixedAll/k
+		fmt.Fprintf(&sb, "  %-34s per-space $%6.2f (event source $%5.2f, of which empty receives $%.2f; DynamoDB load $%.2f; Lambda, sends, EventBridge $%.2f) + fixed $%8.2f a stack = $%7.2f per 1,000 a month\n",
+			label, perSpace, esmPer1000, emptyPer1000, ddbReads+ddbWrites, nonDDB, fixedAll, total)
+		return total
+	}
+	var last esmRun
+	for _, r := range runs {
+		msgs := float64(r.handled)
+		rec, empty, del := r.esm.Requests["SQS ReceiveMessage"], r.esm.EmptyReceives, r.esm.Requests["SQS DeleteMessageBatch"]
+		fmt.Fprintf(&sb, "%d spaces, %d min measured: %d messages in %d batches (%.1f a batch); receives %.0f (%.0f empty, %.2f messages a non-empty one), %.4f a message; DeleteMessageBatch %.0f, %.4f a message; other SQS %.0f; scheduler SendMessageBatch %.4f a message\n",
+			r.spaces, r.minutes, r.handled, r.batches, msgs/float64(max(1, r.batches)), rec, empty, r.esm.Received/max(1, rec-empty), rec/msgs, del, del/msgs,
+			r.esm.SQSRequests-rec-del, r.sends.Requests["SQS SendMessageBatch"]/msgs)
+		// Per message, for a month of 1,000 spaces (a message per space a
+		// minute).
+		scale := 1000 * minutesPerMonth / msgs
+		total := line(fmt.Sprintf("at %d (measured):", r.spaces), float64(r.spaces),
+			r.esm.SQSRequests*scale*awscost.PriceSQSRequest, empty*scale*awscost.PriceSQSRequest)
+		b.ReportMetric(total, fmt.Sprintf("usd/month/1000-at-%d", r.spaces))
+		last = r
+	}
+	if last.spaces > 0 {
+		// 10⁶: the largest measured size's requests per message (its pollers
+		// found more messages per receive than smaller fleets'), and the
+		// fixed costs spread over 1,000 thousands.
+		perMsg := last.esm.SQSRequests / float64(last.handled)
+		total := line(fmt.Sprintf("at 1000000 (EXTRAPOLATED from %d):", last.spaces), 1e6,
+			perMsg*1000*minutesPerMonth*awscost.PriceSQSRequest, 0)
+		b.ReportMetric(total, "usd/month/1000-at-1000000-extrapolated")
+	}
+	fmt.Println(sb.String())
+}
