@@ -1,0 +1,81 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
+
+	"spaces/infra/demo"
+	"spaces/shared/space"
+)
+
+// TestConsoleAtPhoneWidth: at 390 px (a phone) no screen scrolls sideways:
+// the page is never wider than the window. Where one does, the test names
+// the elements that stick out.
+func TestConsoleAtPhoneWidth(t *testing.T) {
+	prefix := fmt.Sprintf("w%s-", uuid.NewString()[:8])
+	st, err := Start(context.Background(), Config{
+		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
+		Log:            slog.New(slog.DiscardHandler),
+		Names:          func(id string) string { return prefix + id },
+		Demo:           &demo.Options{},
+		Probing:        ProbingConfig{Interval: 2 * time.Second},
+		ConsoleRefresh: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	org := "org-" + uuid.NewString()[:8]
+	c := newClient(t, st, org)
+	acct := c.connect(st.Demo.Cloud, space.AWS, demo.Connection(space.AWS))
+	id := c.must(201, c.do("POST", "/spaces", map[string]any{"provider": "aws", "space_type": "kubernetes", "cloud_account_id": acct,
+		"config": map[string]string{"clusterName": "demo-eks-1", "region": demo.AWSRegion}}))["id"].(string)
+	waitActive(t, c, id)
+	env := c.must(201, c.do("POST", "/environments", map[string]any{"name": "phone", "space_id": id}))["id"].(string)
+	c.must(202, c.do("POST", "/environments/"+env+"/revisions", map[string]any{"manifests": []any{map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "phone"}, "data": map[string]any{"k": "v"}}}}))
+
+	c.must(201, c.do("POST", "/provisioning-jobs", map[string]any{"provider": "aws", "cloud_account_id": acct,
+		"config": map[string]string{"clusterName": "phone-eks-with-a-rather-long-name", "region": demo.AWSRegion},
+		"spec": map[string]any{"kubernetes_version": "1.31",
+			"node_pool": map[string]any{"machine_type": "m5.large", "min_nodes": 1, "max_nodes": 3, "desired_nodes": 2},
+			"network": map[string]any{"subnet_ids": []string{"subnet-0d3e0000000000001", "subnet-0d3e0000000000002"},
+				"security_group_ids": []string{"sg-0d3e0000000000003"}}}}, "Idempotency-Key: phone-1"))
+
+	proxy := newConsoleProxy(t, st, nil)
+	p := &page{t: t, ctx: browser(t), base: proxy.srv.URL, shots: screenshotDir(t)}
+	const wait = time.Minute
+	p.run("phone width", chromedp.EmulateViewport(390, 844))
+	p.run("open the console", chromedp.Navigate(p.base+"/"))
+	p.until("the sign-in form", `!!document.querySelector('#org-input')`, wait)
+	p.run("sign in", chromedp.SetValue(chromedp.CSS("#org-input"), org), chromedp.Click(chromedp.CSS(`form button[type=submit]`)))
+	for _, s := range []struct{ name, hash, ready string }{
+		{"spaces", "#/spaces", `!!document.querySelector('#spaces-table tbody tr')`},
+		{"space", "#/spaces/" + id, `!!document.querySelector('#ns-table')`},
+		{"connect", "#/connect", `!!document.querySelector('#connect-form')`},
+		{"clusters", "#/accounts/" + acct + "/clusters", `!!document.querySelector('#region')`},
+		{"environments", "#/environments", `document.querySelector('main').innerText.includes('phone')`},
+		{"environment", "#/environments/" + env, `document.querySelector('main').innerText.includes('phone')`},
+		{"jobs", "#/jobs", `document.querySelector('main').innerText.includes('phone-eks-with-a-rather-long-name')`},
+	} {
+		p.visit("open "+s.name, s.hash)
+		p.until(s.name+" at phone width", s.ready, wait)
+		time.Sleep(300 * time.Millisecond) // what loads after the first rows
+		wide := p.eval(`(() => {
+			const w = document.documentElement.clientWidth;
+			if (document.documentElement.scrollWidth <= w) return '';
+			return [...document.querySelectorAll('main *')].filter(e => e.getBoundingClientRect().right > w + 1)
+				.slice(0, 6).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className && typeof e.className === 'string' ? '.' + e.className.split(' ').join('.') : '') + ' ' + Math.round(e.getBoundingClientRect().right) + 'px').join(', ') || 'the page';
+		})()`)
+		if wide != "" {
+			p.shot("phone-wide-" + s.name)
+			t.Errorf("%s scrolls sideways at 390 px: %s", s.name, wide)
+		}
+	}
+}
