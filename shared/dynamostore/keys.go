@@ -31,7 +31,8 @@ import (
 //	POLICY#<id>        an autoscaler policy        its fields, space_id, state, state_reason
 //	CASCADE#<space>    the space's deregistration  cascaded_at
 //	                   cascade is done
-//	REV#<id>           a deployment revision       its fields, manifests, state, reason, attempts
+//	REV#<id>           a deployment revision       its fields, manifests, state, reason, attempts,
+//	                                               rev_key; stopped_key while stopped (revisions.go)
 //	JOB#<id>           a provisioning job          its fields (provisioning.Job): state, operation,
 //	                                               steps, failure, space_id, version (N)
 //	JOBCLAIM#<identity> the live job creating      job_id; held from the job's creation until it
@@ -69,6 +70,9 @@ import (
 // The sparse GSI "probe" (probe_shard HASH, id RANGE, INCLUDE org_id) holds
 // only registered, non-synthetic spaces: probe_shard is "00".."15", a stable
 // hash of the space id, set at registration and removed at deregistration.
+// The GSIs "names" (names.go), "env-revisions" and "stopped-revisions"
+// (revisions.go) list spaces by name and revisions by environment and by
+// org.
 const (
 	prefixOrg      = "ORG#"
 	prefixSpace    = "SPACE#"

@@ -26,6 +26,9 @@
 //   - list by name, search names: Query the sparse names index, then one
 //     BatchGetItem of the page (names.go).
 //   - the prober's scheduler: Query the probe index shard by shard.
+//   - an environment's revisions, the org's stopped revisions: one Query
+//     of the env-revisions or stopped-revisions index, newest first
+//     (revisions.go).
 //   - bind an environment or policy (create, re-bind): one transaction of a
 //     ConditionCheck that the space is registered, the item (version check)
 //     and its link(s).
