@@ -115,19 +115,16 @@ function rebind(e, picker, ctx, refresh) {
 }
 
 // ---- one environment and its revisions --------------------------------------
+// The revisions come from GET /environments/{id}/revisions (newest first, a
+// page at a time), so a teammate's pushes show too.
 
-function known(org, envID) {
-  try { return JSON.parse(localStorage.getItem(`spaces.revisions.${org}.${envID}`) || '[]'); } catch { return []; }
-}
-function remember(org, envID, revID) {
-  const ids = [revID, ...known(org, envID).filter(x => x !== revID)].slice(0, 20);
-  localStorage.setItem(`spaces.revisions.${org}.${envID}`, JSON.stringify(ids));
-}
+// PAGE is how many of the newest revisions the page shows.
+const PAGE = 50;
 
 const SAMPLE = JSON.stringify([{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'hello' }, data: { greeting: 'hello' } }], null, 2);
 
 export async function environmentDetail(root, [id], ctx) {
-  const { api, session } = ctx;
+  const { api } = ctx;
   const env = await api.get(`/environments/${id}`);
   const revs = h('div', { id: 'revisions' });
   const manifests = h('textarea', { id: 'manifests', rows: 8, 'data-field': 'manifests', spellcheck: 'false' });
@@ -140,8 +137,7 @@ export async function environmentDetail(root, [id], ctx) {
     let list;
     try { list = JSON.parse(manifests.value); } catch (x) { err.replaceChildren(h('p', { class: 'err', role: 'alert' }, `The manifests are not JSON: ${x.message}`)); return; }
     try {
-      const rev = await api.post(`/environments/${id}/revisions`, { manifests: list });
-      remember(session.org(), id, rev.id);
+      await api.post(`/environments/${id}/revisions`, { manifests: list });
       err.replaceChildren();
       flash('Revision queued.');
       await load();
@@ -151,7 +147,7 @@ export async function environmentDetail(root, [id], ctx) {
     }
   });
   const head = h('div');
-  root.replaceChildren(h('p', null, h('a', { href: '#/environments' }, '← Environments')), head, h('div', { class: 'card' }, h('h2', null, 'Revisions pushed from this browser'), revs), push);
+  root.replaceChildren(h('p', null, h('a', { href: '#/environments' }, '← Environments')), head, h('div', { class: 'card' }, h('h2', null, 'Revisions'), revs), push);
 
   let lastSig = '';
   async function load() {
@@ -161,37 +157,26 @@ export async function environmentDetail(root, [id], ctx) {
     head.replaceChildren(h('h1', null, e.name),
       h('p', null, 'Bound to ', sp ? [h('a', { href: `#/spaces/${sp.id}` }, sp.name), ' ', badge(sp.status, sp.probe && sp.probe.reason)] : 'a deregistered space', ', namespace ', h('code', null, e.namespace)),
       e.gate ? h('div', { class: 'alert warn', role: 'status' }, h('strong', null, e.gate.reason), ': re-bind it on the ', h('a', { href: '#/environments' }, 'environments page'), ' to deploy again.') : '');
-    const ids = known(session.org(), id);
-    if (!ids.length) { revs.replaceChildren(empty('No revision pushed from this browser yet.')); return; }
-    const rows = await Promise.all(ids.map(r => api.get(`/revisions/${r}`).catch(() => null)));
+    const r = await api.poll(`/environments/${id}/revisions?limit=${PAGE}`);
+    const rows = r.data.items;
     // Rebuilt only when something changed, so a button is not replaced
     // under the pointer.
-    const sig = JSON.stringify([sp && sp.status, rows.map(r => r && [r.id, r.version])]);
+    const sig = JSON.stringify([sp && sp.status, rows.map(x => [x.id, x.version]), r.data.next_cursor ? 1 : 0]);
     if (sig === lastSig) {
       for (const t of revs.querySelectorAll('time[datetime]')) t.textContent = ago(t.getAttribute('datetime'));
       return;
     }
     lastSig = sig;
+    if (!rows.length) { revs.replaceChildren(empty('No revision pushed to this environment yet.')); return; }
     revs.replaceChildren(h('table', { class: 'stack', id: 'rev-table' },
       h('thead', null, h('tr', null, ['Revision', 'State', 'Attempts', 'Updated', ''].map(t => h('th', { scope: 'col' }, t)))),
-      h('tbody', null, rows.filter(Boolean).map(r => revisionRow(r, sp, ctx, load)))));
+      h('tbody', null, rows.map(x => revisionRow(x, sp, ctx, load)))),
+      r.data.next_cursor ? h('p', { class: 'muted' }, `The ${PAGE} newest revisions.`) : '');
   }
   await ctx.every(() => load().catch(x => revs.replaceChildren(errorBox(x, 'The revisions could not be loaded'))));
 }
 
 const REV = { pending: 'unknown', deployed: 'active', failed: 'inactive', stopped: 'inactive', 'dead-lettered': 'inactive' };
-
-// knownRevisions lists the ids of every revision this browser pushed for
-// org, across its environments.
-export function knownRevisions(org) {
-  const prefix = `spaces.revisions.${org}.`;
-  const ids = [];
-  for (let i = 0; i < localStorage.length; i++) {
-    const k = localStorage.key(i);
-    if (k && k.startsWith(prefix)) ids.push(...known(org, k.slice(prefix.length)));
-  }
-  return [...new Set(ids)];
-}
 
 export function revisionRow(r, sp, ctx, load) {
   const act = h('td');
