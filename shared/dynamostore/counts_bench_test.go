@@ -63,7 +63,7 @@ func BenchmarkFleetCost(b *testing.B) {
 			b.Fatal(err)
 		}
 		tr := meter.Take()
-		if _, err := f.store.Deregister(b.Context(), f.org, s.ID, 0, now.Add(3*time.Second)); err != nil {
+		if _, err := f.store.Deregister(b.Context(), f.org, s.ID, 0, now.Add(3*time.Second), "test"); err != nil {
 			b.Fatal(err)
 		}
 		dereg := meter.Take()

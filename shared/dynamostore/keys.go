@@ -21,7 +21,8 @@ import (
 //
 //	sk                 what                        attributes
 //	SPACE#<id>         a space (kept after         the space's fields, times RFC 3339, version (N),
-//	                   deregistration)             deleted_at once deregistered, probe_shard while probed
+//	                   deregistration: its         deleted_at and deleted_by once deregistered,
+//	                   tombstone)                  probe_shard while probed
 //	CLAIM#<identity>   a cluster identity claim    space_id: the space holding the identity
 //	ACCOUNT#<id>       a cloud account             its fields, space_count (N)
 //	IDEMP#<key>        an Idempotency-Key record   key, hash, space (the first answer),
@@ -156,6 +157,7 @@ func (s *Store) Deregistration(r events.DynamoDBEventRecord) (space.Deregistered
 	provider, _ := str(r.Change.NewImage, "provider")
 	d.Provider = space.Provider(provider)
 	d.CloudAccountID, _ = str(r.Change.NewImage, "cloud_account_id")
+	d.DeletedBy, _ = str(r.Change.NewImage, "deleted_by")
 	t, err := time.Parse(time.RFC3339Nano, at)
 	if err != nil || d.OrgID == "" || d.SpaceID == "" {
 		return space.Deregistered{}, false

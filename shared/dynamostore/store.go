@@ -98,6 +98,8 @@ const (
 	nJobID   = "#jobid"
 	nNameLC  = "#nlc"
 	nNameKey = "#nkey"
+	// Not "#del...": kumo would substitute nDeleted inside it.
+	nDeletedBy = "#byw"
 )
 
 var attrNames = map[string]string{
@@ -106,7 +108,7 @@ var attrNames = map[string]string{
 	nAccount: "cloud_account_id", nSpaceID: "space_id", nExpires: "expires_at", nID: "id", nJobID: "job_id",
 	nOrg: "org_id", nName: "name", nStatus: "status", nProbe: "probe",
 	nGate: "gate", nPState: "state", nPReason: "state_reason",
-	nNameLC: "name_lc", nNameKey: "name_key",
+	nNameLC: "name_lc", nNameKey: "name_key", nDeletedBy: "deleted_by",
 }
 
 // names returns the ExpressionAttributeNames for the given placeholders

@@ -2,7 +2,7 @@
 // live one) and, beside them, the org's stopped revisions
 // (GET /revisions?state=stopped), each with its re-enqueue once its space is
 // active again.
-import { h, providerMark, errorBox, empty, flash, when } from './ui.js';
+import { h, providerMark, errorBox, empty, flash, when, tombstoneOf } from './ui.js';
 import { revisionRow } from './environments.js';
 
 // STOPPED is how many stopped revisions the page shows.
@@ -37,9 +37,9 @@ export async function jobs(root, _, ctx) {
   async function loadRevisions() {
     const page = (await api.poll(`/revisions?state=stopped&limit=${STOPPED}`)).data;
     const revs = page.items;
-    const spaces = new Map();
+    const spaces = new Map(), gone = new Map();
     for (const r of revs) {
-      if (!spaces.has(r.space_id)) spaces.set(r.space_id, await api.get(`/spaces/${r.space_id}`).catch(() => null));
+      if (!spaces.has(r.space_id)) spaces.set(r.space_id, await api.get(`/spaces/${r.space_id}`).catch(x => { gone.set(r.space_id, tombstoneOf(x)); return null; }));
     }
     const sig = JSON.stringify([revs.map(r => [r.id, r.version]), [...spaces.values()].map(s => s && s.status), page.next_cursor ? 1 : 0]);
     if (sig === lastRevs) return;
@@ -47,7 +47,7 @@ export async function jobs(root, _, ctx) {
     if (!revs.length) { stopped.replaceChildren(empty('No stopped revision.')); return; }
     stopped.replaceChildren(h('table', { class: 'stack', id: 'rev-table' },
       h('thead', null, h('tr', null, ['Revision', 'State', 'Attempts', 'Updated', ''].map(t => h('th', { scope: 'col' }, t)))),
-      h('tbody', null, revs.map(r => revisionRow(r, spaces.get(r.space_id), ctx, loadRevisions)))),
+      h('tbody', null, revs.map(r => revisionRow(r, spaces.get(r.space_id), ctx, loadRevisions, gone.get(r.space_id))))),
       page.next_cursor ? h('p', { class: 'muted' }, `The ${STOPPED} most recently stopped.`) : '');
   }
   await ctx.every(() => Promise.all([
