@@ -119,6 +119,24 @@ func TestSpaceSearchAndSort(t *testing.T) {
 	if got, _ := names("/spaces?name_contains=eu"); len(got) != 2 {
 		t.Errorf("contains in id order: %q", got)
 	}
+	// By registration, newest first, paged one at a time: the reverse of
+	// the order they were registered in.
+	got = nil
+	path = "/spaces?sort=-registered&limit=1"
+	for range 6 {
+		page, next := names(path)
+		got = append(got, page...)
+		if next == "" {
+			break
+		}
+		path = "/spaces?sort=-registered&limit=1&cursor=" + next
+	}
+	if want := []string{"PRODUCTION", "dev-eu", "staging", "Prod-US", "prod-eu"}; !slices.Equal(got, want) {
+		t.Errorf("newest first: %q, want %q", got, want)
+	}
+	if got, _ := names("/spaces?sort=registered&name_prefix=prod"); !slices.Equal(got, []string{"prod-eu", "Prod-US", "PRODUCTION"}) {
+		t.Errorf("oldest first, prefix prod: %q", got)
+	}
 
 	// A cursor continues only its own search and order.
 	_, next := names("/spaces?sort=name&limit=1")
@@ -130,6 +148,7 @@ func TestSpaceSearchAndSort(t *testing.T) {
 		"/spaces?name_prefix=" + strings.Repeat("a", 101): "name_prefix",
 		"/spaces?name_prefix=a&name_contains=b":           "name_contains",
 		"/spaces?sort=-name&limit=1&cursor=" + next:       "cursor",
+		"/spaces?sort=registered&limit=1&cursor=" + next:  "cursor",
 		"/spaces?name_prefix=p&limit=1&cursor=" + next:    "cursor",
 	} {
 		r := c.do("GET", path, nil)

@@ -264,9 +264,9 @@ func (s *Store) ListSpaces(ctx context.Context, org string, q space.Query) ([]sp
 	eq(nType, q.SpaceType)
 	eq(nAccount, q.CloudAccountID)
 	nameFilters(q, &filter, &nm, vals)
-	if q.Sort == space.SortName || q.Sort == space.SortNameDesc {
-		// The names index holds only live spaces.
-		return s.listByName(ctx, org, q, filter[1:], nm[1:], vals)
+	if si, ok := sortIndexes[q.Sort.Base()]; ok {
+		// The names and registered indexes hold only live spaces.
+		return s.listByIndex(ctx, org, si, q, filter[1:], nm[1:], vals)
 	}
 
 	out := make([]space.Space, 0, q.Limit+1)
@@ -521,11 +521,12 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 			TableName: s.table, Key: itemKey(org, prefixSpace+id),
 			// Removing probe_shard takes the space out of the probe index:
 			// a late probe can no longer even be scheduled.
-			// Removing name_key takes it out of the names index.
+			// Removing name_key and reg_key takes it out of the names and
+			// registered indexes.
 			UpdateExpression: aws.String("SET " + nDeleted + " = :at, " + nDeletedBy + " = :by, " + nUpdated + " = :at, " +
-				nVersion + " = " + nVersion + " + :one REMOVE " + nShard + ", " + nNameLC + ", " + nNameKey),
+				nVersion + " = " + nVersion + " + :one REMOVE " + nShard + ", " + nNameLC + ", " + nNameKey + ", " + nRegKey),
 			ConditionExpression:                 aws.String(cond),
-			ExpressionAttributeNames:            names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nPK, nStatus, nNameLC, nNameKey),
+			ExpressionAttributeNames:            names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nPK, nStatus, nNameLC, nNameKey, nRegKey),
 			ExpressionAttributeValues:           vals,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},

@@ -70,7 +70,7 @@ type Query struct {
 	// NamePrefix and NameContains, folded (FoldName), select by name.
 	NamePrefix   string
 	NameContains string
-	// Sort orders the page; with SortName or SortNameDesc, After is the
+	// Sort orders the page; with any Sort but the zero one, After is the
 	// position of the last item returned (the store's, opaque), not an id.
 	Sort Sort
 	Keep func(Space) bool
