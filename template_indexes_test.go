@@ -7,8 +7,8 @@ import (
 )
 
 // TestAPIMayQueryItsIndexes: the API function's role may Query each index
-// its listings read (names, registered: GET /spaces by name or
-// registration; env-revisions and
+// its listings read (names, registered, status: GET /spaces by name,
+// registration or status; env-revisions and
 // stopped-revisions: the revision listings), and each is an index of the
 // spaces table. Without the grant, DynamoDB refuses the Query in AWS while
 // the emulator, which checks no IAM, would answer it.
@@ -29,7 +29,7 @@ func TestAPIMayQueryItsIndexes(t *testing.T) {
 			}
 		}
 	}
-	for _, idx := range []string{"names", "registered", "env-revisions", "stopped-revisions"} {
+	for _, idx := range []string{"names", "registered", "status", "env-revisions", "stopped-revisions"} {
 		if !indexes[idx] {
 			t.Errorf("SpacesTable has no index %s", idx)
 		}

@@ -284,8 +284,8 @@ func TestAlarmsReachSomeone(t *testing.T) {
 
 // TestTableCapacityFollowsTheLoad: the spaces table is provisioned (the
 // steady probing load costs less that way, BENCHMARKS.md), so each of its
-// twelve capacities (table, probe, names, registered, env-revisions and
-// stopped-revisions indexes, reads and writes) has a starting
+// fourteen capacities (table, probe, names, registered, status,
+// env-revisions and stopped-revisions indexes, reads and writes) has a starting
 // throughput and an auto scaling target tracking TableTargetUtilization;
 // without one, that capacity would stay at its start and throttle.
 func TestTableCapacityFollowsTheLoad(t *testing.T) {
@@ -298,8 +298,8 @@ func TestTableCapacityFollowsTheLoad(t *testing.T) {
 	for _, g := range list(table["GlobalSecondaryIndexes"]) {
 		starts["index/"+fmt.Sprint(get(g, "IndexName"))] = get(g, "ProvisionedThroughput")
 	}
-	if len(starts) != 6 {
-		t.Fatalf("SpacesTable has indexes %v, want probe, names, registered, env-revisions and stopped-revisions (this test names each capacity)", starts)
+	if len(starts) != 7 {
+		t.Fatalf("SpacesTable has indexes %v, want probe, names, registered, status, env-revisions and stopped-revisions (this test names each capacity)", starts)
 	}
 	type capacity struct{ min, metric string }
 	scaled := map[string]capacity{}

@@ -62,6 +62,7 @@ func TestCreateResourcesFromRepositoryTemplate(t *testing.T) {
 		"probe":             {[]string{"probe_shard HASH", "id RANGE"}, []string{"org_id"}},
 		"names":             {[]string{"org_id HASH", "name_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},
 		"registered":        {[]string{"org_id HASH", "reg_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},
+		"status":            {[]string{"org_id HASH", "status_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},
 		"env-revisions":     {[]string{"environment_id HASH", "rev_key RANGE"}, []string{"id", "org_id", "space_id", "namespace", "state", "reason", "attempts", "created_at", "updated_at", "version"}},
 		"stopped-revisions": {[]string{"org_id HASH", "stopped_key RANGE"}, []string{"id", "environment_id", "space_id", "namespace", "state", "reason", "attempts", "created_at", "updated_at", "version"}},
 	} {
@@ -71,8 +72,8 @@ func TestCreateResourcesFromRepositoryTemplate(t *testing.T) {
 			t.Errorf("index %s: %v %+v, want %v projecting %v", name, keys(g.KeySchema), g.Projection, want.keys, want.projected)
 		}
 	}
-	if len(idx) != 5 {
-		t.Errorf("indexes %v, want probe, names, registered, env-revisions and stopped-revisions", slices.Sorted(maps.Keys(idx)))
+	if len(idx) != 6 {
+		t.Errorf("indexes %v, want probe, names, registered, status, env-revisions and stopped-revisions", slices.Sorted(maps.Keys(idx)))
 	}
 	gsi := idx["probe"]
 	if p := gsi.ProvisionedThroughput; p == nil || aws.ToInt64(p.ReadCapacityUnits) != 1 || aws.ToInt64(p.WriteCapacityUnits) != 34 {

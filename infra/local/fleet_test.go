@@ -137,12 +137,29 @@ func TestSpaceSearchAndSort(t *testing.T) {
 	if got, _ := names("/spaces?sort=registered&name_prefix=prod"); !slices.Equal(got, []string{"prod-eu", "Prod-US", "PRODUCTION"}) {
 		t.Errorf("oldest first, prefix prod: %q", got)
 	}
+	// By status: staging set active first, then the unknown ones by name.
+	internal := newClient(t, st, "org-search", "spaces:internal")
+	staging := c.must(200, c.do("GET", "/spaces?name_prefix=staging", nil))["items"].([]any)[0].(map[string]any)["id"].(string)
+	internal.must(200, internal.do("PATCH", "/spaces/"+staging+"/status", map[string]any{"status": "active"}, `If-Match: "1"`))
+	got = nil
+	path = "/spaces?sort=status&limit=2"
+	for range 5 {
+		page, next := names(path)
+		got = append(got, page...)
+		if next == "" {
+			break
+		}
+		path = "/spaces?sort=status&limit=2&cursor=" + next
+	}
+	if want := []string{"staging", "dev-eu", "prod-eu", "Prod-US", "PRODUCTION"}; !slices.Equal(got, want) {
+		t.Errorf("by status: %q, want %q", got, want)
+	}
 
 	// A cursor continues only its own search and order.
 	_, next := names("/spaces?sort=name&limit=1")
 	before := itemCount(t, st)
 	for path, field := range map[string]string{
-		"/spaces?sort=status":                             "sort",
+		"/spaces?sort=probed":                             "sort",
 		"/spaces?name_prefix=":                            "name_prefix",
 		"/spaces?name_contains=a%00b":                     "name_contains",
 		"/spaces?name_prefix=" + strings.Repeat("a", 101): "name_prefix",

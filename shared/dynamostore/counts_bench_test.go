@@ -18,7 +18,7 @@ import (
 
 // BenchmarkFleetCost prices the fleet routes' reads on the emulator's unit
 // counts (awscost) in an org of 10,000 named spaces: the counts (per op),
-// a first page by name and by registration (newest first), a name-prefix
+// a first page by name, by registration (newest first) and by status, a name-prefix
 // search and a name-contains search,
 // and, reported once under counts, the units of a registration, a
 // heartbeat, a transition and a deregistration with the counters kept.
@@ -93,6 +93,7 @@ func BenchmarkFleetCost(b *testing.B) {
 	}{
 		{"first-page-by-name", space.Query{Sort: space.SortName}, 50},
 		{"first-page-by-registered", space.Query{Sort: space.SortRegisteredDesc}, 50},
+		{"first-page-by-status", space.Query{Sort: space.SortStatus}, 50},
 		{"prefix-search", space.Query{Sort: space.SortName, NamePrefix: "cluster-0123"}, 10},
 		{"contains-search", space.Query{Sort: space.SortName, NameContains: "777"}, 19},
 	} {

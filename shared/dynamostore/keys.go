@@ -71,10 +71,10 @@ import (
 // The sparse GSI "probe" (probe_shard HASH, id RANGE, INCLUDE org_id) holds
 // only registered, non-synthetic spaces: probe_shard is "00".."15", a stable
 // hash of the space id, set at registration and removed at deregistration.
-// The GSIs "names" and "registered" (names.go; name_lc, name_key and
-// reg_key while registered), "env-revisions" and "stopped-revisions"
-// (revisions.go) list spaces by name and by registration, and revisions by
-// environment and by org.
+// The GSIs "names", "registered" and "status" (names.go; name_lc,
+// name_key, reg_key and status_key while registered), "env-revisions" and
+// "stopped-revisions" (revisions.go) list spaces by name, registration and
+// status, and revisions by environment and by org.
 const (
 	prefixOrg      = "ORG#"
 	prefixSpace    = "SPACE#"

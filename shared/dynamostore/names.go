@@ -32,6 +32,7 @@ import (
 const (
 	namesIndex      = "names"
 	registeredIndex = "registered"
+	statusIndex     = "status"
 	// nameSep ends the name in name_key: lower than any character a name
 	// may hold (names have no control characters), so "abc" sorts before
 	// "abc d" and "abc-d".
@@ -50,11 +51,20 @@ func nameKey(s space.Space) string { return space.FoldName(s.Name) + nameSep + s
 // deregistration write it.
 func regKey(s space.Space) string { return s.CreatedAt.UTC().Format(histTime) + nameSep + s.ID }
 
+// statusKey is the position of s in status order: its stored status, then
+// its name order. The sparse GSI "status" (org_id HASH, status_key RANGE,
+// the same INCLUDE as names) holds the registered spaces in that order; a
+// transition or a rename moves the entry (writeSpace), a heartbeat does
+// not. The order is the stored status: a space whose probe is stale is
+// listed under it while reported unknown (space.Space.Observed).
+func statusKey(s space.Space) string { return string(s.Status) + nameSep + nameKey(s) }
+
 // setNameAttrs adds a live space's ordering attributes to its item.
 func setNameAttrs(item map[string]types.AttributeValue, s space.Space) {
 	item["name_lc"] = str(space.FoldName(s.Name))
 	item["name_key"] = str(nameKey(s))
 	item["reg_key"] = str(regKey(s))
+	item["status_key"] = str(statusKey(s))
 }
 
 // sortIndex is the index, key attribute and position function of an order.
@@ -67,6 +77,7 @@ type sortIndex struct {
 var sortIndexes = map[space.Sort]sortIndex{
 	space.SortName:       {namesIndex, "name_key", nNameKey, nameKey},
 	space.SortRegistered: {registeredIndex, "reg_key", nRegKey, regKey},
+	space.SortStatus:     {statusIndex, "status_key", nStatusKey, statusKey},
 }
 
 // nameFilters adds q's name search to a filter on name_lc.

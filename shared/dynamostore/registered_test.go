@@ -2,6 +2,7 @@ package dynamostore_test
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -62,5 +63,57 @@ func TestListByRegistration(t *testing.T) {
 	}
 	if item := f.raw(t, f.org, "SPACE#"+ids[0]); item["reg_key"] != nil {
 		t.Errorf("a deregistered space keeps reg_key: %v", item["reg_key"])
+	}
+}
+
+// sort=status lists the live spaces by stored status (active, inactive,
+// unknown), each by name; a transition and a rename move a space, a
+// heartbeat does not write its status_key; a deregistration removes it.
+func TestListByStatus(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	ids := map[string]string{}
+	for i, name := range []string{"d", "a", "c", "b", "e"} {
+		s := f.newSpace(i)
+		s.Name = name
+		f.register(t, s)
+		ids[name] = s.ID
+	}
+	for name, st := range map[string]space.Status{"d": space.Active, "b": space.Active, "c": space.Inactive} {
+		if err := f.setStatus(t, ids[name], st, now.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"b", "d", "c", "a", "e"} // active b, d; inactive c; unknown a, e
+	for _, limit := range []int{1, 2, 50} {
+		if got := f.names(t, space.Query{Sort: space.SortStatus}, limit); !slices.Equal(got, want) {
+			t.Errorf("status, limit %d: %v, want %v", limit, got, want)
+		}
+		rev := slices.Clone(want)
+		slices.Reverse(rev)
+		if got := f.names(t, space.Query{Sort: space.SortStatusDesc}, limit); !slices.Equal(got, rev) {
+			t.Errorf("-status, limit %d: %v, want %v", limit, got, rev)
+		}
+	}
+	// A heartbeat leaves status_key as it was; a transition moves it.
+	before := f.raw(t, f.org, "SPACE#"+ids["d"])["status_key"]
+	if _, err := f.store.UpdateSpace(ctx, f.org, ids["d"], space.Update[space.Space]{At: now.Add(2 * time.Minute),
+		Apply: func(s space.Space) (space.Space, error) { s.Probe.LatencyMS = 7; return s, nil }}); err != nil {
+		t.Fatal(err)
+	}
+	if after := f.raw(t, f.org, "SPACE#"+ids["d"])["status_key"]; !reflect.DeepEqual(after, before) {
+		t.Errorf("a heartbeat changed status_key: %v, was %v", after, before)
+	}
+	if err := f.setStatus(t, ids["d"], space.Inactive, now.Add(3*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.names(t, space.Query{Sort: space.SortStatus}, 2), []string{"b", "c", "d", "a", "e"}; !slices.Equal(got, want) {
+		t.Errorf("after d went inactive: %v, want %v", got, want)
+	}
+	if _, err := f.store.Deregister(ctx, f.org, ids["c"], 0, now.Add(time.Hour), "test"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.names(t, space.Query{Sort: space.SortStatus, Provider: space.AWS}, 2), []string{"b", "d", "a", "e"}; !slices.Equal(got, want) {
+		t.Errorf("after c was deregistered: %v, want %v", got, want)
 	}
 }

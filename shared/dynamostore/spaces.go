@@ -401,6 +401,13 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space) error
 		upd.ExpressionAttributeValues[":nlc"] = str(space.FoldName(after.Name))
 		upd.ExpressionAttributeValues[":nkey"] = str(nameKey(after))
 	}
+	if after.Name != before.Name || after.Status != before.Status {
+		// A rename or a status change moves it in the status index; a
+		// heartbeat leaves it.
+		*upd.UpdateExpression += ", " + nStatusKey + " = :skey"
+		upd.ExpressionAttributeNames[nStatusKey] = attrNames[nStatusKey]
+		upd.ExpressionAttributeValues[":skey"] = str(statusKey(after))
+	}
 	tr := space.TransitionOf(before, after)
 	if tr == nil {
 		// The common case (a heartbeat, a failure count): a plain UpdateItem,
@@ -521,12 +528,13 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 			TableName: s.table, Key: itemKey(org, prefixSpace+id),
 			// Removing probe_shard takes the space out of the probe index:
 			// a late probe can no longer even be scheduled.
-			// Removing name_key and reg_key takes it out of the names and
-			// registered indexes.
+			// Removing name_key, reg_key and status_key takes it out of the
+			// names, registered and status indexes.
 			UpdateExpression: aws.String("SET " + nDeleted + " = :at, " + nDeletedBy + " = :by, " + nUpdated + " = :at, " +
-				nVersion + " = " + nVersion + " + :one REMOVE " + nShard + ", " + nNameLC + ", " + nNameKey + ", " + nRegKey),
-			ConditionExpression:                 aws.String(cond),
-			ExpressionAttributeNames:            names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nPK, nStatus, nNameLC, nNameKey, nRegKey),
+				nVersion + " = " + nVersion + " + :one REMOVE " + nShard + ", " + nNameLC + ", " + nNameKey + ", " + nRegKey + ", " + nStatusKey),
+			ConditionExpression: aws.String(cond),
+			ExpressionAttributeNames: names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nPK, nStatus, nNameLC, nNameKey,
+				nRegKey, nStatusKey),
 			ExpressionAttributeValues:           vals,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},

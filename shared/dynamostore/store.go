@@ -23,9 +23,9 @@
 //   - the fleet counts: the org's COUNT# counter items, kept inside the
 //     register, deregister and transition transactions, read with one Query
 //     (counts.go).
-//   - list by name or by registration, search names: Query the sparse
-//     names or registered index, then one BatchGetItem of the page
-//     (names.go).
+//   - list by name, by registration or by status, search names: Query
+//     the sparse names, registered or status index, then one BatchGetItem
+//     of the page (names.go).
 //   - the prober's scheduler: Query the probe index shard by shard.
 //   - an environment's revisions, the org's stopped revisions: one Query
 //     of the env-revisions or stopped-revisions index, newest first
@@ -102,6 +102,7 @@ const (
 	// Not "#del...": kumo would substitute nDeleted inside it.
 	nDeletedBy = "#byw"
 	nRegKey    = "#rkey"
+	nStatusKey = "#ordst"
 )
 
 var attrNames = map[string]string{
@@ -111,6 +112,7 @@ var attrNames = map[string]string{
 	nOrg: "org_id", nName: "name", nStatus: "status", nProbe: "probe",
 	nGate: "gate", nPState: "state", nPReason: "state_reason",
 	nNameLC: "name_lc", nNameKey: "name_key", nDeletedBy: "deleted_by", nRegKey: "reg_key",
+	nStatusKey: "status_key",
 }
 
 // names returns the ExpressionAttributeNames for the given placeholders

@@ -7,8 +7,9 @@ import (
 
 // Sort orders a listing of spaces. The zero value is id order, the
 // listing's order before sorting existed; the others order by name,
-// compared case-insensitively (FoldName), or by registration time, ties
-// broken by id; "-" reverses them.
+// compared case-insensitively (FoldName), by registration time, or by
+// stored status (active, inactive, unknown) then name, ties broken by id;
+// "-" reverses them.
 type Sort string
 
 const (
@@ -16,10 +17,12 @@ const (
 	SortNameDesc       Sort = "-name"
 	SortRegistered     Sort = "registered"
 	SortRegisteredDesc Sort = "-registered"
+	SortStatus         Sort = "status"
+	SortStatusDesc     Sort = "-status"
 )
 
 // Sorts lists the orders a listing may ask for.
-var Sorts = []Sort{SortName, SortNameDesc, SortRegistered, SortRegisteredDesc}
+var Sorts = []Sort{SortName, SortNameDesc, SortRegistered, SortRegisteredDesc, SortStatus, SortStatusDesc}
 
 // Base is the order without its direction.
 func (s Sort) Base() Sort { return Sort(strings.TrimPrefix(string(s), "-")) }
