@@ -284,7 +284,8 @@ func TestAlarmsReachSomeone(t *testing.T) {
 
 // TestTableCapacityFollowsTheLoad: the spaces table is provisioned (the
 // steady probing load costs less that way, BENCHMARKS.md), so each of its
-// six capacities (table, probe and names indexes, reads and writes) has a starting
+// fourteen capacities (table, probe, names, registered, status,
+// env-revisions and stopped-revisions indexes, reads and writes) has a starting
 // throughput and an auto scaling target tracking TableTargetUtilization;
 // without one, that capacity would stay at its start and throttle.
 func TestTableCapacityFollowsTheLoad(t *testing.T) {
@@ -297,8 +298,8 @@ func TestTableCapacityFollowsTheLoad(t *testing.T) {
 	for _, g := range list(table["GlobalSecondaryIndexes"]) {
 		starts["index/"+fmt.Sprint(get(g, "IndexName"))] = get(g, "ProvisionedThroughput")
 	}
-	if len(starts) != 3 {
-		t.Fatalf("SpacesTable has indexes %v, want probe and names (this test names each capacity)", starts)
+	if len(starts) != 7 {
+		t.Fatalf("SpacesTable has indexes %v, want probe, names, registered, status, env-revisions and stopped-revisions (this test names each capacity)", starts)
 	}
 	type capacity struct{ min, metric string }
 	scaled := map[string]capacity{}

@@ -3,6 +3,7 @@ package emulator_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -51,25 +52,30 @@ func TestCreateResourcesFromRepositoryTemplate(t *testing.T) {
 	if p := desc.ProvisionedThroughput; p == nil || aws.ToInt64(p.ReadCapacityUnits) != 101 || aws.ToInt64(p.WriteCapacityUnits) != 700 {
 		t.Errorf("table throughput %+v, want the template's 101 and 700 (TableReadMinimum, TableWriteMinimum)", p)
 	}
-	if len(desc.GlobalSecondaryIndexes) != 2 {
-		t.Fatalf("indexes %+v", desc.GlobalSecondaryIndexes)
+	idx := map[string]ddbtypes.GlobalSecondaryIndexDescription{}
+	for _, g := range desc.GlobalSecondaryIndexes {
+		idx[aws.ToString(g.IndexName)] = g
 	}
-	gsi, byName := desc.GlobalSecondaryIndexes[0], desc.GlobalSecondaryIndexes[1]
-	if aws.ToString(gsi.IndexName) != "probe" {
-		gsi, byName = byName, gsi
+	for name, want := range map[string]struct {
+		keys, projected []string
+	}{
+		"probe":             {[]string{"probe_shard HASH", "id RANGE"}, []string{"org_id"}},
+		"names":             {[]string{"org_id HASH", "name_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},
+		"registered":        {[]string{"org_id HASH", "reg_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},
+		"status":            {[]string{"org_id HASH", "status_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},
+		"env-revisions":     {[]string{"environment_id HASH", "rev_key RANGE"}, []string{"id", "org_id", "space_id", "namespace", "state", "reason", "attempts", "created_at", "updated_at", "version"}},
+		"stopped-revisions": {[]string{"org_id HASH", "stopped_key RANGE"}, []string{"id", "environment_id", "space_id", "namespace", "state", "reason", "attempts", "created_at", "updated_at", "version"}},
+	} {
+		g, ok := idx[name]
+		if !ok || !slices.Equal(keys(g.KeySchema), want.keys) || g.Projection == nil ||
+			g.Projection.ProjectionType != ddbtypes.ProjectionTypeInclude || !slices.Equal(g.Projection.NonKeyAttributes, want.projected) {
+			t.Errorf("index %s: %v %+v, want %v projecting %v", name, keys(g.KeySchema), g.Projection, want.keys, want.projected)
+		}
 	}
-	if aws.ToString(gsi.IndexName) != "probe" || !slices.Equal(keys(gsi.KeySchema), []string{"probe_shard HASH", "id RANGE"}) {
-		t.Errorf("index %s %v", aws.ToString(gsi.IndexName), keys(gsi.KeySchema))
+	if len(idx) != 6 {
+		t.Errorf("indexes %v, want probe, names, registered, status, env-revisions and stopped-revisions", slices.Sorted(maps.Keys(idx)))
 	}
-	if aws.ToString(byName.IndexName) != "names" || !slices.Equal(keys(byName.KeySchema), []string{"org_id HASH", "name_key RANGE"}) ||
-		byName.Projection == nil || byName.Projection.ProjectionType != ddbtypes.ProjectionTypeInclude ||
-		!slices.Equal(byName.Projection.NonKeyAttributes, []string{"name_lc", "provider", "space_type", "cloud_account_id"}) {
-		t.Errorf("index %s %v %+v", aws.ToString(byName.IndexName), keys(byName.KeySchema), byName.Projection)
-	}
-	if gsi.Projection == nil || gsi.Projection.ProjectionType != ddbtypes.ProjectionTypeInclude ||
-		!slices.Equal(gsi.Projection.NonKeyAttributes, []string{"org_id"}) {
-		t.Errorf("index projection %+v", gsi.Projection)
-	}
+	gsi := idx["probe"]
 	if p := gsi.ProvisionedThroughput; p == nil || aws.ToInt64(p.ReadCapacityUnits) != 1 || aws.ToInt64(p.WriteCapacityUnits) != 34 {
 		t.Errorf("index throughput %+v, want the template's 1 and 34 (ProbeIndexReadMinimum, ProbeIndexWriteMinimum)", p)
 	}

@@ -17,7 +17,10 @@ import (
 // Revisions in the browser: a revision pushed to an environment whose space
 // (the flapping demo cluster) is down stops after its claims; the console
 // shows Re-enqueue disabled with the reason while the space is inactive,
-// enabled once it is active again, and re-enqueues it.
+// enabled once it is active again, and re-enqueues it. The revisions come
+// from the API, not from the browser's storage: a teammate's push (over
+// the API) is listed beside the browser's, and both stopped ones are on the
+// Jobs page's "Stopped revisions".
 func TestConsoleRevisions(t *testing.T) {
 	prefix := fmt.Sprintf("r%s-", uuid.NewString()[:8])
 	st, err := Start(context.Background(), Config{
@@ -63,11 +66,28 @@ func TestConsoleRevisions(t *testing.T) {
 	p.until("the sign-in form", `!!document.querySelector('#org-input')`, wait)
 	p.run("sign in", chromedp.SetValue(chromedp.CSS("#org-input"), org), chromedp.Click(chromedp.CSS(`form button[type=submit]`)))
 	p.until("the spaces list", `!!document.querySelector('#spaces-table')`, wait)
+	// A teammate pushes first, from elsewhere.
+	teammate := c.must(202, c.do("POST", "/environments/"+envID+"/revisions", map[string]any{"manifests": []any{
+		map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "teammate"}}}}))["id"].(string)
 	p.visit("open the environment", "#/environments/"+envID)
 	p.until("the push form", `!!document.querySelector('#push-form')`, wait)
+	teammateRow := fmt.Sprintf(`document.querySelector('#rev-table tr[data-revision="%s"]')`, teammate)
+	p.until("the teammate's revision listed", `!!`+teammateRow, wait)
 	p.run("push a revision", chromedp.Click(chromedp.CSS(`#push-form button[type=submit]`)))
-	row := `document.querySelector('#rev-table tbody tr')`
+	p.until("two revisions listed", `document.querySelectorAll('#rev-table tbody tr').length === 2`, wait)
+	row := `document.querySelector('#rev-table tbody tr')` // the newest: the browser's
+	if p.eval(row+`.dataset.revision`) == teammate {
+		t.Error("the newest revision listed first is the teammate's, not the one just pushed")
+	}
+	mine := p.eval(row + `.dataset.revision`)
 	p.until("the revision stopped", row+` && `+row+`.dataset.state === 'stopped'`, wait)
+	p.until("the teammate's revision stopped", teammateRow+`.dataset.state === 'stopped'`, wait)
+	p.visit("open the jobs page", "#/jobs")
+	for _, id := range []string{mine, teammate} {
+		p.until("a stopped revision on the jobs page", fmt.Sprintf(`!!document.querySelector('#stopped-revisions tr[data-revision="%s"]')`, id), wait)
+	}
+	p.visit("back to the environment", "#/environments/"+envID)
+	p.until("the revisions again", `document.querySelectorAll('#rev-table tbody tr').length === 2`, wait)
 	// Well inside the 30 s the cluster is down: the button waits, and says why.
 	if p.eval(`String(`+row+`.querySelector('button').disabled)`) != "true" {
 		t.Error("Re-enqueue is enabled while the space is inactive")

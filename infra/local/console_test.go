@@ -458,8 +458,19 @@ func TestConsoleInBrowser(t *testing.T) {
 	// The cascade gates the environment; the page shows it without a reload.
 	p.run("open environments", chromedp.Click(chromedp.CSS(`nav a[href="#/environments"]`)))
 	p.until("the gate banner", `!!document.querySelector('tr[data-env="checkout"] [data-gate="Space deregistered"]')`, wait)
+	// The gated environment names the deregistered space (its tombstone),
+	// and the space's own page says when and by whom, not a bare 404.
+	p.until("the tombstone on the gated environment", `!!document.querySelector('tr[data-env="checkout"] [data-tombstone="`+eks1+`"]') && document.querySelector('tr[data-env="checkout"] [data-tombstone]').innerText.includes('demo-eks-1')`, wait)
 	p.shot("07-environment-gated")
 	p.audit("environments (gated)")
+	p.visit("open the deregistered space", "#/spaces/"+eks1)
+	p.until("its tombstone", `!!document.querySelector('#tombstone') && document.querySelector('h1').innerText.includes('demo-eks-1')`, wait)
+	if txt := p.text("#tombstone"); !strings.Contains(txt, "deregistered") || !strings.Contains(txt, " by ") {
+		t.Errorf("the deregistered space's page: %q", txt)
+	}
+	p.audit("deregistered space")
+	p.run("open environments", chromedp.Click(chromedp.CSS(`nav a[href="#/environments"]`)))
+	p.until("the gate banner again", `!!document.querySelector('tr[data-env="checkout"] [data-gate="Space deregistered"]')`, wait)
 	// Re-bind it to demo-eks-2.
 	eks2 := p.eval(`[...document.querySelectorAll('tr[data-env="checkout"] select option')].find(o => o.textContent.startsWith('demo-eks-2')).value`)
 	p.run("re-bind", chromedp.SetValue(chromedp.CSS(`tr[data-env="checkout"] select`), eks2), chromedp.Click(chromedp.CSS(`tr[data-env="checkout"] .rebind button`)))

@@ -119,17 +119,53 @@ func TestSpaceSearchAndSort(t *testing.T) {
 	if got, _ := names("/spaces?name_contains=eu"); len(got) != 2 {
 		t.Errorf("contains in id order: %q", got)
 	}
+	// By registration, newest first, paged one at a time: the reverse of
+	// the order they were registered in.
+	got = nil
+	path = "/spaces?sort=-registered&limit=1"
+	for range 6 {
+		page, next := names(path)
+		got = append(got, page...)
+		if next == "" {
+			break
+		}
+		path = "/spaces?sort=-registered&limit=1&cursor=" + next
+	}
+	if want := []string{"PRODUCTION", "dev-eu", "staging", "Prod-US", "prod-eu"}; !slices.Equal(got, want) {
+		t.Errorf("newest first: %q, want %q", got, want)
+	}
+	if got, _ := names("/spaces?sort=registered&name_prefix=prod"); !slices.Equal(got, []string{"prod-eu", "Prod-US", "PRODUCTION"}) {
+		t.Errorf("oldest first, prefix prod: %q", got)
+	}
+	// By status: staging set active first, then the unknown ones by name.
+	internal := newClient(t, st, "org-search", "spaces:internal")
+	staging := c.must(200, c.do("GET", "/spaces?name_prefix=staging", nil))["items"].([]any)[0].(map[string]any)["id"].(string)
+	internal.must(200, internal.do("PATCH", "/spaces/"+staging+"/status", map[string]any{"status": "active"}, `If-Match: "1"`))
+	got = nil
+	path = "/spaces?sort=status&limit=2"
+	for range 5 {
+		page, next := names(path)
+		got = append(got, page...)
+		if next == "" {
+			break
+		}
+		path = "/spaces?sort=status&limit=2&cursor=" + next
+	}
+	if want := []string{"staging", "dev-eu", "prod-eu", "Prod-US", "PRODUCTION"}; !slices.Equal(got, want) {
+		t.Errorf("by status: %q, want %q", got, want)
+	}
 
 	// A cursor continues only its own search and order.
 	_, next := names("/spaces?sort=name&limit=1")
 	before := itemCount(t, st)
 	for path, field := range map[string]string{
-		"/spaces?sort=status":                             "sort",
+		"/spaces?sort=probed":                             "sort",
 		"/spaces?name_prefix=":                            "name_prefix",
 		"/spaces?name_contains=a%00b":                     "name_contains",
 		"/spaces?name_prefix=" + strings.Repeat("a", 101): "name_prefix",
 		"/spaces?name_prefix=a&name_contains=b":           "name_contains",
 		"/spaces?sort=-name&limit=1&cursor=" + next:       "cursor",
+		"/spaces?sort=registered&limit=1&cursor=" + next:  "cursor",
 		"/spaces?name_prefix=p&limit=1&cursor=" + next:    "cursor",
 	} {
 		r := c.do("GET", path, nil)

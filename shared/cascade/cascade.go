@@ -44,7 +44,7 @@ import (
 type Store interface {
 	Cascaded(ctx context.Context, org, spaceID string) (bool, error)
 	BoundTo(ctx context.Context, spaceID string) ([]space.Bound, error)
-	GateEnvironment(ctx context.Context, org, id, spaceID, reason string, at time.Time) (bool, error)
+	GateEnvironment(ctx context.Context, org, id, spaceID string, gate space.Gate) (bool, error)
 	DetachPolicy(ctx context.Context, org, id, spaceID, reason string, at time.Time) (bool, error)
 	RevokeGrant(ctx context.Context, org, spaceID string) (bool, error)
 	MarkCascaded(ctx context.Context, org, spaceID string, at time.Time) (bool, error)
@@ -110,7 +110,8 @@ func (c *Cascade) Run(ctx context.Context, d space.Deregistered) (Result, error)
 		writes.Add(1)
 		switch b.Kind {
 		case space.BoundEnvironment:
-			ok, err := c.Store.GateEnvironment(ctx, d.OrgID, b.ID, d.SpaceID, space.GateSpaceDeregistered, now)
+			ok, err := c.Store.GateEnvironment(ctx, d.OrgID, b.ID, d.SpaceID,
+				space.Gate{Reason: space.GateSpaceDeregistered, Since: now, Space: d.Tombstone()})
 			if ok {
 				gated.Add(1)
 			}

@@ -95,7 +95,7 @@ func (w *world) deregistered(t testing.TB, cluster string, envs, policies int) (
 		}
 		policyIDs = append(policyIDs, p.ID)
 	}
-	if err := w.svc.Deregister(ctx, "acme", s.ID, 0); err != nil {
+	if err := w.svc.Deregister(ctx, "acme", s.ID, 0, "test"); err != nil {
 		t.Fatal(err)
 	}
 	return s, envIDs, policyIDs
@@ -108,7 +108,7 @@ func record(s space.Space, seq string) events.DynamoDBEventRecord {
 		"pk": str("ORG#" + s.OrgID), "sk": str("SPACE#" + s.ID), "id": str(s.ID), "org_id": str(s.OrgID),
 		"name": str(s.Name), "provider": str(string(s.Provider)), "cloud_account_id": str(s.CloudAccountID),
 	}
-	newImg := map[string]events.DynamoDBAttributeValue{"deleted_at": str(time.Now().UTC().Format(time.RFC3339Nano))}
+	newImg := map[string]events.DynamoDBAttributeValue{"deleted_at": str(time.Now().UTC().Format(time.RFC3339Nano)), "deleted_by": str("test")}
 	for k, v := range img {
 		newImg[k] = v
 	}
@@ -134,8 +134,15 @@ func TestPublishThenMark(t *testing.T) {
 		t.Fatalf("response %+v %v, want the first record failed", resp, err)
 	}
 	for _, id := range envs {
-		if e, _ := w.store.GetEnvironment(ctx, "acme", id); e.Gate == nil || e.Gate.Reason != space.GateSpaceDeregistered {
+		e, _ := w.store.GetEnvironment(ctx, "acme", id)
+		if e.Gate == nil || e.Gate.Reason != space.GateSpaceDeregistered {
 			t.Errorf("environment %s not gated before the publish: %+v", id, e)
+			continue
+		}
+		// The gate carries the space's tombstone, from the stream record.
+		if ts := e.Gate.Space; ts == nil || ts.ID != a.ID || ts.Name != a.Name || ts.Provider != space.AWS || ts.DeregisteredBy != "test" ||
+			ts.DeregisteredAt.IsZero() {
+			t.Errorf("environment %s gated without the space's tombstone: %+v", id, ts)
 		}
 	}
 	for _, sp := range []space.Space{a, b} {
@@ -295,7 +302,7 @@ func TestBindingRacingDeregistration(t *testing.T) {
 		})
 		if i == 12 {
 			wg.Go(func() {
-				if err := w.svc.Deregister(ctx, "acme", s.ID, 0); err != nil {
+				if err := w.svc.Deregister(ctx, "acme", s.ID, 0, "test"); err != nil {
 					t.Errorf("deregister: %v", err)
 				}
 			})

@@ -238,10 +238,12 @@ func (s *Store) updateIf(ctx context.Context, in *dynamodb.UpdateItemInput) (boo
 	}
 }
 
-// GateEnvironment gates an environment with reason, only if it is still
-// bound to spaceID and not gated yet. It reports whether it wrote.
-func (s *Store) GateEnvironment(ctx context.Context, org, id, spaceID, reason string, at time.Time) (bool, error) {
-	gate, err := s.enc.Encode(space.Gate{Reason: reason, Since: at.UTC()})
+// GateEnvironment gates an environment with g, only if it is still bound
+// to spaceID and not gated yet. It reports whether it wrote.
+func (s *Store) GateEnvironment(ctx context.Context, org, id, spaceID string, g space.Gate) (bool, error) {
+	at := g.Since.UTC()
+	g.Since = at
+	gate, err := s.enc.Encode(g)
 	if err != nil {
 		return false, internal("encode gate", err)
 	}
@@ -251,7 +253,7 @@ func (s *Store) GateEnvironment(ctx context.Context, org, id, spaceID, reason st
 		ConditionExpression:      aws.String("attribute_exists(" + nPK + ") AND " + nSpaceID + " = :space AND attribute_not_exists(" + nGate + ")"),
 		ExpressionAttributeNames: names(nGate, nUpdated, nVersion, nPK, nSpaceID),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":gate": gate, ":upd": str(at.UTC().Format(time.RFC3339Nano)), ":one": num(1), ":space": str(spaceID),
+			":gate": gate, ":upd": str(at.Format(time.RFC3339Nano)), ":one": num(1), ":space": str(spaceID),
 		},
 	})
 }

@@ -18,7 +18,8 @@ import (
 
 // BenchmarkFleetCost prices the fleet routes' reads on the emulator's unit
 // counts (awscost) in an org of 10,000 named spaces: the counts (per op),
-// a first page by name, a name-prefix search and a name-contains search,
+// a first page by name, by registration (newest first) and by status, a name-prefix
+// search and a name-contains search,
 // and, reported once under counts, the units of a registration, a
 // heartbeat, a transition and a deregistration with the counters kept.
 func BenchmarkFleetCost(b *testing.B) {
@@ -63,7 +64,7 @@ func BenchmarkFleetCost(b *testing.B) {
 			b.Fatal(err)
 		}
 		tr := meter.Take()
-		if _, err := f.store.Deregister(b.Context(), f.org, s.ID, 0, now.Add(3*time.Second)); err != nil {
+		if _, err := f.store.Deregister(b.Context(), f.org, s.ID, 0, now.Add(3*time.Second), "test"); err != nil {
 			b.Fatal(err)
 		}
 		dereg := meter.Take()
@@ -91,6 +92,8 @@ func BenchmarkFleetCost(b *testing.B) {
 		want int
 	}{
 		{"first-page-by-name", space.Query{Sort: space.SortName}, 50},
+		{"first-page-by-registered", space.Query{Sort: space.SortRegisteredDesc}, 50},
+		{"first-page-by-status", space.Query{Sort: space.SortStatus}, 50},
 		{"prefix-search", space.Query{Sort: space.SortName, NamePrefix: "cluster-0123"}, 10},
 		{"contains-search", space.Query{Sort: space.SortName, NameContains: "777"}, 19},
 	} {

@@ -122,7 +122,7 @@ func TestCountsFollowEveryChange(t *testing.T) {
 	}
 
 	// A deregistration uncounts the space in the status it had.
-	if _, err := f.store.Deregister(ctx, f.org, aws[0].ID, 0, now.Add(2*time.Minute)); err != nil {
+	if _, err := f.store.Deregister(ctx, f.org, aws[0].ID, 0, now.Add(2*time.Minute), "test"); err != nil {
 		t.Fatal(err)
 	}
 	want.Total, want.ByStatus[space.Active], want.ByProvider[space.AWS], want.ByAccount[f.account.ID] = 4, 1, 2, 2
@@ -135,8 +135,8 @@ func TestCountsFollowEveryChange(t *testing.T) {
 	// deregistered space.
 	dup := f.newSpace(1)
 	wantKind(t, f.store.Register(ctx, dup, space.Idempotency{}), space.KindConflict)
-	wantKind(t, errOf(f.store.Deregister(ctx, f.org, aws[0].ID, 0, now.Add(3*time.Minute))), space.KindNotFound)
-	wantKind(t, errOf(f.store.Deregister(ctx, f.org, aws[1].ID, 1, now.Add(3*time.Minute))), space.KindPreconditionFailed)
+	wantKind(t, errOf(f.store.Deregister(ctx, f.org, aws[0].ID, 0, now.Add(3*time.Minute), "test")), space.KindNotFound)
+	wantKind(t, errOf(f.store.Deregister(ctx, f.org, aws[1].ID, 1, now.Add(3*time.Minute), "test")), space.KindPreconditionFailed)
 	wantKind(t, f.setStatus(t, aws[0].ID, space.Inactive, now.Add(4*time.Minute)), space.KindNotFound)
 	if c := f.counts(t, f.org); !sameCounts(c, want) {
 		t.Fatalf("after refused writes: %+v, want %+v", c, want)
@@ -177,7 +177,7 @@ func TestCountsExactUnderRaces(t *testing.T) {
 		})
 		if i%2 == 0 {
 			wg.Go(func() {
-				if _, err := f.store.Deregister(t.Context(), f.org, id, 0, at()); err != nil {
+				if _, err := f.store.Deregister(t.Context(), f.org, id, 0, at(), "test"); err != nil {
 					t.Errorf("deregister %s: %v", id, err)
 				}
 			})

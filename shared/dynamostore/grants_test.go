@@ -31,7 +31,7 @@ func TestGrantFollowsRegistration(t *testing.T) {
 		t.Errorf("HasGrant from another org = %v, %v; want false", ok, err)
 	}
 
-	if _, err := f.store.Deregister(ctx, f.org, s.ID, 0, now); err != nil {
+	if _, err := f.store.Deregister(ctx, f.org, s.ID, 0, now, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := f.store.HasGrant(ctx, f.org, s.ID); err != nil || ok {

@@ -21,7 +21,8 @@ import (
 //
 //	sk                 what                        attributes
 //	SPACE#<id>         a space (kept after         the space's fields, times RFC 3339, version (N),
-//	                   deregistration)             deleted_at once deregistered, probe_shard while probed
+//	                   deregistration: its         deleted_at and deleted_by once deregistered,
+//	                   tombstone)                  probe_shard while probed
 //	CLAIM#<identity>   a cluster identity claim    space_id: the space holding the identity
 //	ACCOUNT#<id>       a cloud account             its fields, space_count (N)
 //	IDEMP#<key>        an Idempotency-Key record   key, hash, space (the first answer),
@@ -31,7 +32,8 @@ import (
 //	POLICY#<id>        an autoscaler policy        its fields, space_id, state, state_reason
 //	CASCADE#<space>    the space's deregistration  cascaded_at
 //	                   cascade is done
-//	REV#<id>           a deployment revision       its fields, manifests, state, reason, attempts
+//	REV#<id>           a deployment revision       its fields, manifests, state, reason, attempts,
+//	                                               rev_key; stopped_key while stopped (revisions.go)
 //	JOB#<id>           a provisioning job          its fields (provisioning.Job): state, operation,
 //	                                               steps, failure, space_id, version (N)
 //	JOBCLAIM#<identity> the live job creating      job_id; held from the job's creation until it
@@ -69,6 +71,10 @@ import (
 // The sparse GSI "probe" (probe_shard HASH, id RANGE, INCLUDE org_id) holds
 // only registered, non-synthetic spaces: probe_shard is "00".."15", a stable
 // hash of the space id, set at registration and removed at deregistration.
+// The GSIs "names", "registered" and "status" (names.go; name_lc,
+// name_key, reg_key and status_key while registered), "env-revisions" and
+// "stopped-revisions" (revisions.go) list spaces by name, registration and
+// status, and revisions by environment and by org.
 const (
 	prefixOrg      = "ORG#"
 	prefixSpace    = "SPACE#"
@@ -152,6 +158,7 @@ func (s *Store) Deregistration(r events.DynamoDBEventRecord) (space.Deregistered
 	provider, _ := str(r.Change.NewImage, "provider")
 	d.Provider = space.Provider(provider)
 	d.CloudAccountID, _ = str(r.Change.NewImage, "cloud_account_id")
+	d.DeletedBy, _ = str(r.Change.NewImage, "deleted_by")
 	t, err := time.Parse(time.RFC3339Nano, at)
 	if err != nil || d.OrgID == "" || d.SpaceID == "" {
 		return space.Deregistered{}, false

@@ -27,7 +27,7 @@ func listOrg(t *testing.T) (f *fixture, live []space.Space) {
 		s.Synthetic = i%5 == 0
 		f.register(t, s)
 		if i%4 == 0 {
-			if _, err := f.store.Deregister(t.Context(), f.org, s.ID, 0, now); err != nil {
+			if _, err := f.store.Deregister(t.Context(), f.org, s.ID, 0, now, "test"); err != nil {
 				t.Fatal(err)
 			}
 			continue

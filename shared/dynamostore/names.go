@@ -30,7 +30,9 @@ import (
 // spaces, strongly consistent, which the status filters and pickers then
 // see whole.
 const (
-	namesIndex = "names"
+	namesIndex      = "names"
+	registeredIndex = "registered"
+	statusIndex     = "status"
 	// nameSep ends the name in name_key: lower than any character a name
 	// may hold (names have no control characters), so "abc" sorts before
 	// "abc d" and "abc-d".
@@ -42,10 +44,40 @@ const (
 // nameKey is the position of s in name order.
 func nameKey(s space.Space) string { return space.FoldName(s.Name) + nameSep + s.ID }
 
-// setNameAttrs adds a live space's name attributes to its item.
+// regKey is the position of s in registration order: its creation time,
+// fixed width, and its id. The sparse GSI "registered" (org_id HASH,
+// reg_key RANGE, the same INCLUDE as names) holds the registered spaces in
+// that order; created_at never changes, so only a registration and a
+// deregistration write it.
+func regKey(s space.Space) string { return s.CreatedAt.UTC().Format(histTime) + nameSep + s.ID }
+
+// statusKey is the position of s in status order: its stored status, then
+// its name order. The sparse GSI "status" (org_id HASH, status_key RANGE,
+// the same INCLUDE as names) holds the registered spaces in that order; a
+// transition or a rename moves the entry (writeSpace), a heartbeat does
+// not. The order is the stored status: a space whose probe is stale is
+// listed under it while reported unknown (space.Space.Observed).
+func statusKey(s space.Space) string { return string(s.Status) + nameSep + nameKey(s) }
+
+// setNameAttrs adds a live space's ordering attributes to its item.
 func setNameAttrs(item map[string]types.AttributeValue, s space.Space) {
 	item["name_lc"] = str(space.FoldName(s.Name))
 	item["name_key"] = str(nameKey(s))
+	item["reg_key"] = str(regKey(s))
+	item["status_key"] = str(statusKey(s))
+}
+
+// sortIndex is the index, key attribute and position function of an order.
+type sortIndex struct {
+	index, attr, placeholder string
+	key                      func(space.Space) string
+}
+
+// sortIndexes are the orders listed from an index.
+var sortIndexes = map[space.Sort]sortIndex{
+	space.SortName:       {namesIndex, "name_key", nNameKey, nameKey},
+	space.SortRegistered: {registeredIndex, "reg_key", nRegKey, regKey},
+	space.SortStatus:     {statusIndex, "status_key", nStatusKey, statusKey},
 }
 
 // nameFilters adds q's name search to a filter on name_lc.
@@ -63,16 +95,16 @@ func nameFilters(q space.Query, filter *[]string, nm *[]string, vals map[string]
 	}
 }
 
-// listByName is ListSpaces in name order: q.After is the name_key of the
-// last space returned.
-func (s *Store) listByName(ctx context.Context, org string, q space.Query, filter []string, nm []string,
+// listByIndex is ListSpaces in the order of si (name or registration):
+// q.After is the key of the last space returned.
+func (s *Store) listByIndex(ctx context.Context, org string, si sortIndex, q space.Query, filter []string, nm []string,
 	vals map[string]types.AttributeValue,
 ) ([]space.Space, string, error) {
 	key := nOrg + " = :org"
 	vals[":org"] = str(org)
 	nm = append(nm, nOrg)
-	nm = append(nm, nNameKey)
-	if q.NamePrefix != "" {
+	nm = append(nm, si.placeholder)
+	if q.NamePrefix != "" && si.index == namesIndex {
 		// The prefix narrows the key range: no space outside it is read.
 		key += " AND begins_with(" + nNameKey + ", :nkprefix)"
 		vals[":nkprefix"] = str(q.NamePrefix)
@@ -82,12 +114,12 @@ func (s *Store) listByName(ctx context.Context, org string, q space.Query, filte
 		// emulator answers an index Query from the table's items, and this
 		// keeps out the org's items that have no name_key (links,
 		// history), as the sparse index does.
-		key += " AND " + nNameKey + " >= :nkmin"
+		key += " AND " + si.placeholder + " >= :nkmin"
 		vals[":nkmin"] = str(nameSep)
 	}
 	in := &dynamodb.QueryInput{
 		TableName:                 s.table,
-		IndexName:                 aws.String(namesIndex),
+		IndexName:                 aws.String(si.index),
 		KeyConditionExpression:    aws.String(key),
 		ExpressionAttributeNames:  names(nm...),
 		ExpressionAttributeValues: vals,
@@ -99,7 +131,7 @@ func (s *Store) listByName(ctx context.Context, org string, q space.Query, filte
 	if q.After != "" {
 		id := q.After[strings.LastIndex(q.After, nameSep)+1:]
 		in.ExclusiveStartKey = map[string]types.AttributeValue{
-			"org_id": str(org), "name_key": str(q.After), "pk": str(orgPK(org)), "sk": str(prefixSpace + id),
+			"org_id": str(org), si.attr: str(q.After), "pk": str(orgPK(org)), "sk": str(prefixSpace + id),
 		}
 	}
 	out := make([]space.Space, 0, q.Limit+1)
@@ -146,7 +178,7 @@ func (s *Store) listByName(ctx context.Context, org string, q space.Query, filte
 	}
 	if len(out) > q.Limit {
 		out = out[:q.Limit]
-		return out, nameKey(out[len(out)-1]), nil
+		return out, si.key(out[len(out)-1]), nil
 	}
 	return out, "", nil
 }

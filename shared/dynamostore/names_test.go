@@ -47,7 +47,7 @@ func TestListByName(t *testing.T) {
 		Provider: space.GCP, SpaceType: space.TypeKubernetes, CloudAccountID: gcp.ID,
 		Config: space.Config{"clusterName": "gke-1", "region": "us-central1", "projectId": "acme-prod"}}, now)
 	f.register(t, g)
-	if _, err := f.store.Deregister(ctx, f.org, byName["alpha gone"].ID, 0, now); err != nil {
+	if _, err := f.store.Deregister(ctx, f.org, byName["alpha gone"].ID, 0, now, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.setStatus(t, byName["beta"].ID, space.Active, now.Add(1)); err != nil {

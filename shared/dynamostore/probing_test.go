@@ -166,7 +166,7 @@ func TestUpdateSpaceIsAtomic(t *testing.T) {
 		t.Errorf("unchanged: %+v %v", unchanged, err)
 	}
 
-	if _, err := f.store.Deregister(t.Context(), f.org, s.ID, 0, now.Add(time.Second)); err != nil {
+	if _, err := f.store.Deregister(t.Context(), f.org, s.ID, 0, now.Add(time.Second), "test"); err != nil {
 		t.Fatal(err)
 	}
 	after := res.After

@@ -113,7 +113,7 @@ func TestDeregisterRacingSaves(t *testing.T) {
 	for saved.Load() < writers {
 		time.Sleep(time.Millisecond)
 	}
-	deleted, err := f.store.Deregister(ctx, f.org, s.ID, 0, now.Add(time.Hour))
+	deleted, err := f.store.Deregister(ctx, f.org, s.ID, 0, now.Add(time.Hour), "test")
 	if err != nil {
 		t.Fatalf("Deregister: %v", err)
 	}

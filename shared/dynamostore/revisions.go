@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -18,12 +20,9 @@ var _ space.RevisionStore = (*Store)(nil)
 
 // CreateRevision stores a new revision.
 func (s *Store) CreateRevision(ctx context.Context, r space.Revision) error {
-	item, err := s.encode(r)
+	item, err := s.revisionItem(r)
 	if err != nil {
 		return err
-	}
-	for k, v := range itemKey(r.OrgID, prefixRevision+r.ID) {
-		item[k] = v
 	}
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item,
 		ConditionExpression: aws.String("attribute_not_exists(" + nPK + ")"), ExpressionAttributeNames: names(nPK)})
@@ -87,12 +86,9 @@ func (s *Store) UpdateRevision(ctx context.Context, org, id string, u space.Upda
 	return space.Run(ctx, space.RevisionVersioned, u,
 		func(ctx context.Context) (space.Revision, error) { return s.GetRevision(ctx, org, id) },
 		func(ctx context.Context, before, after space.Revision) error {
-			item, err := s.encode(after)
+			item, err := s.revisionItem(after)
 			if err != nil {
 				return err
-			}
-			for k, v := range itemKey(after.OrgID, prefixRevision+after.ID) {
-				item[k] = v
 			}
 			return s.putVersioned(ctx, "revision", s.versionedPut(item, before.Version), before.Version)
 		})
@@ -103,4 +99,135 @@ func (s *Store) UpdateRevision(ctx context.Context, org, id string, u space.Upda
 // tell "deregistered" from "unknown".
 func (s *Store) SpaceAsClaimed(ctx context.Context, org, id string) (space.Space, bool, error) {
 	return s.readSpace(ctx, org, id)
+}
+
+// Listing revisions. A revision item carries rev_key (its creation time,
+// fixed width, and its id), which puts it in the GSI "env-revisions"
+// (environment_id HASH, rev_key RANGE): an environment's revisions in
+// creation order. While stopped it also carries stopped_key (the time it
+// stopped and its id), which puts it in the sparse GSI "stopped-revisions"
+// (org_id HASH, stopped_key RANGE): the org's stopped revisions. Every write
+// of a revision replaces the whole item (revisionItem), so leaving the
+// stopped state removes stopped_key and the index entry with it. Both
+// indexes project the summary's attributes only (never the manifests), and
+// a page is one Query of an index, newest first: DynamoDB writes an index
+// entry whenever an item's indexed or projected attributes change, and an
+// index is eventually consistent, so a revision pushed or re-enqueued a
+// moment ago may show its previous state for a fraction of a second
+// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html,
+// "Synchronizing data between tables and global secondary indexes").
+const (
+	envRevisionsIndex     = "env-revisions"
+	stoppedRevisionsIndex = "stopped-revisions"
+)
+
+// summaryAttrs are the attributes a listing reads: the indexes' projection
+// (template.yaml) and the Query's ProjectionExpression, so that the
+// emulator, which answers an index Query with whole items, returns (and
+// awscost meters) what DynamoDB's index holds.
+var summaryAttrs = []string{"id", "org_id", "environment_id", "space_id", "namespace", "state", "reason",
+	"attempts", "created_at", "updated_at", "version", "rev_key", "stopped_key"}
+
+// revKey is a revision's position among its environment's.
+func revKey(r space.Revision) string { return r.CreatedAt.UTC().Format(histTime) + "#" + r.ID }
+
+// stoppedKey is a stopped revision's position among its org's.
+func stoppedKey(r space.Revision) string { return r.UpdatedAt.UTC().Format(histTime) + "#" + r.ID }
+
+// revisionItem is the item of r with its keys and index attributes.
+func (s *Store) revisionItem(r space.Revision) (map[string]types.AttributeValue, error) {
+	item, err := s.encode(r)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range itemKey(r.OrgID, prefixRevision+r.ID) {
+		item[k] = v
+	}
+	item["rev_key"] = str(revKey(r))
+	if r.State == space.RevisionStopped {
+		item["stopped_key"] = str(stoppedKey(r))
+	}
+	return item, nil
+}
+
+// ListRevisions pages through the environment's revisions, newest first;
+// page.After is the rev_key of the last one returned. The caller has
+// checked that the environment is org's; the org check here keeps a
+// forged id from reading another org's revisions all the same.
+func (s *Store) ListRevisions(ctx context.Context, org, envID string, page space.Page) ([]space.RevisionSummary, string, error) {
+	return s.listRevisions(ctx, org, envRevisionsIndex, "environment_id", envID, "rev_key", page)
+}
+
+// StoppedRevisions pages through org's stopped revisions, the most
+// recently stopped first; page.After is the stopped_key of the last one
+// returned.
+func (s *Store) StoppedRevisions(ctx context.Context, org string, page space.Page) ([]space.RevisionSummary, string, error) {
+	return s.listRevisions(ctx, org, stoppedRevisionsIndex, "org_id", org, "stopped_key", page)
+}
+
+// listRevisions is one page of a revisions index whose hash attribute is
+// hash = value, in descending order of its range attribute.
+func (s *Store) listRevisions(ctx context.Context, org, index, hash, value, rng string, page space.Page) ([]space.RevisionSummary, string, error) {
+	if err := checkLimit(page.Limit); err != nil {
+		return nil, "", err
+	}
+	// Placeholders of one width (kumo substitutes them as plain strings:
+	// none may be a prefix of another).
+	nm := map[string]string{"#kh": hash, "#kr": rng}
+	proj := make([]string, len(summaryAttrs))
+	for i, a := range summaryAttrs {
+		p := fmt.Sprintf("#p%c", 'a'+i)
+		nm[p], proj[i] = a, p
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 s.table,
+		IndexName:                 aws.String(index),
+		KeyConditionExpression:    aws.String("#kh = :h"),
+		ProjectionExpression:      aws.String(strings.Join(proj, ", ")),
+		ExpressionAttributeNames:  nm,
+		ExpressionAttributeValues: map[string]types.AttributeValue{":h": str(value)},
+		ScanIndexForward:          aws.Bool(false),
+	}
+	if page.After != "" {
+		ts, id, ok := strings.Cut(page.After, "#")
+		if _, err := time.Parse(histTime, ts); err != nil || !ok || !space.ValidID(id) {
+			return nil, "", &space.Error{Kind: space.KindInvalid, Message: "the page is not valid",
+				Fields: []space.FieldError{{Field: "cursor", Reason: "does not name a revision"}}}
+		}
+		// A GSI's start key holds the index's key and the table's.
+		in.ExclusiveStartKey = map[string]types.AttributeValue{hash: str(value), rng: str(page.After),
+			"pk": str(orgPK(org)), "sk": str(prefixRevision + id)}
+	}
+	out := make([]space.RevisionSummary, 0, page.Limit+1)
+	var last []string // the range key of each item in out
+	for len(out) <= page.Limit {
+		in.Limit = aws.Int32(int32(page.Limit + 1 - len(out)))
+		res, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, "", awsError("Query", err)
+		}
+		for _, item := range res.Items {
+			var r struct {
+				space.RevisionSummary
+				RevKey     string `json:"rev_key"`
+				StoppedKey string `json:"stopped_key"`
+			}
+			if err := s.decode(item, &r); err != nil {
+				return nil, "", err
+			}
+			if r.OrgID != org {
+				continue
+			}
+			out = append(out, r.RevisionSummary)
+			last = append(last, map[string]string{"rev_key": r.RevKey, "stopped_key": r.StoppedKey}[rng])
+		}
+		if res.LastEvaluatedKey == nil {
+			break
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+	if len(out) > page.Limit {
+		return out[:page.Limit], last[page.Limit-1], nil
+	}
+	return out, "", nil
 }

@@ -220,8 +220,11 @@ func (s *Store) GetSpace(ctx context.Context, org, id string) (space.Space, erro
 	if err != nil {
 		return space.Space{}, err
 	}
-	if !found || sp.Deleted() {
+	if !found {
 		return space.Space{}, space.ErrNotFound("space")
+	}
+	if sp.Deleted() {
+		return space.Space{}, space.ErrDeregistered(sp)
 	}
 	return sp, nil
 }
@@ -261,9 +264,9 @@ func (s *Store) ListSpaces(ctx context.Context, org string, q space.Query) ([]sp
 	eq(nType, q.SpaceType)
 	eq(nAccount, q.CloudAccountID)
 	nameFilters(q, &filter, &nm, vals)
-	if q.Sort == space.SortName || q.Sort == space.SortNameDesc {
-		// The names index holds only live spaces.
-		return s.listByName(ctx, org, q, filter[1:], nm[1:], vals)
+	if si, ok := sortIndexes[q.Sort.Base()]; ok {
+		// The names and registered indexes hold only live spaces.
+		return s.listByIndex(ctx, org, si, q, filter[1:], nm[1:], vals)
 	}
 
 	out := make([]space.Space, 0, q.Limit+1)
@@ -398,6 +401,13 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space) error
 		upd.ExpressionAttributeValues[":nlc"] = str(space.FoldName(after.Name))
 		upd.ExpressionAttributeValues[":nkey"] = str(nameKey(after))
 	}
+	if after.Name != before.Name || after.Status != before.Status {
+		// A rename or a status change moves it in the status index; a
+		// heartbeat leaves it.
+		*upd.UpdateExpression += ", " + nStatusKey + " = :skey"
+		upd.ExpressionAttributeNames[nStatusKey] = attrNames[nStatusKey]
+		upd.ExpressionAttributeValues[":skey"] = str(statusKey(after))
+	}
 	tr := space.TransitionOf(before, after)
 	if tr == nil {
 		// The common case (a heartbeat, a failure count): a plain UpdateItem,
@@ -468,11 +478,11 @@ func (s *Store) whyNotWritable(ctx context.Context, org, id string, want int64, 
 // version (0: any); see space.Store. It returns the space as deregistered
 // (without a version, a write that raced it may have moved the version one
 // further than shown).
-func (s *Store) Deregister(ctx context.Context, org, id string, version int64, at time.Time) (space.Space, error) {
+func (s *Store) Deregister(ctx context.Context, org, id string, version int64, at time.Time, by string) (space.Space, error) {
 	at = at.UTC()
 	run := func() (space.Updated[space.Space], error) {
 		return space.Run(ctx, space.SpaceVersioned, space.Update[space.Space]{IfVersion: version, At: at,
-			Apply: func(sp space.Space) (space.Space, error) { sp.DeletedAt = &at; return sp, nil }},
+			Apply: func(sp space.Space) (space.Space, error) { sp.DeletedAt, sp.DeletedBy = &at, by; return sp, nil }},
 			func(ctx context.Context) (space.Space, error) { return s.GetSpace(ctx, org, id) },
 			func(ctx context.Context, before, after space.Space) error {
 				return s.writeDeregistration(ctx, before, after, version != 0)
@@ -508,7 +518,7 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 	// again).
 	cond := "attribute_exists(" + nPK + ") AND attribute_not_exists(" + nDeleted + ") AND " + nStatus + " = :st"
 	vals := map[string]types.AttributeValue{":at": str(after.DeletedAt.Format(time.RFC3339Nano)), ":one": num(1),
-		":st": str(string(before.Status))}
+		":st": str(string(before.Status)), ":by": str(after.DeletedBy)}
 	if pinned {
 		cond += " AND " + nVersion + " = :prev"
 		vals[":prev"] = num(before.Version)
@@ -518,10 +528,13 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 			TableName: s.table, Key: itemKey(org, prefixSpace+id),
 			// Removing probe_shard takes the space out of the probe index:
 			// a late probe can no longer even be scheduled.
-			// Removing name_key takes it out of the names index.
-			UpdateExpression:                    aws.String("SET " + nDeleted + " = :at, " + nUpdated + " = :at, " + nVersion + " = " + nVersion + " + :one REMOVE " + nShard + ", " + nNameLC + ", " + nNameKey),
-			ConditionExpression:                 aws.String(cond),
-			ExpressionAttributeNames:            names(nDeleted, nUpdated, nVersion, nShard, nPK, nStatus, nNameLC, nNameKey),
+			// Removing name_key, reg_key and status_key takes it out of the
+			// names, registered and status indexes.
+			UpdateExpression: aws.String("SET " + nDeleted + " = :at, " + nDeletedBy + " = :by, " + nUpdated + " = :at, " +
+				nVersion + " = " + nVersion + " + :one REMOVE " + nShard + ", " + nNameLC + ", " + nNameKey + ", " + nRegKey + ", " + nStatusKey),
+			ConditionExpression: aws.String(cond),
+			ExpressionAttributeNames: names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nPK, nStatus, nNameLC, nNameKey,
+				nRegKey, nStatusKey),
 			ExpressionAttributeValues:           vals,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},

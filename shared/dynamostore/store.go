@@ -23,9 +23,13 @@
 //   - the fleet counts: the org's COUNT# counter items, kept inside the
 //     register, deregister and transition transactions, read with one Query
 //     (counts.go).
-//   - list by name, search names: Query the sparse names index, then one
-//     BatchGetItem of the page (names.go).
+//   - list by name, by registration or by status, search names: Query
+//     the sparse names, registered or status index, then one BatchGetItem
+//     of the page (names.go).
 //   - the prober's scheduler: Query the probe index shard by shard.
+//   - an environment's revisions, the org's stopped revisions: one Query
+//     of the env-revisions or stopped-revisions index, newest first
+//     (revisions.go).
 //   - bind an environment or policy (create, re-bind): one transaction of a
 //     ConditionCheck that the space is registered, the item (version check)
 //     and its link(s).
@@ -95,6 +99,10 @@ const (
 	nJobID   = "#jobid"
 	nNameLC  = "#nlc"
 	nNameKey = "#nkey"
+	// Not "#del...": kumo would substitute nDeleted inside it.
+	nDeletedBy = "#byw"
+	nRegKey    = "#rkey"
+	nStatusKey = "#ordst"
 )
 
 var attrNames = map[string]string{
@@ -103,7 +111,8 @@ var attrNames = map[string]string{
 	nAccount: "cloud_account_id", nSpaceID: "space_id", nExpires: "expires_at", nID: "id", nJobID: "job_id",
 	nOrg: "org_id", nName: "name", nStatus: "status", nProbe: "probe",
 	nGate: "gate", nPState: "state", nPReason: "state_reason",
-	nNameLC: "name_lc", nNameKey: "name_key",
+	nNameLC: "name_lc", nNameKey: "name_key", nDeletedBy: "deleted_by", nRegKey: "reg_key",
+	nStatusKey: "status_key",
 }
 
 // names returns the ExpressionAttributeNames for the given placeholders

@@ -239,20 +239,20 @@ func TestDeregister(t *testing.T) {
 	s := f.register(t, f.newSpace(1))
 	at := now.Add(time.Hour)
 
-	wantKind(t, errOf(f.store.Deregister(ctx, f.org, s.ID, 7, at)), space.KindPreconditionFailed)
-	wantKind(t, errOf(f.store.Deregister(ctx, uuid.NewString(), s.ID, 0, at)), space.KindNotFound)
+	wantKind(t, errOf(f.store.Deregister(ctx, f.org, s.ID, 7, at, "test")), space.KindPreconditionFailed)
+	wantKind(t, errOf(f.store.Deregister(ctx, uuid.NewString(), s.ID, 0, at, "test")), space.KindNotFound)
 
-	got, err := f.store.Deregister(ctx, f.org, s.ID, 1, at)
+	got, err := f.store.Deregister(ctx, f.org, s.ID, 1, at, "test")
 	if err != nil {
 		t.Fatalf("Deregister: %v", err)
 	}
 	want := s
-	want.DeletedAt, want.UpdatedAt, want.Version = &at, at, 2
+	want.DeletedAt, want.DeletedBy, want.UpdatedAt, want.Version = &at, "test", at, 2
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("deregistered:\n got %#v\nwant %#v", got, want)
 	}
 	item := f.raw(t, f.org, "SPACE#"+s.ID)
-	if item == nil || item["deleted_at"] == nil || item["probe_shard"] != nil {
+	if item == nil || item["deleted_at"] == nil || item["deleted_by"] == nil || item["probe_shard"] != nil {
 		t.Errorf("stored item after deregistration: %v", item)
 	}
 	if claim := f.raw(t, f.org, "CLAIM#"+s.Identity()); claim != nil {
@@ -263,8 +263,8 @@ func TestDeregister(t *testing.T) {
 	}
 
 	wantKind(t, errOf(f.store.GetSpace(ctx, f.org, s.ID)), space.KindNotFound)
-	wantKind(t, errOf(f.store.Deregister(ctx, f.org, s.ID, 0, at)), space.KindNotFound)
-	wantKind(t, errOf(f.store.Deregister(ctx, f.org, s.ID, 2, at)), space.KindNotFound)
+	wantKind(t, errOf(f.store.Deregister(ctx, f.org, s.ID, 0, at, "test")), space.KindNotFound)
+	wantKind(t, errOf(f.store.Deregister(ctx, f.org, s.ID, 2, at, "test")), space.KindNotFound)
 	late := want
 	late.DeletedAt = nil
 	late.Version = 2
@@ -273,7 +273,7 @@ func TestDeregister(t *testing.T) {
 
 	// Without a version, the space as deleted is returned.
 	s2 := f.register(t, f.newSpace(2))
-	got2, err := f.store.Deregister(ctx, f.org, s2.ID, 0, at)
+	got2, err := f.store.Deregister(ctx, f.org, s2.ID, 0, at, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestAccounts(t *testing.T) {
 	if got, _ := f.store.GetAccount(ctx, f.org, f.account.ID); got.Version != 1 {
 		t.Errorf("counting spaces changed the account's version to %d", got.Version)
 	}
-	if _, err := f.store.Deregister(ctx, f.org, s.ID, 0, now); err != nil {
+	if _, err := f.store.Deregister(ctx, f.org, s.ID, 0, now, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.store.DeleteAccount(ctx, f.org, f.account.ID); err != nil {

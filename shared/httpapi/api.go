@@ -88,6 +88,8 @@ var catalogRoutes = []route{
 	{"POST", "/autoscaler-policies", (*API).createPolicy},
 	{"GET", "/autoscaler-policies/{id}", (*API).getPolicy},
 	{"POST", "/environments/{id}/revisions", (*API).pushRevision},
+	{"GET", "/environments/{id}/revisions", (*API).listRevisions},
+	{"GET", "/revisions", (*API).listOrgRevisions},
 	{"GET", "/revisions/{id}", (*API).getRevision},
 	{"POST", "/revisions/{id}/retry", (*API).retryRevision},
 	{"GET", "/provisioning-jobs", (*API).listJobs},

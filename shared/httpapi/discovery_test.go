@@ -163,7 +163,7 @@ func TestDiscoveryEndToEnd(t *testing.T) {
 		if code, _ := other.do("GET", "/space-discovery/"+live.ID+"/namespaces", ""); code != 404 {
 			t.Errorf("foreign: %d", code)
 		}
-		if err := env.Service.Deregister(t.Context(), env.Org, live.ID, 0); err != nil {
+		if err := env.Service.Deregister(t.Context(), env.Org, live.ID, 0, "test"); err != nil {
 			t.Fatal(err)
 		}
 		if code, _ := api.do("GET", "/space-discovery/"+live.ID+"/namespaces", ""); code != 404 {

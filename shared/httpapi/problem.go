@@ -22,6 +22,7 @@ type problem struct {
 	Reason          string             `json:"reason,omitempty"`
 	ExistingSpaceID string             `json:"existing_space_id,omitempty"`
 	ExistingJobID   string             `json:"existing_job_id,omitempty"`
+	Tombstone       *space.Tombstone   `json:"tombstone,omitempty"`
 	RequestID       string             `json:"request_id,omitempty"`
 }
 
@@ -81,6 +82,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		k := kinds[de.Kind]
 		p.Status, p.Type = k.status, problemTypePrefix+k.slug
 		p.Detail, p.Errors, p.Reason, p.ExistingSpaceID, p.ExistingJobID = de.Message, de.Fields, de.Reason, de.ExistingID, de.ExistingJobID
+		p.Tombstone = de.Tombstone
 		switch de.Kind {
 		case space.KindUnauthenticated:
 			if len(p.Errors) == 0 { // the credentials are what to fix

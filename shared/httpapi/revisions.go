@@ -3,6 +3,7 @@ package httpapi
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"spaces/shared/auth"
 	"spaces/shared/space"
@@ -61,4 +62,47 @@ func (a *API) retryRevision(w http.ResponseWriter, r *http.Request, p auth.Princ
 	}
 	writeVersioned(w, http.StatusAccepted, rev.Version, rev)
 	return nil
+}
+
+// listRevisions answers GET /environments/{id}/revisions: the environment's
+// revisions without their manifests, newest first, paged with a cursor
+// bound to the org and the environment.
+func (a *API) listRevisions(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	rv, err := a.revisions()
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	q := newQuery(r.URL.RawQuery, pageParams...)
+	scope := strings.Join([]string{"revisions", p.OrgID, id}, "|")
+	page := a.page(q, scope)
+	if err := q.err(); err != nil {
+		return err
+	}
+	items, after, err := rv.List(r.Context(), p.OrgID, id, page)
+	return writeList(a, w, r, scope, items, after, err)
+}
+
+// listOrgRevisions answers GET /revisions?state=stopped: the org's stopped
+// revisions, most recently stopped first. state is required: stopped is
+// the one state listed across the org (the revisions a person may
+// re-enqueue).
+func (a *API) listOrgRevisions(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	rv, err := a.revisions()
+	if err != nil {
+		return err
+	}
+	q := newQuery(r.URL.RawQuery, append(pageParams, "state")...)
+	if _, given := q.v["state"]; !given {
+		q.fail("state", "is required: one of stopped")
+	} else {
+		q.oneOf("state", string(space.RevisionStopped))
+	}
+	scope := strings.Join([]string{"revisions", p.OrgID, "state=stopped"}, "|")
+	page := a.page(q, scope)
+	if err := q.err(); err != nil {
+		return err
+	}
+	items, after, err := rv.Stopped(r.Context(), p.OrgID, page)
+	return writeList(a, w, r, scope, items, after, err)
 }

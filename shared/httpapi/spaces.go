@@ -138,7 +138,7 @@ func (a *API) deregisterSpace(w http.ResponseWriter, r *http.Request, p auth.Pri
 	if err != nil {
 		return err
 	}
-	if err := a.Spaces.Deregister(r.Context(), p.OrgID, r.PathValue("id"), version); err != nil {
+	if err := a.Spaces.Deregister(r.Context(), p.OrgID, r.PathValue("id"), version, p.Subject); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -100,7 +100,7 @@ func TestMintRefusesWithoutGrant(t *testing.T) {
 	if _, err := env.Minter.Mint(t.Context(), s); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Service.Deregister(t.Context(), env.Org, s.ID, 0); err != nil {
+	if err := env.Service.Deregister(t.Context(), env.Org, s.ID, 0, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := env.Store.HasGrant(t.Context(), env.Org, s.ID); err != nil || ok {

@@ -50,7 +50,7 @@ func TestProductionMinterLiveness(t *testing.T) {
 			if err != nil || res.Action != probing.ActionProbed || !res.Outcome.OK() || res.Space.Status != space.Active {
 				t.Fatalf("probe of a registered space: %+v, %v", res, err)
 			}
-			if err := env.Service.Deregister(t.Context(), env.Org, s.ID, 0); err != nil {
+			if err := env.Service.Deregister(t.Context(), env.Org, s.ID, 0, "test"); err != nil {
 				t.Fatal(err)
 			}
 			calls, requests := env.Cloud.TotalCalls(), tc.Requests("/version")

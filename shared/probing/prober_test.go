@@ -36,7 +36,7 @@ func TestDeregisteredDuringProbeStaysDeregistered(t *testing.T) {
 	for c.Requests("/version") == 0 { // the probe has reached the cluster
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := h.svc.Deregister(t.Context(), h.org, s.ID, 0); err != nil {
+	if err := h.svc.Deregister(t.Context(), h.org, s.ID, 0, "test"); err != nil {
 		t.Fatal(err)
 	}
 	got := <-done

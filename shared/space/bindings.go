@@ -38,6 +38,8 @@ type Environment struct {
 type Gate struct {
 	Reason string    `json:"reason"`
 	Since  time.Time `json:"since"`
+	// Space is the tombstone of the deregistered space that gated it.
+	Space *Tombstone `json:"space,omitempty"`
 }
 
 // PolicyState is whether an autoscaler policy is being applied.

@@ -43,7 +43,9 @@ type Error struct {
 	ExistingJobID string
 	// Reason is a machine-readable cause such as "ClusterNotFound".
 	Reason string
-	Err    error // internal cause: logged, never shown to clients
+	// Tombstone, on a 404 for a deregistered space, is what remains of it.
+	Tombstone *Tombstone
+	Err       error // internal cause: logged, never shown to clients
 }
 
 func (e *Error) Error() string {
@@ -80,6 +82,12 @@ func Errorf(kind Kind, format string, args ...any) *Error {
 // ErrNotFound is the shared not-found answer: callers cannot tell absent,
 // deleted and foreign apart.
 func ErrNotFound(what string) *Error { return Errorf(KindNotFound, "%s not found", what) }
+
+// ErrDeregistered is the not-found of a deregistered space, carrying its
+// tombstone.
+func ErrDeregistered(s Space) *Error {
+	return &Error{Kind: KindNotFound, Message: "space not found: it was deregistered", Tombstone: s.Tombstone()}
+}
 
 // fieldErrors collects validation problems so that every bad field is reported
 // at once.

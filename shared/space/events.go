@@ -14,6 +14,12 @@ type Deregistered struct {
 	Provider       Provider
 	CloudAccountID string
 	DeletedAt      time.Time
+	DeletedBy      string
+}
+
+// Tombstone is what the views that referenced the space show of it.
+func (d Deregistered) Tombstone() *Tombstone {
+	return &Tombstone{ID: d.SpaceID, Name: d.Name, Provider: d.Provider, DeregisteredAt: d.DeletedAt.UTC(), DeregisteredBy: d.DeletedBy}
 }
 
 // ProbeTarget names one space the prober must probe.

@@ -54,6 +54,29 @@ type Revision struct {
 	Version   int64     `json:"version"`
 }
 
+// RevisionSummary is a revision without its manifests: what a listing
+// answers (a page of full revisions could pass Lambda's 6 MB response;
+// GET /revisions/{id} has the manifests).
+type RevisionSummary struct {
+	ID            string        `json:"id"`
+	OrgID         string        `json:"org_id"`
+	EnvironmentID string        `json:"environment_id"`
+	SpaceID       string        `json:"space_id"`
+	Namespace     string        `json:"namespace"`
+	State         RevisionState `json:"state"`
+	Reason        string        `json:"reason,omitempty"`
+	Attempts      int           `json:"attempts"`
+	CreatedAt     time.Time     `json:"created_at"`
+	UpdatedAt     time.Time     `json:"updated_at"`
+	Version       int64         `json:"version"`
+}
+
+// Summary is r without its manifests.
+func (r Revision) Summary() RevisionSummary {
+	return RevisionSummary{ID: r.ID, OrgID: r.OrgID, EnvironmentID: r.EnvironmentID, SpaceID: r.SpaceID, Namespace: r.Namespace,
+		State: r.State, Reason: r.Reason, Attempts: r.Attempts, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Version: r.Version}
+}
+
 // ClaimDecision is what a claim does with a pending revision.
 type ClaimDecision int
 
@@ -86,6 +109,13 @@ type RevisionStore interface {
 	GetRevision(ctx context.Context, org, id string) (Revision, error)
 	// UpdateRevision changes a revision (see Update).
 	UpdateRevision(ctx context.Context, org, id string, u Update[Revision]) (Updated[Revision], error)
+	// ListRevisions pages through the environment's revisions, newest
+	// first; page.After is what the previous page returned to continue
+	// after ("" when complete).
+	ListRevisions(ctx context.Context, org, envID string, page Page) ([]RevisionSummary, string, error)
+	// StoppedRevisions pages through org's stopped revisions, the most
+	// recently stopped first.
+	StoppedRevisions(ctx context.Context, org string, page Page) ([]RevisionSummary, string, error)
 }
 
 // RevisionQueue hands a revision to the claimer.
@@ -177,6 +207,25 @@ func (rv *Revisions) Get(ctx context.Context, org, id string) (Revision, error) 
 		return Revision{}, ErrNotFound("revision")
 	}
 	return rv.Store.GetRevision(ctx, org, id)
+}
+
+// List pages through one environment's revisions, newest first. Another
+// org's environment is not found.
+func (rv *Revisions) List(ctx context.Context, org, envID string, page Page) ([]RevisionSummary, string, error) {
+	if !ValidID(envID) {
+		return nil, "", ErrNotFound("environment")
+	}
+	if _, err := rv.Bindings.GetEnvironment(ctx, org, envID); err != nil {
+		return nil, "", err
+	}
+	return rv.Store.ListRevisions(ctx, org, envID, page)
+}
+
+// Stopped pages through org's stopped revisions (stopped on a space that
+// stayed inactive: the ones a person may re-enqueue), most recently
+// stopped first.
+func (rv *Revisions) Stopped(ctx context.Context, org string, page Page) ([]RevisionSummary, string, error) {
+	return rv.Store.StoppedRevisions(ctx, org, page)
 }
 
 // Retry re-enqueues a stopped revision once its space is active again;

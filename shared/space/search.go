@@ -7,16 +7,25 @@ import (
 
 // Sort orders a listing of spaces. The zero value is id order, the
 // listing's order before sorting existed; the others order by name,
-// compared case-insensitively (FoldName), ties broken by id.
+// compared case-insensitively (FoldName), by registration time, or by
+// stored status (active, inactive, unknown) then name, ties broken by id;
+// "-" reverses them.
 type Sort string
 
 const (
-	SortName     Sort = "name"
-	SortNameDesc Sort = "-name"
+	SortName           Sort = "name"
+	SortNameDesc       Sort = "-name"
+	SortRegistered     Sort = "registered"
+	SortRegisteredDesc Sort = "-registered"
+	SortStatus         Sort = "status"
+	SortStatusDesc     Sort = "-status"
 )
 
 // Sorts lists the orders a listing may ask for.
-var Sorts = []Sort{SortName, SortNameDesc}
+var Sorts = []Sort{SortName, SortNameDesc, SortRegistered, SortRegisteredDesc, SortStatus, SortStatusDesc}
+
+// Base is the order without its direction.
+func (s Sort) Base() Sort { return Sort(strings.TrimPrefix(string(s), "-")) }
 
 // Desc reports whether the order is descending.
 func (s Sort) Desc() bool { return strings.HasPrefix(string(s), "-") }

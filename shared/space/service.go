@@ -143,12 +143,13 @@ func (svc *Service) SetStatus(ctx context.Context, org, id string, version int64
 	return svc.observe(res.After), nil
 }
 
-// Deregister soft-deletes one of org's spaces; version 0 means any version.
-func (svc *Service) Deregister(ctx context.Context, org, id string, version int64) error {
+// Deregister soft-deletes one of org's spaces; version 0 means any version;
+// by (the caller's subject) is kept on its tombstone.
+func (svc *Service) Deregister(ctx context.Context, org, id string, version int64, by string) error {
 	if !ValidID(id) {
 		return ErrNotFound("space")
 	}
-	_, err := svc.Store.Deregister(ctx, org, id, version, svc.Now().UTC())
+	_, err := svc.Store.Deregister(ctx, org, id, version, svc.Now().UTC(), by)
 	return err
 }
 

@@ -60,7 +60,9 @@ type Space struct {
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt time.Time  `json:"updated_at"`
 	DeletedAt *time.Time `json:"deleted_at,omitempty"`
-	Version   int64      `json:"version"`
+	// DeletedBy is who deregistered the space (the token's subject).
+	DeletedBy string `json:"deleted_by,omitempty"`
+	Version   int64  `json:"version"`
 
 	// Connectivity is direct or agent (agent.go); fixed at registration.
 	Connectivity Connectivity `json:"connectivity"`
@@ -86,6 +88,26 @@ type ServerVersion struct {
 
 // Deleted reports whether the space has been deregistered.
 func (s Space) Deleted() bool { return s.DeletedAt != nil }
+
+// Tombstone is what stays visible of a deregistered space to the views
+// that reference it (its own 404, the gate of an environment it held): its
+// name, and when and by whom it was deregistered. It is read-only: nothing
+// ever makes a tombstone a space again.
+type Tombstone struct {
+	ID             string    `json:"id"`
+	Name           string    `json:"name"`
+	Provider       Provider  `json:"provider"`
+	DeregisteredAt time.Time `json:"deregistered_at"`
+	DeregisteredBy string    `json:"deregistered_by,omitempty"`
+}
+
+// Tombstone is s's tombstone; nil while s is registered.
+func (s Space) Tombstone() *Tombstone {
+	if s.DeletedAt == nil {
+		return nil
+	}
+	return &Tombstone{ID: s.ID, Name: s.Name, Provider: s.Provider, DeregisteredAt: s.DeletedAt.UTC(), DeregisteredBy: s.DeletedBy}
+}
 
 // Identity is the key that makes a cluster unique within an org: the provider
 // and its config, in a canonical form, compared the way the cloud compares:

@@ -43,8 +43,10 @@ type Store interface {
 	History(ctx context.Context, org, id string, page Page) ([]Transition, string, error)
 	// Deregister marks the space deleted at the given time and releases its
 	// identity claim, account count and grant, atomically, if its version is
-	// version (0: any), and returns it as deregistered.
-	Deregister(ctx context.Context, org, id string, version int64, at time.Time) (Space, error)
+	// version (0: any), and returns it as deregistered; by is who asked
+	// (kept for its tombstone). A deregistered space is not found
+	// (ErrDeregistered) ever after.
+	Deregister(ctx context.Context, org, id string, version int64, at time.Time, by string) (Space, error)
 	// Counts returns org's registered spaces counted by status, provider
 	// and account, kept exact by Register, UpdateSpace (on a status change
 	// only) and Deregister in their own writes.
@@ -68,7 +70,7 @@ type Query struct {
 	// NamePrefix and NameContains, folded (FoldName), select by name.
 	NamePrefix   string
 	NameContains string
-	// Sort orders the page; with SortName or SortNameDesc, After is the
+	// Sort orders the page; with any Sort but the zero one, After is the
 	// position of the last item returned (the store's, opaque), not an id.
 	Sort Sort
 	Keep func(Space) bool

@@ -1,6 +1,6 @@
 // Environments (gates, create with the environment picker, re-bind) and
 // their deployment revisions (push, watch, re-enqueue stopped ones).
-import { h, badge, providerMark, errorBox, field, empty, flash, showFieldErrors, when, ago, validate, patterned } from './ui.js';
+import { h, badge, providerMark, errorBox, field, empty, flash, showFieldErrors, when, ago, validate, patterned, tombstone, tombstoneOf } from './ui.js';
 
 // pickerOptions: the spaces the environment picker allows (the API leaves
 // out inactive ones before anything is rendered).
@@ -87,7 +87,7 @@ function envRow(e, sp, picker, ctx, refresh) {
   return h('tr', { 'data-env': e.name },
     h('td', { 'data-label': 'Environment' }, h('a', { href: `#/environments/${e.id}` }, e.name)),
     h('td', { 'data-label': 'Space' }, sp ? [providerMark(sp.provider, false), ' ', h('a', { href: `#/spaces/${sp.id}` }, sp.name), ' ', badge(sp.status)]
-      : h('span', { class: 'muted' }, `deregistered space ${e.space_id.slice(0, 8)}…`)),
+      : e.gate && e.gate.space ? tombstone(e.gate.space) : h('span', { class: 'muted' }, `deregistered space ${e.space_id.slice(0, 8)}…`)),
     h('td', { 'data-label': 'Namespace' }, h('code', null, e.namespace)), state);
 }
 
@@ -115,19 +115,16 @@ function rebind(e, picker, ctx, refresh) {
 }
 
 // ---- one environment and its revisions --------------------------------------
+// The revisions come from GET /environments/{id}/revisions (newest first, a
+// page at a time), so a teammate's pushes show too.
 
-function known(org, envID) {
-  try { return JSON.parse(localStorage.getItem(`spaces.revisions.${org}.${envID}`) || '[]'); } catch { return []; }
-}
-function remember(org, envID, revID) {
-  const ids = [revID, ...known(org, envID).filter(x => x !== revID)].slice(0, 20);
-  localStorage.setItem(`spaces.revisions.${org}.${envID}`, JSON.stringify(ids));
-}
+// PAGE is how many of the newest revisions the page shows.
+const PAGE = 50;
 
 const SAMPLE = JSON.stringify([{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'hello' }, data: { greeting: 'hello' } }], null, 2);
 
 export async function environmentDetail(root, [id], ctx) {
-  const { api, session } = ctx;
+  const { api } = ctx;
   const env = await api.get(`/environments/${id}`);
   const revs = h('div', { id: 'revisions' });
   const manifests = h('textarea', { id: 'manifests', rows: 8, 'data-field': 'manifests', spellcheck: 'false' });
@@ -140,8 +137,7 @@ export async function environmentDetail(root, [id], ctx) {
     let list;
     try { list = JSON.parse(manifests.value); } catch (x) { err.replaceChildren(h('p', { class: 'err', role: 'alert' }, `The manifests are not JSON: ${x.message}`)); return; }
     try {
-      const rev = await api.post(`/environments/${id}/revisions`, { manifests: list });
-      remember(session.org(), id, rev.id);
+      await api.post(`/environments/${id}/revisions`, { manifests: list });
       err.replaceChildren();
       flash('Revision queued.');
       await load();
@@ -151,53 +147,53 @@ export async function environmentDetail(root, [id], ctx) {
     }
   });
   const head = h('div');
-  root.replaceChildren(h('p', null, h('a', { href: '#/environments' }, '← Environments')), head, h('div', { class: 'card' }, h('h2', null, 'Revisions pushed from this browser'), revs), push);
+  root.replaceChildren(h('p', null, h('a', { href: '#/environments' }, '← Environments')), head, h('div', { class: 'card' }, h('h2', null, 'Revisions'), revs), push);
 
   let lastSig = '';
   async function load() {
     const e = await api.get(`/environments/${id}`);
-    let sp = null;
-    try { sp = await api.get(`/spaces/${e.space_id}`); } catch (x) { if (x.status !== 404) throw x; }
+    let sp = null, gone = e.gate && e.gate.space;
+    try { sp = await api.get(`/spaces/${e.space_id}`); } catch (x) { if (x.status !== 404) throw x; gone = gone || tombstoneOf(x); }
     head.replaceChildren(h('h1', null, e.name),
-      h('p', null, 'Bound to ', sp ? [h('a', { href: `#/spaces/${sp.id}` }, sp.name), ' ', badge(sp.status, sp.probe && sp.probe.reason)] : 'a deregistered space', ', namespace ', h('code', null, e.namespace)),
+      h('p', null, 'Bound to ', sp ? [h('a', { href: `#/spaces/${sp.id}` }, sp.name), ' ', badge(sp.status, sp.probe && sp.probe.reason)]
+        : gone ? ['the space ', tombstone(gone)] : 'a deregistered space', ', namespace ', h('code', null, e.namespace)),
       e.gate ? h('div', { class: 'alert warn', role: 'status' }, h('strong', null, e.gate.reason), ': re-bind it on the ', h('a', { href: '#/environments' }, 'environments page'), ' to deploy again.') : '');
-    const ids = known(session.org(), id);
-    if (!ids.length) { revs.replaceChildren(empty('No revision pushed from this browser yet.')); return; }
-    const rows = await Promise.all(ids.map(r => api.get(`/revisions/${r}`).catch(() => null)));
+    const r = await api.poll(`/environments/${id}/revisions?limit=${PAGE}`);
+    const rows = r.data.items;
+    // A stopped revision's Re-enqueue depends on its own space, which an
+    // earlier binding may have made another one than the environment's.
+    const spaces = new Map([[e.space_id, { sp, gone }]]);
+    for (const x of rows) {
+      if (x.state === 'stopped' && !spaces.has(x.space_id)) {
+        spaces.set(x.space_id, await api.get(`/spaces/${x.space_id}`).then(s => ({ sp: s }), y => { if (y.status !== 404) throw y; return { sp: null, gone: tombstoneOf(y) }; }));
+      }
+    }
     // Rebuilt only when something changed, so a button is not replaced
     // under the pointer.
-    const sig = JSON.stringify([sp && sp.status, rows.map(r => r && [r.id, r.version])]);
+    const sig = JSON.stringify([[...spaces.values()].map(v => v.sp && v.sp.status), rows.map(x => [x.id, x.version]), r.data.next_cursor ? 1 : 0]);
     if (sig === lastSig) {
       for (const t of revs.querySelectorAll('time[datetime]')) t.textContent = ago(t.getAttribute('datetime'));
       return;
     }
     lastSig = sig;
+    if (!rows.length) { revs.replaceChildren(empty('No revision pushed to this environment yet.')); return; }
     revs.replaceChildren(h('table', { class: 'stack', id: 'rev-table' },
       h('thead', null, h('tr', null, ['Revision', 'State', 'Attempts', 'Updated', ''].map(t => h('th', { scope: 'col' }, t)))),
-      h('tbody', null, rows.filter(Boolean).map(r => revisionRow(r, sp, ctx, load)))));
+      h('tbody', null, rows.map(x => { const v = spaces.get(x.space_id) || {}; return revisionRow(x, v.sp || null, ctx, load, v.gone); }))),
+      r.data.next_cursor ? h('p', { class: 'muted' }, `The ${PAGE} newest revisions.`) : '');
   }
   await ctx.every(() => load().catch(x => revs.replaceChildren(errorBox(x, 'The revisions could not be loaded'))));
 }
 
 const REV = { pending: 'unknown', deployed: 'active', failed: 'inactive', stopped: 'inactive', 'dead-lettered': 'inactive' };
 
-// knownRevisions lists the ids of every revision this browser pushed for
-// org, across its environments.
-export function knownRevisions(org) {
-  const prefix = `spaces.revisions.${org}.`;
-  const ids = [];
-  for (let i = 0; i < localStorage.length; i++) {
-    const k = localStorage.key(i);
-    if (k && k.startsWith(prefix)) ids.push(...known(org, k.slice(prefix.length)));
-  }
-  return [...new Set(ids)];
-}
-
-export function revisionRow(r, sp, ctx, load) {
+// revisionRow is one revision; sp is its space, or null when deregistered,
+// then gone is its tombstone if known.
+export function revisionRow(r, sp, ctx, load, gone) {
   const act = h('td');
   if (r.state === 'stopped') {
     const ready = sp && sp.status === 'active';
-    const why = sp ? `Its space is ${sp.status}: re-enqueue once it is active.` : 'Its space was deregistered.';
+    const why = sp ? `Its space is ${sp.status}: re-enqueue once it is active.` : gone ? ['Its space ', tombstone(gone), ' cannot take it.'] : 'Its space was deregistered.';
     const b = h('button', { type: 'button', disabled: !ready, 'aria-describedby': ready ? null : `why-${r.id}` }, 'Re-enqueue');
     b.addEventListener('click', async () => {
       b.disabled = true;

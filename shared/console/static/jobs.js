@@ -1,21 +1,25 @@
 // Provisioning jobs (their states and steps; retry a failed one, cancel a
-// live one) and, beside them, the stopped revisions this browser pushed,
-// each with its re-enqueue once its space is active again.
-import { h, providerMark, errorBox, empty, flash, when } from './ui.js';
-import { knownRevisions, revisionRow } from './environments.js';
+// live one) and, beside them, the org's stopped revisions
+// (GET /revisions?state=stopped), each with its re-enqueue once its space is
+// active again.
+import { h, providerMark, errorBox, empty, flash, when, tombstoneOf } from './ui.js';
+import { revisionRow } from './environments.js';
+
+// STOPPED is how many stopped revisions the page shows.
+const STOPPED = 100;
 
 // The badge colour of each state.
 const JOB = { queued: 'unknown', creating: 'unknown', 'waiting-ready': 'unknown', registering: 'unknown', succeeded: 'active', failed: 'inactive', canceled: 'inactive' };
 
 export async function jobs(root, _, ctx) {
-  const { api, session } = ctx;
+  const { api } = ctx;
   const list = h('div', { id: 'jobs' }, h('p', { class: 'loading' }, 'Loading provisioning jobs…'));
   const stopped = h('div', { id: 'stopped-revisions' }, h('p', { class: 'loading' }, 'Loading revisions…'));
   root.replaceChildren(h('h1', null, 'Provisioning jobs'),
     h('p', { class: 'muted' }, 'Clusters being created in your cloud accounts; each becomes a space once it is ready.'),
     h('div', { class: 'card' }, list),
     h('div', { class: 'card' }, h('h2', null, 'Stopped revisions'),
-      h('p', { class: 'muted' }, 'Revisions pushed from this browser that stopped on an inactive space: re-enqueue them once it is active.'), stopped));
+      h('p', { class: 'muted' }, 'Revisions that stopped on an inactive space, most recently stopped first: re-enqueue each once its space is active.'), stopped));
 
   // Rebuilt only when something changed, so a button is not replaced under
   // the pointer.
@@ -31,19 +35,20 @@ export async function jobs(root, _, ctx) {
       h('tbody', null, items.map(j => jobRow(j, ctx, loadJobs)))));
   }
   async function loadRevisions() {
-    const ids = knownRevisions(session.org());
-    const revs = (await Promise.all(ids.map(r => api.get(`/revisions/${r}`).catch(() => null)))).filter(r => r && r.state === 'stopped');
-    const spaces = new Map();
+    const page = (await api.poll(`/revisions?state=stopped&limit=${STOPPED}`)).data;
+    const revs = page.items;
+    const spaces = new Map(), gone = new Map();
     for (const r of revs) {
-      if (!spaces.has(r.space_id)) spaces.set(r.space_id, await api.get(`/spaces/${r.space_id}`).catch(() => null));
+      if (!spaces.has(r.space_id)) spaces.set(r.space_id, await api.get(`/spaces/${r.space_id}`).catch(x => { gone.set(r.space_id, tombstoneOf(x)); return null; }));
     }
-    const sig = JSON.stringify([revs.map(r => [r.id, r.version]), [...spaces.values()].map(s => s && s.status)]);
+    const sig = JSON.stringify([revs.map(r => [r.id, r.version]), [...spaces.values()].map(s => s && s.status), page.next_cursor ? 1 : 0]);
     if (sig === lastRevs) return;
     lastRevs = sig;
     if (!revs.length) { stopped.replaceChildren(empty('No stopped revision.')); return; }
     stopped.replaceChildren(h('table', { class: 'stack', id: 'rev-table' },
       h('thead', null, h('tr', null, ['Revision', 'State', 'Attempts', 'Updated', ''].map(t => h('th', { scope: 'col' }, t)))),
-      h('tbody', null, revs.map(r => revisionRow(r, spaces.get(r.space_id), ctx, loadRevisions)))));
+      h('tbody', null, revs.map(r => revisionRow(r, spaces.get(r.space_id), ctx, loadRevisions, gone.get(r.space_id))))),
+      page.next_cursor ? h('p', { class: 'muted' }, `The ${STOPPED} most recently stopped.`) : '');
   }
   await ctx.every(() => Promise.all([
     loadJobs().catch(x => list.replaceChildren(errorBox(x, 'The provisioning jobs could not be loaded'))),

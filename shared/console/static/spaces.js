@@ -1,7 +1,7 @@
 // Spaces: the fleet list (counts, filters, cursor paging, polling with
 // ETags) and one space's detail (identity, probe, history chart,
 // namespaces, bindings, deregistration).
-import { h, badge, providerMark, when, stamp, ago, region, errorBox, field, empty, flash, showFieldErrors, validate, patterned, PATTERNS, PROVIDERS } from './ui.js';
+import { h, badge, providerMark, when, stamp, ago, region, errorBox, field, empty, flash, showFieldErrors, validate, patterned, tombstoneOf, PATTERNS, PROVIDERS } from './ui.js';
 import { qs } from './api.js';
 import { RANGES, segments, chart } from './chart.js';
 
@@ -184,7 +184,17 @@ export async function spacesList(root, _, ctx) {
 
 export async function spaceDetail(root, [id], ctx) {
   const { api } = ctx;
-  let sp = await api.get(`/spaces/${id}`);
+  let sp;
+  try { sp = await api.get(`/spaces/${id}`); } catch (x) {
+    const ts = tombstoneOf(x);
+    if (!ts) throw x;
+    // Deregistered: its name, and when and by whom, instead of a bare 404.
+    root.replaceChildren(h('p', null, h('a', { href: '#/spaces' }, '← Spaces')), h('h1', null, providerMark(ts.provider, false), ts.name),
+      h('div', { class: 'alert warn', role: 'status', id: 'tombstone' }, 'This space was deregistered ', when(ts.deregistered_at),
+        ts.deregistered_by ? [' by ', h('span', { class: 'actor' }, ts.deregistered_by)] : null,
+        '. Its environments stay gated until re-bound; registering the cluster again makes a new space.'));
+    return;
+  }
   let range = '24h';
   const head = h('div');
   const identity = h('div', { class: 'card', id: 'identity' });

@@ -74,6 +74,18 @@ export function when(ts) {
   return ts ? h('time', { datetime: ts, title: stamp(ts) }, ago(ts)) : 'never';
 }
 
+// tombstone tells what remains of a deregistered space (the API's
+// tombstone: on its 404, and on the gate of an environment it held).
+export function tombstone(ts) {
+  return h('span', { class: 'tombstone', 'data-tombstone': ts.id }, h('strong', null, ts.name), ' (deregistered ', when(ts.deregistered_at),
+    ts.deregistered_by ? [' by ', h('span', { class: 'actor' }, ts.deregistered_by)] : null, ')');
+}
+
+// tombstoneOf is the tombstone a failed request answered, if any.
+export function tombstoneOf(err) {
+  return (err && err.status === 404 && err.problem && err.problem.tombstone) || null;
+}
+
 export function region(sp) {
   const c = sp.config || {};
   if (sp.provider === 'azure') return `${c.resourceGroup} (resource group)`;
