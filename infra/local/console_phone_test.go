@@ -15,8 +15,9 @@ import (
 )
 
 // TestConsoleAtPhoneWidth: at 390 px (a phone) no screen scrolls sideways:
-// the page is never wider than the window. Where one does, the test names
-// the elements that stick out.
+// the page is never wider than the window (where one does, the test names
+// the elements that stick out). And every screen, left open and idle, sends
+// at most one request a refresh tick.
 func TestConsoleAtPhoneWidth(t *testing.T) {
 	prefix := fmt.Sprintf("w%s-", uuid.NewString()[:8])
 	st, err := Start(context.Background(), Config{
@@ -76,6 +77,22 @@ func TestConsoleAtPhoneWidth(t *testing.T) {
 		if wide != "" {
 			p.shot("phone-wide-" + s.name)
 			t.Errorf("%s scrolls sideways at 390 px: %s", s.name, wide)
+		}
+		// Idle: at most one request a tick (a second here), whatever the
+		// screen polls; the bound allows the tick in flight.
+		sent := func() int {
+			v, err := chromedp.Run(p.ctx, chromedp.Evaluate[int](`window.__spacesStats.requests`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		time.Sleep(1500 * time.Millisecond) // the screen's first ticks
+		r0, t0 := sent(), time.Now()
+		time.Sleep(5 * time.Second)
+		r1, ticks := sent(), int(time.Since(t0)/time.Second)
+		if r1-r0 > ticks+1 {
+			t.Errorf("%s, idle, sent %d requests in %d ticks, want at most one a tick", s.name, r1-r0, ticks)
 		}
 	}
 }

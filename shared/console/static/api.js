@@ -76,3 +76,27 @@ export function qs(params) {
   const s = p.toString();
   return s ? `?${s}` : '';
 }
+
+// rotation watches several GETs with one request a tick: each tick asks the
+// next source in turn (with its ETag, so most answers are 304s), and a
+// source's changed(data) runs when its answer differs from the last one
+// (every source once on the first tick). An idle screen so costs one
+// request a tick whatever it watches; a change costs what changed() reads.
+export function rotation(api, sources) {
+  const last = new Map();
+  let next = 0, started = false;
+  const ask = async s => {
+    const r = await api.poll(s.path());
+    const sig = JSON.stringify(r.data);
+    if (last.get(s) === sig) return false;
+    last.set(s, sig);
+    await s.changed(r.data);
+    return true;
+  };
+  return async function tick() {
+    if (!started) { started = true; for (const s of sources) await ask(s); return; }
+    const s = sources[next];
+    next = (next + 1) % sources.length;
+    await ask(s);
+  };
+}

@@ -1,11 +1,35 @@
 // Environments (gates, create with the environment picker, re-bind) and
 // their deployment revisions (push, watch, re-enqueue stopped ones).
-import { h, badge, providerMark, errorBox, field, empty, flash, showFieldErrors, when, ago, validate, patterned, tombstone, tombstoneOf } from './ui.js';
+import { h, badge, providerMark, errorBox, field, empty, flash, showFieldErrors, when, refreshAges, validate, patterned, tombstone, tombstoneOf } from './ui.js';
+import { qs, rotation } from './api.js';
 
-// pickerOptions: the spaces the environment picker allows (the API leaves
-// out inactive ones before anything is rendered).
-async function pickerOptions(api) {
-  return api.all('/spaces?picker=environment');
+// spaceChooser is a name search beside a short select of the spaces the
+// environment picker allows (the API leaves out inactive ones): the first
+// 20 matches in name order, so the page never lists a whole fleet. except
+// is a space not to offer (the one an environment is bound to now).
+function spaceChooser(api, id, except) {
+  const q = h('input', { id: `${id}-q`, type: 'search', maxlength: 100, autocomplete: 'off', placeholder: 'part of a name', 'aria-label': 'Find a space by name' });
+  const sel = h('select', { id, name: 'space_id', required: true, 'data-field': 'space_id' }, h('option', { value: '' }, 'Loading spaces…'));
+  let timer, asked = 0;
+  async function load() {
+    const mine = ++asked, term = q.value.trim();
+    let page;
+    try {
+      page = await api.get('/spaces' + qs({ picker: 'environment', sort: 'name', name_contains: term, limit: '20' }));
+    } catch (x) {
+      if (mine === asked) sel.replaceChildren(h('option', { value: '' }, 'The spaces could not be loaded: type to try again'));
+      return;
+    }
+    if (mine !== asked) return; // an older answer than the one in view
+    const keep = sel.value;
+    const items = page.items.filter(sp => sp.id !== except);
+    sel.replaceChildren(h('option', { value: '' }, items.length ? 'Choose a space…' : term ? 'No space matches' : 'No space can take an environment now'),
+      ...items.map(sp => spaceOption(sp, sp.id === keep)),
+      page.next_cursor ? h('option', { value: '', disabled: true }, 'More spaces: type part of a name') : null);
+  }
+  q.addEventListener('input', () => { clearTimeout(timer); timer = setTimeout(load, 150); });
+  load();
+  return { q, sel };
 }
 
 function spaceOption(sp, selected) {
@@ -17,11 +41,12 @@ export async function environments(root, _, ctx) {
   const list = h('div', null, h('p', { class: 'loading' }, 'Loading environments…'));
   const error = h('div');
   const name = h('input', { id: 'env-name', name: 'name', required: true, maxlength: 100, 'data-field': 'name', autocomplete: 'off' });
-  const space = h('select', { id: 'env-space', name: 'space_id', required: true, 'data-field': 'space_id' });
+  const chooser = spaceChooser(api, 'env-space');
+  const space = chooser.sel;
   const ns = patterned({ id: 'env-namespace', name: 'namespace', 'data-field': 'namespace' }, 'namespace');
   const err = h('div');
   const form = h('form', { class: 'card', id: 'env-form', 'aria-labelledby': 'env-title', novalidate: true }, h('h2', { id: 'env-title' }, 'Create an environment'),
-    h('div', { class: 'row' }, field('Name', name), field('Space', space, 'Inactive spaces are not offered.'), field('Namespace', ns, 'Optional: defaults to the name.')),
+    h('div', { class: 'row' }, field('Name', name), field('Find a space', chooser.q), field('Space', space, 'Inactive spaces are not offered.'), field('Namespace', ns, 'Optional: defaults to the name.')),
     err, h('button', { class: 'primary', type: 'submit' }, 'Create environment'));
   form.addEventListener('submit', async e => {
     e.preventDefault();
@@ -34,7 +59,7 @@ export async function environments(root, _, ctx) {
       showFieldErrors(form, null); err.replaceChildren();
       flash(`Environment ${env.name} created.`);
       form.reset();
-      await refresh();
+      await refresh(true);
     } catch (x) {
       const rest = showFieldErrors(form, x);
       err.replaceChildren(rest.length || !(x.problem && x.problem.errors) ? errorBox(x, 'The environment was not created') : '');
@@ -42,45 +67,46 @@ export async function environments(root, _, ctx) {
   });
   root.replaceChildren(h('h1', null, 'Environments'), error, h('div', { class: 'card' }, list), form);
 
-  let picker = [];
-  async function loadPicker() {
-    picker = await pickerOptions(api);
-    const keep = space.value;
-    space.replaceChildren(picker.length ? h('option', { value: '' }, 'Choose a space…') : h('option', { value: '' }, 'No space can take an environment now'),
-      ...picker.map(sp => spaceOption(sp, sp.id === keep)));
-  }
-
   // Rebinding controls stay as they are while the list refreshes, so a
   // choice in progress is not lost: rows are rebuilt only when data changed.
-  let lastSig = '';
-  async function refresh() {
+  // A tick polls one thing, the environments and the fleet's counts in
+  // turn, each with its ETag; only a change reads the environments and
+  // their spaces again (a status change moves the counts).
+  let lastSig = '', ticks = 0, loaded = false;
+  async function refresh(force) {
     try {
-      const [envs, spaces] = await Promise.all([api.all('/environments'), api.all('/spaces')]);
-      const byId = new Map(spaces.map(s => [s.id, s]));
-      const sig = JSON.stringify(envs.map(e => [e.id, e.version, e.gate, byId.get(e.space_id) && byId.get(e.space_id).status]));
+      let changed = force === true || !loaded;
+      if (!changed) changed = (await api.poll(ticks++ % 2 === 0 ? '/environments?limit=100' : '/space-counts')).changed;
       error.replaceChildren();
+      refreshAges(list);
+      if (!changed) return;
+      if (!loaded) { await Promise.all([api.poll('/environments?limit=100'), api.poll('/space-counts')]); loaded = true; }
+      const envs = await api.all('/environments');
+      const ids = [...new Set(envs.map(e => e.space_id))];
+      const spaces = await Promise.all(ids.map(id => api.get(`/spaces/${id}`).catch(() => null)));
+      const byId = new Map(spaces.filter(Boolean).map(s => [s.id, s]));
+      const sig = JSON.stringify(envs.map(e => [e.id, e.version, e.gate, byId.get(e.space_id) && byId.get(e.space_id).status]));
       if (sig === lastSig) return;
       lastSig = sig;
       if (!envs.length) { list.replaceChildren(empty('No environment yet: create one below, bound to an active space.')); return; }
       list.replaceChildren(h('table', { class: 'stack', id: 'env-table' },
         h('thead', null, h('tr', null, ['Environment', 'Space', 'Namespace', 'State'].map(t => h('th', { scope: 'col' }, t)))),
-        h('tbody', null, envs.map(e => envRow(e, byId.get(e.space_id), picker, ctx, refresh)))));
+        h('tbody', null, envs.map(e => envRow(e, byId.get(e.space_id), ctx, () => refresh(true))))));
     } catch (x) {
       error.replaceChildren(errorBox(x, 'The environments could not be loaded'));
     }
   }
-  await loadPicker();
-  await ctx.every(async () => { await refresh(); await loadPicker(); });
+  await ctx.every(refresh);
 }
 
-function envRow(e, sp, picker, ctx, refresh) {
+function envRow(e, sp, ctx, refresh) {
   const state = h('td', { 'data-label': 'State' });
   if (e.gate) {
     state.append(h('div', { class: 'alert warn gate', role: 'status', 'data-gate': e.gate.reason }, h('strong', null, e.gate.reason), ' since ', when(e.gate.since),
-      ': no new deployment until it is re-bound.'), rebind(e, picker, ctx, refresh));
+      ': no new deployment until it is re-bound.'), rebind(e, ctx, refresh));
   } else if (sp && sp.status === 'inactive') {
     state.append(h('div', { class: 'alert warn gate', role: 'status', 'data-gate': 'Space inactive' }, h('strong', null, 'Space inactive'),
-      sp.probe && sp.probe.reason ? ` (${sp.probe.reason})` : '', ': new revisions cannot be pushed until it recovers.'), rebind(e, picker, ctx, refresh));
+      sp.probe && sp.probe.reason ? ` (${sp.probe.reason})` : '', ': new revisions cannot be pushed until it recovers.'), rebind(e, ctx, refresh));
   } else {
     state.append(h('span', { class: 'badge s-active' }, 'ready'));
   }
@@ -91,13 +117,12 @@ function envRow(e, sp, picker, ctx, refresh) {
     h('td', { 'data-label': 'Namespace' }, h('code', null, e.namespace)), state);
 }
 
-function rebind(e, picker, ctx, refresh) {
-  const options = picker.filter(sp => sp.id !== e.space_id);
+function rebind(e, ctx, refresh) {
   const id = `rebind-${e.id}`;
-  const sel = h('select', { id, 'data-field': 'space_id' }, h('option', { value: '' }, options.length ? 'Choose a space…' : 'No other space available'), options.map(sp => spaceOption(sp, false)));
+  const { q, sel } = spaceChooser(ctx.api, id, e.space_id);
   const err = h('div');
   const btn = h('button', { type: 'submit' }, 'Re-bind');
-  const form = h('form', { class: 'row rebind', 'aria-label': `Re-bind ${e.name}` }, h('label', { for: id }, 'Re-bind to'), sel, btn, err);
+  const form = h('form', { class: 'row rebind', 'aria-label': `Re-bind ${e.name}` }, q, h('label', { for: id }, 'Re-bind to'), sel, btn, err);
   form.addEventListener('submit', async ev => {
     ev.preventDefault();
     if (!sel.value) { err.replaceChildren(h('span', { class: 'err' }, 'Choose a space first.')); return; }
@@ -149,17 +174,15 @@ export async function environmentDetail(root, [id], ctx) {
   const head = h('div');
   root.replaceChildren(h('p', null, h('a', { href: '#/environments' }, '← Environments')), head, h('div', { class: 'card' }, h('h2', null, 'Revisions'), revs), push);
 
-  let lastSig = '';
-  async function load() {
-    const e = await api.get(`/environments/${id}`);
+  // A tick asks one of the revisions, the environment and the fleet's
+  // counts (a space's status decides the banner and a Re-enqueue), in turn;
+  // a change reads the spaces again and redraws.
+  let e = env, revPage = null, lastSig = '';
+  async function draw() {
+    if (!revPage) return;
     let sp = null, gone = e.gate && e.gate.space;
     try { sp = await api.get(`/spaces/${e.space_id}`); } catch (x) { if (x.status !== 404) throw x; gone = gone || tombstoneOf(x); }
-    head.replaceChildren(h('h1', null, e.name),
-      h('p', null, 'Bound to ', sp ? [h('a', { href: `#/spaces/${sp.id}` }, sp.name), ' ', badge(sp.status, sp.probe && sp.probe.reason)]
-        : gone ? ['the space ', tombstone(gone)] : 'a deregistered space', ', namespace ', h('code', null, e.namespace)),
-      e.gate ? h('div', { class: 'alert warn', role: 'status' }, h('strong', null, e.gate.reason), ': re-bind it on the ', h('a', { href: '#/environments' }, 'environments page'), ' to deploy again.') : '');
-    const r = await api.poll(`/environments/${id}/revisions?limit=${PAGE}`);
-    const rows = r.data.items;
+    const rows = revPage.items;
     // A stopped revision's Re-enqueue depends on its own space, which an
     // earlier binding may have made another one than the environment's.
     const spaces = new Map([[e.space_id, { sp, gone }]]);
@@ -170,19 +193,30 @@ export async function environmentDetail(root, [id], ctx) {
     }
     // Rebuilt only when something changed, so a button is not replaced
     // under the pointer.
-    const sig = JSON.stringify([[...spaces.values()].map(v => v.sp && v.sp.status), rows.map(x => [x.id, x.version]), r.data.next_cursor ? 1 : 0]);
-    if (sig === lastSig) {
-      for (const t of revs.querySelectorAll('time[datetime]')) t.textContent = ago(t.getAttribute('datetime'));
-      return;
-    }
+    const sig = JSON.stringify([e.version, [...spaces.values()].map(v => v.sp && [v.sp.status, v.sp.probe && v.sp.probe.reason]), rows.map(x => [x.id, x.version]), revPage.next_cursor ? 1 : 0]);
+    if (sig === lastSig) return;
     lastSig = sig;
+    head.replaceChildren(h('h1', null, e.name),
+      h('p', null, 'Bound to ', sp ? [h('a', { href: `#/spaces/${sp.id}` }, sp.name), ' ', badge(sp.status, sp.probe && sp.probe.reason)]
+        : gone ? ['the space ', tombstone(gone)] : 'a deregistered space', ', namespace ', h('code', null, e.namespace)),
+      e.gate ? h('div', { class: 'alert warn', role: 'status' }, h('strong', null, e.gate.reason), ': re-bind it on the ', h('a', { href: '#/environments' }, 'environments page'), ' to deploy again.') : '');
     if (!rows.length) { revs.replaceChildren(empty('No revision pushed to this environment yet.')); return; }
     revs.replaceChildren(h('table', { class: 'stack', id: 'rev-table' },
       h('thead', null, h('tr', null, ['Revision', 'State', 'Attempts', 'Updated', ''].map(t => h('th', { scope: 'col' }, t)))),
       h('tbody', null, rows.map(x => { const v = spaces.get(x.space_id) || {}; return revisionRow(x, v.sp || null, ctx, load, v.gone); }))),
-      r.data.next_cursor ? h('p', { class: 'muted' }, `The ${PAGE} newest revisions.`) : '');
+      revPage.next_cursor ? h('p', { class: 'muted' }, `The ${PAGE} newest revisions.`) : '');
   }
-  await ctx.every(() => load().catch(x => revs.replaceChildren(errorBox(x, 'The revisions could not be loaded'))));
+  const tick = rotation(api, [
+    { path: () => `/environments/${id}/revisions?limit=${PAGE}`, changed: p => { revPage = p; return draw(); } },
+    { path: () => `/environments/${id}`, changed: x => { e = x; return draw(); } },
+    { path: () => '/space-counts', changed: () => draw() },
+  ]);
+  // After the user's own action (a push, a re-enqueue): read it all now.
+  async function load() {
+    [e, revPage] = await Promise.all([api.get(`/environments/${id}`), api.get(`/environments/${id}/revisions?limit=${PAGE}`)]);
+    await draw();
+  }
+  await ctx.every(() => tick().then(() => refreshAges(root)).catch(x => revs.replaceChildren(errorBox(x, 'The revisions could not be loaded'))));
 }
 
 const REV = { pending: 'unknown', deployed: 'active', failed: 'inactive', stopped: 'inactive', 'dead-lettered': 'inactive' };

@@ -2,8 +2,9 @@
 // live one) and, beside them, the org's stopped revisions
 // (GET /revisions?state=stopped), each with its re-enqueue once its space is
 // active again.
-import { h, providerMark, errorBox, empty, flash, when, tombstoneOf } from './ui.js';
+import { h, providerMark, errorBox, empty, flash, when, refreshAges, tombstoneOf } from './ui.js';
 import { revisionRow } from './environments.js';
+import { rotation } from './api.js';
 
 // STOPPED is how many stopped revisions the page shows.
 const STOPPED = 100;
@@ -22,20 +23,20 @@ export async function jobs(root, _, ctx) {
       h('p', { class: 'muted' }, 'Revisions that stopped on an inactive space, most recently stopped first: re-enqueue each once its space is active.'), stopped));
 
   // Rebuilt only when something changed, so a button is not replaced under
-  // the pointer.
-  let lastJobs = '', lastRevs = '';
-  async function loadJobs() {
-    const items = await api.all('/provisioning-jobs');
-    const sig = JSON.stringify(items.map(j => [j.id, j.version]));
-    if (sig === lastJobs) return;
-    lastJobs = sig;
+  // the pointer. A tick asks one of the jobs, the stopped revisions and the
+  // fleet's counts (a space's status decides a Re-enqueue), in turn.
+  let stoppedPage = null;
+  async function loadJobs(page) {
+    const items = page.next_cursor ? await api.all('/provisioning-jobs') : page.items;
     if (!items.length) { list.replaceChildren(empty('No provisioning job yet: POST /provisioning-jobs creates one.')); return; }
     list.replaceChildren(h('table', { class: 'stack', id: 'job-table' },
       h('thead', null, h('tr', null, ['Cluster', 'State', 'Steps', 'Updated', ''].map(t => h('th', { scope: 'col' }, t)))),
-      h('tbody', null, items.map(j => jobRow(j, ctx, loadJobs)))));
+      h('tbody', null, items.map(j => jobRow(j, ctx, reload)))));
   }
+  let lastRevs = '';
   async function loadRevisions() {
-    const page = (await api.poll(`/revisions?state=stopped&limit=${STOPPED}`)).data;
+    const page = stoppedPage;
+    if (!page) return;
     const revs = page.items;
     const spaces = new Map(), gone = new Map();
     for (const r of revs) {
@@ -47,13 +48,29 @@ export async function jobs(root, _, ctx) {
     if (!revs.length) { stopped.replaceChildren(empty('No stopped revision.')); return; }
     stopped.replaceChildren(h('table', { class: 'stack', id: 'rev-table' },
       h('thead', null, h('tr', null, ['Revision', 'State', 'Attempts', 'Updated', ''].map(t => h('th', { scope: 'col' }, t)))),
-      h('tbody', null, revs.map(r => revisionRow(r, spaces.get(r.space_id), ctx, loadRevisions, gone.get(r.space_id))))),
+      h('tbody', null, revs.map(r => revisionRow(r, spaces.get(r.space_id), ctx, reload, gone.get(r.space_id))))),
       page.next_cursor ? h('p', { class: 'muted' }, `The ${STOPPED} most recently stopped.`) : '');
   }
-  await ctx.every(() => Promise.all([
-    loadJobs().catch(x => list.replaceChildren(errorBox(x, 'The provisioning jobs could not be loaded'))),
-    loadRevisions().catch(x => stopped.replaceChildren(errorBox(x, 'The revisions could not be loaded'))),
-  ]));
+  const tick = rotation(api, [
+    { path: () => '/provisioning-jobs?limit=100', changed: p => loadJobs(p).catch(x => list.replaceChildren(errorBox(x, 'The provisioning jobs could not be loaded'))) },
+    { path: () => `/revisions?state=stopped&limit=${STOPPED}`, changed: p => { stoppedPage = p; return loadRevisions(); } },
+    { path: () => '/space-counts', changed: () => loadRevisions() },
+  ]);
+  // After the user's own action: read everything again at once.
+  async function reload() {
+    const [j, r] = await Promise.all([api.get('/provisioning-jobs?limit=100'), api.get(`/revisions?state=stopped&limit=${STOPPED}`)]);
+    await loadJobs(j);
+    stoppedPage = r;
+    await loadRevisions();
+  }
+  await ctx.every(async () => {
+    try {
+      await tick();
+      refreshAges(root);
+    } catch (x) {
+      stopped.replaceChildren(errorBox(x, 'The revisions could not be loaded'));
+    }
+  });
 }
 
 function jobRow(j, ctx, load) {
@@ -66,7 +83,8 @@ function jobRow(j, ctx, load) {
     });
     return b;
   };
-  if (j.state === 'failed') act.append(button('Retry', () => ctx.api.post(`/provisioning-jobs/${j.id}/retry`), 'Job queued again.'));
+  // Retry only where it can help: the job's failure says whether it can.
+  if (j.state === 'failed' && j.failure && j.failure.retryable) act.append(button('Retry', () => ctx.api.post(`/provisioning-jobs/${j.id}/retry`), 'Job queued again.'));
   if (!['succeeded', 'canceled', 'registering'].includes(j.state)) act.append(button('Cancel', () => ctx.api.del(`/provisioning-jobs/${j.id}`), 'Job canceled.'));
   const steps = h('ol', { class: 'steps' }, j.steps.map(s => h('li', { 'data-step': s.state },
     h('span', { class: `badge s-${JOB[s.state]}` }, s.state), ' ', when(s.at),
@@ -75,7 +93,9 @@ function jobRow(j, ctx, load) {
     h('td', { 'data-label': 'Cluster' }, providerMark(j.provider, false), ' ', j.config.clusterName,
       j.space_id ? h('div', null, h('a', { href: `#/spaces/${j.space_id}` }, 'its space')) : null),
     h('td', { 'data-label': 'State' }, h('span', { class: `badge s-${JOB[j.state]}` }, j.state),
-      j.failure ? h('div', { class: 'reason', role: 'note' }, `${j.failure.reason} at ${j.failure.step}: ${j.failure.message}${j.failure.retryable ? '' : ' (a retry will not help as is)'}`) : null,
+      // The failure's words once: its step already shows them when it carries them.
+      j.failure ? h('div', { class: 'reason', role: 'note' }, `${j.failure.reason} at ${j.failure.step}` +
+        (j.steps.some(s => s.message === j.failure.message) ? '' : `: ${j.failure.message}`) + (j.failure.retryable ? '' : ' (a retry will not help as is)')) : null,
       j.left_in_cloud ? h('div', { class: 'reason' }, j.left_in_cloud) : null),
     h('td', { 'data-label': 'Steps' }, steps),
     h('td', { 'data-label': 'Updated' }, when(j.updated_at)), act);

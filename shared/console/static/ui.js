@@ -70,6 +70,12 @@ export function stamp(ts) {
   return new Date(ts).toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'short' });
 }
 
+// refreshAges moves the "… ago" of every time under root on, with no
+// request: a screen that redraws only on change calls it every tick.
+export function refreshAges(root) {
+  for (const t of root.querySelectorAll('time[datetime]')) t.textContent = ago(t.getAttribute('datetime'));
+}
+
 export function when(ts) {
   return ts ? h('time', { datetime: ts, title: stamp(ts) }, ago(ts)) : 'never';
 }
