@@ -97,7 +97,14 @@ func TestConsoleRevisions(t *testing.T) {
 	}
 	p.shot("11-revision-stopped")
 	p.audit("environment with a stopped revision")
+	// The space is inactive: the push form says a revision would wait.
+	if note := p.text("#push-note"); !strings.Contains(note, "waits for it") {
+		t.Errorf("the push note on an inactive space: %q", note)
+	}
 	p.until("Re-enqueue enabled once the space is active", row+`.dataset.state === 'stopped' && !`+row+`.querySelector('button').disabled`, wait)
+	if cell := p.eval(row + `.lastElementChild.textContent`); cell != "Re-enqueue" {
+		t.Errorf("the enabled Re-enqueue's cell reads %q, want the button alone", cell)
+	}
 	p.run("re-enqueue", chromedp.Click(chromedp.CSS(`#rev-table tbody tr button`)))
 	p.until("the revision claimed again", row+`.dataset.state !== 'stopped'`, wait)
 	p.shot("12-revision-re-enqueued")

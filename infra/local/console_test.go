@@ -463,6 +463,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	p.until("the tombstone on the gated environment", `!!document.querySelector('tr[data-env="checkout"] [data-tombstone="`+eks1+`"]') && document.querySelector('tr[data-env="checkout"] [data-tombstone]').innerText.includes('demo-eks-1')`, wait)
 	p.shot("07-environment-gated")
 	p.audit("environments (gated)")
+	// Its page refuses a push before it is sent, and says why.
+	p.run("open the gated environment", chromedp.Click(chromedp.CSS(`tr[data-env="checkout"] td a`)))
+	p.until("Push disabled with the reason", `!!document.querySelector('#push-form') && document.querySelector('#push-form button[type=submit]').disabled && document.querySelector('#push-note').textContent.includes('re-bind')`, wait)
 	p.visit("open the deregistered space", "#/spaces/"+eks1)
 	p.until("its tombstone", `!!document.querySelector('#tombstone') && document.querySelector('h1').innerText.includes('demo-eks-1')`, wait)
 	if txt := p.text("#tombstone"); !strings.Contains(txt, "deregistered") || !strings.Contains(txt, " by ") {

@@ -106,7 +106,7 @@ function envRow(e, sp, ctx, refresh) {
       ': no new deployment until it is re-bound.'), rebind(e, ctx, refresh));
   } else if (sp && sp.status === 'inactive') {
     state.append(h('div', { class: 'alert warn gate', role: 'status', 'data-gate': 'Space inactive' }, h('strong', null, 'Space inactive'),
-      sp.probe && sp.probe.reason ? ` (${sp.probe.reason})` : '', ': new revisions cannot be pushed until it recovers.'), rebind(e, ctx, refresh));
+      sp.probe && sp.probe.reason ? ` (${sp.probe.reason})` : '', ': a revision pushed now waits for it, and stops if it stays inactive.'), rebind(e, ctx, refresh));
   } else {
     state.append(h('span', { class: 'badge s-active' }, 'ready'));
   }
@@ -153,10 +153,12 @@ export async function environmentDetail(root, [id], ctx) {
   const env = await api.get(`/environments/${id}`);
   const revs = h('div', { id: 'revisions' });
   const manifests = h('textarea', { id: 'manifests', rows: 8, 'data-field': 'manifests', spellcheck: 'false' });
+  let pushBtn, pushNote;
   manifests.value = SAMPLE;
   const err = h('div');
   const push = h('form', { class: 'card', id: 'push-form', 'aria-labelledby': 'push-title' }, h('h2', { id: 'push-title' }, 'Push a revision'),
-    field('Manifests (a JSON array of Kubernetes objects)', manifests), err, h('button', { class: 'primary', type: 'submit' }, 'Push revision'));
+    field('Manifests (a JSON array of Kubernetes objects)', manifests), err, pushNote = h('p', { class: 'muted', id: 'push-note' }),
+    pushBtn = h('button', { class: 'primary', type: 'submit', 'aria-describedby': 'push-note' }, 'Push revision'));
   push.addEventListener('submit', async e => {
     e.preventDefault();
     let list;
@@ -196,6 +198,11 @@ export async function environmentDetail(root, [id], ctx) {
     const sig = JSON.stringify([e.version, [...spaces.values()].map(v => v.sp && [v.sp.status, v.sp.probe && v.sp.probe.reason]), rows.map(x => [x.id, x.version]), revPage.next_cursor ? 1 : 0]);
     if (sig === lastSig) return;
     lastSig = sig;
+    // A gated environment takes no revision (the API answers 409): say so
+    // before the push, not after. An inactive space takes it, to wait.
+    pushBtn.disabled = !!e.gate;
+    pushNote.textContent = e.gate ? `Gated (${e.gate.reason}): re-bind it on the environments page to push again.`
+      : sp && sp.status !== 'active' ? `Its space is ${sp.status}: a revision pushed now waits for it, and stops if it stays ${sp.status}.` : '';
     head.replaceChildren(h('h1', null, e.name),
       h('p', null, 'Bound to ', sp ? [h('a', { href: `#/spaces/${sp.id}` }, sp.name), ' ', badge(sp.status, sp.probe && sp.probe.reason)]
         : gone ? ['the space ', tombstone(gone)] : 'a deregistered space', ', namespace ', h('code', null, e.namespace)),
@@ -233,7 +240,8 @@ export function revisionRow(r, sp, ctx, load, gone) {
       b.disabled = true;
       try { await ctx.api.post(`/revisions/${r.id}/retry`); flash('Revision re-enqueued.'); await load(); } catch (x) { b.disabled = false; act.append(errorBox(x, 'Not re-enqueued')); }
     });
-    act.append(b, ready ? null : h('div', { class: 'muted', id: `why-${r.id}` }, why));
+    act.append(b);
+    if (!ready) act.append(h('div', { class: 'muted', id: `why-${r.id}` }, why));
   }
   return h('tr', { 'data-revision': r.id, 'data-state': r.state },
     h('td', { 'data-label': 'Revision' }, h('code', null, r.id.slice(0, 8))),

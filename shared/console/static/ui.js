@@ -113,7 +113,9 @@ export function errorBox(err, what) {
   if (err && err.status === 0) hint = 'The API could not be reached: check your connection and try again.';
   else if (err && err.status === 503) hint = 'The service or the cloud is briefly unavailable: try again in a moment.';
   else if (err && err.status === 404) hint = 'It may have been deregistered or belong to another org.';
-  else if (err && err.status === 409) hint = 'Reload to see the current state, then try again.';
+  // A conflict's detail says what to do (re-bind, wait until active); the
+  // page itself shows the current state, so no reload is asked for.
+  else if (err && (err.status === 409 || err.status === 412)) hint = p && p.detail ? '' : 'It changed meanwhile: the page shows its current state.';
   return h('div', { class: 'alert error', role: 'alert' },
     h('strong', null, what ? `${what}: ` : ''), (p && (p.detail || p.title)) || (err && err.message) || 'Something went wrong.',
     lines.length ? h('ul', null, lines) : null,
