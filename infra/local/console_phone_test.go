@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
@@ -17,7 +19,9 @@ import (
 // TestConsoleAtPhoneWidth: at 390 px (a phone) no screen scrolls sideways:
 // the page is never wider than the window (where one does, the test names
 // the elements that stick out). And every screen, left open and idle, sends
-// at most one request a refresh tick.
+// at most one request a refresh tick. Then, in dark mode (the system
+// setting), every screen is dark and has no axe violation (contrast
+// included).
 func TestConsoleAtPhoneWidth(t *testing.T) {
 	prefix := fmt.Sprintf("w%s-", uuid.NewString()[:8])
 	st, err := Start(context.Background(), Config{
@@ -56,7 +60,7 @@ func TestConsoleAtPhoneWidth(t *testing.T) {
 	p.run("open the console", chromedp.Navigate(p.base+"/"))
 	p.until("the sign-in form", `!!document.querySelector('#org-input')`, wait)
 	p.run("sign in", chromedp.SetValue(chromedp.CSS("#org-input"), org), chromedp.Click(chromedp.CSS(`form button[type=submit]`)))
-	for _, s := range []struct{ name, hash, ready string }{
+	screens := []struct{ name, hash, ready string }{
 		{"spaces", "#/spaces", `!!document.querySelector('#spaces-table tbody tr')`},
 		{"space", "#/spaces/" + id, `!!document.querySelector('#ns-table')`},
 		{"connect", "#/connect", `!!document.querySelector('#connect-form')`},
@@ -64,7 +68,8 @@ func TestConsoleAtPhoneWidth(t *testing.T) {
 		{"environments", "#/environments", `document.querySelector('main').innerText.includes('phone')`},
 		{"environment", "#/environments/" + env, `document.querySelector('main').innerText.includes('phone')`},
 		{"jobs", "#/jobs", `document.querySelector('main').innerText.includes('phone-eks-with-a-rather-long-name')`},
-	} {
+	}
+	for _, s := range screens {
 		p.visit("open "+s.name, s.hash)
 		p.until(s.name+" at phone width", s.ready, wait)
 		time.Sleep(300 * time.Millisecond) // what loads after the first rows
@@ -95,4 +100,18 @@ func TestConsoleAtPhoneWidth(t *testing.T) {
 			t.Errorf("%s, idle, sent %d requests in %d ticks, want at most one a tick", s.name, r1-r0, ticks)
 		}
 	}
+
+	p.run("dark mode, desktop width", chromedp.EmulateViewport(1280, 900),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+			return err
+		}))
+	for _, s := range screens {
+		p.visit("open "+s.name+" (dark)", s.hash)
+		p.until(s.name+" in dark mode", s.ready+` && getComputedStyle(document.body).backgroundColor === 'rgb(13, 17, 23)'`, wait)
+		time.Sleep(300 * time.Millisecond)
+		p.audit(s.name + " (dark)")
+	}
+	p.shot("dark-jobs")
 }
