@@ -245,6 +245,12 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		st.Functions.Get("ApiFunction").Gateway(handler.Handler()), st.Functions.Get("DiscoveryFunction").Gateway(disc.HTTP))))); err != nil {
 		return nil, fmt.Errorf("api listener: %w", err)
 	}
+	if st.Demo != nil {
+		// The demo's agent calls out to this API.
+		if err := st.Demo.ServeAgents(st.APIURL); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.EmulatorAddr != "" {
 		target, _ := url.Parse(emu.URL)
 		if st.PublicURL, err = st.serve(cfg.EmulatorAddr, httputil.NewSingleHostReverseProxy(target)); err != nil {
