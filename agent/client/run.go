@@ -23,7 +23,7 @@ const (
 	defaultLeaseInterval = 35 * time.Second
 	// Bounds on the cadence Spaces answers, so a wrong answer can neither
 	// spin the agent nor silence it.
-	minLeaseInterval = 5 * time.Second
+	MinLeaseInterval = 5 * time.Second
 	maxLeaseInterval = 10 * time.Minute
 )
 
@@ -223,7 +223,7 @@ func leaseInterval(seconds int) time.Duration {
 	if seconds <= 0 {
 		return defaultLeaseInterval
 	}
-	return min(max(time.Duration(seconds)*time.Second, minLeaseInterval), maxLeaseInterval)
+	return min(max(time.Duration(seconds)*time.Second, MinLeaseInterval), maxLeaseInterval)
 }
 
 // retry calls f until it succeeds, Spaces refuses (ErrRefused), or ctx

@@ -12,6 +12,10 @@
 // cluster per provider (demo-eks-apps, demo-gke-apps, demo-aks-apps) and
 // every cluster the demo's cloud creates: those take revisions. Without
 // the binaries, created clusters are light too (Demo.Real is nil).
+//
+// The real API server also hosts the agent of an agent-mode space
+// (agent.go): InstallAgent, reached through the simulated cloud's console,
+// applies the agent's manifests there and runs the agent in-process.
 package demo
 
 import (
@@ -181,6 +185,13 @@ type Demo struct {
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
+	log  *slog.Logger
+
+	// The agent on the private cluster (agent.go).
+	agentMu  sync.Mutex
+	agentAPI string
+	agent    *agentRun
+	agentDir string
 }
 
 // Start starts the simulated cloud, the clusters and the flapping.
@@ -198,11 +209,13 @@ func Start(opts Options) (*Demo, error) {
 	if opts.CreateDelay <= 0 {
 		opts.CreateDelay = DefaultCreateDelay
 	}
-	sc, err := simcloud.Start(simcloud.Options{OnApply: setups.addSetup, OnCreate: created.addCluster, CreateDelay: opts.CreateDelay})
+	d := &Demo{log: opts.Log}
+	sc, err := simcloud.Start(simcloud.Options{OnApply: setups.addSetup, OnCreate: created.addCluster, CreateDelay: opts.CreateDelay,
+		OnInstallAgent: d.InstallAgent})
 	if err != nil {
 		return nil, fmt.Errorf("simulated cloud: %w", err)
 	}
-	d := &Demo{Cloud: sc}
+	d.Cloud = sc
 	// The customer's role, service account and app exist but trust nobody
 	// yet: each org's setup adds its own trust.
 	if err := sc.SetTrustPolicy(RoleARN, []byte(`{"Version":"2012-10-17","Statement":[]}`)); err != nil {
@@ -389,6 +402,7 @@ func (d *Demo) Close() {
 		d.stop()
 		d.wg.Wait()
 	}
+	d.stopAgent()
 	for _, c := range d.Clusters {
 		if c.Cluster != nil {
 			c.Close()

@@ -78,9 +78,12 @@ func (s *syncBuffer) String() string {
 // bootstrap is spent) → active → deregister → the agent's next call is
 // refused and it stops (ErrRefused: cmd/spaces-agent exits 0).
 //
-// It waits out the real lease: 3 × 35 s + 5 s after the last renewal,
-// plus a 2 s tick, so it takes about two and a half minutes.
+// The lease is shortened to 5 s (Config.LeaseInterval: the one cadence
+// the API tells the agent and the prober judges by; deployed, 35 s), so
+// the lapse takes 3 × 5 s + 5 s grace after the last renewal plus a 2 s
+// tick, not two and a half minutes; the agent logs the cadence it was told.
 func TestAgentThroughPrivateCluster(t *testing.T) {
+	const lease = 5 * time.Second
 	kc := kubetest.Start(t, kubetest.Options{})
 	admin := kubernetes.NewForConfigOrDie(kc.RESTConfig())
 
@@ -89,7 +92,7 @@ func TestAgentThroughPrivateCluster(t *testing.T) {
 		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
 		Names:   func(id string) string { return prefix + id },
 		Log:     slog.New(slog.DiscardHandler),
-		Probing: ProbingConfig{Interval: 2 * time.Second},
+		Probing: ProbingConfig{Interval: 2 * time.Second}, LeaseInterval: lease,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -197,6 +200,9 @@ func TestAgentThroughPrivateCluster(t *testing.T) {
 	if !strings.Contains(logs.String(), "renewed the credential") {
 		t.Fatalf("no credential renewal logged:\n%s", logs.String())
 	}
+	if !strings.Contains(logs.String(), `"interval":"5s"`) {
+		t.Fatalf("the agent was not told the stack's 5 s cadence:\n%s", logs.String())
+	}
 
 	// Stop the agent: the lease lapses; the bound is 3 intervals + grace
 	// after the last renewal, plus the scheduler's tick (here 2 s).
@@ -205,7 +211,7 @@ func TestAgentThroughPrivateCluster(t *testing.T) {
 		t.Fatalf("stopped agent: %v", err)
 	}
 	stopped := time.Now()
-	bound := 3*space.LeaseInterval + space.LeaseGrace + 2*time.Second
+	bound := 3*lease + space.LeaseGrace + 2*time.Second
 	waitFor(space.Inactive, bound+15*time.Second)
 	if _, probe := space1(); probe["reason"] != space.ReasonAgentLeaseExpired {
 		t.Errorf("inactive with %v, want %s", probe["reason"], space.ReasonAgentLeaseExpired)
@@ -236,7 +242,7 @@ func TestAgentThroughPrivateCluster(t *testing.T) {
 		if !errors.Is(err, agent.ErrRefused) {
 			t.Fatalf("after deregistration the agent stopped with %v, want ErrRefused", err)
 		}
-	case <-time.After(space.LeaseInterval + 15*time.Second):
+	case <-time.After(lease + 15*time.Second):
 		t.Fatalf("the agent runs on after its space was deregistered:\n%s", logs.String())
 	}
 
@@ -299,7 +305,7 @@ func TestAgentInstallOrderAndReinstall(t *testing.T) {
 		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
 		Names:   func(id string) string { return prefix + id },
 		Log:     slog.New(slog.DiscardHandler),
-		Probing: ProbingConfig{Interval: 2 * time.Second},
+		Probing: ProbingConfig{Interval: 2 * time.Second}, LeaseInterval: 5 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -385,7 +391,7 @@ func TestAgentInstallOrderAndReinstall(t *testing.T) {
 	if err := os.WriteFile(bootFile, []byte(boot2), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	until("exchange of the new bootstrap", space.LeaseInterval+15*time.Second, func() bool { return stored() == sha(boot2) })
+	until("exchange of the new bootstrap", 5*time.Second+15*time.Second, func() bool { return stored() == sha(boot2) })
 	if n := strings.Count(logs.String(), "exchanged the bootstrap token"); n != 2 {
 		t.Errorf("%d exchanges logged, want 2", n)
 	}

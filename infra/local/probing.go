@@ -66,7 +66,7 @@ func (st *Stack) startProbing(cfg Config) error {
 		return errors.New("the template declares no ProbeQueue")
 	}
 	settings := wiring.ProberSettings{
-		Common:     parts.Common{Table: st.Table, StaleAfter: cfg.StaleAfter},
+		Common:     parts.Common{Table: st.Table, StaleAfter: cfg.StaleAfter, LeaseCadence: space.LeaseCadence(cfg.LeaseInterval)},
 		ProbeQueue: queue.URL, EventBus: st.Resources["EventBus"].Name,
 		Heartbeat: space.DefaultHeartbeat, Interval: pc.Interval,
 	}

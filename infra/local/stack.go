@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"spaces"
+	agent "spaces/agent/client"
 	"spaces/infra/demo"
 	"spaces/infra/emulator"
 	"spaces/infra/lambdarules"
@@ -70,6 +71,10 @@ type Config struct {
 	Demo *demo.Options
 	// Probing configures the scheduler ticker and the probe queue poller.
 	Probing ProbingConfig
+	// LeaseInterval is the agents' lease cadence, told to them and judged
+	// by the prober (default space.LeaseInterval, the deployed one; at
+	// least the agent's floor, agent.MinLeaseInterval). Tests shorten it.
+	LeaseInterval time.Duration
 	// Cascade configures the stream poller that drives the deregistration
 	// cascade.
 	Cascade CascadeConfig
@@ -155,6 +160,9 @@ type Stack struct {
 // Start brings the stack up and returns once every listener is ready.
 func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	cfg.defaults()
+	if cfg.LeaseInterval != 0 && cfg.LeaseInterval < agent.MinLeaseInterval {
+		return nil, fmt.Errorf("LeaseInterval %s is below the agent's floor, %s", cfg.LeaseInterval, agent.MinLeaseInterval)
+	}
 	emu, err := emulator.StartWith(ctx, emulator.Options{Persist: cfg.Persist})
 	if err != nil {
 		return nil, fmt.Errorf("start emulator: %w", err)
@@ -217,7 +225,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	settings := api.Settings{
-		Common:       parts.Common{Table: st.Table, StaleAfter: cfg.StaleAfter},
+		Common:       parts.Common{Table: st.Table, StaleAfter: cfg.StaleAfter, LeaseCadence: space.LeaseCadence(cfg.LeaseInterval)},
 		CursorSecret: "spaces-local:" + verifier.KeyID(),
 		// Registration probes go where the local prober reads, if it runs.
 		RevisionsQueue:    res["RevisionsQueue"].URL,
@@ -244,6 +252,12 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if st.APIURL, err = st.serve(cfg.APIAddr, st.withConsole(cfg, tracehttp.Handler(cfg.Tracing, routeByFunction(
 		st.Functions.Get("ApiFunction").Gateway(handler.Handler()), st.Functions.Get("DiscoveryFunction").Gateway(disc.HTTP))))); err != nil {
 		return nil, fmt.Errorf("api listener: %w", err)
+	}
+	if st.Demo != nil {
+		// The demo's agent calls out to this API.
+		if err := st.Demo.ServeAgents(st.APIURL); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.EmulatorAddr != "" {
 		target, _ := url.Parse(emu.URL)

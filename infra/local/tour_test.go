@@ -23,9 +23,12 @@ import (
 // token`, which make run answers with its development signing key: here a
 // shell function answers the same tokens from the stack's signer. Each
 // paste must register a space that turns active, provision a cluster whose
-// job succeeds and whose space takes a revision, and connect the GCP and
-// Azure demo accounts; the second paste must not trip over the first's
-// Idempotency-Keys, clusters or accounts.
+// job succeeds and whose space takes a revision, connect the GCP and
+// Azure demo accounts, and register an agent-mode space that turns active
+// once the demo's private cluster runs the agent with its bootstrap (the
+// second paste's install restarts the agent with its own); the second
+// paste must not trip over the first's Idempotency-Keys, clusters or
+// accounts.
 func TestReadmeTourPastedTwice(t *testing.T) {
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -86,11 +89,11 @@ func TestReadmeTourPastedTwice(t *testing.T) {
 		t.Fatalf("the tour no longer starts with %q: update this test", apiLine)
 	}
 	script := prelude + strings.Replace(blocks, apiLine, "export API="+st.APIURL, 1) +
-		"\necho \"TOUR space=$SPACE status=$STATUS job=$JOB job_state=$(jq -r .state job.json) new=$NEW env=$ENV rev=$REV rev_state=$REVSTATE\"\n"
+		"\necho \"TOUR space=$SPACE status=$STATUS job=$JOB job_state=$(jq -r .state job.json) new=$NEW env=$ENV rev=$REV rev_state=$REVSTATE agent=$AGENT_SPACE agent_status=$AGENT_STATUS\"\n"
 
 	id := `[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`
 	want := regexp.MustCompile(`(?m)^TOUR space=` + id + ` status=active job=` + id + ` job_state=succeeded new=` + id +
-		` env=` + id + ` rev=` + id + ` rev_state=deployed$`)
+		` env=` + id + ` rev=` + id + ` rev_state=deployed agent=` + id + ` agent_status=active$`)
 	seen := map[string]bool{}
 	for paste := 1; paste <= 2; paste++ {
 		cmd := exec.Command("bash", "-c", script)
@@ -115,7 +118,7 @@ func TestReadmeTourPastedTwice(t *testing.T) {
 			t.Errorf("paste %d: %d accounts of the GCP/Azure block turned ready, want 2:\n%s", paste, n, out)
 		}
 		for _, field := range strings.Fields(line)[1:] {
-			if k, v, _ := strings.Cut(field, "="); k != "status" && k != "job_state" && k != "rev_state" {
+			if k, v, _ := strings.Cut(field, "="); k != "status" && k != "job_state" && k != "rev_state" && k != "agent_status" {
 				if seen[v] {
 					t.Errorf("paste %d reused %s %s of the first paste", paste, k, v)
 				}
@@ -143,8 +146,8 @@ func tourBlocks(t *testing.T, readme string) string {
 		}
 		out = append(out, code)
 	}
-	if len(out) != 3 {
-		t.Fatalf("the tour has %d shell blocks to paste, want 3 (register, provision, GCP/Azure): update this test", len(out))
+	if len(out) != 4 {
+		t.Fatalf("the tour has %d shell blocks to paste, want 4 (register, provision, GCP/Azure, agent): update this test", len(out))
 	}
 	return strings.Join(out, "\n")
 }

@@ -147,3 +147,28 @@ func (c *Cloud) consoleApply(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"applied": string(acct.Provider) + " setup of " + acct.ID})
 }
+
+// consoleInstallAgent plays the customer running agent_bootstrap.install
+// on the demo's private cluster: the body is the space as POST /spaces
+// answered it in agent mode (the token in the body, never in the URL).
+func (c *Cloud) consoleInstallAgent(w http.ResponseWriter, r *http.Request) {
+	if c.opts.OnInstallAgent == nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "this cloud has no cluster to install the agent on"})
+		return
+	}
+	var in struct {
+		ID             string `json:"id"`
+		AgentBootstrap struct {
+			Token string `json:"token"`
+		} `json:"agent_bootstrap"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&in); err != nil || in.AgentBootstrap.Token == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the body must be a space as POST /spaces answered it in agent mode (with agent_bootstrap)"})
+		return
+	}
+	if err := c.opts.OnInstallAgent(r.Context(), in.AgentBootstrap.Token); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"installed": "the agent for space " + in.ID + ", on the demo's real kube-apiserver"})
+}

@@ -160,3 +160,40 @@ func TestConsoleAppliesSetup(t *testing.T) {
 		t.Errorf("after the setup: %v", err)
 	}
 }
+
+// The console's install-agent hands the bootstrap token of an agent-mode
+// registration answer to the cloud's installer (the demo's), and only
+// that: a body without one is 400 and installs nothing; a cloud without an
+// installer says so.
+func TestConsoleInstallsAgent(t *testing.T) {
+	var got []string
+	sc := simcloud.StartForTest(t, simcloud.Options{OnInstallAgent: func(_ context.Context, token string) error {
+		got = append(got, token)
+		return nil
+	}})
+	post := func(sc *simcloud.Cloud, body string) int {
+		res, err := sc.HTTPClient().Post(sc.URL+"/console/install-agent", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for _, bad := range []string{`{"id":"s-1"}`, `{"agent_bootstrap":{"token":""}}`, `not json`} {
+		if code := post(sc, bad); code != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", bad, code)
+		}
+	}
+	if len(got) != 0 {
+		t.Fatalf("a bad body installed %v", got)
+	}
+	if code := post(sc, `{"id":"s-1","agent_bootstrap":{"token":"spb1.s-1.secret","install":"kubectl ..."}}`); code != http.StatusOK {
+		t.Fatalf("a registration answer: %d", code)
+	}
+	if len(got) != 1 || got[0] != "spb1.s-1.secret" {
+		t.Errorf("installed %v, want the answer's token", got)
+	}
+	if code := post(simcloud.StartForTest(t, simcloud.Options{}), `{"agent_bootstrap":{"token":"x"}}`); code != http.StatusNotFound {
+		t.Errorf("a cloud without an installer: %d, want 404", code)
+	}
+}

@@ -31,6 +31,7 @@
 package simcloud
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
@@ -172,6 +173,9 @@ type Options struct {
 	// OnCreate, when set, is told of every cluster the cloud created, and
 	// again when its EKS node group is created (Restore takes it back).
 	OnCreate func(Record)
+	// OnInstallAgent, when set, installs the Spaces agent with a bootstrap
+	// token on the demo's private cluster (the console's install-agent).
+	OnInstallAgent func(ctx context.Context, token string) error
 }
 
 // Cloud is a running simulated cloud. It is safe for concurrent use.
@@ -533,6 +537,8 @@ func (c *Cloud) routes() http.Handler {
 	mux.HandleFunc("GET /subscriptions/{sub}/providers/Microsoft.ContainerService/managedClusters", c.armList)
 	// The customers' side, for the demo: apply an account's setup.
 	mux.HandleFunc("POST /console/apply-setup", c.consoleApply)
+	// ... and run an agent space's install on the demo's private cluster.
+	mux.HandleFunc("POST /console/install-agent", c.consoleInstallAgent)
 	// Kubernetes token review.
 	mux.HandleFunc("POST /tokenreview/{backend}", c.tokenReview)
 	return mux

@@ -110,7 +110,7 @@ func (a *API) agentLease(w http.ResponseWriter, r *http.Request, token string) e
 			logger(r.Context()).WarnContext(r.Context(), "cannot enqueue a lease check", "error", err.Error())
 		}
 	}
-	writeJSON(w, http.StatusOK, "application/json", leaseAnswer{LeaseIntervalSeconds: int(space.LeaseInterval.Seconds())})
+	writeJSON(w, http.StatusOK, "application/json", leaseAnswer{LeaseIntervalSeconds: int(a.Agents.Cadence.Interval().Seconds())})
 	return nil
 }
 

@@ -206,7 +206,7 @@ func TestAgentBootstrapExchangeRenewLease(t *testing.T) {
 	if l.RenewedAt == nil || !l.RenewedAt.Equal(e.now) || l.AgentVersion != "0.1.0" || l.ServerVersion.GitVersion != "v1.37.2" {
 		t.Fatalf("lease stored %+v", l)
 	}
-	if o := space.LeaseOutcome(l, e.now.Add(10*time.Second)); !o.OK() {
+	if o := space.LeaseCadence(0).Outcome(l, e.now.Add(10*time.Second)); !o.OK() {
 		t.Fatalf("a fresh lease reads %+v", o)
 	}
 	// A renewal on time asks for nothing more.

@@ -76,9 +76,12 @@ type Prober struct {
 	Events  Publisher
 	// Leases is read instead of probing for agent spaces, whose API
 	// server Spaces may not reach: no mint, no GET /version; the lease is
-	// the outcome (space.LeaseOutcome). Nil: agent spaces read as
+	// the outcome (space.LeaseCadence.Outcome). Nil: agent spaces read as
 	// AgentNotConnected.
 	Leases Leases
+	// LeaseCadence judges the leases (zero: space.LeaseInterval); the API
+	// tells the agents the same one (wiring: parts.Common).
+	LeaseCadence space.LeaseCadence
 	// Queue receives re-probes; nil disables them.
 	Queue Queue
 	Now   func() time.Time
@@ -290,7 +293,7 @@ func (p *Prober) lease(ctx context.Context, s space.Space) (space.Outcome, error
 			return space.Outcome{}, fmt.Errorf("read lease of %s: %w", s.ID, err)
 		}
 	}
-	return space.LeaseOutcome(l, p.Now()), nil
+	return p.LeaseCadence.Outcome(l, p.Now()), nil
 }
 
 // probe mints credentials and sends GET /version, once more with fresh

@@ -185,22 +185,37 @@ type Lease struct {
 	ServerVersion *ServerVersion
 }
 
-// LeaseOutcome is what the lease says at now, as a probe outcome, so that
+// LeaseCadence is the lease interval in force, the one decision both
+// sides of a lease read: the API tells the agent it, the prober judges
+// renewals by it. The zero value is LeaseInterval, the deployed cadence;
+// only the local stack sets another (its tests shorten it).
+type LeaseCadence time.Duration
+
+// Interval is the cadence as a duration.
+func (c LeaseCadence) Interval() time.Duration {
+	if c <= 0 {
+		return LeaseInterval
+	}
+	return time.Duration(c)
+}
+
+// Outcome is what the lease says at now, as a probe outcome, so that
 // agent spaces move through the same status machine (ApplyProbe,
 // NeedsWrite) as probed ones: a fresh lease is a success carrying the
 // server version the agent reported; a late one a failure whose Missed
 // is the number of whole intervals missed; no lease yet is
 // AgentNotConnected, which never makes a space inactive.
-func LeaseOutcome(l Lease, now time.Time) Outcome {
+func (c LeaseCadence) Outcome(l Lease, now time.Time) Outcome {
 	now = now.UTC()
 	if l.RenewedAt == nil {
 		return Outcome{At: now, Reason: ReasonAgentNotConnected, Message: "the agent has not connected yet"}
 	}
+	interval := c.Interval()
 	late := now.Sub(*l.RenewedAt) - LeaseGrace
-	if late < LeaseInterval {
+	if late < interval {
 		return Outcome{At: now, Version: l.ServerVersion}
 	}
-	return Outcome{At: now, Reason: ReasonAgentLeaseExpired, Missed: int(late / LeaseInterval),
+	return Outcome{At: now, Reason: ReasonAgentLeaseExpired, Missed: int(late / interval),
 		Message: "no lease renewal since " + l.RenewedAt.UTC().Format(time.RFC3339)}
 }
 
@@ -232,6 +247,8 @@ type Agents struct {
 	Store  AgentStore
 	Spaces Store
 	Now    func() time.Time
+	// Cadence is the lease interval told to agents (zero: LeaseInterval).
+	Cadence LeaseCadence
 }
 
 // IssueBootstrap hands out a new one-time bootstrap for one of org's live
@@ -272,7 +289,7 @@ func (a *Agents) Exchange(ctx context.Context, raw string) (AgentCredential, err
 	if _, err := a.Store.ExchangeBootstrap(ctx, t.SpaceID, t.Hash(), cred.Hash(), exp, now); err != nil {
 		return AgentCredential{}, err
 	}
-	return answer(cred, exp), nil
+	return a.answer(cred, exp), nil
 }
 
 // Renew trades a valid credential for a fresh one.
@@ -287,12 +304,12 @@ func (a *Agents) Renew(ctx context.Context, raw string) (AgentCredential, error)
 	if _, err := a.Store.RenewCredential(ctx, t.SpaceID, t.Hash(), cred.Hash(), exp, now); err != nil {
 		return AgentCredential{}, err
 	}
-	return answer(cred, exp), nil
+	return a.answer(cred, exp), nil
 }
 
-func answer(cred AgentToken, exp time.Time) AgentCredential {
+func (a *Agents) answer(cred AgentToken, exp time.Time) AgentCredential {
 	return AgentCredential{Credential: cred.Raw, ExpiresAt: exp, SpaceID: cred.SpaceID,
-		LeaseIntervalSeconds: int(LeaseInterval / time.Second)}
+		LeaseIntervalSeconds: int(a.Cadence.Interval() / time.Second)}
 }
 
 // Renewed is a stored lease renewal: the space's org and whether the lease
@@ -323,7 +340,7 @@ func (a *Agents) RenewLease(ctx context.Context, raw, spaceID string, r LeaseRep
 	if err != nil {
 		return Renewed{}, err
 	}
-	lapsed := before == nil || LeaseOutcome(Lease{RenewedAt: before}, now).Reason != ""
+	lapsed := before == nil || a.Cadence.Outcome(Lease{RenewedAt: before}, now).Reason != ""
 	return Renewed{OrgID: org, Lapsed: lapsed}, nil
 }
 

@@ -47,7 +47,7 @@ func TestLeaseStateMachine(t *testing.T) {
 			r := at(*st.renewed)
 			l.RenewedAt = &r
 		}
-		next, _ := ApplyProbe(s, LeaseOutcome(l, at(st.check)))
+		next, _ := ApplyProbe(s, LeaseCadence(0).Outcome(l, at(st.check)))
 		if next.Status != st.status || next.Probe.Reason != st.reason || next.Probe.ConsecutiveFailures != st.failures {
 			t.Fatalf("step %d: got %s %q failures=%d, want %s %q %d", i, next.Status, next.Probe.Reason, next.Probe.ConsecutiveFailures, st.status, st.reason, st.failures)
 		}
@@ -69,7 +69,7 @@ func TestAgentBlipIsNotInactive(t *testing.T) {
 	last := t0
 	// The renewal due at t0+35s is lost; the retries resume at +55 s.
 	for check := time.Duration(0); check < 55*time.Second; check += time.Second {
-		o := LeaseOutcome(Lease{RenewedAt: &last}, t0.Add(check))
+		o := LeaseCadence(0).Outcome(Lease{RenewedAt: &last}, t0.Add(check))
 		if o.Missed >= FailureThreshold || (o.Missed > 1) {
 			t.Fatalf("at +%s: %d missed intervals", check, o.Missed)
 		}
@@ -147,5 +147,30 @@ func TestRegisterConnectivity(t *testing.T) {
 	var e *Error
 	if !asError(err, &e) || len(e.Fields) != 1 || e.Fields[0].Field != "connectivity" {
 		t.Fatalf("%v", err)
+	}
+}
+
+// TestLeaseCadence: the zero cadence is the deployed LeaseInterval; a
+// shorter one (the local stack's) counts missed intervals by itself, with
+// the same grace.
+func TestLeaseCadence(t *testing.T) {
+	if LeaseCadence(0).Interval() != 35*time.Second || LeaseInterval != 35*time.Second {
+		t.Fatalf("the deployed cadence is %s", LeaseCadence(0).Interval())
+	}
+	last, c := t0, LeaseCadence(5*time.Second)
+	for _, st := range []struct {
+		after  time.Duration
+		missed int
+		ok     bool
+	}{
+		{9 * time.Second, 0, true}, {10 * time.Second, 1, false}, {19 * time.Second, 2, false}, {20 * time.Second, 3, false},
+	} {
+		o := c.Outcome(Lease{RenewedAt: &last}, t0.Add(st.after))
+		if o.OK() != st.ok || o.Missed != st.missed {
+			t.Errorf("5 s cadence, +%s: ok %v, %d missed; want %v, %d", st.after, o.OK(), o.Missed, st.ok, st.missed)
+		}
+	}
+	if o := LeaseCadence(0).Outcome(Lease{RenewedAt: &last}, t0.Add(20*time.Second)); !o.OK() {
+		t.Errorf("the deployed cadence judges +20 s late: %+v", o)
 	}
 }

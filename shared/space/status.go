@@ -42,7 +42,7 @@ type Outcome struct {
 	Message string
 	Latency time.Duration
 	Version *ServerVersion
-	// Missed, for an agent's lease (LeaseOutcome), is how many lease
+	// Missed, for an agent's lease (LeaseCadence.Outcome), is how many lease
 	// intervals went by without a renewal: the failure count is that,
 	// not the number of checks, so checking more often never makes a
 	// space inactive sooner.

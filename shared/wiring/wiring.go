@@ -109,6 +109,7 @@ func Prober(a parts.AWS, s ProberSettings, minter kubecred.Minter, checker probi
 		Store: store, Leases: store, Minter: minter, Checker: checker,
 		Events: publisher(a, s.EventBus), Queue: parts.ProbeQueue{Q: a.Queue(s.ProbeQueue)},
 		Heartbeat: s.Heartbeat, StaleAfter: s.StaleAfter, Metrics: &metrics.Emitter{Log: log, Namespace: s.MetricsNamespace}, Log: log,
+		LeaseCadence: s.LeaseCadence,
 		MinGap:       min(probing.DefaultMinGap, s.Interval/3),
 		ReprobeDelay: min(probing.DefaultReprobeDelay, s.Interval/5),
 	})

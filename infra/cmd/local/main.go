@@ -198,6 +198,9 @@ Stop with Ctrl-C.
 	if st.Demo.Real != nil {
 		fmt.Fprintf(&b, "\nClusters the simulated cloud creates come up after %s (EKS: twice, control plane then nodes),\n"+
 			"on the real kube-apiserver: they take revisions.\n", cfg.Demo.CreateDelay)
+		b.WriteString("Agent mode: register demo-eks-apps with \"connectivity\":\"agent\" and POST the answer to\n" +
+			"$SIMCLOUD/console/install-agent: the demo installs the agent on the real kube-apiserver and runs it\n" +
+			"in this process (README, \"A private cluster, through the agent\").\n")
 	} else {
 		fmt.Fprintf(&b, "\nNo demo cluster takes revisions: %s.\n"+
 			"Clusters the simulated cloud creates are light too. Build the real API server once, then restart.\n", st.Demo.RealMissing)

@@ -5,7 +5,7 @@
 // setup text): a change to how accounts connect (for example an AWS external
 // id that Spaces generates, or a pending/ready state) changes this table and
 // the few lines that read it.
-import { h, providerMark, errorBox, field, empty, flash, showFieldErrors, when, validate, patterned, PROVIDERS } from './ui.js';
+import { h, providerMark, errorBox, field, empty, flash, showFieldErrors, when, validate, patterned, PROVIDERS, bootstraps } from './ui.js';
 import { qs } from './api.js';
 
 const CONNECTIONS = {
@@ -179,6 +179,15 @@ export async function clusterPicker(root, [id], ctx) {
   }
   const out = h('div', { id: 'clusters' });
   const err = h('div');
+  // How Spaces reaches the cluster: it calls the API server (direct), or an
+  // agent in the cluster calls out (a private API server).
+  let connectivity = 'direct';
+  const modes = h('fieldset', { class: 'row', id: 'connectivity' }, h('legend', null, 'How Spaces reaches the cluster'),
+    [['direct', 'Direct: Spaces calls its API server'], ['agent', 'Through an agent: the API server is private; an agent in the cluster connects out']].map(([m, label]) => {
+      const r = h('input', { type: 'radio', name: 'connectivity', id: `conn-mode-${m}`, value: m, checked: m === connectivity });
+      r.addEventListener('change', () => { connectivity = m; });
+      return h('label', { for: `conn-mode-${m}`, class: 'row' }, r, label);
+    }));
   const head = [h('p', null, h('a', { href: '#/connect' }, '← Cloud accounts')),
     h('h1', null, providerMark(a.provider, false), `Pick a cluster in ${a.name}`), h('p', { class: 'muted' }, identity(a))];
 
@@ -207,9 +216,13 @@ export async function clusterPicker(root, [id], ctx) {
             b.disabled = true;
             try {
               // A fresh key per click: a retried request cannot register twice.
-              const sp = await api.post('/spaces', { provider: a.provider, space_type: 'kubernetes', cloud_account_id: id, config: c.config },
-                { 'Idempotency-Key': `console-${crypto.randomUUID()}` });
-              flash(`${sp.name} registered: it is probed now.`);
+              const body = { provider: a.provider, space_type: 'kubernetes', cloud_account_id: id, config: c.config };
+              if (connectivity === 'agent') body.connectivity = 'agent';
+              const sp = await api.post('/spaces', body, { 'Idempotency-Key': `console-${crypto.randomUUID()}` });
+              if (sp.agent_bootstrap) {
+                bootstraps.set(sp.id, sp.agent_bootstrap);
+                flash(`${sp.name} registered: install its agent to connect it.`);
+              } else flash(`${sp.name} registered: it is probed now.`);
               ctx.go(`#/spaces/${sp.id}`);
             } catch (x) {
               b.disabled = false;
@@ -230,10 +243,10 @@ export async function clusterPicker(root, [id], ctx) {
     const form = h('form', { class: 'row', id: 'region-form', 'aria-label': 'Region' }, field('AWS region', reg, 'EKS lists clusters per region.'),
       h('datalist', { id: 'aws-regions' }, AWS_REGIONS.map(r => h('option', { value: r }))), h('button', { type: 'submit' }, 'Show clusters'));
     form.addEventListener('submit', e => { e.preventDefault(); localStorage.setItem('spaces.region', reg.value.trim()); load(reg.value.trim()); });
-    root.replaceChildren(...head, h('div', { class: 'card' }, form, err, out));
+    root.replaceChildren(...head, h('div', { class: 'card' }, form, modes, err, out));
     if (saved) await load(saved); else out.replaceChildren(h('p', { class: 'muted' }, 'Choose a region to list its clusters.'));
   } else {
-    root.replaceChildren(...head, h('div', { class: 'card' }, err, out));
+    root.replaceChildren(...head, h('div', { class: 'card' }, modes, err, out));
     await load('');
   }
 }

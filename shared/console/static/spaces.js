@@ -1,7 +1,7 @@
 // Spaces: the fleet list (counts, filters, cursor paging, polling with
 // ETags) and one space's detail (identity, probe, history chart,
 // namespaces, bindings, deregistration).
-import { h, badge, providerMark, when, stamp, ago, region, errorBox, field, empty, flash, showFieldErrors, validate, patterned, tombstoneOf, PATTERNS, PROVIDERS } from './ui.js';
+import { h, badge, providerMark, when, stamp, ago, region, errorBox, field, empty, flash, showFieldErrors, validate, patterned, tombstoneOf, PATTERNS, PROVIDERS, bootstraps } from './ui.js';
 import { qs } from './api.js';
 import { RANGES, segments, chart } from './chart.js';
 
@@ -137,7 +137,7 @@ export async function spacesList(root, _, ctx) {
         h('td', { 'data-label': 'Name' }, h('a', { href: `#/spaces/${sp.id}` }, sp.name), sp.synthetic ? h('span', { class: 'reason' }, 'synthetic') : null),
         h('td', { 'data-label': 'Provider' }, providerMark(sp.provider)),
         h('td', { 'data-label': 'Region' }, region(sp)),
-        h('td', { 'data-label': 'Status' }, badge(sp.status, sp.probe && sp.probe.reason)),
+        h('td', { 'data-label': 'Status' }, badge(sp.status, sp.probe && sp.probe.reason, sp.connectivity)),
         h('td', { 'data-label': 'Last probed' }, when(sp.probe && sp.probe.last_probe_at)),
         h('td', { 'data-label': 'Version' }, (sp.probe && sp.probe.server_version && sp.probe.server_version.gitVersion) || '—'))));
       if (body.firstChild !== table) body.replaceChildren(table);
@@ -202,8 +202,9 @@ export async function spaceDetail(root, [id], ctx) {
   const history = h('div', { class: 'card', id: 'history' });
   const namespaces = h('div', { class: 'card', id: 'namespaces' });
   const bindings = h('div', { class: 'card', id: 'bindings' });
+  const agent = h('section', { class: 'card', id: 'agent', 'aria-labelledby': 'agent-title', hidden: true });
   const error = h('div');
-  root.replaceChildren(head, error, h('div', { class: 'grid' }, identity, probe), history, h('div', { class: 'grid' }, namespaces, bindings));
+  root.replaceChildren(head, error, agent, h('div', { class: 'grid' }, identity, probe), history, h('div', { class: 'grid' }, namespaces, bindings));
 
   let envs = [], policies = [];
   let accountName = '';          // the account's name, once read
@@ -220,12 +221,14 @@ export async function spaceDetail(root, [id], ctx) {
     h('h1', null, providerMark(sp.provider, false), sp.name, headBadge, h('span', { class: 'spacer' }), deregBtn), headMsg);
 
   function renderHead() {
-    headBadge.replaceChildren(badge(sp.status, sp.probe && sp.probe.reason));
+    headBadge.replaceChildren(badge(sp.status, sp.probe && sp.probe.reason, sp.connectivity));
+    renderAgent();
     headMsg.replaceChildren();
     if (sp.status !== 'active' && sp.probe && sp.probe.message) headMsg.append(h('div', { class: 'alert warn' }, sp.probe.message));
     const cfg = Object.entries(sp.config).map(([k, v]) => [k, v]);
     identity.replaceChildren(h('h2', null, 'Identity'), h('dl', { class: 'kv' },
-      kv('Provider', PROVIDERS[sp.provider]), kv('Type', sp.space_type), ...cfg.map(([k, v]) => kv(k, h('code', null, v))),
+      kv('Provider', PROVIDERS[sp.provider]), kv('Type', sp.space_type),
+      kv('Connectivity', sp.connectivity === 'agent' ? 'agent (the agent in the cluster connects out)' : 'direct (Spaces calls the API server)'), ...cfg.map(([k, v]) => kv(k, h('code', null, v))),
       kv('Cloud account', h('a', { href: `#/accounts/${sp.cloud_account_id}/clusters`, id: 'space-account' }, accountName || sp.cloud_account_id)),
       kv('Synthetic', sp.synthetic ? 'yes' : 'no'), kv('Registered', when(sp.created_at)), kv('Space id', h('code', null, sp.id))));
     const p = sp.probe || {};
@@ -235,6 +238,47 @@ export async function spaceDetail(root, [id], ctx) {
       kv('Consecutive failures', String(p.consecutive_failures)),
       kv('Server version', p.server_version ? `${p.server_version.gitVersion} (${p.server_version.platform})` : '—'),
       p.message ? kv('Message', p.message) : null));
+  }
+
+  // The agent: the install command, shown once (the token it carries is
+  // kept in this page's memory only), and the wait for its first lease.
+  let boot = bootstraps.get(id);
+  bootstraps.delete(id);
+  const agentState = h('p', { id: 'agent-state', role: 'status' });
+  const install = h('div', { id: 'agent-install' });
+  function renderInstall() {
+    if (!boot) {
+      const again = h('button', { type: 'button', id: 'agent-reissue' }, 'Issue a new install command');
+      const err = h('div');
+      again.addEventListener('click', async () => {
+        again.disabled = true;
+        try { boot = await api.post(`/spaces/${id}/agent-bootstrap`); renderInstall(); } catch (x) { again.disabled = false; err.replaceChildren(errorBox(x, 'No new install command was issued')); }
+      });
+      install.replaceChildren(h('p', { class: 'muted' }, 'The install command is shown once, when it is issued. A new one replaces an unused one; an installed agent keeps its credential.'), err, h('p', null, again));
+      return;
+    }
+    const cmd = h('pre', { class: 'copy', id: 'install-command', tabindex: '0', 'aria-label': 'Command that installs the agent' }, boot.install);
+    const copy = h('button', { type: 'button', id: 'install-copy' }, 'Copy the install command');
+    copy.addEventListener('click', async () => {
+      try { await navigator.clipboard.writeText(boot.install); flash('Install command copied.'); } catch { flash('Copying was refused: select the text and copy it.', 'warn'); }
+    });
+    install.replaceChildren(
+      h('p', null, 'Run this where kubectl reaches the cluster, with the agent’s manifests ', h('code', null, 'spaces-agent.yaml'), ' (', h('code', null, 'make agent-image'), ' renders them) in the current folder.'),
+      cmd, h('p', null, copy),
+      h('p', { class: 'muted', id: 'install-note' }, `Its token works once, until ${stamp(boot.expires_at)}. It is shown only now: leaving this page forgets it.`));
+  }
+  function renderAgent() {
+    agent.hidden = sp.connectivity !== 'agent';
+    if (agent.hidden) return;
+    if (!agent.firstChild) {
+      agent.append(h('h2', { id: 'agent-title' }, 'Agent'), agentState, install);
+      renderInstall();
+    }
+    const reason = sp.probe && sp.probe.reason;
+    agentState.dataset.state = sp.status;
+    agentState.textContent = sp.status === 'active' ? 'Connected: the agent renews its lease.'
+      : reason === 'AgentNotConnected' ? 'Waiting for the agent’s first connection…'
+      : `The agent’s lease is not renewed (${reason || sp.status}).`;
   }
 
   async function loadHistory() {
@@ -296,6 +340,11 @@ export async function spaceDetail(root, [id], ctx) {
   namespaces.replaceChildren(h('h2', null, 'Namespaces'), nsBody, nsForm);
 
   async function loadNamespaces() {
+    if (sp.connectivity === 'agent') {
+      namespaces.replaceChildren(h('h2', null, 'Namespaces'),
+        h('p', { class: 'muted', id: 'ns-agent' }, 'Namespaces through the agent are not served yet: Spaces does not call this cluster.'));
+      return;
+    }
     try {
       const list = await api.get(`/space-discovery/${id}/namespaces`);
       nsBody.replaceChildren(list.items.length ? h('table', { id: 'ns-table' }, h('thead', null, h('tr', null, ['Name', 'Phase', 'Labels'].map(t => h('th', { scope: 'col' }, t)))),

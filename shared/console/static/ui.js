@@ -50,11 +50,17 @@ export function providerMark(p, withName = true) {
   return h('span', { class: 'mark', title: PROVIDERS[p] || p }, art, withName ? (PROVIDERS[p] || p) : h('span', { class: 'sr' }, PROVIDERS[p] || p));
 }
 
-export function badge(status, reason) {
+export function badge(status, reason, connectivity) {
   return h('span', { class: 'status-cell' },
     h('span', { class: `badge s-${status}`, 'data-status': status }, status),
-    reason ? h('span', { class: 'reason', 'data-reason': reason }, reason) : null);
+    reason ? h('span', { class: 'reason', 'data-reason': reason }, reason) : null,
+    connectivity ? h('span', { class: 'reason', 'data-connectivity': connectivity }, connectivity === 'agent' ? 'via agent' : 'direct') : null);
 }
+
+// bootstraps hands an agent space's install command from the page that
+// registered it to the space's page, in memory only: the token it carries
+// is shown once and never stored (no localStorage, no URL).
+export const bootstraps = new Map();
 
 export function ago(ts, now = Date.now()) {
   if (!ts) return 'never';

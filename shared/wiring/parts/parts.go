@@ -44,6 +44,10 @@ func (a AWS) Queue(url string) *sqsqueue.Queue {
 type Common struct {
 	Table      string
 	StaleAfter time.Duration
+	// LeaseCadence is the agents' lease interval, read by the API (told to
+	// agents) and the prober (judged): never from the environment, so the
+	// deployed cadence is space.LeaseInterval; the local stack sets it.
+	LeaseCadence space.LeaseCadence
 }
 
 // ReadCommon reads TABLE_NAME and STALE_AFTER.
