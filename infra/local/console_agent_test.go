@@ -1,9 +1,6 @@
 package local
 
 import (
-	"context"
-	"fmt"
-	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
@@ -28,19 +25,11 @@ import (
 // and the page show the connectivity beside the status. Every new screen
 // passes axe-core.
 func TestConsoleAgentMode(t *testing.T) {
-	prefix := fmt.Sprintf("g%s-", uuid.NewString()[:8])
-	st, err := Start(context.Background(), Config{
-		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
-		Log:            slog.New(slog.DiscardHandler),
-		Names:          func(id string) string { return prefix + id },
+	st := startWith(t, Config{
 		Demo:           &demo.Options{},
 		Probing:        ProbingConfig{Interval: time.Second},
 		ConsoleRefresh: time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	if st.Demo.Real == nil {
 		t.Fatalf("the demo has no real API server for the agent: %s", st.Demo.RealMissing)
 	}
@@ -58,9 +47,7 @@ func TestConsoleAgentMode(t *testing.T) {
 	proxy := newConsoleProxy(t, st, nil)
 	p := &page{t: t, ctx: browser(t), base: proxy.srv.URL, shots: screenshotDir(t)}
 	const wait = time.Minute
-	p.run("open the console", chromedp.Navigate(p.base+"/"))
-	p.until("the sign-in form", `!!document.querySelector('#org-input')`, wait)
-	p.run("sign in", chromedp.SetValue(chromedp.CSS("#org-input"), org), chromedp.Click(chromedp.CSS(`form button[type=submit]`)))
+	p.signIn(org)
 	p.until("the spaces list", `document.querySelector('main').innerText.includes('No space is registered yet')`, wait)
 
 	// The picker offers the connectivity; choose the agent.

@@ -1,9 +1,7 @@
 package local
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -25,19 +23,11 @@ import (
 // a refresh; a failed namespaces listing offers a retry and is asked again
 // by itself; absolute times name their zone.
 func TestConsoleScreenBugs(t *testing.T) {
-	prefix := fmt.Sprintf("g%s-", uuid.NewString()[:8])
-	st, err := Start(context.Background(), Config{
-		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
-		Log:            slog.New(slog.DiscardHandler),
-		Names:          func(id string) string { return prefix + id },
+	st := startWith(t, Config{
 		Demo:           &demo.Options{},
 		Probing:        ProbingConfig{Disabled: true},
 		ConsoleRefresh: time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	org := "org-" + uuid.NewString()[:8]
 	c := newClient(t, st, org)
 	internal := newClient(t, st, org, "spaces:internal")

@@ -1,9 +1,7 @@
 package local
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -20,18 +18,10 @@ import (
 // the URL; the page is in the URL, so a reload keeps it and Back returns to
 // the page before; an idle tab sends at most one request a tick.
 func TestConsoleFleetView(t *testing.T) {
-	prefix := fmt.Sprintf("f%s-", uuid.NewString()[:8])
-	st, err := Start(context.Background(), Config{
-		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
-		Log:            slog.New(slog.DiscardHandler),
-		Names:          func(id string) string { return prefix + id },
+	st := startWith(t, Config{
 		Probing:        ProbingConfig{Disabled: true},
 		ConsoleRefresh: time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	org := "org-" + uuid.NewString()[:8]
 	c := newClient(t, st, org)
 	internal := newClient(t, st, org, "spaces:internal")
@@ -77,9 +67,7 @@ func TestConsoleFleetView(t *testing.T) {
 		return fmt.Sprintf(`document.querySelectorAll('#spaces-table tbody tr').length === %d`, n)
 	}
 	first := `(document.querySelector('#spaces-table tbody tr') || {dataset: {}}).dataset.name`
-	p.run("open the console", chromedp.Navigate(p.base+"/"))
-	p.until("the sign-in form", `!!document.querySelector('#org-input')`, wait)
-	p.run("sign in", chromedp.SetValue(chromedp.CSS("#org-input"), org), chromedp.Click(chromedp.CSS(`form button[type=submit]`)))
+	p.signIn(org)
 	p.until("the first page and the counts", rows(50)+` && document.querySelector('#range').textContent === '1–50 of 120'`, wait)
 	for k, want := range map[string]string{"total": "120", "active": "3", "inactive": "5", "unknown": "112"} {
 		if got := p.text(fmt.Sprintf(`[data-count="%s"] b`, k)); got != want {

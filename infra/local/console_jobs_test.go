@@ -1,9 +1,6 @@
 package local
 
 import (
-	"context"
-	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -20,20 +17,12 @@ import (
 // revisions card sits beside them.
 func TestConsoleProvisioningJobs(t *testing.T) {
 	creator := &fakeCreator{polls: 1, refuse: "QuotaExceeded: no vCPU left in eu-central-1"}
-	prefix := fmt.Sprintf("c%s-", uuid.NewString()[:8])
-	st, err := Start(context.Background(), Config{
-		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
-		Log:            slog.New(slog.DiscardHandler),
-		Names:          func(id string) string { return prefix + id },
+	st := startWith(t, Config{
 		Probing:        ProbingConfig{Disabled: true},
 		Revisions:      RevisionsConfig{Disabled: true},
 		Provisioning:   ProvisioningConfig{Creator: creator, PollInterval: time.Second, Wait: time.Second},
 		ConsoleRefresh: time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	org := "org-" + uuid.NewString()[:8]
 	c := newClient(t, st, org)
 	acct := c.account("aws")
@@ -48,9 +37,7 @@ func TestConsoleProvisioningJobs(t *testing.T) {
 	proxy := newConsoleProxy(t, st, nil)
 	p := &page{t: t, ctx: browser(t), base: proxy.srv.URL, shots: screenshotDir(t)}
 	const wait = time.Minute
-	p.run("open the console", chromedp.Navigate(p.base+"/"))
-	p.until("the sign-in form", `!!document.querySelector('#org-input')`, wait)
-	p.run("sign in", chromedp.SetValue(chromedp.CSS("#org-input"), org), chromedp.Click(chromedp.CSS(`form button[type=submit]`)))
+	p.signIn(org)
 	p.until("the spaces list", `!!document.querySelector('#spaces-table') || !!document.querySelector('.empty')`, wait)
 	p.visit("open the provisioning jobs", "#/jobs")
 	row := func(id string) string { return `document.querySelector('#job-table tr[data-job="` + id + `"]')` }

@@ -2,8 +2,6 @@ package local
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -23,19 +21,11 @@ import (
 // setting), every screen is dark and has no axe violation (contrast
 // included).
 func TestConsoleAtPhoneWidth(t *testing.T) {
-	prefix := fmt.Sprintf("w%s-", uuid.NewString()[:8])
-	st, err := Start(context.Background(), Config{
-		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
-		Log:            slog.New(slog.DiscardHandler),
-		Names:          func(id string) string { return prefix + id },
+	st := startWith(t, Config{
 		Demo:           &demo.Options{},
 		Probing:        ProbingConfig{Interval: 2 * time.Second},
 		ConsoleRefresh: time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	org := "org-" + uuid.NewString()[:8]
 	c := newClient(t, st, org)
 	acct := c.connect(st.Demo.Cloud, space.AWS, demo.Connection(space.AWS))
@@ -57,9 +47,7 @@ func TestConsoleAtPhoneWidth(t *testing.T) {
 	p := &page{t: t, ctx: browser(t), base: proxy.srv.URL, shots: screenshotDir(t)}
 	const wait = time.Minute
 	p.run("phone width", chromedp.EmulateViewport(390, 844))
-	p.run("open the console", chromedp.Navigate(p.base+"/"))
-	p.until("the sign-in form", `!!document.querySelector('#org-input')`, wait)
-	p.run("sign in", chromedp.SetValue(chromedp.CSS("#org-input"), org), chromedp.Click(chromedp.CSS(`form button[type=submit]`)))
+	p.signIn(org)
 	screens := []struct{ name, hash, ready string }{
 		{"spaces", "#/spaces", `!!document.querySelector('#spaces-table tbody tr')`},
 		{"space", "#/spaces/" + id, `!!document.querySelector('#ns-table')`},

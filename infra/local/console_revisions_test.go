@@ -1,9 +1,7 @@
 package local
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -22,21 +20,13 @@ import (
 // the API) is listed beside the browser's, and both stopped ones are on the
 // Jobs page's "Stopped revisions".
 func TestConsoleRevisions(t *testing.T) {
-	prefix := fmt.Sprintf("r%s-", uuid.NewString()[:8])
-	st, err := Start(context.Background(), Config{
-		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
-		Log:   slog.New(slog.DiscardHandler),
-		Names: func(id string) string { return prefix + id },
+	st := startWith(t, Config{
 		// Down long enough for three failed probes and three claims.
 		Demo:           &demo.Options{FlapUp: 8 * time.Second, FlapDown: 30 * time.Second},
 		Probing:        ProbingConfig{Interval: time.Second},
 		Revisions:      RevisionsConfig{Backoff: time.Second, Wait: time.Second},
 		ConsoleRefresh: time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	org := "org-" + uuid.NewString()[:8]
 	c := newClient(t, st, org)
 	var flapping demo.Spec
@@ -62,9 +52,7 @@ func TestConsoleRevisions(t *testing.T) {
 	proxy := newConsoleProxy(t, st, nil)
 	p := &page{t: t, ctx: browser(t), base: proxy.srv.URL, shots: screenshotDir(t)}
 	const wait = time.Minute
-	p.run("open the console", chromedp.Navigate(p.base+"/"))
-	p.until("the sign-in form", `!!document.querySelector('#org-input')`, wait)
-	p.run("sign in", chromedp.SetValue(chromedp.CSS("#org-input"), org), chromedp.Click(chromedp.CSS(`form button[type=submit]`)))
+	p.signIn(org)
 	p.until("the spaces list", `!!document.querySelector('#spaces-table')`, wait)
 	// A teammate pushes first, from elsewhere.
 	teammate := c.must(202, c.do("POST", "/environments/"+envID+"/revisions", map[string]any{"manifests": []any{

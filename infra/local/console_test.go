@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -322,21 +321,13 @@ func screenshotDir(t testing.TB) string {
 // none of it. Every API request the console makes is checked against
 // openapi.yaml by the proxy in front of the stack.
 func TestConsoleInBrowser(t *testing.T) {
-	prefix := fmt.Sprintf("c%s-", uuid.NewString()[:8])
-	st, err := Start(context.Background(), Config{
-		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
-		Log:   slog.New(slog.DiscardHandler),
-		Names: func(id string) string { return prefix + id },
+	st := startWith(t, Config{
 		// The flapping cluster stays up long enough to be seen active and
 		// down long enough for three failed probes a second apart.
 		Demo:           &demo.Options{FlapUp: 8 * time.Second, FlapDown: 12 * time.Second},
 		Probing:        ProbingConfig{Interval: time.Second},
 		ConsoleRefresh: time.Second,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	proxy := newConsoleProxy(t, st, nil)
 	p := &page{t: t, ctx: browser(t), base: proxy.srv.URL, shots: screenshotDir(t)}
 	org := "org-" + uuid.NewString()[:8]
@@ -548,4 +539,13 @@ func containsString(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// signIn opens the console and signs in as org with the development
+// sign-in.
+func (p *page) signIn(org string) {
+	p.t.Helper()
+	p.run("open the console", chromedp.Navigate(p.base+"/"))
+	p.until("the sign-in form", `!!document.querySelector('#org-input')`, time.Minute)
+	p.run("sign in", chromedp.SetValue(chromedp.CSS("#org-input"), org), chromedp.Click(chromedp.CSS(`form button[type=submit]`)))
 }

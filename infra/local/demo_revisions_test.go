@@ -1,9 +1,7 @@
 package local
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -25,19 +23,11 @@ import (
 // on the API server). A job the cloud refuses fails with the cloud's words
 // and leaves nothing behind.
 func TestDemoClustersTakeRevisions(t *testing.T) {
-	prefix := fmt.Sprintf("v%s-", uuid.NewString()[:8])
-	st, err := Start(context.Background(), Config{
-		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
-		Log:          slog.New(slog.DiscardHandler),
-		Names:        func(id string) string { return prefix + id },
+	st := startWith(t, Config{
 		Demo:         &demo.Options{CreateDelay: 2 * time.Second},
 		Probing:      ProbingConfig{Interval: 2 * time.Second},
 		Provisioning: ProvisioningConfig{PollInterval: time.Second, Wait: time.Second},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	if st.Demo.Real == nil {
 		t.Fatalf("the demo has no real API server: %s", st.Demo.RealMissing)
 	}

@@ -1,9 +1,6 @@
 package local
 
 import (
-	"context"
-	"fmt"
-	"log/slog"
 	"net/url"
 	"slices"
 	"sort"
@@ -20,18 +17,10 @@ import (
 // interval.
 func startDemoStack(t *testing.T) *Stack {
 	t.Helper()
-	prefix := fmt.Sprintf("d%s-", uuid.NewString()[:8])
-	st, err := Start(context.Background(), Config{
-		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
-		Log:     slog.New(slog.DiscardHandler),
-		Names:   func(id string) string { return prefix + id },
+	st := startWith(t, Config{
 		Demo:    &demo.Options{},
 		Probing: ProbingConfig{Interval: 2 * time.Second},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	return st
 }
 
@@ -152,20 +141,12 @@ func TestDemoTour(t *testing.T) {
 // The flapping cluster, once down, turns its space inactive after three
 // failed probes, and active again when it is back.
 func TestDemoFlappingCluster(t *testing.T) {
-	prefix := fmt.Sprintf("f%s-", uuid.NewString()[:8])
-	st, err := Start(context.Background(), Config{
-		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
-		Log:   slog.New(slog.DiscardHandler),
-		Names: func(id string) string { return prefix + id },
+	st := startWith(t, Config{
 		// Long enough for the space to be seen active, and down long
 		// enough for three failed probes one second apart.
 		Demo:    &demo.Options{FlapUp: 6 * time.Second, FlapDown: 12 * time.Second},
 		Probing: ProbingConfig{Interval: time.Second},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	c := newClient(t, st, "org-"+uuid.NewString()[:8])
 	var flapping demo.Spec
 	for _, s := range demo.Specs {

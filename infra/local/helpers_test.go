@@ -254,3 +254,21 @@ func scanTable(t testing.TB, cfg aws.Config, endpoint, table string) []map[strin
 	}
 	return items
 }
+
+// startWith starts a local stack as cfg says, on free ports and with
+// tables of its own, and stops it when the test ends.
+func startWith(t testing.TB, cfg Config) *Stack {
+	t.Helper()
+	prefix := fmt.Sprintf("s%d%d-", time.Now().UnixNano()%1e6, stackSeq.Add(1))
+	cfg.APIAddr, cfg.NoEmulatorPort, cfg.DataDir = "127.0.0.1:0", true, t.TempDir()
+	cfg.Names = func(id string) string { return prefix + id }
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	st, err := Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
+}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/google/uuid"
 
 	"spaces/infra/lambdarules"
 	"spaces/shared/awsclient"
@@ -65,21 +63,13 @@ func visible(t *testing.T, st *Stack, id string) int {
 // invocation record lands in SchedulerDLQ (the on-failure destination).
 // Under Lambda's defaults it would be run three times and leave no record.
 func TestSchedulerTickIsAsync(t *testing.T) {
-	prefix := fmt.Sprintf("a%s-", uuid.NewString()[:8])
-	st, err := Start(context.Background(), Config{
-		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
-		Log:   slog.New(slog.DiscardHandler),
-		Names: func(id string) string { return prefix + id },
+	st := startWith(t, Config{
 		// One tick at start (an empty index: it succeeds), then none
 		// during the test; retries, if any, within milliseconds.
 		Probing:      ProbingConfig{Interval: time.Hour, AsyncDelays: []time.Duration{10 * time.Millisecond}},
 		Revisions:    RevisionsConfig{Disabled: true},
 		Provisioning: ProvisioningConfig{Disabled: true},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 
 	// Shards the index does not have: the fan-out fails.
 	input := json.RawMessage(`{"shards":{"first":0,"last":99}}`)
@@ -134,18 +124,10 @@ func (hungCloud) ListClusters(ctx context.Context, _ space.CloudAccount, _ strin
 // would answer a timed-out function with its 500.
 func TestHungCloudAnswersAProblem(t *testing.T) {
 	minter := &mint.Minter{Providers: map[space.Provider]mint.Provider{space.AWS: hungCloud{}}}
-	prefix := fmt.Sprintf("h%s-", uuid.NewString()[:8])
-	st, err := Start(context.Background(), Config{
-		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
-		Log:    slog.New(slog.DiscardHandler),
-		Names:  func(id string) string { return prefix + id },
+	st := startWith(t, Config{
 		Minter: minter, Probing: ProbingConfig{Disabled: true},
 		Revisions: RevisionsConfig{Disabled: true}, Provisioning: ProvisioningConfig{Disabled: true},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	store := dynamostore.New(awsclient.DynamoDB(st.AWS, st.EmulatorURL), st.Table)
 	minter.Grants, minter.Accounts = store, store
 

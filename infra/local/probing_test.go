@@ -1,9 +1,6 @@
 package local
 
 import (
-	"context"
-	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +8,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/google/uuid"
 
 	"spaces/infra/staticminter"
 	"spaces/infra/testcluster"
@@ -40,17 +36,9 @@ func TestStackProbes(t *testing.T) {
 		}
 		return creds, false
 	}}
-	prefix := fmt.Sprintf("p%s-", uuid.NewString()[:8])
-	st, err := Start(context.Background(), Config{
-		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
-		Log:     slog.New(slog.DiscardHandler),
-		Names:   func(id string) string { return prefix + id },
+	st := startWith(t, Config{
 		Probing: ProbingConfig{Interval: time.Second, Minter: minter},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	org := "acme"
 	acct, err := st.Service.CreateAccount(t.Context(), org, space.NewAccountInput{Provider: space.AWS, Name: "a",
 		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces"}})

@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"strings"
 	"sync"
@@ -117,19 +116,11 @@ func provisioningStack(t testing.TB, creator space.ClusterCreator, pc Provisioni
 		pc.PollInterval = time.Second
 	}
 	pc.Wait = time.Second
-	prefix := fmt.Sprintf("j%s-", uuid.NewString()[:8])
-	st, err := Start(context.Background(), Config{
-		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
-		Log:          slog.New(slog.DiscardHandler),
-		Names:        func(id string) string { return prefix + id },
+	st := startWith(t, Config{
 		Probing:      ProbingConfig{Interval: time.Second, Minter: minter},
 		Revisions:    RevisionsConfig{Disabled: true},
 		Provisioning: pc,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	return st, cluster
 }
 

@@ -1,9 +1,7 @@
 package local
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/uuid"
 
 	"spaces/infra/demo"
 )
@@ -41,19 +37,11 @@ func TestReadmeTourPastedTwice(t *testing.T) {
 	}
 	blocks := tourBlocks(t, string(readme))
 
-	prefix := fmt.Sprintf("r%s-", uuid.NewString()[:8])
-	st, err := Start(context.Background(), Config{
-		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
-		Log:          slog.New(slog.DiscardHandler),
-		Names:        func(id string) string { return prefix + id },
+	st := startWith(t, Config{
 		Demo:         &demo.Options{CreateDelay: 2 * time.Second},
 		Probing:      ProbingConfig{Interval: 2 * time.Second},
 		Provisioning: ProvisioningConfig{PollInterval: time.Second, Wait: time.Second},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
 	if st.Demo.Real == nil {
 		t.Fatalf("the demo has no real API server (step 12 deploys there): %s", st.Demo.RealMissing)
 	}
