@@ -7,12 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"spaces/infra/awscost"
-	"spaces/infra/emulator/emulatortest"
-	"spaces/shared/awsclient"
-	"spaces/shared/dynamostore"
 	"spaces/shared/space"
 )
 
@@ -23,12 +18,7 @@ import (
 // and, reported once under counts, the units of a registration, a
 // heartbeat, a transition and a deregistration with the counters kept.
 func BenchmarkFleetCost(b *testing.B) {
-	env := emulatortest.Start(b)
-	meter := awscost.New()
-	db := awsclient.DynamoDB(meter.Instrument(env.Config), env.Endpoint)
-	f := &fixture{store: dynamostore.New(db, env.Name(b, "SpacesTable")), db: db,
-		table: env.Name(b, "SpacesTable"), org: uuid.NewString()}
-	f.account = f.createAccount(b, f.org, space.AWS)
+	f, meter := meteredFixture(b)
 
 	const spaces, workers = 10_000, 16
 	var next atomic.Int64

@@ -9,10 +9,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"spaces/infra/awscost"
-	"spaces/infra/emulator/emulatortest"
-	"spaces/shared/awsclient"
-	"spaces/shared/dynamostore"
 	"spaces/shared/space"
 )
 
@@ -27,12 +23,7 @@ import (
 // of a push and of a claim that stops a revision, as the table's own item
 // (the indexes' writes are not metered).
 func BenchmarkRevisionListingCost(b *testing.B) {
-	env := emulatortest.Start(b)
-	meter := awscost.New()
-	db := awsclient.DynamoDB(meter.Instrument(env.Config), env.Endpoint)
-	f := &fixture{store: dynamostore.New(db, env.Name(b, "SpacesTable")), db: db,
-		table: env.Name(b, "SpacesTable"), org: uuid.NewString()}
-	f.account = f.createAccount(b, f.org, space.AWS)
+	f, meter := meteredFixture(b)
 	sp := f.register(b, f.newSpace(1))
 	svc := &space.Service{Store: f.store, Now: func() time.Time { return now }, NewID: uuid.NewString}
 	rv := &space.Revisions{Bindings: &space.Bindings{Spaces: svc, Store: f.store}, Store: f.store}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"spaces/infra/awscost"
 	"spaces/infra/emulator/emulatortest"
 	"spaces/shared/awsclient"
 	"spaces/shared/dynamostore"
@@ -353,4 +354,17 @@ func TestAWSErrorsAreMapped(t *testing.T) {
 	canceled, cancel := context.WithCancel(ctx)
 	cancel()
 	wantKind(t, errOf(missing.GetAccount(canceled, uuid.NewString(), uuid.NewString())), space.KindUnavailable)
+}
+
+// meteredFixture is a fixture on the emulator whose every request is
+// counted (awscost), with an org and a ready AWS account: the cost
+// benchmarks' starting point.
+func meteredFixture(b *testing.B) (*fixture, *awscost.Meter) {
+	env := emulatortest.Start(b)
+	meter := awscost.New()
+	db := awsclient.DynamoDB(meter.Instrument(env.Config), env.Endpoint)
+	f := &fixture{store: dynamostore.New(db, env.Name(b, "SpacesTable")), db: db,
+		table: env.Name(b, "SpacesTable"), org: uuid.NewString()}
+	f.account = f.createAccount(b, f.org, space.AWS)
+	return f, meter
 }
