@@ -17,16 +17,6 @@ import (
 	"spaces/shared/awsclient"
 )
 
-func queueDepth(t *testing.T, c *sqs.Client, url string) (visible, inFlight string) {
-	t.Helper()
-	a, err := c.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{
-		sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a.Attributes["ApproximateNumberOfMessages"], a.Attributes["ApproximateNumberOfMessagesNotVisible"]
-}
-
 // The poller hands a batch over as Lambda would, deletes what the handler
 // acknowledged and leaves what it reported failed, or the whole batch when
 // the handler fails.
@@ -62,7 +52,7 @@ func TestPollerDeletesOnlyAcknowledged(t *testing.T) {
 	if len(seen.Records) != 3 || r.EventSource != "aws:sqs" || r.EventSourceARN != q.ARN || r.Attributes["ApproximateReceiveCount"] != "1" || r.ReceiptHandle == "" {
 		t.Errorf("event %+v", seen)
 	}
-	if vis, inflight := queueDepth(t, c, q.URL); vis != "0" || inflight != "1" {
+	if vis, inflight := emulatortest.QueueDepth(t, c, q.URL); vis != "0" || inflight != "1" {
 		t.Errorf("after poll: %s visible, %s in flight; want the failed one in flight", vis, inflight)
 	}
 
@@ -84,7 +74,7 @@ func TestPollerDeletesOnlyAcknowledged(t *testing.T) {
 			t.Errorf("failing batch: %d deleted, %v", n, err)
 		}
 	}
-	if vis, inflight := queueDepth(t, c, q2.URL); vis != "0" || inflight != "4" {
+	if vis, inflight := emulatortest.QueueDepth(t, c, q2.URL); vis != "0" || inflight != "4" {
 		t.Errorf("%s visible, %s in flight; want all 4 left for redelivery", vis, inflight)
 	}
 }

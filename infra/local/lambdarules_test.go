@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"spaces/infra/emulator/emulatortest"
 	"spaces/infra/lambdarules"
 	"spaces/shared/awsclient"
 	"spaces/shared/dynamostore"
@@ -51,7 +52,7 @@ func TestProvisioningSurvivesFortyPolls(t *testing.T) {
 // visible counts the messages waiting in the template's queue id.
 func visible(t *testing.T, st *Stack, id string) int {
 	t.Helper()
-	vis, _ := queueDepth(t, awsclient.SQS(st.AWS, st.EmulatorURL), st.Resources[id].URL)
+	vis, _ := emulatortest.QueueDepth(t, awsclient.SQS(st.AWS, st.EmulatorURL), st.Resources[id].URL)
 	var n int
 	fmt.Sscan(vis, &n)
 	return n

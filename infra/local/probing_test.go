@@ -5,25 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
 	"spaces/infra/staticminter"
 	"spaces/infra/testcluster"
 	"spaces/shared/kubecred"
 	"spaces/shared/space"
 )
-
-func queueDepth(t *testing.T, c *sqs.Client, url string) (visible, inFlight string) {
-	t.Helper()
-	a, err := c.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{
-		sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a.Attributes["ApproximateNumberOfMessages"], a.Attributes["ApproximateNumberOfMessagesNotVisible"]
-}
 
 // The local stack probes on its own: a registered space with a test
 // cluster behind it becomes active, one without credentials inactive with

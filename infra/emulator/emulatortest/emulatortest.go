@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"spaces"
 	"spaces/infra/emulator"
@@ -94,4 +96,16 @@ func Prefix(t testing.TB) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return name + "-" + hex.EncodeToString(b[:]) + "-"
+}
+
+// QueueDepth answers a queue's approximate visible and in-flight message
+// counts, as SQS reports them.
+func QueueDepth(t testing.TB, c *sqs.Client, url string) (visible, inFlight string) {
+	t.Helper()
+	a, err := c.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{
+		sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.Attributes["ApproximateNumberOfMessages"], a.Attributes["ApproximateNumberOfMessagesNotVisible"]
 }
