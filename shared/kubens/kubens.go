@@ -50,7 +50,7 @@ type (
 )
 
 // Validate reports every bad field of n at once: a DNS-1123 label name and
-// valid Kubernetes label keys and values (at most space.MaxLabels).
+// valid Kubernetes label keys and values (as many as Kubernetes takes).
 func Validate(n NewNamespace) error {
 	var fe []space.FieldError
 	if n.Name == "" {

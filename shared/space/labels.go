@@ -46,11 +46,9 @@ func ValidLabelKey(k string) bool {
 func ValidLabelValue(v string) bool { return v == "" || labelName.MatchString(v) }
 
 // CheckLabels records every bad label of m under field ("labels.<key>"),
-// in key order, and a count above MaxLabels under field.
+// in key order. The count is a space's rule alone (checkSpaceLabels):
+// namespaces have none but Kubernetes'.
 func CheckLabels(fe *[]FieldError, field string, m map[string]string) {
-	if len(m) > MaxLabels {
-		*fe = append(*fe, FieldError{Field: field, Reason: "must hold at most 64 labels"})
-	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -66,10 +64,18 @@ func CheckLabels(fe *[]FieldError, field string, m map[string]string) {
 	}
 }
 
-// ValidateLabels is CheckLabels for a whole request.
+// checkSpaceLabels is a space's labels' rule: CheckLabels and MaxLabels.
+func checkSpaceLabels(fe *fieldErrors, m map[string]string) {
+	if len(m) > MaxLabels {
+		fe.add("labels", "must hold at most %d labels", MaxLabels)
+	}
+	CheckLabels((*[]FieldError)(fe), "labels", m)
+}
+
+// ValidateLabels checks a space's labels for a whole request.
 func ValidateLabels(m map[string]string) error {
 	var fe fieldErrors
-	CheckLabels((*[]FieldError)(&fe), "labels", m)
+	checkSpaceLabels(&fe, m)
 	return fe.err("the labels are not valid")
 }
 

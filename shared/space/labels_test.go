@@ -65,8 +65,8 @@ func TestCheckLabels(t *testing.T) {
 		{"every bad one, by key", map[string]string{"z!": "", "a": "-", "ok": "fine"}, []string{"labels.a", "labels.z!"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var fe []FieldError
-			CheckLabels(&fe, "labels", tc.labels)
+			var fe fieldErrors
+			checkSpaceLabels(&fe, tc.labels)
 			var got []string
 			for _, f := range fe {
 				got = append(got, f.Field)

@@ -46,7 +46,7 @@ func (in RegisterInput) Validate() error {
 		fe.add("cloud_account_id", "must be a UUID")
 	}
 	checkName(&fe, in.Name)
-	CheckLabels((*[]FieldError)(&fe), "labels", in.Labels)
+	checkSpaceLabels(&fe, in.Labels)
 	if in.Connectivity != "" && !in.Connectivity.Valid() {
 		fe.add("connectivity", "must be one of direct, agent")
 	}
