@@ -111,6 +111,11 @@ func (svc *Service) List(ctx context.Context, org string, f ListFilter, page Pag
 		if f.Status != "" && o.Status != f.Status {
 			return false
 		}
+		// Here rather than as a DynamoDB FilterExpression: a Query costs
+		// the same read units with or without one ("a Query consumes the
+		// same amount of read capacity, regardless of whether a filter
+		// expression is present",
+		// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Query.FilterExpression.html).
 		if !f.Selector.Matches(s.Labels) {
 			return false
 		}
