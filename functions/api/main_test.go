@@ -46,6 +46,7 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 		"register-space.json":           422, // its cloud account does not exist here
 		"get-space.json":                404,
 		"patch-space-status.json":       404,
+		"put-space-labels.json":         404,
 		"deregister-space.json":         404,
 		"list-cloud-accounts.json":      200,
 		"create-cloud-account.json":     201,

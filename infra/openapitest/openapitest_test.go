@@ -296,6 +296,33 @@ func TestNamespaceAndRegionSchemasCarryTheDomainRules(t *testing.T) {
 		}
 	}
 
+	// A space's labels: the same rule, and at most space.MaxLabels.
+	setReq, ok := v.Model().Components.Schemas.Get("SetLabelsRequest")
+	if !ok {
+		t.Fatal("components.schemas.SetLabelsRequest is missing")
+	}
+	full, over := map[string]string{}, map[string]string{}
+	for i := range space.MaxLabels + 1 {
+		over[fmt.Sprint("k", i)] = "v"
+		if i < space.MaxLabels {
+			full[fmt.Sprint("k", i)] = "v"
+		}
+	}
+	sets := []map[string]string{{}, full, over}
+	for _, c := range cases {
+		if c.Labels != nil {
+			sets = append(sets, c.Labels)
+		}
+	}
+	for _, l := range sets {
+		body, _ := json.Marshal(map[string]any{"labels": l})
+		domainOK := space.ValidateLabels(l) == nil
+		docOK, _ := sv.ValidateSchemaBytes(setReq.Schema(), body)
+		if domainOK != docOK {
+			t.Errorf("space labels %v: domain valid=%v, document valid=%v", l, domainOK, docOK)
+		}
+	}
+
 	param, ok := v.Model().Components.Parameters.Get("Region")
 	if !ok {
 		t.Fatal("components.parameters.Region is missing")

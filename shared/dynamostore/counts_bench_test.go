@@ -28,6 +28,11 @@ func BenchmarkFleetCost(b *testing.B) {
 			for n := next.Add(1); n <= spaces; n = next.Add(1) {
 				sp := f.newSpace(int(n))
 				sp.Name = fmt.Sprintf("cluster-%05d", n)
+				// A third each of prod, staging and dev; 1 in 100 gold.
+				sp.Labels = space.Labels{"env": []string{"prod", "staging", "dev"}[n%3]}
+				if n%100 == 0 {
+					sp.Labels["tier"] = "gold"
+				}
 				if err := f.store.Register(b.Context(), sp, space.Idempotency{}); err != nil {
 					b.Error(err)
 					return
@@ -93,6 +98,36 @@ func BenchmarkFleetCost(b *testing.B) {
 			meter.Take()
 			for b.Loop() {
 				page, _, err := f.store.ListSpaces(b.Context(), f.org, q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(page) != c.want {
+					b.Fatalf("%d spaces, want %d", len(page), c.want)
+				}
+			}
+			report(b, meter.Take())
+		})
+	}
+	// label_selector, through the service as GET /spaces calls it: the
+	// selector filters the spaces each page reads (no index can narrow it).
+	svc := space.NewService(f.store, 0)
+	for _, c := range []struct {
+		name, sel string
+		sort      space.Sort
+		want      int
+	}{
+		{"label-selector-third", "env=prod", "", 50},
+		{"label-selector-third-by-name", "env=prod", space.SortName, 50},
+		{"label-selector-1-in-100", "tier=gold", "", 50},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			sel, err := space.ParseSelector("label_selector", c.sel)
+			if err != nil {
+				b.Fatal(err)
+			}
+			meter.Take()
+			for b.Loop() {
+				page, _, err := svc.List(b.Context(), f.org, space.ListFilter{Selector: sel, Sort: c.sort}, space.Page{Limit: 50})
 				if err != nil {
 					b.Fatal(err)
 				}

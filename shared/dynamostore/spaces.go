@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -407,6 +408,21 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space) error
 		*upd.UpdateExpression += ", " + nStatusKey + " = :skey"
 		upd.ExpressionAttributeNames[nStatusKey] = attrNames[nStatusKey]
 		upd.ExpressionAttributeValues[":skey"] = str(statusKey(after))
+	}
+	if !maps.Equal(after.Labels, before.Labels) {
+		// Only a labels change writes them; no labels is no attribute,
+		// as Register stores it (omitempty).
+		upd.ExpressionAttributeNames[nLabels] = attrNames[nLabels]
+		if len(after.Labels) == 0 {
+			*upd.UpdateExpression += " REMOVE " + nLabels
+		} else {
+			lv, err := s.enc.Encode(after.Labels)
+			if err != nil {
+				return internal("encode labels", err)
+			}
+			*upd.UpdateExpression += ", " + nLabels + " = :lbl"
+			upd.ExpressionAttributeValues[":lbl"] = lv
+		}
 	}
 	tr := space.TransitionOf(before, after)
 	if tr == nil {

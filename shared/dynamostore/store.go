@@ -103,6 +103,7 @@ const (
 	nDeletedBy = "#byw"
 	nRegKey    = "#rkey"
 	nStatusKey = "#ordst"
+	nLabels    = "#lbl"
 )
 
 var attrNames = map[string]string{
@@ -112,7 +113,7 @@ var attrNames = map[string]string{
 	nOrg: "org_id", nName: "name", nStatus: "status", nProbe: "probe",
 	nGate: "gate", nPState: "state", nPReason: "state_reason",
 	nNameLC: "name_lc", nNameKey: "name_key", nDeletedBy: "deleted_by", nRegKey: "reg_key",
-	nStatusKey: "status_key",
+	nStatusKey: "status_key", nLabels: "labels",
 }
 
 // names returns the ExpressionAttributeNames for the given placeholders

@@ -73,6 +73,7 @@ var catalogRoutes = []route{
 	{"POST", "/spaces", (*API).registerSpace},
 	{"GET", "/spaces/{id}", (*API).getSpace},
 	{"PATCH", "/spaces/{id}/status", (*API).patchStatus},
+	{"PUT", "/spaces/{id}/labels", (*API).putLabels},
 	{"DELETE", "/spaces/{id}", (*API).deregisterSpace},
 	{"GET", "/cloud-accounts", (*API).listAccounts},
 	{"POST", "/cloud-accounts", (*API).createAccount},

@@ -12,7 +12,7 @@ import (
 
 func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	q := newQuery(r.URL.RawQuery, append(pageParams, "provider", "status", "space_type", "cloud_account_id", "picker",
-		"name_prefix", "name_contains", "sort")...)
+		"name_prefix", "name_contains", "sort", "label_selector")...)
 	f := space.ListFilter{
 		Provider:  oneOf(q, "provider", space.Providers),
 		Status:    oneOf(q, "status", space.Statuses),
@@ -36,13 +36,21 @@ func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principa
 			q.fail(name, "must be 1-100 characters without control, format or invisible characters")
 		}
 	}
+	if _, given := q.v["label_selector"]; given {
+		sel, err := space.ParseSelector("label_selector", q.get("label_selector"))
+		if err != nil {
+			q.fail("label_selector", err.(*space.Error).Fields[0].Reason)
+		}
+		f.Selector = sel
+	}
 	if f.NamePrefix != "" && f.NameContains != "" {
 		q.fail("name_contains", "cannot be combined with name_prefix")
 	}
 	// The search is part of the scope (quoted: it may hold "|"): a cursor
 	// continues the listing it came from, never another search or order.
 	scope := strings.Join([]string{"spaces", p.OrgID, string(f.Provider), string(f.Status), f.SpaceType, f.CloudAccountID, string(f.Picker),
-		string(f.Sort), strconv.Quote(space.FoldName(f.NamePrefix)), strconv.Quote(space.FoldName(f.NameContains))}, "|")
+		string(f.Sort), strconv.Quote(space.FoldName(f.NamePrefix)), strconv.Quote(space.FoldName(f.NameContains)),
+		strconv.Quote(f.Selector.String())}, "|")
 	page := a.page(q, scope)
 	if err := q.err(); err != nil {
 		return err
@@ -63,14 +71,15 @@ func (a *API) registerSpace(w http.ResponseWriter, r *http.Request, p auth.Princ
 	}
 	var in space.RegisterInput
 	var provider string
+	var labels map[string]string
 	if err := readObject(w, r, map[string]any{
 		"name": &in.Name, "provider": &provider, "space_type": &in.SpaceType,
 		"cloud_account_id": &in.CloudAccountID, "config": &in.Config, "synthetic": &in.Synthetic,
-		"connectivity": &in.Connectivity,
+		"connectivity": &in.Connectivity, "labels": &labels,
 	}); err != nil {
 		return err
 	}
-	in.Provider = space.Provider(provider)
+	in.Provider, in.Labels = space.Provider(provider), labels
 	if in.Connectivity == space.ViaAgent && a.Agents == nil {
 		return space.Errorf(space.KindUnavailable, "agent spaces are not served here")
 	}
@@ -126,6 +135,29 @@ func (a *API) patchStatus(w http.ResponseWriter, r *http.Request, p auth.Princip
 		return err
 	}
 	s, err := a.Spaces.SetStatus(r.Context(), p.OrgID, r.PathValue("id"), version, space.Status(status), reason)
+	if err != nil {
+		return err
+	}
+	writeSpace(w, http.StatusOK, s)
+	return nil
+}
+
+// putLabels replaces a space's labels (the body's labels are the whole
+// set: {} removes them all); If-Match is optional, as for DELETE.
+func (a *API) putLabels(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	version, err := ifMatch(r, false)
+	if err != nil {
+		return err
+	}
+	var labels map[string]string
+	if err := readObject(w, r, map[string]any{"labels": &labels}); err != nil {
+		return err
+	}
+	if labels == nil {
+		return &space.Error{Kind: space.KindInvalid, Message: "the labels are not valid",
+			Fields: []space.FieldError{{Field: "labels", Reason: "is required: the whole set of labels, {} for none"}}}
+	}
+	s, err := a.Spaces.SetLabels(r.Context(), p.OrgID, r.PathValue("id"), version, labels)
 	if err != nil {
 		return err
 	}

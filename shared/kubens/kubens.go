@@ -50,7 +50,7 @@ type (
 )
 
 // Validate reports every bad field of n at once: a DNS-1123 label name and
-// valid Kubernetes label keys and values.
+// valid Kubernetes label keys and values (as many as Kubernetes takes).
 func Validate(n NewNamespace) error {
 	var fe []space.FieldError
 	if n.Name == "" {
@@ -58,19 +58,9 @@ func Validate(n NewNamespace) error {
 	} else if errs := validation.IsDNS1123Label(n.Name); len(errs) > 0 {
 		fe = append(fe, space.FieldError{Field: "name", Reason: "must be a DNS-1123 label: " + errs[0]})
 	}
-	keys := make([]string, 0, len(n.Labels))
-	for k := range n.Labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-			fe = append(fe, space.FieldError{Field: "labels." + k, Reason: "is not a valid label key: " + errs[0]})
-		}
-		if errs := validation.IsValidLabelValue(n.Labels[k]); len(errs) > 0 {
-			fe = append(fe, space.FieldError{Field: "labels." + k, Reason: "is not a valid label value: " + errs[0]})
-		}
-	}
+	// The one label rule, shared with spaces' labels; TestLabelRuleIsKubernetes
+	// holds it to k8s.io/apimachinery's.
+	space.CheckLabels(&fe, "labels", n.Labels)
 	if len(fe) == 0 {
 		return nil
 	}

@@ -13,6 +13,7 @@ type RegisterInput struct {
 	CloudAccountID string
 	Config         Config
 	Synthetic      bool
+	Labels         Labels `json:",omitempty"` // omitted: earlier requests keep their hash
 	// Connectivity defaults to Direct.
 	Connectivity Connectivity
 	// JobID is the provisioning job registering the cluster it created
@@ -45,6 +46,7 @@ func (in RegisterInput) Validate() error {
 		fe.add("cloud_account_id", "must be a UUID")
 	}
 	checkName(&fe, in.Name)
+	checkSpaceLabels(&fe, in.Labels)
 	if in.Connectivity != "" && !in.Connectivity.Valid() {
 		fe.add("connectivity", "must be one of direct, agent")
 	}
@@ -70,6 +72,7 @@ func NewSpace(id, org string, in RegisterInput, now time.Time) Space {
 		CloudAccountID: in.CloudAccountID,
 		Config:         cfg,
 		Synthetic:      in.Synthetic,
+		Labels:         cloneLabels(in.Labels),
 		Connectivity:   cmp.Or(in.Connectivity, Direct),
 		JobID:          in.JobID,
 		Status:         Unknown,

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
 	"time"
 
 	"github.com/google/uuid"
@@ -97,6 +98,8 @@ type ListFilter struct {
 	NamePrefix   string
 	NameContains string
 	Sort         Sort
+	// Selector keeps the spaces whose labels it matches.
+	Selector Selector
 }
 
 // List pages through org's live spaces matching f, as observed now, so that
@@ -106,6 +109,14 @@ func (svc *Service) List(ctx context.Context, org string, f ListFilter, page Pag
 	keep := func(s Space) bool {
 		o := s.Observed(now, svc.StaleAfter)
 		if f.Status != "" && o.Status != f.Status {
+			return false
+		}
+		// Here rather than as a DynamoDB FilterExpression: a Query costs
+		// the same read units with or without one ("a Query consumes the
+		// same amount of read capacity, regardless of whether a filter
+		// expression is present",
+		// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Query.FilterExpression.html).
+		if !f.Selector.Matches(s.Labels) {
 			return false
 		}
 		return f.Picker == "" || f.Picker.Allows(o)
@@ -137,6 +148,29 @@ func (svc *Service) SetStatus(ctx context.Context, org, id string, version int64
 	now := svc.Now().UTC()
 	res, err := svc.Store.UpdateSpace(ctx, org, id, Update[Space]{IfVersion: version, At: now,
 		Apply: func(s Space) (Space, error) { next, _ := ApplyManual(s, status, reason, now); return next, nil }})
+	if err != nil {
+		return Space{}, err
+	}
+	return svc.observe(res.After), nil
+}
+
+// SetLabels replaces a space's labels, if it is still at version (0: any),
+// as one versioned change; the same labels again write nothing.
+func (svc *Service) SetLabels(ctx context.Context, org, id string, version int64, labels Labels) (Space, error) {
+	if err := ValidateLabels(labels); err != nil {
+		return Space{}, err
+	}
+	if !ValidID(id) {
+		return Space{}, ErrNotFound("space")
+	}
+	res, err := svc.Store.UpdateSpace(ctx, org, id, Update[Space]{IfVersion: version, At: svc.Now().UTC(),
+		Apply: func(s Space) (Space, error) {
+			if maps.Equal(s.Labels, labels) {
+				return s, ErrUnchanged
+			}
+			s.Labels = cloneLabels(labels)
+			return s, nil
+		}})
 	if err != nil {
 		return Space{}, err
 	}

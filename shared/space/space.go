@@ -52,6 +52,9 @@ type Space struct {
 	CloudAccountID string   `json:"cloud_account_id"`
 	Config         Config   `json:"config"`
 	Synthetic      bool     `json:"synthetic"`
+	// Labels are the owner's, set at registration and by SetLabels
+	// (labels.go); absent when there are none.
+	Labels Labels `json:"labels,omitempty"`
 	// JobID is set only while a provisioning job registers the cluster it
 	// created (RegisterInput.JobID); neither stored nor answered.
 	JobID     string     `json:"-" dynamodbav:"-"`

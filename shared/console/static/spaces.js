@@ -17,8 +17,36 @@ function hashParams() {
 // its cursor, so a reload or Back lands on the same page.
 const trails = new Map();
 
-// The URL's query names for the view's state.
-const STATE = ['q', 'provider', 'status', 'account', 'sort'];
+// The URL's query names for the view's state; labels is the label
+// selector (label_selector).
+const STATE = ['q', 'provider', 'status', 'account', 'sort', 'labels'];
+
+// labelChips shows a space's labels as small chips; with link, each one
+// filters the list by itself.
+function labelChips(labels, link) {
+  const entries = Object.entries(labels || {}).sort(([a], [b]) => a.localeCompare(b));
+  if (!entries.length) return null;
+  return h('ul', { class: 'chips', 'aria-label': 'Labels' }, entries.map(([k, v]) => {
+    const text = `${k}=${v}`;
+    return h('li', { class: 'chip', 'data-label-key': k }, link
+      ? h('a', { href: '#/spaces?' + new URLSearchParams({ labels: text }), title: `Only the spaces labelled ${text}` }, text) : text);
+  }));
+}
+
+// parseLabels reads "k=v, k2=v2" as labels, checked against the OpenAPI
+// patterns (PATTERNS.labelKey/labelValue: the Kubernetes rule).
+export function parseLabels(text, field = 'labels') {
+  const labels = {};
+  const bad = [];
+  for (const part of text.split(',').map(x => x.trim()).filter(Boolean)) {
+    const [k, ...v] = part.split('=');
+    const key = k.trim();
+    labels[key] = v.join('=').trim();
+    if (!new RegExp(PATTERNS.labelKey[0]).test(key) || key.length > 317) bad.push({ field, reason: `${key}: ${PATTERNS.labelKey[1]}` });
+    else if (!new RegExp(PATTERNS.labelValue[0]).test(labels[key])) bad.push({ field, reason: `${key}: ${PATTERNS.labelValue[1]}` });
+  }
+  return { labels, bad };
+}
 
 export async function spacesList(root, _, ctx) {
   const { api } = ctx;
@@ -34,7 +62,7 @@ export async function spacesList(root, _, ctx) {
 
   // A search lists in name order unless another order is chosen: the
   // name index then reads only the names it shows, at any fleet size.
-  const filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: state.q, sort: state.sort || (state.q ? 'name' : '') };
+  const filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: state.q, sort: state.sort || (state.q ? 'name' : ''), label_selector: state.labels };
   let page = null;               // the page in view
   let counts = null;             // GET /space-counts
   let ticks = 0;
@@ -86,12 +114,19 @@ export async function spacesList(root, _, ctx) {
   let typing;
   search.addEventListener('input', () => { clearTimeout(typing); typing = setTimeout(() => go({ q: search.value.trim() }), 150); });
   ctx.onLeave(() => clearTimeout(typing));
+  // The label selector applies on Enter or when the field is left: a
+  // selector half typed is malformed.
+  const selector = h('input', { id: 'f-labels', name: 'labels', type: 'search', value: state.labels, maxlength: 1024, autocomplete: 'off', spellcheck: 'false',
+    placeholder: 'env=prod, tier in (gold,silver)', 'aria-describedby': 'f-labels-hint' });
+  selector.addEventListener('change', () => { if (selector.value.trim() !== state.labels) go({ labels: selector.value.trim() }); });
+  const selectorField = field('Labels', selector);
+  selectorField.append(h('span', { class: 'muted', id: 'f-labels-hint' }, 'Kubernetes selector: k=v, k!=v, k, !k, k in (a,b)'));
 
   root.replaceChildren(
     h('h1', null, 'Spaces', h('span', { class: 'spacer' }), h('a', { class: 'button primary', href: '#/connect' }, 'Register a cluster')),
     countsEl,
-    h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter spaces', onsubmit: e => { e.preventDefault(); clearTimeout(typing); go({ q: search.value.trim() }); } },
-      field('Name', search), provField, statField, acctField),
+    h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter spaces', onsubmit: e => { e.preventDefault(); clearTimeout(typing); go({ q: search.value.trim(), labels: selector.value.trim() }); } },
+      field('Name', search), provField, statField, acctField, selectorField),
     error, range, body, pager, updated);
   if (state.q && document.activeElement === document.body) { search.focus(); search.setSelectionRange(search.value.length, search.value.length); }
 
@@ -111,7 +146,7 @@ export async function spacesList(root, _, ctx) {
   // total is how many spaces the list holds, where the counts say it: no
   // filter, or exactly one of status, provider and account.
   function total() {
-    if (!counts || state.q) return null;
+    if (!counts || state.q || state.labels) return null;
     const set = [['status', 'by_status'], ['provider', 'by_provider'], ['account', 'by_account']].filter(([k]) => state[k]);
     if (!set.length) return counts.total;
     if (set.length > 1) return null;
@@ -128,13 +163,14 @@ export async function spacesList(root, _, ctx) {
   function renderRows() {
     if (!page.items.length) {
       const filtered = STATE.some(k => k !== 'sort' && state[k]);
+      tbody.replaceChildren();
       body.replaceChildren(filtered
         ? empty('No space matches these filters.', h('a', { href: '#/spaces' }, 'Clear the filters'))
         : pageNo > 1 ? empty('This page is empty now.', h('a', { href: '#/spaces' }, 'First page'))
         : empty('No space is registered yet. Connect a cloud account, pick one of its clusters, and register it.', h('a', { class: 'button primary', href: '#/connect' }, 'Connect a cloud account')));
     } else {
       tbody.replaceChildren(...page.items.map(sp => h('tr', { 'data-space': sp.id, 'data-name': sp.name },
-        h('td', { 'data-label': 'Name' }, h('a', { href: `#/spaces/${sp.id}` }, sp.name), sp.synthetic ? h('span', { class: 'reason' }, 'synthetic') : null),
+        h('td', { 'data-label': 'Name' }, h('a', { href: `#/spaces/${sp.id}` }, sp.name), sp.synthetic ? h('span', { class: 'reason' }, 'synthetic') : null, labelChips(sp.labels, true)),
         h('td', { 'data-label': 'Provider' }, providerMark(sp.provider)),
         h('td', { 'data-label': 'Region' }, region(sp)),
         h('td', { 'data-label': 'Status' }, badge(sp.status, sp.probe && sp.probe.reason, sp.connectivity)),
@@ -173,7 +209,7 @@ export async function spacesList(root, _, ctx) {
       updated.dataset.ticks = String(ticks);
       updated.textContent = `Updated ${new Date().toLocaleTimeString()} · refreshes every ${ctx.cfg.refresh_seconds || 5} s`;
     } catch (x) {
-      error.replaceChildren(errorBox(x, 'The spaces could not be loaded'));
+      error.replaceChildren(errorBox(x, x.status === 400 && state.labels ? 'The label selector is not valid' : 'The spaces could not be loaded'));
     }
   }
   renderCounts();
@@ -201,10 +237,11 @@ export async function spaceDetail(root, [id], ctx) {
   const probe = h('div', { class: 'card', id: 'probe' });
   const history = h('div', { class: 'card', id: 'history' });
   const namespaces = h('div', { class: 'card', id: 'namespaces' });
+  const labelsCard = h('div', { class: 'card', id: 'labels' });
   const bindings = h('div', { class: 'card', id: 'bindings' });
   const agent = h('section', { class: 'card', id: 'agent', 'aria-labelledby': 'agent-title', hidden: true });
   const error = h('div');
-  root.replaceChildren(head, error, agent, h('div', { class: 'grid' }, identity, probe), history, h('div', { class: 'grid' }, namespaces, bindings));
+  root.replaceChildren(head, error, agent, h('div', { class: 'grid' }, identity, probe), labelsCard, history, h('div', { class: 'grid' }, namespaces, bindings));
 
   let envs = [], policies = [];
   let accountName = '';          // the account's name, once read
@@ -220,7 +257,42 @@ export async function spaceDetail(root, [id], ctx) {
   head.append(h('p', null, h('a', { href: '#/spaces' }, '← All spaces')),
     h('h1', null, providerMark(sp.provider, false), sp.name, headBadge, h('span', { class: 'spacer' }), deregBtn), headMsg);
 
+  // Labels: chips, and an editor that replaces the whole set. No
+  // If-Match, as for Deregister: probes move the version every few
+  // seconds, and what the user saves is the set shown in the editor.
+  const labelsList = h('div', { id: 'labels-list' });
+  const labelsInput = h('input', { id: 'labels-input', name: 'labels', 'data-field': 'labels', autocomplete: 'off', spellcheck: 'false', placeholder: 'env=prod, team=payments' });
+  const labelsErr = h('div');
+  const labelsForm = h('form', { id: 'labels-form', 'aria-label': 'Edit labels', novalidate: true, hidden: true },
+    field('Labels', labelsInput, 'key=value, comma separated; the whole set (empty removes them all)'), labelsErr,
+    h('div', { class: 'row' }, h('button', { type: 'submit', class: 'primary', id: 'labels-save' }, 'Save labels'),
+      h('button', { type: 'button', id: 'labels-cancel', onclick: () => { labelsForm.hidden = true; labelsEdit.hidden = false; labelsEdit.focus(); } }, 'Cancel')));
+  const labelsEdit = h('button', { type: 'button', id: 'labels-edit' }, 'Edit labels');
+  labelsEdit.addEventListener('click', () => {
+    labelsInput.value = Object.entries(sp.labels || {}).map(([k, v]) => `${k}=${v}`).join(', ');
+    showFieldErrors(labelsForm, null); labelsErr.replaceChildren();
+    labelsForm.hidden = false; labelsEdit.hidden = true; labelsInput.focus();
+  });
+  labelsForm.addEventListener('submit', async e => {
+    e.preventDefault();
+    const { labels, bad } = parseLabels(labelsInput.value);
+    try {
+      const invalid = validate(labelsForm, bad.slice(0, 1));
+      if (invalid) throw invalid;
+      sp = await api.put(`/spaces/${id}/labels`, { labels });
+      showFieldErrors(labelsForm, null); labelsErr.replaceChildren();
+      labelsForm.hidden = true; labelsEdit.hidden = false;
+      renderHead();
+      flash('Labels saved.');
+    } catch (x) {
+      const rest = showFieldErrors(labelsForm, x);
+      labelsErr.replaceChildren(rest.length || !(x.problem && x.problem.errors) ? errorBox(x, 'The labels were not saved') : '');
+    }
+  });
+  labelsCard.replaceChildren(h('div', { class: 'row' }, h('h2', null, 'Labels'), h('span', { class: 'spacer' }), labelsEdit), labelsList, labelsForm);
+
   function renderHead() {
+    labelsList.replaceChildren(labelChips(sp.labels, true) || h('p', { class: 'muted' }, 'No labels.'));
     headBadge.replaceChildren(badge(sp.status, sp.probe && sp.probe.reason, sp.connectivity));
     renderAgent();
     headMsg.replaceChildren();
@@ -316,14 +388,7 @@ export async function spaceDetail(root, [id], ctx) {
     nsErr, h('button', { type: 'submit' }, 'Create namespace'));
   nsForm.addEventListener('submit', async e => {
     e.preventDefault();
-    const labels = {};
-    const bad = [];
-    for (const part of nsLabels.value.split(',').map(x => x.trim()).filter(Boolean)) {
-      const [k, ...v] = part.split('=');
-      labels[k.trim()] = v.join('=').trim();
-      if (!new RegExp(PATTERNS.labelKey[0]).test(k.trim()) || k.trim().length > 317) bad.push({ field: 'labels', reason: PATTERNS.labelKey[1] });
-      else if (!new RegExp(PATTERNS.labelValue[0]).test(labels[k.trim()])) bad.push({ field: 'labels', reason: PATTERNS.labelValue[1] });
-    }
+    const { labels, bad } = parseLabels(nsLabels.value);
     try {
       const invalid = validate(nsForm, bad.slice(0, 1));
       if (invalid) throw invalid;

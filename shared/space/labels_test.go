@@ -1,0 +1,169 @@
+package space
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+var (
+	long63    = strings.Repeat("a", 63)
+	prefix253 = strings.Repeat("a", 61) + "." + strings.Repeat("b", 63) + "." + strings.Repeat("c", 63) + "." + strings.Repeat("d", 63)
+	labelKeys = []string{
+		"env", "Env", "a", "a.b_c-d", "app.kubernetes.io/name", "example.com/x", "1", long63, long63 + "a",
+		prefix253 + "/x", prefix253 + "a/x", "", "/x", "x/", "a/b/c", "-a", "a-", "_a", "a_", ".a", "a.",
+		"Example.com/x", "ex_ample.com/x", "-ex.com/x", "ex..com/x", "a b", "ä", "a/é", "a=b", "a!", "a,b",
+	}
+	labelValues = []string{"", "prod", "Prod-1", "a.b_c", long63, long63 + "a", "-a", "a-", "a b", "a/b", "é", "a=b"}
+)
+
+// TestLabelRuleIsKubernetes holds the one label rule to Kubernetes' own
+// (k8s.io/apimachinery, linked only by this test: the catalog must not
+// link it, see functions/api's TestCatalogLinksNoClusterSDK).
+func TestLabelRuleIsKubernetes(t *testing.T) {
+	if len(prefix253) != 253 {
+		t.Fatalf("prefix253 is %d long", len(prefix253))
+	}
+	for _, k := range labelKeys {
+		if got, want := ValidLabelKey(k), len(validation.IsQualifiedName(k)) == 0; got != want {
+			t.Errorf("ValidLabelKey(%q) = %v, Kubernetes says %v", k, got, want)
+		}
+	}
+	for _, v := range labelValues {
+		if got, want := ValidLabelValue(v), len(validation.IsValidLabelValue(v)) == 0; got != want {
+			t.Errorf("ValidLabelValue(%q) = %v, Kubernetes says %v", v, got, want)
+		}
+	}
+}
+
+func TestCheckLabels(t *testing.T) {
+	many := map[string]string{}
+	for i := range MaxLabels + 1 {
+		many[fmt.Sprintf("k%d", i)] = "v"
+	}
+	full := map[string]string{}
+	for i := range MaxLabels {
+		full[fmt.Sprintf("k%d", i)] = ""
+	}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		fields []string // the fields reported, in order; none: valid
+	}{
+		{"none", nil, nil},
+		{"empty", map[string]string{}, nil},
+		{"simple", map[string]string{"env": "prod", "team": ""}, nil},
+		{"prefixed", map[string]string{"example.com/tier": "gold"}, nil},
+		{"exactly the maximum", full, nil},
+		{"one too many", many, []string{"labels"}},
+		{"bad key", map[string]string{"-x": "a"}, []string{"labels.-x"}},
+		{"bad value", map[string]string{"x": "a b"}, []string{"labels.x"}},
+		{"bad key and value", map[string]string{"a/b/c": "é"}, []string{"labels.a/b/c", "labels.a/b/c"}},
+		{"every bad one, by key", map[string]string{"z!": "", "a": "-", "ok": "fine"}, []string{"labels.a", "labels.z!"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var fe fieldErrors
+			checkSpaceLabels(&fe, tc.labels)
+			var got []string
+			for _, f := range fe {
+				got = append(got, f.Field)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.fields) {
+				t.Fatalf("fields = %v, want %v (%v)", got, tc.fields, fe)
+			}
+			err := ValidateLabels(tc.labels)
+			if (err == nil) != (len(tc.fields) == 0) || (err != nil && KindOf(err) != KindInvalid) {
+				t.Fatalf("ValidateLabels = %v", err)
+			}
+		})
+	}
+}
+
+var selectorLabels = []map[string]string{
+	nil,
+	{"env": "prod"},
+	{"env": "dev", "tier": "gold"},
+	{"env": "prod", "tier": "silver", "example.com/team": "a"},
+	{"tier": ""},
+}
+
+// TestSelector: each selector parses (or not) and selects exactly what
+// Kubernetes' own parser selects from the same label sets.
+func TestSelector(t *testing.T) {
+	for _, tc := range []struct {
+		sel       string
+		canonical string // "" when malformed
+		matches   []int  // indexes into selectorLabels
+	}{
+		{"env=prod", "env=prod", []int{1, 3}},
+		{"env==prod", "env=prod", []int{1, 3}},
+		{" env = prod ", "env=prod", []int{1, 3}},
+		{"env!=prod", "env!=prod", []int{0, 2, 4}},
+		{"tier", "tier", []int{2, 3, 4}},
+		{"!tier", "!tier", []int{0, 1}},
+		{"tier=", "tier=", []int{4}},
+		{"env in (prod,dev)", "env in (dev,prod)", []int{1, 2, 3}},
+		{"env in(dev)", "env=dev", []int{2}},
+		{"env notin (prod, dev)", "env notin (dev,prod)", []int{0, 4}},
+		{"env=prod,tier", "env=prod,tier", []int{3}},
+		{"env in (prod,dev),!example.com/team", "env in (dev,prod),!example.com/team", []int{1, 2}},
+		{"example.com/team=a", "example.com/team=a", []int{3}},
+		{"", "", nil},
+		{"env=prod,", "", nil},
+		{",env", "", nil},
+		{"env=pr od", "", nil},
+		{"-env=prod", "", nil},
+		{"env in prod", "", nil},
+		{"env in ()", "", nil},
+		{"env in (a", "", nil},
+		{"env in a)", "", nil},
+		{"env in ((a))", "", nil},
+		{"env in (a) x", "", nil},
+		{"env inx (a)", "", nil},
+		{"env=a=b", "", nil},
+		{"env>1", "", nil},
+		{"!", "", nil},
+		{"!env=prod", "", nil},
+		{"a b", "", nil},
+		{strings.Repeat("a", MaxSelectorLen+1), "", nil},
+	} {
+		t.Run(tc.sel, func(t *testing.T) {
+			sel, err := ParseSelector("label_selector", tc.sel)
+			if tc.canonical == "" {
+				if err == nil {
+					t.Fatalf("parsed as %q, want an error", sel)
+				}
+				e, _ := err.(*Error)
+				if KindOf(err) != KindMalformed || e == nil || len(e.Fields) != 1 || e.Fields[0].Field != "label_selector" {
+					t.Fatalf("err = %#v, want KindMalformed on label_selector", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sel.String() != tc.canonical {
+				t.Errorf("String() = %q, want %q", sel.String(), tc.canonical)
+			}
+			ks, kerr := k8slabels.Parse(tc.sel)
+			if kerr != nil {
+				t.Fatalf("Kubernetes refuses %q: %v", tc.sel, kerr)
+			}
+			var got []int
+			for i, l := range selectorLabels {
+				if sel.Matches(l) {
+					got = append(got, i)
+				}
+				if sel.Matches(l) != ks.Matches(k8slabels.Set(l)) {
+					t.Errorf("on %v: Matches = %v, Kubernetes says %v", l, sel.Matches(l), !sel.Matches(l))
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.matches) {
+				t.Errorf("matches %v, want %v", got, tc.matches)
+			}
+		})
+	}
+}
