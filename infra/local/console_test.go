@@ -493,6 +493,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	p.until("the flapping space listed", row+` !== null`, wait)
 	p.until("the flapping space inactive", row+`.dataset.status === 'inactive'`, wait)
 	p.until("its reason shown", `document.querySelector('tr[data-name="`+flapping.Name+`"] [data-reason]').dataset.reason === 'Unreachable'`, wait)
+	// Its Region is the location its cloud answered at registration, not
+	// its resource group.
+	p.until("its location as its region", `document.querySelector('tr[data-name="`+flapping.Name+`"] td[data-label="Region"]').innerText === '`+flapping.Location+`'`, wait)
 	p.until("the inactive count", `document.querySelector('[data-count="inactive"] b').textContent === '1'`, wait)
 	p.shot("08-spaces-list-inactive")
 	p.audit("spaces (one inactive)")

@@ -52,6 +52,11 @@ type Space struct {
 	CloudAccountID string   `json:"cloud_account_id"`
 	Config         Config   `json:"config"`
 	Synthetic      bool     `json:"synthetic"`
+	// Location and KubernetesVersion are what the cloud said of the
+	// cluster when registration looked it up (ClusterFacts), kept as it
+	// said them; a synthetic space has neither (no cloud is asked).
+	Location          string `json:"location,omitempty"`
+	KubernetesVersion string `json:"kubernetes_version,omitempty"`
 	// JobID is set only while a provisioning job registers the cluster it
 	// created (RegisterInput.JobID); neither stored nor answered.
 	JobID     string     `json:"-" dynamodbav:"-"`
