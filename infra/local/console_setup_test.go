@@ -64,7 +64,8 @@ func TestDevApplySetup(t *testing.T) {
 // account connected with the demo identity shows its setup as numbered
 // steps with a copy button each and no API call or token, and "Apply in the
 // simulated cloud" applies it and verifies: the demo goes on to the
-// cluster picker instead of dead-ending at Verify.
+// cluster picker instead of dead-ending at Verify. A refused verify is
+// re-checked by the card only while it is open.
 func TestConsoleApplySetupInSimulatedCloud(t *testing.T) {
 	prefix := fmt.Sprintf("c%s-", uuid.NewString()[:8])
 	st, err := Start(context.Background(), Config{
@@ -109,6 +110,34 @@ func TestConsoleApplySetupInSimulatedCloud(t *testing.T) {
 	}
 	p.shot("setup-gcp")
 	p.audit("trust setup (GCP, local demo)")
+
+	// Verified too early, the card would ask again in 10 s; leaving the page
+	// stops it.
+	verifies := func() int {
+		reqs, _ := proxy.stats()
+		n := 0
+		for _, r := range reqs {
+			if strings.HasPrefix(r, "POST /cloud-accounts/") && strings.Contains(r, "/verify ") {
+				n++
+			}
+		}
+		return n
+	}
+	cardURL := p.eval(`location.hash`)
+	p.run("verify too early", chromedp.Click(chromedp.CSS("#verify")))
+	p.until("the automatic re-check announced", `document.querySelector('#setup-note').innerText.includes('Checking again in 10 s')`, wait)
+	if n := verifies(); n != 1 {
+		t.Fatalf("%d verify requests after one click, want 1", n)
+	}
+	p.visit("leave the card", "#/spaces")
+	p.until("the spaces list", `!!document.querySelector('main h1')`, wait)
+	time.Sleep(12 * time.Second)
+	if n := verifies(); n != 1 {
+		t.Errorf("%d verify requests after leaving the card, want still 1", n)
+	}
+	// Back on the card (the account is failed now): the demo still goes on.
+	p.visit("back to the account", cardURL)
+	p.until("the card of the refused account", `!!document.querySelector('#apply-demo') && document.querySelector('#setup-status').innerText.includes('failed')`, wait)
 	p.run("apply in the simulated cloud", chromedp.Click(chromedp.CSS("#apply-demo")))
 	p.until("the cluster picker", `!!document.querySelector('tr[data-cluster="demo-gke-1"]')`, wait)
 	p.audit("cluster picker (GCP)")

@@ -155,6 +155,7 @@ function setupCard(a, ctx, onReady) {
   async function check(auto) {
     clearTimeout(timer);
     timer = null;
+    if (left) return;
     if (!auto) rechecks = 0;
     verify.disabled = true;
     note.textContent = 'Asking your cloud…';
