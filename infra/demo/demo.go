@@ -28,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -326,10 +327,28 @@ var creator = simcloud.Creator{
 	AzureLocation: AzureLocation, AzureSubnet: AzureSubnet,
 }
 
+// CloudVersion is the version the cloud reports for the cluster, in its
+// own words, agreeing with the cluster's /version: EKS names the minor
+// ("1.31"), GKE the release ("1.31.5-gke.1023000"), AKS the patch
+// ("1.31.3").
+func (s Spec) CloudVersion() string {
+	v := strings.TrimPrefix(s.GitVersion, "v")
+	switch s.Provider {
+	case space.AWS:
+		if parts := strings.SplitN(v, ".", 3); len(parts) >= 2 {
+			return parts[0] + "." + parts[1]
+		}
+	case space.Azure:
+		v, _, _ = strings.Cut(v, "-")
+	}
+	return v
+}
+
 // cloudCluster is how simcloud knows the cluster: owned by the demo
 // account of its provider and granted to the demo identity.
 func cloudCluster(s Spec, backend, server string, caPEM []byte) simcloud.Cluster {
-	c := simcloud.Cluster{Provider: s.Provider, Name: s.Name, Location: s.Location, Server: server, CAPEM: caPEM, Backend: backend}
+	c := simcloud.Cluster{Provider: s.Provider, Name: s.Name, Location: s.Location, Server: server, CAPEM: caPEM, Backend: backend,
+		Version: s.CloudVersion()}
 	switch s.Provider {
 	case space.AWS:
 		c.Account, c.Principals = AWSAccount, []string{RoleARN}

@@ -2,9 +2,11 @@ package local
 
 import (
 	"encoding/json"
+	"io"
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/http/httptest"
 	"path"
 	"strings"
 	"time"
@@ -19,6 +21,14 @@ import (
 // It exists only here, never in a deployed function.
 const DevSignInPath = "/console/dev/sign-in"
 
+// DevApplySetupPath is the local demo's "apply in the simulated cloud": the
+// console posts {"account_id": …} with its token, and the setup of that
+// account of the caller's org is applied in the simulated cloud through
+// its customers' console (POST $SIMCLOUD/console/apply-setup), which the
+// browser cannot reach itself (another origin, another CA). Only the local
+// stack with the demo serves it, like the development sign-in.
+const DevApplySetupPath = "/console/dev/apply-setup"
+
 // devTokenTTL matches the token make run prints.
 const devTokenTTL = 12 * time.Hour
 
@@ -31,6 +41,7 @@ func (st *Stack) withConsole(cfg Config, api http.Handler) http.Handler {
 		for _, p := range []space.Provider{space.AWS, space.GCP, space.Azure} {
 			cc.DemoConnections[string(p)] = demo.Connection(p)
 		}
+		cc.DevApplySetup = DevApplySetupPath
 	}
 	ui, signIn := st.Functions.Get("ConsoleFunction").Gateway(console.Handler(cc)), st.devSignIn(cfg.Log)
 	// Routed by hand, not by a ServeMux: a mux would redirect a
@@ -44,6 +55,8 @@ func (st *Stack) withConsole(cfg Config, api http.Handler) http.Handler {
 			ui.ServeHTTP(w, r)
 		case r.Method == http.MethodPost && p == DevSignInPath:
 			signIn.ServeHTTP(w, r)
+		case r.Method == http.MethodPost && p == DevApplySetupPath && st.Demo != nil:
+			st.devApplySetup(api).ServeHTTP(w, r)
 		default:
 			api.ServeHTTP(w, r)
 		}
@@ -79,6 +92,56 @@ func (st *Stack) devSignIn(log *slog.Logger) http.Handler {
 		log.Info("development sign-in", "org_id", in.Org)
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": token, "token_type": "Bearer", "expires_in": int(devTokenTTL / time.Second)})
+	})
+}
+
+// devApplySetup reads the account through the API with the caller's own
+// Authorization (so only an account of the caller's org, answered exactly
+// as POST /cloud-accounts answers it), then hands it to the simulated
+// cloud's console. It answers 204, or the API's problem, or a problem
+// with the simulated cloud's refusal.
+func (st *Stack) devApplySetup(api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+			devProblem(w, r, http.StatusUnsupportedMediaType, "unsupported-media-type", "Content-Type", "the body must be application/json")
+			return
+		}
+		var in struct {
+			AccountID string `json:"account_id"`
+		}
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&in); err != nil || !space.ValidID(in.AccountID) {
+			devProblem(w, r, http.StatusBadRequest, "malformed-request", "account_id", "the body must be a JSON object like {\"account_id\": \"<uuid>\"}")
+			return
+		}
+		get := httptest.NewRequestWithContext(r.Context(), http.MethodGet, "/cloud-accounts/"+in.AccountID, nil)
+		get.Header.Set("Authorization", r.Header.Get("Authorization"))
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, get)
+		if rec.Code != http.StatusOK {
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+			return
+		}
+		res, err := st.Demo.Cloud.HTTPClient().Post(st.Demo.Cloud.URL+"/console/apply-setup", "application/json", rec.Body)
+		if err != nil {
+			devProblem(w, r, http.StatusBadGateway, "bad-gateway", "account_id", "the simulated cloud could not be reached: "+err.Error())
+			return
+		}
+		defer res.Body.Close()
+		if res.StatusCode/100 != 2 {
+			var refusal struct {
+				Error string `json:"error"`
+			}
+			_ = json.NewDecoder(io.LimitReader(res.Body, 1<<16)).Decode(&refusal)
+			devProblem(w, r, http.StatusUnprocessableEntity, "invalid-fields", "account_id", "the simulated cloud refused the setup: "+refusal.Error)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
 	})
 }
 

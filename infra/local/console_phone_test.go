@@ -43,6 +43,9 @@ func TestConsoleAtPhoneWidth(t *testing.T) {
 			"network": map[string]any{"subnet_ids": []string{"subnet-0d3e0000000000001", "subnet-0d3e0000000000002"},
 				"security_group_ids": []string{"sg-0d3e0000000000003"}}}}, "Idempotency-Key: phone-1"))
 
+	// An account not verified yet: its page is the trust setup card.
+	pending := c.must(201, c.do("POST", "/cloud-accounts", map[string]any{"provider": "gcp", "name": "pending", "connection": demo.Connection(space.GCP)}))["id"].(string)
+
 	proxy := newConsoleProxy(t, st, nil)
 	p := &page{t: t, ctx: browser(t), base: proxy.srv.URL, shots: screenshotDir(t)}
 	const wait = time.Minute
@@ -53,6 +56,7 @@ func TestConsoleAtPhoneWidth(t *testing.T) {
 		{"space", "#/spaces/" + id, `!!document.querySelector('#ns-table')`},
 		{"connect", "#/connect", `!!document.querySelector('#connect-form')`},
 		{"clusters", "#/accounts/" + acct + "/clusters", `!!document.querySelector('#region')`},
+		{"trust setup", "#/accounts/" + pending + "/clusters", `!!document.querySelector('#setup-card')`},
 		{"environments", "#/environments", `document.querySelector('main').innerText.includes('phone')`},
 		{"environment", "#/environments/" + env, `document.querySelector('main').innerText.includes('phone')`},
 		{"jobs", "#/jobs", `document.querySelector('main').innerText.includes('phone-eks-with-a-rather-long-name')`},

@@ -53,7 +53,7 @@ type consoleProxy struct {
 // files instead of the stack (another sign-in configuration).
 func newConsoleProxy(t testing.TB, st *Stack, ui http.Handler) *consoleProxy {
 	validatorOnce.Do(func() { validator = openapitest.New(t, spaces.OpenAPI) })
-	p := &consoleProxy{t: t, v: validator, assets: map[string]bool{"GET /": true, "GET /console/config.json": true, "POST " + DevSignInPath: true}}
+	p := &consoleProxy{t: t, v: validator, assets: map[string]bool{"GET /": true, "GET /console/config.json": true, "POST " + DevSignInPath: true, "POST " + DevApplySetupPath: true}}
 	_ = fs.WalkDir(console.Files(), ".", func(path string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			p.assets["GET /console/"+path] = true
@@ -364,11 +364,34 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#connect-form button[type=submit]`)))
 
 	// The account is pending: the page shows the setup Spaces generated for
-	// this org. The customer applies it in their cloud (here the simulated
-	// one), then verifies in the console.
+	// this org, as numbered steps each with its copy button, without the
+	// API's verify call or a token (the card has its own button), and, in
+	// the local stack, the button that applies it in the simulated cloud.
 	p.until("the setup and its verify button", `!!document.querySelector('#verify') && document.querySelector('#setup').innerText.includes('sts:ExternalId')`, wait)
 	p.shot("03b-connect-setup")
 	p.audit("trust setup")
+	card := p.text("#setup-card")
+	for _, bad := range []string{"curl", "$TOKEN", "Bearer", "/verify", "POST "} {
+		if strings.Contains(card, bad) {
+			t.Errorf("the setup card says %q:\n%s", bad, card)
+		}
+	}
+	if steps := p.eval(`String(document.querySelectorAll('#setup > li').length) + ' ' + document.querySelectorAll('#setup > li > button.copy-step').length`); steps != "2 2" {
+		t.Errorf("the AWS setup's steps and their copy buttons: %s, want 2 2", steps)
+	}
+	if p.eval(`String(!!document.querySelector('#apply-demo'))`) != "true" {
+		t.Error("the local console has no Apply in the simulated cloud button")
+	}
+	// Verified before the setup is applied: refused, and the status line
+	// says so (it used to keep saying pending); the card checks again by
+	// itself.
+	p.until("the status line before verifying", `document.querySelector('#setup-status').innerText.includes('pending')`, wait)
+	p.run("verify too early", chromedp.Click(chromedp.CSS("#verify")))
+	p.until("the refusal on the status line", `document.querySelector('#setup-status').innerText.includes('failed (AccessDenied)')`, wait)
+	p.until("the automatic re-check announced", `document.querySelector('#setup-note').innerText.includes('Checking again in 10 s')`, wait)
+	p.audit("trust setup (refused)")
+	// The customer applies it in their cloud (here the simulated one): the
+	// card's next check finds it and moves on to the cluster picker.
 	acctID := p.eval(`location.hash.split('/')[2]`)
 	pending, err := st.Service.GetAccount(t.Context(), org, acctID)
 	if err != nil {
@@ -377,7 +400,6 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err := st.Demo.Cloud.ApplySetup(pending); err != nil {
 		t.Fatal(err)
 	}
-	p.run("verify", chromedp.Click(chromedp.CSS("#verify")))
 
 	// Pick demo-eks-1 in the region and register it.
 	p.until("the cluster picker", `!!document.querySelector('#region')`, wait)
@@ -487,6 +509,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	p.until("the flapping space listed", row+` !== null`, wait)
 	p.until("the flapping space inactive", row+`.dataset.status === 'inactive'`, wait)
 	p.until("its reason shown", `document.querySelector('tr[data-name="`+flapping.Name+`"] [data-reason]').dataset.reason === 'Unreachable'`, wait)
+	// Its Region is the location its cloud answered at registration, not
+	// its resource group.
+	p.until("its location as its region", `document.querySelector('tr[data-name="`+flapping.Name+`"] td[data-label="Region"]').innerText === '`+flapping.Location+`'`, wait)
 	p.until("the inactive count", `document.querySelector('[data-count="inactive"] b').textContent === '1'`, wait)
 	p.shot("08-spaces-list-inactive")
 	p.audit("spaces (one inactive)")

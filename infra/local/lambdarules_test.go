@@ -107,9 +107,9 @@ func (hungCloud) Mint(ctx context.Context, _ space.CloudAccount, _ space.Space) 
 	return kubecred.Credentials{}, ctx.Err()
 }
 
-func (hungCloud) CheckCluster(ctx context.Context, _ space.CloudAccount, _ space.Space) error {
+func (hungCloud) CheckCluster(ctx context.Context, _ space.CloudAccount, _ space.Space) (space.ClusterFacts, error) {
 	<-ctx.Done()
-	return ctx.Err()
+	return space.ClusterFacts{}, ctx.Err()
 }
 
 func (hungCloud) ListClusters(ctx context.Context, _ space.CloudAccount, _ string) ([]space.DiscoveredCluster, error) {

@@ -50,11 +50,11 @@ func BenchmarkRegistrationCheck(b *testing.B) {
 		CloudAccountID: acctID, Config: cfg}, time.Now())
 
 	check := func(b *testing.B, checker space.ClusterChecker) {
-		if err := checker.CheckCluster(b.Context(), acct, s); err != nil { // warm the caches
+		if _, err := checker.CheckCluster(b.Context(), acct, s); err != nil { // warm the caches
 			b.Fatal(err)
 		}
 		for b.Loop() {
-			if err := checker.CheckCluster(b.Context(), acct, s); err != nil {
+			if _, err := checker.CheckCluster(b.Context(), acct, s); err != nil {
 				b.Fatal(err)
 			}
 		}

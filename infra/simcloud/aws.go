@@ -425,7 +425,7 @@ func eksARN(cl *Cluster) string {
 
 func (c *Cloud) eksCluster(cl *Cluster) map[string]any {
 	out := map[string]any{
-		"name": cl.Name, "arn": eksARN(cl), "endpoint": cl.Server, "status": "ACTIVE", "version": "1.31",
+		"name": cl.Name, "arn": eksARN(cl), "endpoint": cl.Server, "status": "ACTIVE", "version": cl.version(),
 		"certificateAuthority": map[string]string{"data": base64.StdEncoding.EncodeToString(cl.CAPEM)},
 		"createdAt":            1.7e9,
 	}

@@ -160,7 +160,7 @@ func aksID(cl *Cluster) string {
 func (c *Cloud) aksCluster(cl *Cluster) map[string]any {
 	props := map[string]any{
 		"provisioningState": "Succeeded", "powerState": map[string]string{"code": "Running"},
-		"kubernetesVersion": "1.31.2", "fqdn": strings.TrimPrefix(cl.Server, "https://"),
+		"kubernetesVersion": cl.version(), "fqdn": strings.TrimPrefix(cl.Server, "https://"),
 		"aadProfile": map[string]any{"managed": true, "enableAzureRBAC": true},
 	}
 	out := map[string]any{

@@ -157,7 +157,7 @@ func (c *Cloud) gkeGet(w http.ResponseWriter, r *http.Request) {
 
 func (c *Cloud) gkeCluster(cl *Cluster) map[string]any {
 	out := map[string]any{
-		"name": cl.Name, "location": cl.Location, "status": "RUNNING",
+		"name": cl.Name, "location": cl.Location, "status": "RUNNING", "currentMasterVersion": cl.version(),
 		// GKE reports a bare address; Server is a URL.
 		"endpoint":   strings.TrimPrefix(cl.Server, "https://"),
 		"masterAuth": map[string]string{"clusterCaCertificate": base64.StdEncoding.EncodeToString(cl.CAPEM)},

@@ -112,6 +112,10 @@ type Cluster struct {
 	Location string
 	// ResourceGroup is the Azure resource group.
 	ResourceGroup string
+	// Version is the control plane's version as the cloud names it (EKS
+	// "1.31", GKE "1.31.5-gke.1023000", AKS "1.31.2"); empty: DefaultVersions'.
+	// A cluster the cloud created reports the version it was created with.
+	Version string
 	// Server and CAPEM are the backing API server.
 	Server string
 	CAPEM  []byte
@@ -125,6 +129,16 @@ type Cluster struct {
 	Principals []string
 
 	made *creation // set on a cluster the cloud created
+}
+
+// DefaultVersions are the versions a cluster without a Version reports.
+var DefaultVersions = map[space.Provider]string{space.AWS: "1.31", space.GCP: "1.31.5-gke.1023000", space.Azure: "1.31.2"}
+
+func (c *Cluster) version() string {
+	if c.Version != "" {
+		return c.Version
+	}
+	return DefaultVersions[c.Provider]
 }
 
 func (c *Cluster) grants(principal string) bool {

@@ -45,9 +45,11 @@ type Request struct {
 	Trace map[string]string `json:"trace,omitempty"`
 }
 
-// Response is the Invoke result: no Error means yes.
+// Response is the Invoke result: no Error means yes. Cluster is what the
+// cloud said of the cluster a check-cluster request names.
 type Response struct {
-	Error *Problem `json:"error,omitempty"`
+	Error   *Problem            `json:"error,omitempty"`
+	Cluster *space.ClusterFacts `json:"cluster,omitempty"`
 }
 
 // Problem is a space.Error on the wire (its internal cause stays in the
@@ -71,41 +73,46 @@ type Client struct {
 }
 
 // CheckCluster implements space.ClusterChecker.
-func (c Client) CheckCluster(ctx context.Context, acct space.CloudAccount, s space.Space) error {
-	return c.call(ctx, Request{Op: OpCheckCluster, Account: acct, Legacy: acct.Legacy, Space: &s})
+func (c Client) CheckCluster(ctx context.Context, acct space.CloudAccount, s space.Space) (space.ClusterFacts, error) {
+	res, err := c.call(ctx, Request{Op: OpCheckCluster, Account: acct, Legacy: acct.Legacy, Space: &s})
+	if err != nil || res.Cluster == nil {
+		return space.ClusterFacts{}, err
+	}
+	return *res.Cluster, nil
 }
 
 // VerifyAccount implements space.AccountVerifier.
 func (c Client) VerifyAccount(ctx context.Context, acct space.CloudAccount) error {
-	return c.call(ctx, Request{Op: OpVerifyAccount, Account: acct, Legacy: acct.Legacy})
+	_, err := c.call(ctx, Request{Op: OpVerifyAccount, Account: acct, Legacy: acct.Legacy})
+	return err
 }
 
-func (c Client) call(ctx context.Context, req Request) error {
+func (c Client) call(ctx context.Context, req Request) (Response, error) {
 	if d, ok := ctx.Deadline(); ok {
 		req.Deadline = d.Add(-budget.InvokeReserve).UnixMilli()
 	}
 	req.Trace = tracing.Carrier(ctx)
 	payload, err := json.Marshal(req)
 	if err != nil {
-		return &space.Error{Kind: space.KindInternal, Message: "the cloud check could not be encoded", Err: err}
+		return Response{}, &space.Error{Kind: space.KindInternal, Message: "the cloud check could not be encoded", Err: err}
 	}
 	out, err := c.Lambda.Invoke(ctx, &lambda.InvokeInput{FunctionName: &c.Function, Payload: payload})
 	if err != nil {
-		return unavailable(err)
+		return Response{}, unavailable(err)
 	}
 	if out.FunctionError != nil {
 		// The function crashed or timed out: the cloud did not answer.
-		return unavailable(errors.New(*out.FunctionError + ": " + string(out.Payload)))
+		return Response{}, unavailable(errors.New(*out.FunctionError + ": " + string(out.Payload)))
 	}
 	var res Response
 	if err := json.Unmarshal(out.Payload, &res); err != nil {
-		return unavailable(err)
+		return Response{}, unavailable(err)
 	}
 	if res.Error == nil {
-		return nil
+		return res, nil
 	}
 	p := res.Error
-	return &space.Error{Kind: p.Kind, Reason: p.Reason, Message: p.Message, Fields: p.Fields}
+	return Response{}, &space.Error{Kind: p.Kind, Reason: p.Reason, Message: p.Message, Fields: p.Fields}
 }
 
 func unavailable(err error) error {
@@ -142,17 +149,23 @@ func (h Handler) answer(ctx context.Context, req Request) (Response, error) {
 		ctx, cancel = budget.Until(ctx, time.UnixMilli(req.Deadline))
 		defer cancel()
 	}
-	var err error
+	var (
+		err   error
+		facts space.ClusterFacts
+	)
 	switch {
 	case req.Op == OpCheckCluster && req.Space != nil:
-		err = h.Clusters.CheckCluster(ctx, req.Account, *req.Space)
+		facts, err = h.Clusters.CheckCluster(ctx, req.Account, *req.Space)
 	case req.Op == OpVerifyAccount:
 		err = h.Verifier.VerifyAccount(ctx, req.Account)
 	default:
 		return Response{}, errors.New("cloudcall: unknown request " + req.Op)
 	}
 	if err == nil {
-		return Response{}, nil
+		if facts == (space.ClusterFacts{}) {
+			return Response{}, nil
+		}
+		return Response{Cluster: &facts}, nil
 	}
 	var de *space.Error
 	if !errors.As(err, &de) {

@@ -56,6 +56,10 @@ type Config struct {
 	// DemoConnections, locally, are the demo accounts' connections per
 	// provider, offered as "use the demo account".
 	DemoConnections map[string]any `json:"demo_connections,omitempty"`
+	// DevApplySetup, locally with the demo only, is the route that applies
+	// an account's setup in the simulated cloud, as its customer would in
+	// theirs (the trust setup card's "Apply in the simulated cloud").
+	DevApplySetup string `json:"dev_apply_setup,omitempty"`
 }
 
 // Handler serves GET / (the page), GET /console/config.json and the files

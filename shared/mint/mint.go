@@ -282,22 +282,24 @@ func (m *Minter) Invalidate(spaceID string) {
 }
 
 // CheckCluster asks the cloud whether the space's cluster exists in the
-// account (registration). A missing cluster is a 422 on config.clusterName
+// account (registration), and answers where it runs and its version as the
+// cloud's answer says them. A missing cluster is a 422 on config.clusterName
 // with the cloud's message.
-func (m *Minter) CheckCluster(ctx context.Context, acct space.CloudAccount, s space.Space) error {
+func (m *Minter) CheckCluster(ctx context.Context, acct space.CloudAccount, s space.Space) (space.ClusterFacts, error) {
 	if !acct.Ready() {
-		return acct.NotReady("cloud_account_id")
+		return space.ClusterFacts{}, acct.NotReady("cloud_account_id")
 	}
 	p, ok := m.Providers[acct.Provider]
 	if !ok {
-		return cloud.Errorf(space.ReasonCredentialsUnavailable, "no minter is configured for "+string(acct.Provider), nil)
+		return space.ClusterFacts{}, cloud.Errorf(space.ReasonCredentialsUnavailable, "no minter is configured for "+string(acct.Provider), nil)
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.timeout())
 	defer cancel()
-	if err := p.CheckCluster(ctx, acct, s); err != nil {
-		return cloud.NotFound(classify(err))
+	facts, err := p.CheckCluster(ctx, acct, s)
+	if err != nil {
+		return space.ClusterFacts{}, cloud.NotFound(classify(err))
 	}
-	return nil
+	return facts, nil
 }
 
 // ListClusters lists the clusters the account can see.

@@ -231,7 +231,7 @@ func TestCloudErrorsAreClassified(t *testing.T) {
 			s := env.Register(t, p, "ghost-"+string(p), false)
 			_, err := env.Minter.Mint(t.Context(), s)
 			wantReason(t, err, space.ReasonClusterNotFound, space.KindBadGateway)
-			err = env.Minter.CheckCluster(t.Context(), env.Accounts[p], s)
+			_, err = env.Minter.CheckCluster(t.Context(), env.Accounts[p], s)
 			e := wantReason(t, err, space.ReasonClusterNotFound, space.KindInvalid)
 			if len(e.Fields) != 1 || e.Fields[0].Field != "config.clusterName" || e.Fields[0].Reason == "" {
 				t.Errorf("registration check fields: %+v", e.Fields)
@@ -241,13 +241,14 @@ func TestCloudErrorsAreClassified(t *testing.T) {
 			syn := s
 			syn.Synthetic = true
 			before := env.Cloud.TotalCalls()
-			if err := space.CheckRegistration(t.Context(), env.Store, env.Minter, syn); err != nil {
-				t.Errorf("synthetic: %v", err)
+			if facts, err := space.CheckRegistration(t.Context(), env.Store, env.Minter, syn); err != nil || facts != (space.ClusterFacts{}) {
+				t.Errorf("synthetic: %+v, %v", facts, err)
 			}
 			if env.Cloud.TotalCalls() != before {
 				t.Error("a synthetic registration called the cloud")
 			}
-			wantReason(t, space.CheckRegistration(t.Context(), env.Store, env.Minter, s), space.ReasonClusterNotFound, space.KindInvalid)
+			_, err = space.CheckRegistration(t.Context(), env.Store, env.Minter, s)
+			wantReason(t, err, space.ReasonClusterNotFound, space.KindInvalid)
 			// An existing cluster passes.
 			tc := testcluster.NewForTest(t)
 			cl := minttest.Cluster(p, "real-"+string(p), tc.URL(), tc.CAPEM())
@@ -255,8 +256,17 @@ func TestCloudErrorsAreClassified(t *testing.T) {
 			env.Cloud.AddCluster(cl)
 			ok := s
 			ok.Config = minttest.Config(p, "real-"+string(p))
-			if err := space.CheckRegistration(t.Context(), env.Store, env.Minter, ok); err != nil {
+			if _, err := space.CheckRegistration(t.Context(), env.Store, env.Minter, ok); err != nil {
 				t.Errorf("existing cluster: %v", err)
+			}
+			// ... and the cloud's answer says where it runs and its
+			// version, in the cloud's words.
+			cl.Name, cl.Version = "versioned-"+string(p), map[space.Provider]string{space.AWS: "1.30", space.GCP: "1.30.9-gke.1009000", space.Azure: "1.30.7"}[p]
+			env.Cloud.AddCluster(cl)
+			ok.Config = minttest.Config(p, cl.Name)
+			facts, err := space.CheckRegistration(t.Context(), env.Store, env.Minter, ok)
+			if want := (space.ClusterFacts{Location: cl.Location, KubernetesVersion: cl.Version}); err != nil || facts != want {
+				t.Errorf("facts of %s: %+v, %v; want %+v", cl.Name, facts, err, want)
 			}
 			// Not granted to the account: AccessDenied.
 			other := minttest.Cluster(p, "other-"+string(p), tc.URL(), tc.CAPEM())
@@ -264,7 +274,8 @@ func TestCloudErrorsAreClassified(t *testing.T) {
 			env.Cloud.AddCluster(other)
 			denied := s
 			denied.Config = minttest.Config(p, "other-"+string(p))
-			wantReason(t, env.Minter.CheckCluster(t.Context(), env.Accounts[p], denied), space.ReasonAccessDenied, space.KindBadGateway)
+			_, err = env.Minter.CheckCluster(t.Context(), env.Accounts[p], denied)
+			wantReason(t, err, space.ReasonAccessDenied, space.KindBadGateway)
 		})
 	}
 	t.Run("cloud down", func(t *testing.T) {
@@ -278,7 +289,8 @@ func TestCloudErrorsAreClassified(t *testing.T) {
 		a := env.Accounts[space.AWS]
 		a.Connection = map[string]string{"roleArn": minttest.RoleARN, "externalId": "wrong-external"}
 		s := env.Register(t, space.AWS, "denied-aws", false)
-		wantReason(t, env.Minter.CheckCluster(t.Context(), a, s), space.ReasonAccessDenied, space.KindBadGateway)
+		_, err := env.Minter.CheckCluster(t.Context(), a, s)
+		wantReason(t, err, space.ReasonAccessDenied, space.KindBadGateway)
 	})
 }
 

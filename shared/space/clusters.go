@@ -3,12 +3,25 @@ package space
 import "context"
 
 // ClusterChecker asks the cloud whether the cluster a space names exists in
-// the cloud account, before it is registered. It returns nil when it does, an
-// *Error of KindInvalid with Reason ReasonClusterNotFound (and the cloud's
-// message) when it does not, and other *Error values (AccessDenied,
-// CloudUnavailable, CredentialsUnavailable) when the cloud cannot tell.
+// the cloud account, before it is registered. It returns what the cloud
+// said of the cluster when it does, an *Error of KindInvalid with Reason
+// ReasonClusterNotFound (and the cloud's message) when it does not, and
+// other *Error values (AccessDenied, CloudUnavailable,
+// CredentialsUnavailable) when the cloud cannot tell.
 type ClusterChecker interface {
-	CheckCluster(ctx context.Context, acct CloudAccount, s Space) error
+	CheckCluster(ctx context.Context, acct CloudAccount, s Space) (ClusterFacts, error)
+}
+
+// ClusterFacts is what the cloud's answer to the registration check says
+// of the cluster, in the cloud's own words; a field the cloud left out is
+// empty.
+type ClusterFacts struct {
+	// Location is where it runs: the AWS region, the GCP region or zone,
+	// the Azure location (never the resource group).
+	Location string `json:"location,omitempty"`
+	// KubernetesVersion is the control plane's version as the cloud names
+	// it (EKS "1.31", GKE "1.31.5-gke.1023000", AKS "1.31.2").
+	KubernetesVersion string `json:"kubernetes_version,omitempty"`
 }
 
 // DiscoveredCluster is a cluster a cloud account can see, as the cluster
@@ -42,24 +55,26 @@ type ClusterLister interface {
 // all the same: only within a ready account of the org, so that another
 // org's copy of an account (failed: the cloud does not trust that org)
 // cannot name the first org's clusters (issue 20). It is meant to run
-// after in.Validate() and before the store registers s.
-func CheckRegistration(ctx context.Context, store Store, checker ClusterChecker, s Space) error {
+// after in.Validate() and before the store registers s; it answers what
+// the cloud said of the cluster (nothing for a synthetic space, or
+// without a checker).
+func CheckRegistration(ctx context.Context, store Store, checker ClusterChecker, s Space) (ClusterFacts, error) {
 	acct, err := store.GetAccount(ctx, s.OrgID, s.CloudAccountID)
 	if KindOf(err) == KindNotFound || (err == nil && acct.Provider != s.Provider) {
-		return &Error{Kind: KindInvalid, Message: "the space is not valid", Fields: []FieldError{{
+		return ClusterFacts{}, &Error{Kind: KindInvalid, Message: "the space is not valid", Fields: []FieldError{{
 			Field: "cloud_account_id", Reason: "no " + string(s.Provider) + " cloud account with this id in the org",
 		}}}
 	}
 	if err != nil {
-		return err
+		return ClusterFacts{}, err
 	}
 	// Only an account whose cloud was seen to trust this org, and only it,
 	// takes registrations (confused deputy).
 	if !acct.Ready() {
-		return acct.NotReady("cloud_account_id")
+		return ClusterFacts{}, acct.NotReady("cloud_account_id")
 	}
 	if checker == nil || s.Synthetic {
-		return nil
+		return ClusterFacts{}, nil
 	}
 	return checker.CheckCluster(ctx, acct, s)
 }

@@ -38,9 +38,11 @@ func (svc *Service) Register(ctx context.Context, org string, in RegisterInput, 
 	}
 	hash := requestHash(in)
 	s = NewSpace(svc.NewID(), org, in, svc.Now().UTC())
-	if err := CheckRegistration(ctx, svc.Store, svc.Clusters, s); err != nil {
+	facts, err := CheckRegistration(ctx, svc.Store, svc.Clusters, s)
+	if err != nil {
 		return Space{}, false, err
 	}
+	s.Location, s.KubernetesVersion = facts.Location, facts.KubernetesVersion
 	// The replay answers exactly what the first request answered.
 	if err := svc.Store.Register(ctx, s, Idempotency{Key: idemKey, Hash: hash, Space: svc.observe(s)}); err != nil {
 		var replay *ReplayError // only on this path: errors.As moves it to the heap

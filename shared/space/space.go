@@ -55,6 +55,11 @@ type Space struct {
 	// Labels are the owner's, set at registration and by SetLabels
 	// (labels.go); absent when there are none.
 	Labels Labels `json:"labels,omitempty"`
+	// Location and KubernetesVersion are what the cloud said of the
+	// cluster when registration looked it up (ClusterFacts), kept as it
+	// said them; a synthetic space has neither (no cloud is asked).
+	Location          string `json:"location,omitempty"`
+	KubernetesVersion string `json:"kubernetes_version,omitempty"`
 	// JobID is set only while a provisioning job registers the cluster it
 	// created (RegisterInput.JobID); neither stored nor answered.
 	JobID     string     `json:"-" dynamodbav:"-"`

@@ -98,7 +98,12 @@ export function tombstoneOf(err) {
   return (err && err.status === 404 && err.problem && err.problem.tombstone) || null;
 }
 
+// region is where the space's cluster runs: the location its cloud
+// answered at registration; without one (a synthetic space, or one
+// registered before it was recorded), the config's region, or for Azure
+// the resource group, said as such.
 export function region(sp) {
+  if (sp.location) return sp.location;
   const c = sp.config || {};
   if (sp.provider === 'azure') return `${c.resourceGroup} (resource group)`;
   return c.region || '';

@@ -202,16 +202,33 @@ func parseKubeconfig(data []byte) (string, []byte, error) {
 	return "", nil, errors.New("no cluster with a server")
 }
 
-// CheckCluster looks the cluster up (registration check).
-func (m *Minter) CheckCluster(ctx context.Context, acct space.CloudAccount, s space.Space) error {
+// CheckCluster looks the cluster up (registration check) and answers its
+// location and version.
+func (m *Minter) CheckCluster(ctx context.Context, acct space.CloudAccount, s space.Space) (space.ClusterFacts, error) {
 	api, err := m.clusters(acct, s.Config["subscriptionId"])
 	if err != nil {
-		return err
+		return space.ClusterFacts{}, err
 	}
-	if _, err := api.Get(ctx, s.Config["resourceGroup"], s.Config["clusterName"], nil); err != nil {
-		return classify("arm:managedClusters.get", err)
+	res, err := api.Get(ctx, s.Config["resourceGroup"], s.Config["clusterName"], nil)
+	if err != nil {
+		return space.ClusterFacts{}, classify("arm:managedClusters.get", err)
 	}
-	return nil
+	return facts(res.ManagedCluster), nil
+}
+
+// facts reads a managed cluster's location and version: the version it
+// runs (currentKubernetesVersion, a patch version) when ARM says it, else
+// the one asked for (kubernetesVersion, which may be a bare minor).
+// https://learn.microsoft.com/en-us/rest/api/aks/managed-clusters/get
+func facts(mc armcontainerservice.ManagedCluster) space.ClusterFacts {
+	f := space.ClusterFacts{Location: deref(mc.Location)}
+	if p := mc.Properties; p != nil {
+		f.KubernetesVersion = deref(p.CurrentKubernetesVersion)
+		if f.KubernetesVersion == "" {
+			f.KubernetesVersion = deref(p.KubernetesVersion)
+		}
+	}
+	return f
 }
 
 // ListClusters lists the subscription's managed clusters.

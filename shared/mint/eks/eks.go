@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/arn"
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
@@ -181,10 +182,27 @@ func (m *Minter) Token(ctx context.Context, acct space.CloudAccount, cluster, re
 	return TokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(req.URL)), nil
 }
 
-// CheckCluster looks the cluster up (registration check).
-func (m *Minter) CheckCluster(ctx context.Context, acct space.CloudAccount, s space.Space) error {
-	_, err := m.describe(ctx, acct, s.Config["clusterName"], s.Config["region"])
-	return err
+// CheckCluster looks the cluster up (registration check) and answers its
+// region, as its ARN names it, and its version.
+func (m *Minter) CheckCluster(ctx context.Context, acct space.CloudAccount, s space.Space) (space.ClusterFacts, error) {
+	region := s.Config["region"]
+	cl, err := m.describe(ctx, acct, s.Config["clusterName"], region)
+	if err != nil {
+		return space.ClusterFacts{}, err
+	}
+	return facts(cl, region), nil
+}
+
+// facts reads what DescribeCluster said: the Cluster object has no region
+// field, but its ARN (arn:aws:eks:<region>:<account>:cluster/<name>) does;
+// without one, the region that answered (DescribeCluster is regional).
+// https://docs.aws.amazon.com/eks/latest/APIReference/API_Cluster.html
+func facts(cl *ekstypes.Cluster, asked string) space.ClusterFacts {
+	f := space.ClusterFacts{Location: asked, KubernetesVersion: aws.ToString(cl.Version)}
+	if a, err := arn.Parse(aws.ToString(cl.Arn)); err == nil && a.Region != "" {
+		f.Location = a.Region
+	}
+	return f
 }
 
 // ListClusters lists the account's clusters in region, with their status.

@@ -274,10 +274,15 @@ func (m *Minter) get(ctx context.Context, org, sa string, s space.Space) (*conta
 	return cl, nil
 }
 
-// CheckCluster looks the cluster up (registration check).
-func (m *Minter) CheckCluster(ctx context.Context, acct space.CloudAccount, s space.Space) error {
-	_, err := m.get(ctx, acct.OrgID, acct.Connection["serviceAccountEmail"], s)
-	return err
+// CheckCluster looks the cluster up (registration check) and answers its
+// location (region or zone) and its control plane's version.
+// https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/projects.locations.clusters#Cluster
+func (m *Minter) CheckCluster(ctx context.Context, acct space.CloudAccount, s space.Space) (space.ClusterFacts, error) {
+	cl, err := m.get(ctx, acct.OrgID, acct.Connection["serviceAccountEmail"], s)
+	if err != nil {
+		return space.ClusterFacts{}, err
+	}
+	return space.ClusterFacts{Location: cl.GetLocation(), KubernetesVersion: cl.GetCurrentMasterVersion()}, nil
 }
 
 // ListClusters lists the project's clusters in every location.

@@ -100,8 +100,8 @@ func (f *Function) Lambda(t *tracing.Tracing) func(ctx context.Context, raw json
 // unreachable answers every cloud question when no cloud is configured.
 type unreachable struct{}
 
-func (unreachable) CheckCluster(context.Context, space.CloudAccount, space.Space) error {
-	return noCloud
+func (unreachable) CheckCluster(context.Context, space.CloudAccount, space.Space) (space.ClusterFacts, error) {
+	return space.ClusterFacts{}, noCloud
 }
 
 func (unreachable) VerifyAccount(context.Context, space.CloudAccount) error { return noCloud }
