@@ -60,6 +60,11 @@ func TestConsoleProvisioningJobs(t *testing.T) {
 	}
 	p.shot("20-provisioning-jobs")
 	p.audit("provisioning jobs")
+	// The refusal is not retryable as is: the button says to fix the cause
+	// first (here the cause is gone: the creator no longer refuses).
+	if b := p.text(`#job-table tr[data-job="` + failed + `"] button`); b != "Retry after fixing the cause" {
+		t.Errorf("the failed job's first button reads %q", b)
+	}
 	p.run("retry the failed job", chromedp.Click(chromedp.CSS(`#job-table tr[data-job="`+failed+`"] button`)))
 	p.until("the retried job succeeded", `!!(`+row(failed)+` && `+row(failed)+`.dataset.state === 'succeeded')`, wait)
 	if n := spaceCount(t, c); n != 2 {

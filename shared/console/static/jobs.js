@@ -83,8 +83,11 @@ function jobRow(j, ctx, load) {
     });
     return b;
   };
-  // Retry only where it can help: the job's failure says whether it can.
-  if (j.state === 'failed' && j.failure && j.failure.retryable) act.append(button('Retry', () => ctx.api.post(`/provisioning-jobs/${j.id}/retry`), 'Job queued again.'));
+  // A retry as is helps only where the failure says so; otherwise the
+  // cause must be fixed first (a quota raised, a network fixed), and the
+  // button says that instead of promising a retry that fails the same way.
+  if (j.state === 'failed') act.append(button(j.failure && !j.failure.retryable ? 'Retry after fixing the cause' : 'Retry',
+    () => ctx.api.post(`/provisioning-jobs/${j.id}/retry`), 'Job queued again.'));
   if (!['succeeded', 'canceled', 'registering'].includes(j.state)) act.append(button('Cancel', () => ctx.api.del(`/provisioning-jobs/${j.id}`), 'Job canceled.'));
   const steps = h('ol', { class: 'steps' }, j.steps.map(s => h('li', { 'data-step': s.state },
     h('span', { class: `badge s-${JOB[s.state]}` }, s.state), ' ', when(s.at),
@@ -95,7 +98,7 @@ function jobRow(j, ctx, load) {
     h('td', { 'data-label': 'State' }, h('span', { class: `badge s-${JOB[j.state]}` }, j.state),
       // The failure's words once: its step already shows them when it carries them.
       j.failure ? h('div', { class: 'reason', role: 'note' }, `${j.failure.reason} at ${j.failure.step}` +
-        (j.steps.some(s => s.message === j.failure.message) ? '' : `: ${j.failure.message}`) + (j.failure.retryable ? '' : ' (a retry will not help as is)')) : null,
+        (j.steps.some(s => s.message === j.failure.message) ? '' : `: ${j.failure.message}`) + (j.failure.retryable ? '' : ' (a retry will not help until the cause is fixed)')) : null,
       j.left_in_cloud ? h('div', { class: 'reason' }, j.left_in_cloud) : null),
     h('td', { 'data-label': 'Steps' }, steps),
     h('td', { 'data-label': 'Updated' }, when(j.updated_at)), act);
