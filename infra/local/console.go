@@ -70,10 +70,7 @@ func (st *Stack) withConsole(cfg Config, api http.Handler) http.Handler {
 // mint a token with a text/plain or form post.
 func (st *Stack) devSignIn(log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-			devProblem(w, r, http.StatusUnsupportedMediaType, "unsupported-media-type", "Content-Type", "the body must be application/json")
+		if !devJSON(w, r) {
 			return
 		}
 		var in struct {
@@ -102,10 +99,7 @@ func (st *Stack) devSignIn(log *slog.Logger) http.Handler {
 // with the simulated cloud's refusal.
 func (st *Stack) devApplySetup(api http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-			devProblem(w, r, http.StatusUnsupportedMediaType, "unsupported-media-type", "Content-Type", "the body must be application/json")
+		if !devJSON(w, r) {
 			return
 		}
 		var in struct {
@@ -152,4 +146,17 @@ func devProblem(w http.ResponseWriter, r *http.Request, code int, slug, field, d
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(map[string]any{"type": "urn:spaces:problem:" + slug, "title": http.StatusText(code), "status": code,
 		"detail": detail, "instance": r.URL.Path, "errors": []map[string]string{{"field": field, "reason": detail}}})
+}
+
+// devJSON sets the development routes' headers and takes only an
+// application/json body (a cross-origin browser post of one needs a CORS
+// preflight this server never grants); otherwise it answers 415 and false.
+func devJSON(w http.ResponseWriter, r *http.Request) bool {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		devProblem(w, r, http.StatusUnsupportedMediaType, "unsupported-media-type", "Content-Type", "the body must be application/json")
+		return false
+	}
+	return true
 }
