@@ -11,25 +11,33 @@ import (
 // TestGatewayAuthorizerOffOnlyWhereTheFunctionAuthenticates: the HTTP
 // API's JWT authorizer is off (Authorizer: NONE) exactly on the public
 // routes and the agent's routes (which carry the agent's own secret,
-// checked by the function), and on every other ApiFunction route, so no
-// user route is left open and no agent route needs a JWT it cannot have.
+// checked by the function), and on no other route, so no user route is
+// left open and no agent route needs a JWT it cannot have.
 func TestGatewayAuthorizerOffOnlyWhereTheFunctionAuthenticates(t *testing.T) {
 	tpl := parseRaw(t)
-	events, _ := tpl.Resources["ApiFunction"].Properties["Events"].(map[string]any)
 	open := append(slices.Clone(httpapi.PublicRoutes), httpapi.AgentRoutes()...)
 	seen := 0
-	for name, ev := range events {
-		if get(ev, "Type") != "HttpApi" {
-			continue
-		}
-		route := fmt.Sprint(get(ev, "Properties", "Method"), " ", get(ev, "Properties", "Path"))
-		none := get(ev, "Properties", "Auth", "Authorizer") == "NONE"
-		want := slices.Contains(open, route)
-		if none != want {
-			t.Errorf("ApiFunction.%s (%s): authorizer off %v, want %v", name, route, none, want)
-		}
-		if want {
-			seen++
+	// The catalog's routes and the agent's, which have a function of their
+	// own so that their unauthenticated traffic holds none of the API's
+	// concurrency: only agent routes go there.
+	for _, fn := range []string{"ApiFunction", "AgentFunction"} {
+		events, _ := tpl.Resources[fn].Properties["Events"].(map[string]any)
+		for name, ev := range events {
+			if get(ev, "Type") != "HttpApi" {
+				continue
+			}
+			route := fmt.Sprint(get(ev, "Properties", "Method"), " ", get(ev, "Properties", "Path"))
+			none := get(ev, "Properties", "Auth", "Authorizer") == "NONE"
+			want := slices.Contains(open, route)
+			if none != want {
+				t.Errorf("%s.%s (%s): authorizer off %v, want %v", fn, name, route, none, want)
+			}
+			if agent := slices.Contains(httpapi.AgentRoutes(), route); agent != (fn == "AgentFunction") {
+				t.Errorf("%s.%s (%s): an agent route %v on %s", fn, name, route, agent, fn)
+			}
+			if want {
+				seen++
+			}
 		}
 	}
 	if seen != len(open) {

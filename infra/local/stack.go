@@ -34,6 +34,7 @@ import (
 	"spaces/shared/tracing"
 	"spaces/shared/tracing/tracehttp"
 	"spaces/shared/wiring"
+	"spaces/shared/wiring/agents"
 	"spaces/shared/wiring/api"
 	"spaces/shared/wiring/discovery"
 	"spaces/shared/wiring/parts"
@@ -249,8 +250,11 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	st.Service = svc
+	// The agent's routes are their own function's, as deployed.
+	agent := agents.New(st.aws, agents.Settings{Common: settings.Common, ProbeQueue: settings.ProbeQueue}, agents.Options{Log: cfg.Log})
 	if st.APIURL, err = st.serve(cfg.APIAddr, st.withConsole(cfg, tracehttp.Handler(cfg.Tracing, routeByFunction(
-		st.Functions.Get("ApiFunction").Gateway(handler.Handler()), st.Functions.Get("DiscoveryFunction").Gateway(disc.HTTP))))); err != nil {
+		st.Functions.Get("ApiFunction").Gateway(handler.Handler()),
+		st.Functions.Get("DiscoveryFunction").Gateway(disc.HTTP), st.Functions.Get("AgentFunction").Gateway(agent))))); err != nil {
 		return nil, fmt.Errorf("api listener: %w", err)
 	}
 	if st.Demo != nil {
@@ -270,13 +274,17 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 }
 
 // routeByFunction sends the cluster-side routes to the discovery function's
-// handler and everything else to the catalog's, as the gateway's routes do.
-// A request is only matched against the route patterns here; the catalog's
-// mux (which knows every route) answers unknown paths and wrong methods.
-func routeByFunction(catalog, cluster http.Handler) http.Handler {
+// handler, the agent's routes to the agent function's and everything else
+// to the catalog's, as the gateway's routes do. A request is only matched
+// against the route patterns here; the catalog's mux (which knows every
+// route) answers unknown paths and wrong methods.
+func routeByFunction(catalog, cluster, agent http.Handler) http.Handler {
 	patterns := http.NewServeMux()
 	for _, r := range httpapi.ClusterRoutes() {
 		patterns.Handle(r, cluster)
+	}
+	for _, r := range httpapi.AgentRoutes() {
+		patterns.Handle(r, agent)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h, pattern := patterns.Handler(r); pattern != "" && canonicalPath(r.URL.Path) {

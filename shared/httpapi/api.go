@@ -40,6 +40,10 @@ type API struct {
 	// clusters (ClusterRoutes): the discovery function's handler. The
 	// catalog API serves every route; the gateway never sends it these.
 	ClusterSide bool
+	// AgentSide serves only the agent's routes (AgentRoutes): the agent
+	// function's handler, so that traffic on these unauthenticated routes
+	// holds that function's concurrency, never the catalog's.
+	AgentSide bool
 	// Agents serves agent-mode spaces' bootstrap, credentials and leases
 	// (agent.go); nil: 503, and agent registrations are refused.
 	Agents *space.Agents
@@ -128,8 +132,11 @@ func ClusterRoutes() []string {
 func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
 	serve := routes
-	if a.ClusterSide {
+	switch {
+	case a.ClusterSide:
 		serve = clusterRoutes
+	case a.AgentSide:
+		serve = nil
 	}
 	for _, rt := range serve {
 		mux.Handle(rt.method+" "+rt.path, a.authenticated(rt.handle))
@@ -138,6 +145,8 @@ func (a *API) Handler() http.Handler {
 		for _, rt := range agentRoutes {
 			mux.Handle(rt.method+" "+rt.path, a.agent(rt.handle))
 		}
+	}
+	if !a.ClusterSide && !a.AgentSide {
 		mux.HandleFunc("GET /openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/yaml")
 			_, _ = w.Write(a.OpenAPI)

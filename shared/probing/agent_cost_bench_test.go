@@ -124,7 +124,7 @@ func measureAgentCost(b *testing.B) {
 
 	billed := func(d time.Duration) float64 { return math.Ceil(float64(d)/float64(time.Millisecond)) / 1000 }
 	var (
-		apiFn, prober, scheduler awscost.Lambda
+		agentFn, prober, scheduler awscost.Lambda
 		renewals, checks         int
 		esm                      float64
 		refused                  int
@@ -154,8 +154,8 @@ func measureAgentCost(b *testing.B) {
 				rec := httptest.NewRecorder()
 				start := time.Now()
 				h.ServeHTTP(rec, req)
-				apiFn.Invocations++
-				apiFn.Seconds += billed(time.Since(start))
+				agentFn.Invocations++
+				agentFn.Seconds += billed(time.Since(start))
 				if rec.Code != http.StatusOK {
 					refused++
 				}
@@ -193,7 +193,7 @@ func measureAgentCost(b *testing.B) {
 	}
 	run(c.Now().Add(warmUp))
 	meter.Take()
-	apiFn, prober, scheduler, renewals, checks, esm = awscost.Lambda{}, awscost.Lambda{}, awscost.Lambda{}, 0, 0, 0
+	agentFn, prober, scheduler, renewals, checks, esm = awscost.Lambda{}, awscost.Lambda{}, awscost.Lambda{}, 0, 0, 0
 	run(c.Now().Add(window))
 	u := meter.Take()
 	if refused > 0 {
@@ -207,10 +207,10 @@ func measureAgentCost(b *testing.B) {
 	u.Requests["SQS ReceiveMessage (Lambda event source)"] += esm
 	u.Requests["SQS DeleteMessageBatch (Lambda event source)"] += esm
 	u.SQSRequests += 2 * esm
-	apiFn.MemoryMB, prober.MemoryMB, scheduler.MemoryMB = apiMemoryMB(b), dep.proberMemoryMB, dep.schedulerMemoryMB
+	agentFn.MemoryMB, prober.MemoryMB, scheduler.MemoryMB = agentMemoryMB(b), dep.proberMemoryMB, dep.schedulerMemoryMB
 
 	scale := 1000 * 30 * 24 * 60 / (float64(fleet) * window.Minutes())
-	base := awscost.Price(u, []awscost.Lambda{apiFn, prober, scheduler}, scheduler.Invocations)
+	base := awscost.Price(u, []awscost.Lambda{agentFn, prober, scheduler}, scheduler.Invocations)
 	if dep.provisioned {
 		base = base.Provisioned(u, dep.target)
 	}
@@ -226,7 +226,7 @@ func measureAgentCost(b *testing.B) {
 		fmt.Fprintf(&sb, "  %-50s %7.0f requests  RRU %8.1f  WRU %8.1f\n", op, u.Requests[op], u.RRU[op], u.WRU[op])
 	}
 	fmt.Fprintf(&sb, "  lease handler: %.2f ms billed per renewal; prober: %.2f ms per check\n",
-		1000*per(apiFn.Seconds, renewals), 1000*per(prober.Seconds, checks))
+		1000*per(agentFn.Seconds, renewals), 1000*per(prober.Seconds, checks))
 	fmt.Fprintf(&sb, "  $/month per 1,000 agent spaces: DynamoDB reads %.2f, writes %.2f, SQS %.2f, Lambda %.2f + %.2f, EventBridge %.2f = %.2f before the channel\n",
 		base.Reads, base.Writes, base.SQS, base.LambdaRequests, base.LambdaDuration, base.EventBridge, base.Total())
 	fmt.Fprintf(&sb, "  channel: HTTP API route %.2f -> total %.2f; Lambda function URL %.2f -> total %.2f\n",
@@ -237,9 +237,9 @@ func measureAgentCost(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// apiMemoryMB is ApiFunction's memory: its own MemorySize, else the
-// template's Globals.
-func apiMemoryMB(b *testing.B) int {
+// agentMemoryMB is AgentFunction's memory (the function that serves the
+// agent's routes): its own MemorySize, else the template's Globals.
+func agentMemoryMB(b *testing.B) int {
 	type memory struct {
 		MemorySize int `yaml:"MemorySize"`
 	}
@@ -248,19 +248,19 @@ func apiMemoryMB(b *testing.B) int {
 			Function memory `yaml:"Function"`
 		} `yaml:"Globals"`
 		Resources struct {
-			ApiFunction struct {
+			AgentFunction struct {
 				Properties memory `yaml:"Properties"`
-			} `yaml:"ApiFunction"`
+			} `yaml:"AgentFunction"`
 		} `yaml:"Resources"`
 	}
 	if err := yaml.Unmarshal(spaces.Template, &t); err != nil {
 		b.Fatal(err)
 	}
-	if m := t.Resources.ApiFunction.Properties.MemorySize; m > 0 {
+	if m := t.Resources.AgentFunction.Properties.MemorySize; m > 0 {
 		return m
 	}
 	if t.Globals.Function.MemorySize == 0 {
-		b.Fatal("no MemorySize for ApiFunction in template.yaml")
+		b.Fatal("no MemorySize for AgentFunction in template.yaml")
 	}
 	return t.Globals.Function.MemorySize
 }

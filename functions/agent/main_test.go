@@ -1,0 +1,87 @@
+package main
+
+import (
+	"encoding/json"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"spaces/infra/emulator/emulatortest"
+	"spaces/shared/httpapi"
+	"spaces/shared/space"
+	"spaces/shared/wiring/agents"
+	"spaces/shared/wiring/parts"
+)
+
+// TestSampleEventsThroughTheLambdaPath pushes every sample event in
+// events/agent through the API Gateway v2 adapter into the function's real
+// handler on the emulator: each agent route is there and checks the
+// agent's secret (the samples' secrets are no one's: 401), and a catalog
+// route is not served here (the gateway never sends one).
+func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
+	env := emulatortest.Start(t)
+	s := agents.Settings{Common: parts.Common{Table: env.Name(t, "SpacesTable"), StaleAfter: space.DefaultStaleAfter},
+		ProbeQueue: env.Resources["ProbeQueue"].URL}
+	h := agents.New(parts.AWS{Config: env.Config, Endpoint: env.Endpoint}, s, agents.Options{Log: slog.New(slog.DiscardHandler)})
+	handle := serve(h, nil) // nil: no tracing
+	files, _ := filepath.Glob("../../events/agent/*.json")
+	var covered []string
+	for _, f := range files {
+		ev := sample(t, f)
+		covered = append(covered, ev.RouteKey)
+		res, err := handle(t.Context(), ev)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if res.StatusCode != 401 || !strings.Contains(res.Body, "urn:spaces:problem:") {
+			t.Errorf("%s: %d %s, want a 401 problem", filepath.Base(f), res.StatusCode, res.Body)
+		}
+	}
+	for _, r := range httpapi.AgentRoutes() {
+		if !slices.Contains(covered, r) {
+			t.Errorf("no sample event for %s", r)
+		}
+	}
+	ev := sample(t, "../../events/api/list-spaces.json")
+	if res, err := handle(t.Context(), ev); err != nil || res.StatusCode != 404 {
+		t.Errorf("GET /spaces on the agent function: %d %v, want 404", res.StatusCode, err)
+	}
+}
+
+func sample(t *testing.T, path string) events.APIGatewayV2HTTPRequest {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return ev
+}
+
+// TestLinksNoClusterSDK: the agent function starts as quickly as the
+// catalog: no client-go, no cloud SDK, no EventBridge, no default
+// configuration chain (awsclient.FromEnv says why).
+func TestLinksNoClusterSDK(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	banned := []string{"k8s.io/", "sigs.k8s.io/", "cloud.google.com/", "google.golang.org/grpc", "github.com/Azure/",
+		"spaces/shared/mint", "github.com/aws/aws-sdk-go-v2/service/eventbridge", "github.com/aws/aws-sdk-go-v2/config"}
+	for _, pkg := range strings.Fields(string(out)) {
+		for _, b := range banned {
+			if strings.HasPrefix(pkg, b) {
+				t.Errorf("functions/agent links %s", pkg)
+			}
+		}
+	}
+}
