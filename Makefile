@@ -29,8 +29,17 @@ run: deps
 	$(WITH_OVERLAY) KUMO_DATA_DIR=$(KUMO_DATA_DIR) $(GO) run ./infra/cmd/local
 
 ## test: the lints, then every test, after installing what they need (modules, kube-apiserver + etcd, chromium, the tour's curl and jq)
+# infra/local starts the whole stack in each test, and its tests mostly wait
+# (on Chromium, the stack's clock, a real kube-apiserver): one after another
+# they were most of the suite's time with the machine idle. So its browser
+# tests (TestConsole*) and its other tests are two more `go test` runs beside
+# the other packages' (infra/parallel.sh: each prints whole as it ends).
+TEST_FLAGS := -count=1 -timeout 20m
 test: lint sam-check deps kube-bins browser tour-tools
-	unset KUMO_DATA_DIR && $(WITH_OVERLAY) $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
+	unset KUMO_DATA_DIR && $(WITH_OVERLAY) $(GO) vet ./... && bash infra/parallel.sh \
+		"$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v '/infra/local$$' | tr '\n' ' ')" \
+		"$(GO) test $(TEST_FLAGS) -skip '^TestConsole' ./infra/local" \
+		"$(GO) test $(TEST_FLAGS) -run '^TestConsole' ./infra/local"
 
 # Lint tools, pinned. cfn-lint comes with the machine's Python (PyPI is out of
 # reach here); Redocly CLI from the npm registry through npx, cached after the

@@ -43,13 +43,12 @@ func TestConsoleScreenBugs(t *testing.T) {
 
 	proxy := newConsoleProxy(t, st, nil)
 	var slowDetail, failNamespaces atomic.Int32
-	failNamespaces.Store(2)
 	proxy.hook = func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method == "GET" && r.URL.Path == "/spaces/"+id && slowDetail.Load() > 0 {
 			time.Sleep(3 * time.Second)
 			return false
 		}
-		if strings.HasSuffix(r.URL.Path, "/namespaces") && failNamespaces.Add(-1) >= 0 {
+		if strings.HasSuffix(r.URL.Path, "/namespaces") && failNamespaces.Load() > 0 {
 			w.Header().Set("Content-Type", "application/problem+json")
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprint(w, `{"type":"urn:spaces:problem:unavailable","title":"Service Unavailable","status":503,"detail":"the cloud is briefly unavailable"}`)
@@ -85,13 +84,16 @@ func TestConsoleScreenBugs(t *testing.T) {
 	}
 	slowDetail.Store(0)
 
-	// The space: its account by name; the namespaces fail twice, then the
-	// next refresh lists them without a click.
+	// The space: its account by name; the namespaces fail until the retry
+	// has been seen (however slowly the page comes), then the next refresh
+	// lists them without a click.
+	failNamespaces.Store(1)
 	p.visit("the space", "#/spaces/"+id)
 	p.until("the account's name", fmt.Sprintf(`(document.querySelector('#space-account') || {}).textContent === %q`, acctName), wait)
 	p.until("the namespaces' retry", `!!document.querySelector('#ns-retry')`, wait)
 	p.shot("bugs-namespaces-failed")
 	p.audit("space detail (namespaces failed)")
+	failNamespaces.Store(0)
 	p.until("the namespaces listed by themselves", `!document.querySelector('#ns-retry') && !!document.querySelector('#ns-table tr[data-ns="kube-system"]')`, wait)
 
 	// The change list, opened, stays open when a new transition redraws it;
