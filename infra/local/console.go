@@ -37,9 +37,10 @@ const devTokenTTL = 12 * time.Hour
 func (st *Stack) withConsole(cfg Config, api http.Handler) http.Handler {
 	cc := console.Config{SignIn: "dev", DevSignIn: DevSignInPath, RefreshSeconds: int(cfg.ConsoleRefresh / time.Second)}
 	if st.Demo != nil {
-		cc.DemoConnections = map[string]any{}
+		cc.DemoConnections, cc.DemoProvisioning = map[string]any{}, map[string]any{}
 		for _, p := range []space.Provider{space.AWS, space.GCP, space.Azure} {
 			cc.DemoConnections[string(p)] = demo.Connection(p)
+			cc.DemoProvisioning[string(p)] = map[string]any{"config": demo.NewClusterConfig(p, ""), "spec": demo.ClusterSpec(p)}
 		}
 		cc.DevApplySetup = DevApplySetupPath
 	}

@@ -1,6 +1,8 @@
 package local
 
 import (
+	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +16,8 @@ import (
 // Provisioning jobs in the browser: the view lists the org's jobs with
 // their states and steps, a succeeded one linking its space, a failed one
 // with the cloud's words and a Retry that takes it to success; the stopped
-// revisions card sits beside them.
+// revisions card sits beside them; the form starts a job, the API's field
+// errors shown beside their inputs with nothing stored.
 func TestConsoleProvisioningJobs(t *testing.T) {
 	creator := &fakeCreator{polls: 1, refuse: "QuotaExceeded: no vCPU left in eu-central-1"}
 	st := startWith(t, Config{
@@ -70,4 +73,53 @@ func TestConsoleProvisioningJobs(t *testing.T) {
 	if n := spaceCount(t, c); n != 2 {
 		t.Errorf("%d spaces after the retry, want 2", n)
 	}
+
+	// The provisioning form. Values only the API can judge (a machine type
+	// EC2 has no such name, one subnet) come back beside their inputs, and
+	// nothing is stored; fixed, the job is created once and followed.
+	jobs := func() int { return len(c.must(200, c.do("GET", "/provisioning-jobs", nil))["items"].([]any)) }
+	p.until("the form", `!!document.querySelector('#provision-form #job-account option')`, wait)
+	if p.eval(`String(!!document.querySelector('#job-use-demo'))`) != "false" {
+		t.Error("the form offers demo values outside the demo")
+	}
+	p.run("fill the form with what the API refuses",
+		chromedp.SetValue(chromedp.CSS("#job-clusterName"), "console-eks"), chromedp.SetValue(chromedp.CSS("#job-region"), "eu-central-1"),
+		chromedp.SetValue(chromedp.CSS("#job-version"), "1.31"), chromedp.SetValue(chromedp.CSS("#job-machine"), "large please"),
+		chromedp.SetValue(chromedp.CSS("#job-subnet_ids"), "subnet-0a1b2c3d"), chromedp.SetValue(chromedp.CSS("#job-tags"), "team=platform"),
+		chromedp.Click(chromedp.CSS("#provision")))
+	p.until("the API's field errors beside their inputs", `document.querySelector('#job-machine').getAttribute('aria-invalid') === 'true' && document.querySelector('#job-subnet_ids').getAttribute('aria-invalid') === 'true'`, wait)
+	if txt := p.text("#provision-form"); !strings.Contains(txt, "EC2 instance type") || !strings.Contains(txt, "two availability zones") {
+		t.Errorf("the form's errors do not say the API's reasons:\n%s", txt)
+	}
+	p.audit("provisioning form (refused)")
+	if n := jobs(); n != 2 {
+		t.Errorf("%d jobs after a refused form, want 2 (nothing stored)", n)
+	}
+	var sent []string
+	proxy.hook = func(_ http.ResponseWriter, r *http.Request) bool {
+		if r.Method == "POST" && r.URL.Path == "/provisioning-jobs" {
+			sent = append(sent, r.Header.Get("Idempotency-Key"))
+		}
+		return false
+	}
+	p.run("fix it and provision", chromedp.SetValue(chromedp.CSS("#job-machine"), "m5.large"),
+		chromedp.SetValue(chromedp.CSS("#job-subnet_ids"), "subnet-0a1b2c3d, subnet-4e5f6a7b"), chromedp.Click(chromedp.CSS("#provision")))
+	p.until("the new job listed", `[...document.querySelectorAll('#job-table tr')].some(tr => tr.innerText.includes('console-eks'))`, wait)
+	if len(sent) != 1 || sent[0] == "" {
+		t.Errorf("the form sent %d creates with Idempotency-Keys %q, want one with a key", len(sent), sent)
+	}
+	var made map[string]any
+	for _, j := range c.must(200, c.do("GET", "/provisioning-jobs", nil))["items"].([]any) {
+		if m := j.(map[string]any); m["config"].(map[string]any)["clusterName"] == "console-eks" {
+			made = m
+		}
+	}
+	if made == nil {
+		t.Fatal("no job for console-eks")
+	}
+	spec, _ := json.Marshal(made["spec"])
+	if want := `{"kubernetes_version":"1.31","network":{"subnet_ids":["subnet-0a1b2c3d","subnet-4e5f6a7b"]},"node_pool":{"desired_nodes":2,"machine_type":"m5.large","max_nodes":3,"min_nodes":1},"tags":{"team":"platform"}}`; string(spec) != want {
+		t.Errorf("the job's spec:\n%s\nwant\n%s", spec, want)
+	}
+	waitJob(t, c, made["id"].(string), provisioning.Succeeded)
 }

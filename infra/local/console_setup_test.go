@@ -2,9 +2,12 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -84,7 +87,8 @@ func TestConsoleApplySetupInSimulatedCloud(t *testing.T) {
 
 	p.run("open the console", chromedp.Navigate(p.base+"/"))
 	p.until("the sign-in form", `!!document.querySelector('#org-input')`, wait)
-	p.run("sign in", chromedp.SetValue(chromedp.CSS("#org-input"), "org-"+uuid.NewString()[:8]), chromedp.Click(chromedp.CSS(`form button[type=submit]`)))
+	org := "org-" + uuid.NewString()[:8]
+	p.run("sign in", chromedp.SetValue(chromedp.CSS("#org-input"), org), chromedp.Click(chromedp.CSS(`form button[type=submit]`)))
 	p.until("the spaces list", `document.querySelector('main').innerText.includes('No space is registered yet')`, wait)
 	p.visit("open connect", "#/connect")
 	p.until("the connect form", `!!document.querySelector('#prov-gcp')`, wait)
@@ -141,4 +145,28 @@ func TestConsoleApplySetupInSimulatedCloud(t *testing.T) {
 	p.run("apply in the simulated cloud", chromedp.Click(chromedp.CSS("#apply-demo")))
 	p.until("the cluster picker", `!!document.querySelector('tr[data-cluster="demo-gke-1"]')`, wait)
 	p.audit("cluster picker (GCP)")
+
+	// The demo never dead-ends at provisioning either: the form offers the
+	// simulated cloud's network, and the job asks for exactly that.
+	p.visit("open provisioning", "#/jobs")
+	p.until("the demo network offered", `!!document.querySelector('#job-use-demo')`, wait)
+	p.run("use the demo network and provision", chromedp.Click(chromedp.CSS("#job-use-demo")),
+		chromedp.SetValue(chromedp.CSS("#job-clusterName"), "console-gke"), chromedp.Click(chromedp.CSS("#provision")))
+	p.until("the job listed", `[...document.querySelectorAll('#job-table tr')].some(tr => tr.innerText.includes('console-gke'))`, wait)
+	p.shot("provision-demo")
+	p.audit("provisioning form (demo)")
+	var job struct {
+		Config space.Config      `json:"config"`
+		Spec   space.ClusterSpec `json:"spec"`
+	}
+	c := newClient(t, st, org)
+	items := c.must(200, c.do("GET", "/provisioning-jobs", nil))["items"].([]any)
+	raw, _ := json.Marshal(items[0])
+	if err := json.Unmarshal(raw, &job); len(items) != 1 || err != nil {
+		t.Fatalf("%d jobs (%v), want the one: %s", len(items), err, raw)
+	}
+	wantConfig := demo.NewClusterConfig(space.GCP, "console-gke")
+	if !maps.Equal(job.Config, wantConfig) || !reflect.DeepEqual(job.Spec, demo.ClusterSpec(space.GCP)) {
+		t.Errorf("the job asks for %+v %+v, want the demo's %+v %+v", job.Config, job.Spec, wantConfig, demo.ClusterSpec(space.GCP))
+	}
 }

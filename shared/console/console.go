@@ -56,6 +56,10 @@ type Config struct {
 	// DemoConnections, locally, are the demo accounts' connections per
 	// provider, offered as "use the demo account".
 	DemoConnections map[string]any `json:"demo_connections,omitempty"`
+	// DemoProvisioning, locally, is per provider a cluster the demo's cloud
+	// creates (identity config and spec, cluster name aside), offered by
+	// the provisioning form as "use the local demo network".
+	DemoProvisioning map[string]any `json:"demo_provisioning,omitempty"`
 	// DevApplySetup, locally with the demo only, is the route that applies
 	// an account's setup in the simulated cloud, as its customer would in
 	// theirs (the trust setup card's "Apply in the simulated cloud").

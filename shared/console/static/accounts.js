@@ -6,7 +6,7 @@
 // created (its external id, principal, audience), so the console shows only
 // the account's own setup (setupCard), never a text of its own that could
 // disagree with it.
-import { h, providerMark, errorBox, field, empty, flash, showFieldErrors, when, validate, patterned, PROVIDERS, bootstraps } from './ui.js';
+import { h, providerMark, errorBox, field, empty, flash, showFieldErrors, when, validate, patterned, PROVIDERS, AWS_REGIONS, bootstraps } from './ui.js';
 import { qs } from './api.js';
 
 const CONNECTIONS = {
@@ -29,8 +29,6 @@ const CONNECTIONS = {
     ],
   },
 };
-
-const AWS_REGIONS = ['us-east-1', 'us-east-2', 'us-west-1', 'us-west-2', 'eu-west-1', 'eu-west-2', 'eu-west-3', 'eu-central-1', 'eu-north-1', 'ap-southeast-1', 'ap-southeast-2', 'ap-northeast-1', 'ap-south-1', 'sa-east-1', 'ca-central-1'];
 
 function identity(a) {
   const c = a.connection;

@@ -1,10 +1,11 @@
-// Provisioning jobs (their states and steps; retry a failed one, cancel a
-// live one) and, beside them, the org's stopped revisions
+// Provisioning jobs: start one (provision.js), follow their states and
+// steps, retry a failed one, cancel a live one; and, beside them, the org's stopped revisions
 // (GET /revisions?state=stopped), each with its re-enqueue once its space is
 // active again.
 import { h, providerMark, errorBox, empty, flash, when, refreshAges, tombstoneOf } from './ui.js';
 import { revisionRow } from './environments.js';
 import { rotation } from './api.js';
+import { provisionForm } from './provision.js';
 
 // STOPPED is how many stopped revisions the page shows.
 const STOPPED = 100;
@@ -16,9 +17,11 @@ export async function jobs(root, _, ctx) {
   const { api } = ctx;
   const list = h('div', { id: 'jobs' }, h('p', { class: 'loading' }, 'Loading provisioning jobs…'));
   const stopped = h('div', { id: 'stopped-revisions' }, h('p', { class: 'loading' }, 'Loading revisions…'));
+  const form = h('div', null, h('p', { class: 'loading' }, 'Loading accounts…'));
   root.replaceChildren(h('h1', null, 'Provisioning jobs'),
     h('p', { class: 'muted' }, 'Clusters being created in your cloud accounts; each becomes a space once it is ready.'),
-    h('div', { class: 'card' }, list),
+    form,
+    h('div', { class: 'card' }, h('h2', null, 'Jobs'), list),
     h('div', { class: 'card' }, h('h2', null, 'Stopped revisions'),
       h('p', { class: 'muted' }, 'Revisions that stopped on an inactive space, most recently stopped first: re-enqueue each once its space is active.'), stopped));
 
@@ -28,7 +31,7 @@ export async function jobs(root, _, ctx) {
   let stoppedPage = null;
   async function loadJobs(page) {
     const items = page.next_cursor ? await api.all('/provisioning-jobs') : page.items;
-    if (!items.length) { list.replaceChildren(empty('No provisioning job yet: POST /provisioning-jobs creates one.')); return; }
+    if (!items.length) { list.replaceChildren(empty('No provisioning job yet: provision a cluster above.')); return; }
     list.replaceChildren(h('table', { class: 'stack', id: 'job-table' },
       h('thead', null, h('tr', null, ['Cluster', 'State', 'Steps', 'Updated', ''].map(t => h('th', { scope: 'col' }, t)))),
       h('tbody', null, items.map(j => jobRow(j, ctx, reload)))));
@@ -63,6 +66,10 @@ export async function jobs(root, _, ctx) {
     stoppedPage = r;
     await loadRevisions();
   }
+  // The form is drawn once (a tick never redraws it under the user's
+  // typing); a new job reloads the list at once.
+  api.all('/cloud-accounts').then(accts => form.replaceWith(provisionForm(ctx, accts, reload)),
+    x => form.replaceChildren(errorBox(x, 'The cloud accounts could not be loaded')));
   await ctx.every(async () => {
     try {
       await tick();

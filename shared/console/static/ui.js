@@ -26,6 +26,9 @@ export function s(tag, attrs, ...children) { return h(tag, { ...attrs, xmlns: SV
 
 export const PROVIDERS = { aws: 'AWS', gcp: 'Google Cloud', azure: 'Azure' };
 
+// AWS_REGIONS are offered (datalists) where an AWS region is typed.
+export const AWS_REGIONS = ['us-east-1', 'us-east-2', 'us-west-1', 'us-west-2', 'eu-west-1', 'eu-west-2', 'eu-west-3', 'eu-central-1', 'eu-north-1', 'ap-southeast-1', 'ap-southeast-2', 'ap-northeast-1', 'ap-south-1', 'sa-east-1', 'ca-central-1'];
+
 // providerMark is a small recognisable mark per cloud (simplified shapes in
 // each brand's colours, drawn here: nothing is fetched).
 export function providerMark(p, withName = true) {
