@@ -1,0 +1,174 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"spaces/shared/space"
+)
+
+// Backfilling the listing indexes. The sparse GSIs "names", "registered",
+// "status", "env-revisions" and "stopped-revisions" hold only items that
+// carry their key attributes, which the writes that added each index put
+// on every item they write. A table that held data before those writes
+// existed has spaces and revisions without them: invisible in those
+// orders. Backfill writes the missing attributes, computed by the same
+// functions the writes use (setNameAttrs, revKey, stoppedKey), on every
+// registered space and every revision that lacks one.
+//
+// Each write is conditional on the item's version (and, for a space, on
+// it being registered still), so a concurrent write is never undone: on a
+// lost race the item is read again and done again, or skipped if the
+// concurrent write has put the attributes itself (every space and
+// revision write does) or deregistered the space (its tombstone must stay
+// out of the indexes). Running it twice, or beside the live service, is
+// safe; a second run finds nothing to do.
+
+// BackfillReport is what one segment of Backfill saw and did.
+type BackfillReport struct {
+	Scanned   int // items read by the scan (the whole segment)
+	Spaces    int // spaces given their name, registration and status keys
+	Revisions int // revisions given rev_key (and stopped_key while stopped)
+	Retried   int // writes that lost a race and were done again
+}
+
+// Add sums reports of several segments.
+func (r *BackfillReport) Add(o BackfillReport) {
+	r.Scanned, r.Spaces, r.Revisions, r.Retried = r.Scanned+o.Scanned, r.Spaces+o.Spaces, r.Revisions+o.Revisions, r.Retried+o.Retried
+}
+
+// backfillRaces bounds how often one item is done again after losing a
+// race to the live service.
+const backfillRaces = 5
+
+// Backfill scans segment of totalSegments (a parallel Scan: run every
+// segment, at once or one after another) and writes the missing listing
+// keys. It reads the whole segment, eventually consistent (half a read
+// unit per 4 KB); a missed item is one written meanwhile, which the write
+// itself gave its keys.
+func (s *Store) Backfill(ctx context.Context, segment, totalSegments int) (BackfillReport, error) {
+	var rep BackfillReport
+	in := &dynamodb.ScanInput{
+		TableName: s.table,
+		// Only what lacks a key; the scan still reads (and bills) the rest.
+		FilterExpression: aws.String("(begins_with(#sk, :space) AND attribute_not_exists(#del) AND " +
+			"(attribute_not_exists(#nkey) OR attribute_not_exists(#rkey) OR attribute_not_exists(#ordst) OR attribute_not_exists(#nlc))) OR " +
+			"(begins_with(#sk, :rev) AND (attribute_not_exists(#revkey) OR (#pstate = :stopped AND attribute_not_exists(#stopkey))))"),
+		ExpressionAttributeNames: map[string]string{"#sk": "sk", "#del": "deleted_at", "#nkey": "name_key", "#rkey": "reg_key",
+			"#ordst": "status_key", "#nlc": "name_lc", "#revkey": "rev_key", "#pstate": "state", "#stopkey": "stopped_key"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":space": str(prefixSpace), ":rev": str(prefixRevision),
+			":stopped": str(string(space.RevisionStopped))},
+		Segment: aws.Int32(int32(segment)), TotalSegments: aws.Int32(int32(totalSegments)),
+	}
+	p := dynamodb.NewScanPaginator(s.db, in)
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return rep, awsError("Scan", err)
+		}
+		rep.Scanned += int(page.ScannedCount)
+		for _, item := range page.Items {
+			if err := s.backfillItem(ctx, item, &rep); err != nil {
+				return rep, err
+			}
+		}
+	}
+	return rep, nil
+}
+
+// backfillItem writes one scanned item's missing keys, reading it again
+// after a lost race.
+func (s *Store) backfillItem(ctx context.Context, item map[string]types.AttributeValue, rep *BackfillReport) error {
+	key := map[string]types.AttributeValue{"pk": item["pk"], "sk": item["sk"]}
+	for race := 0; ; race++ {
+		done, err := s.backfillOnce(ctx, key, item, rep)
+		if err == nil || !done {
+			return err
+		}
+		if race == backfillRaces {
+			return unavailable("the backfill kept losing races on one item; run it again", err)
+		}
+		rep.Retried++
+		if item, err = s.getItem(ctx, key); err != nil {
+			return err
+		}
+		if item == nil {
+			return nil
+		}
+	}
+}
+
+// backfillOnce writes item's keys if it still lacks them; raced reports a
+// lost condition (the item changed since it was read).
+func (s *Store) backfillOnce(ctx context.Context, key, item map[string]types.AttributeValue, rep *BackfillReport) (raced bool, err error) {
+	sk, _ := item["sk"].(*types.AttributeValueMemberS)
+	if sk == nil {
+		return false, nil
+	}
+	var (
+		set      map[string]types.AttributeValue
+		cond     = "#ver = :prev"
+		names    = map[string]string{"#ver": "version"}
+		count    *int
+		revision = len(sk.Value) > len(prefixRevision) && sk.Value[:len(prefixRevision)] == prefixRevision
+	)
+	if revision {
+		var r space.Revision
+		if err := s.decode(item, &r); err != nil {
+			return false, err
+		}
+		set = map[string]types.AttributeValue{"rev_key": str(revKey(r))}
+		if r.State == space.RevisionStopped {
+			set["stopped_key"] = str(stoppedKey(r))
+		}
+		count = &rep.Revisions
+	} else {
+		var sp space.Space
+		if err := s.decode(item, &sp); err != nil {
+			return false, err
+		}
+		if sp.Deleted() {
+			return false, nil // a tombstone stays out of the listings
+		}
+		set = map[string]types.AttributeValue{}
+		setNameAttrs(set, sp)
+		cond += " AND attribute_not_exists(#del)"
+		names["#del"] = "deleted_at"
+		count = &rep.Spaces
+	}
+	missing := false
+	expr := "SET "
+	values := map[string]types.AttributeValue{":prev": item["version"]}
+	i := 0
+	for attr, v := range set {
+		if _, has := item[attr]; has {
+			continue
+		}
+		missing = true
+		if i > 0 {
+			expr += ", "
+		}
+		ph, vh := "#b"+string(rune('a'+i)), ":b"+string(rune('a'+i))
+		expr += ph + " = " + vh
+		names[ph], values[vh] = attr, v
+		i++
+	}
+	if !missing {
+		return false, nil
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: s.table, Key: key, UpdateExpression: aws.String(expr),
+		ConditionExpression: aws.String(cond), ExpressionAttributeNames: names, ExpressionAttributeValues: values})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return true, err
+	}
+	if err != nil {
+		return false, awsError("UpdateItem backfill", err)
+	}
+	*count++
+	return false, nil
+}
