@@ -33,7 +33,7 @@ func (f *fixture) strip(t *testing.T, org, sk string, attrs ...string) {
 		names[ph] = a
 	}
 	if _, err := f.db.UpdateItem(t.Context(), &dynamodb.UpdateItemInput{TableName: aws.String(f.table),
-		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ORG#" + org}, "sk": &types.AttributeValueMemberS{Value: sk}},
+		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ORG#" + org}, "sk": &types.AttributeValueMemberS{Value: sk}},
 		UpdateExpression: aws.String(expr), ExpressionAttributeNames: names}); err != nil {
 		t.Fatal(err)
 	}

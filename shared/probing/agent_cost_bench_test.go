@@ -125,9 +125,9 @@ func measureAgentCost(b *testing.B) {
 	billed := func(d time.Duration) float64 { return math.Ceil(float64(d)/float64(time.Millisecond)) / 1000 }
 	var (
 		agentFn, prober, scheduler awscost.Lambda
-		renewals, checks         int
-		esm                      float64
-		refused                  int
+		renewals, checks           int
+		esm                        float64
+		refused                    int
 	)
 	body := `{"agent_version":"0.1.0","server_version":{"gitVersion":"v1.37.2","platform":"linux/arm64"}}`
 	var open []probing.Delivery
