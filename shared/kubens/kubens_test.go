@@ -29,7 +29,10 @@ type agentWork struct {
 	requested []space.NamespaceCreate
 }
 
-func (a *agentWork) WantNamespaces(context.Context, string, string, time.Time) error { a.wanted++; return nil }
+func (a *agentWork) WantNamespaces(context.Context, string, string, time.Time) error {
+	a.wanted++
+	return nil
+}
 func (a *agentWork) ReportedNamespaces(context.Context, string, string) (space.NamespaceList, error) {
 	return a.list, nil
 }
