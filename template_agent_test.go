@@ -3,6 +3,7 @@ package spaces_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"spaces/shared/httpapi"
@@ -34,5 +35,38 @@ func TestGatewayAuthorizerOffOnlyWhereTheFunctionAuthenticates(t *testing.T) {
 	}
 	if seen != len(open) {
 		t.Errorf("%d of the %d routes without the JWT authorizer are in template.yaml", seen, len(open))
+	}
+}
+
+// TestRoleGrantsTheAgentWork: the cluster-side work of agent spaces
+// (space/agentwork.go) writes the space's AGENT item with UpdateItem from
+// three functions: the claimer hands a revision to the agent
+// (dynamostore.HandRevision), discovery records a namespace create and a
+// user's ask for the list (RequestNamespace, WantNamespaces), and the
+// agent's routes take its reports (TakeHanded, and the report's
+// transaction of two updates). Each function's role must grant it on the
+// table, or the work fails only when deployed (the emulator checks no IAM).
+func TestRoleGrantsTheAgentWork(t *testing.T) {
+	tpl := parseRaw(t)
+	sts := statements(tpl)
+	for _, fn := range []string{"RevisionsFunction", "DiscoveryFunction", "ApiFunction"} {
+		role := ref(tpl.Resources[fn].Properties["Role"])
+		granted := map[string]bool{}
+		for _, st := range sts[role] {
+			if fmt.Sprint(st["Effect"]) != "Allow" || !strings.Contains(fmt.Sprint(st["Resource"]), "SpacesTable") {
+				continue
+			}
+			for _, a := range list(st["Action"]) {
+				granted[fmt.Sprint(a)] = true
+			}
+			if a, ok := st["Action"].(string); ok {
+				granted[a] = true
+			}
+		}
+		for _, want := range []string{"dynamodb:GetItem", "dynamodb:UpdateItem"} {
+			if !granted[want] {
+				t.Errorf("%s (%s) is not granted %s on the table: %v", fn, role, want, granted)
+			}
+		}
 	}
 }
