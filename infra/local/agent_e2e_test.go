@@ -331,7 +331,13 @@ func clusterWork(t *testing.T, c *client, admin kubernetes.Interface, agentConfi
 		}
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": map[string]any{"greeting": "hello"}}
 	}
-	if r := settled(push(cm("web-config", ""))); r["state"] != "deployed" || r["reason"] != nil {
+	// Three revisions at once (each is handed to the agent on its own
+	// claim and carried by the same renewals): one that deploys, one the
+	// applier refuses, one of a kind the agent's RBAC does not grant.
+	bad := cm("stray", "elsewhere")
+	secret := map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s"}}
+	ok, refused, forbidden := push(cm("web-config", "")), push(bad), push(secret)
+	if r := settled(ok); r["state"] != "deployed" || r["reason"] != nil {
 		t.Fatalf("revision %v", r)
 	}
 	got, err := admin.CoreV1().ConfigMaps("team-a").Get(t.Context(), "web-config", metav1.GetOptions{})
@@ -341,14 +347,12 @@ func clusterWork(t *testing.T, c *client, admin kubernetes.Interface, agentConfi
 	}
 	// The applier's refusal, word for word: the agent applies with the
 	// claimer's own code (shared/kubeapply), here as its ServiceAccount.
-	bad := cm("stray", "elsewhere")
 	want := (&kubeapply.Applier{}).ApplyConfig(t.Context(), agentConfig, "team-a", []map[string]any{bad})
-	if r := settled(push(bad)); want == nil || r["state"] != "failed" || r["reason"] != space.FailureReason(want.Error()) {
+	if r := settled(refused); want == nil || r["state"] != "failed" || r["reason"] != space.FailureReason(want.Error()) {
 		t.Fatalf("revision %v, want failed with %v", r, want)
 	}
 	// A kind its RBAC does not grant: the cluster's 403, as the reason.
-	secret := map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s"}}
-	if r := settled(push(secret)); r["state"] != "failed" || !strings.Contains(fmt.Sprint(r["reason"]), "forbidden") {
+	if r := settled(forbidden); r["state"] != "failed" || !strings.Contains(fmt.Sprint(r["reason"]), "forbidden") {
 		t.Fatalf("revision %v, want failed as forbidden", r)
 	}
 }
