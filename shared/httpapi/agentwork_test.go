@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -125,6 +126,40 @@ func TestAgentWork(t *testing.T) {
 			t.Fatalf("after the report: %v", l)
 		}
 	}
+	// A create the cluster refused shows under failed, with its message.
+	if code, _ := e.do("POST", "/space-discovery/"+mine+"/namespaces", orgA, "", `{"name":"team-b"}`); code != http.StatusAccepted {
+		t.Fatal(code)
+	}
+	refusedReport := strings.Replace(report, `"creates":[{"name":"team-a","error":""}]`, `"creates":[{"name":"team-b","error":"namespaces is forbidden"}]`, 1)
+	if code, body := e.do("PUT", "/agent/spaces/"+mine+"/namespaces", "", cred[mine], refusedReport); code != http.StatusNoContent {
+		t.Fatalf("report: %d %v", code, body)
+	}
+	if l := namespaces(); l["pending"] != nil || len(l["failed"].([]any)) != 1 || l["failed"].([]any)[0].(map[string]any)["message"] != "namespaces is forbidden" {
+		t.Fatalf("after a refused create: %v", l)
+	}
+	// At most MaxPendingNamespaceCreates wait; one more is 409.
+	for i := range space.MaxPendingNamespaceCreates {
+		if code, body := e.do("POST", "/space-discovery/"+mine+"/namespaces", orgA, "", fmt.Sprintf(`{"name":"bulk-%d"}`, i)); code != http.StatusAccepted {
+			t.Fatalf("create %d: %d %v", i, code, body)
+		}
+	}
+	if code, body := e.do("POST", "/space-discovery/"+mine+"/namespaces", orgA, "", `{"name":"one-too-many"}`); code != http.StatusConflict {
+		t.Fatalf("create past the bound: %d %v", code, body)
+	}
+	var done []string
+	for i := range space.MaxPendingNamespaceCreates {
+		done = append(done, fmt.Sprintf(`{"name":"bulk-%d","error":""}`, i))
+	}
+	if code, body := e.do("PUT", "/agent/spaces/"+mine+"/namespaces", "", cred[mine], `{"items":[],"creates":[`+strings.Join(done, ",")+`]}`); code != http.StatusNoContent {
+		t.Fatalf("bulk report: %d %v", code, body)
+	}
+	if code, body := e.do("PUT", "/agent/spaces/"+mine+"/namespaces", "", cred[mine], report); code != http.StatusNoContent {
+		t.Fatalf("report: %d %v", code, body)
+	}
+	if l := namespaces(); l["pending"] != nil || len(l["items"].([]any)) != 2 {
+		t.Fatalf("after the bulk creates: %v", l)
+	}
+
 	// Reported: a create of an existing namespace is 409, as a direct space's.
 	if code, body := e.do("POST", "/space-discovery/"+mine+"/namespaces", orgA, "", `{"name":"team-a"}`); code != http.StatusConflict {
 		t.Fatalf("a create of a reported namespace: %d %v", code, body)
