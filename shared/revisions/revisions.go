@@ -28,7 +28,9 @@
 // same rules decide again (an inactive space counts an attempt and stops at
 // the third, a deregistered one dead-letters, an active one is handed again
 // and waited for), so a revision handed to an agent that went away does not
-// stay pending for ever.
+// stay pending for ever. One that renews its lease but never reports (an old
+// agent version) is handed until the queue's redrive moves the message to
+// the dead-letter queue (maxReceiveCount), whose alarm fires.
 //
 // Every revision write is conditional on its version, and a revision that is
 // no longer pending is acknowledged untouched, so redelivered messages do
