@@ -211,7 +211,7 @@ func (s *Store) ReportedNamespaces(ctx context.Context, org, spaceID string) (sp
 // list.
 func (s *Store) ReportNamespaces(ctx context.Context, spaceID, credHash string, r space.NamespacesReport, now time.Time) error {
 	at := now.UTC()
-	list := agentNSItem{ObservedAt: &at, Items: r.Items}
+	list := agentNSItem{ObservedAt: &at, Items: r.Namespaces()}
 	for _, c := range r.Creates {
 		if c.Error != "" {
 			list.Failed = append(list.Failed, space.FailedNamespace{Name: c.Name, Message: c.Error, At: at})

@@ -104,7 +104,8 @@ func TestAgentWork(t *testing.T) {
 		{`{"items":[],"creates":[{"name":"-x-","error":""}]}`, http.StatusUnprocessableEntity},
 		{`{"items":[],"creates":[],"extra":1}`, http.StatusBadRequest},
 		{`{"items":"x"}`, http.StatusBadRequest},
-		{`{"items":[{"name":"a","phase":"Active","created_at":"yesterday"}]}`, http.StatusBadRequest},
+		{`{"items":[{"name":"a","phase":"Active","created_at":"yesterday"}]}`, http.StatusUnprocessableEntity},
+		{`{"items":[{"name":"a","phase":"Active","created_at":7}]}`, http.StatusBadRequest},
 	} {
 		code, body := e.do("PUT", "/agent/spaces/"+mine+"/namespaces", "", cred[mine], bad.body)
 		if code != bad.code || body["type"] == nil || body["status"] != float64(code) {

@@ -104,8 +104,32 @@ type FailedNamespace struct {
 // whole list, after any creates) and the outcome of each create it was
 // handed ("" for created or already there).
 type NamespacesReport struct {
-	Items   []Namespace
+	Items   []ReportedNamespace
 	Creates []CreateOutcome
+}
+
+// ReportedNamespace is a namespace as the agent reports it; its creation
+// time is checked by Validate (a bad one is a bad value, 422, not a bad
+// type).
+type ReportedNamespace struct {
+	Name      string            `json:"name"`
+	Phase     string            `json:"phase"`
+	Labels    map[string]string `json:"labels"`
+	CreatedAt string            `json:"created_at"`
+}
+
+// Namespaces is the report's list as stored (after Validate).
+func (r NamespacesReport) Namespaces() []Namespace {
+	out := make([]Namespace, 0, len(r.Items))
+	for _, n := range r.Items {
+		at, _ := time.Parse(time.RFC3339, n.CreatedAt)
+		labels := n.Labels
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		out = append(out, Namespace{Name: n.Name, Phase: n.Phase, Labels: labels, CreatedAt: at.UTC()})
+	}
+	return out
 }
 
 // CreateOutcome is one handed create's result.
@@ -130,6 +154,9 @@ func (r NamespacesReport) Validate() error {
 		seen[n.Name] = true
 		if len(n.Phase) > 32 || !printable(n.Phase) {
 			fe.add(at+".phase", "must be at most 32 printable ASCII characters")
+		}
+		if _, err := time.Parse(time.RFC3339, n.CreatedAt); err != nil {
+			fe.add(at+".created_at", "must be an RFC 3339 time")
 		}
 		var lf []FieldError
 		CheckLabels(&lf, at+".labels", n.Labels)
