@@ -69,22 +69,14 @@ func (s *Store) agentWork(item map[string]types.AttributeValue) (map[string]spac
 			}
 			creates[c.Name] = c
 		case strings.HasPrefix(k, prefixHanded):
-			n, ok := v.(*types.AttributeValueMemberN)
-			ver, err := strconv.ParseInt(aws.ToString(nOf(n, ok)), 10, 64)
-			if err != nil {
-				return nil, nil, internal("decode item", fmt.Errorf("%s: %v", k, err))
+			var ver int64
+			if err := s.dec.Decode(v, &ver); err != nil {
+				return nil, nil, internal("decode item", fmt.Errorf("%s: %w", k, err))
 			}
 			handed[strings.TrimPrefix(k, prefixHanded)] = ver
 		}
 	}
 	return creates, handed, nil
-}
-
-func nOf(n *types.AttributeValueMemberN, ok bool) *string {
-	if !ok {
-		return nil
-	}
-	return &n.Value
 }
 
 // RequestNamespace records a pending create (space.AgentWorkStore). The
