@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +57,7 @@ func TestRefusal(t *testing.T) {
 		t.Fatalf("401: %v", err)
 	}
 	for _, status = range []int{http.StatusNotFound, http.StatusTooManyRequests, http.StatusServiceUnavailable} {
-		if _, err := api.lease(context.Background(), secret, "0a1b2c3d-0000-4000-8000-000000000000", ServerVersion{}); err == nil || errors.Is(err, ErrRefused) {
+		if _, _, err := api.lease(context.Background(), secret, "0a1b2c3d-0000-4000-8000-000000000000", ServerVersion{}); err == nil || errors.Is(err, ErrRefused) {
 			t.Errorf("%d: %v, want a retried error", status, err)
 		}
 	}
@@ -68,6 +70,26 @@ func TestLeaseInterval(t *testing.T) {
 		35: 35 * time.Second, 86400: 10 * time.Minute} {
 		if got := leaseInterval(s); got != want {
 			t.Errorf("leaseInterval(%d) = %s, want %s", s, got, want)
+		}
+	}
+}
+
+// TestAgentLinksNoAWS: the agent runs in customers' clusters; of this
+// repository it links only the applier it shares with the revisions
+// claimer (shared/kubeapply, one place for how a revision is applied) and
+// what that needs (kubecred, the domain's types), and no AWS SDK.
+func TestAgentLinksNoAWS(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "spaces/agent/cmd/spaces-agent").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	allowed := []string{"spaces/agent/", "spaces/shared/kubeapply", "spaces/shared/kubecred", "spaces/shared/space"}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasPrefix(pkg, "github.com/aws/") {
+			t.Errorf("the agent links %s", pkg)
+		}
+		if strings.HasPrefix(pkg, "spaces/") && !slices.ContainsFunc(allowed, func(a string) bool { return strings.HasPrefix(pkg, a) }) {
+			t.Errorf("the agent links %s", pkg)
 		}
 	}
 }

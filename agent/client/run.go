@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // Defaults. The credential lives 24 h (space.AgentCredentialTTL); renewing
@@ -37,8 +38,11 @@ type Config struct {
 	// It is read, never logged; once exchanged it may stay mounted.
 	BootstrapFile string
 	// Kube is the cluster's API server as the agent's ServiceAccount
-	// (rest.InClusterConfig in a pod): GET /version, and the state Secret.
-	Kube kubernetes.Interface
+	// (rest.InClusterConfig in a pod): GET /version, the state Secret,
+	// namespaces; KubeConfig is the same configuration, for server-side
+	// apply of the revisions handed to the agent (shared/kubeapply).
+	Kube       kubernetes.Interface
+	KubeConfig *rest.Config
 	// Namespace and StateSecret name the Secret the agent keeps its
 	// credential in.
 	Namespace, StateSecret string
@@ -142,7 +146,7 @@ func Run(ctx context.Context, cfg Config) error {
 				unsaved = false
 			}
 		}
-		if d, err := renewLease(ctx, api, cfg.Kube, st); errors.Is(err, ErrRefused) {
+		if d, w, err := renewLease(ctx, api, cfg.Kube, st); errors.Is(err, ErrRefused) {
 			return err
 		} else if err != nil {
 			log.Warn("cannot renew the lease; retrying", "error", err.Error())
@@ -153,6 +157,9 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 			leasing, interval = true, d
 			next = min(next, interval)
+			if err := cfg.doWork(ctx, api, st, w); err != nil {
+				return err // ErrRefused
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -206,17 +213,17 @@ func (cfg *Config) exchange(ctx context.Context, api *spacesAPI, store stateSecr
 // renewLease reads the cluster's version, as the prober's GET /version
 // does for a direct space, and reports it: a cluster whose API server does
 // not answer renews no lease, so its space turns inactive.
-func renewLease(ctx context.Context, api *spacesAPI, kube kubernetes.Interface, st state) (time.Duration, error) {
+func renewLease(ctx context.Context, api *spacesAPI, kube kubernetes.Interface, st state) (time.Duration, work, error) {
 	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
 	if err != nil {
-		return 0, fmt.Errorf("GET /version from the cluster: %w", err)
+		return 0, work{}, fmt.Errorf("GET /version from the cluster: %w", err)
 	}
 	var v ServerVersion
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return 0, fmt.Errorf("GET /version from the cluster: %w", err)
+		return 0, work{}, fmt.Errorf("GET /version from the cluster: %w", err)
 	}
-	d, err := api.lease(ctx, st.Credential, st.SpaceID, v)
-	return leaseInterval(int(d / time.Second)), err
+	d, w, err := api.lease(ctx, st.Credential, st.SpaceID, v)
+	return leaseInterval(int(d / time.Second)), w, err
 }
 
 func leaseInterval(seconds int) time.Duration {

@@ -84,14 +84,16 @@ func (c *spacesAPI) renew(ctx context.Context, cred string) (credential, error) 
 	return out, c.call(ctx, "renew the credential", http.MethodPost, "agent/credential", cred, nil, &out)
 }
 
-// lease renews the space's lease and answers the cadence Spaces asks for.
-func (c *spacesAPI) lease(ctx context.Context, cred, spaceID string, v ServerVersion) (time.Duration, error) {
+// lease renews the space's lease and answers the cadence Spaces asks for
+// and the work waiting for the agent.
+func (c *spacesAPI) lease(ctx context.Context, cred, spaceID string, v ServerVersion) (time.Duration, work, error) {
 	body := map[string]any{"agent_version": Version, "server_version": v}
 	var out struct {
-		LeaseIntervalSeconds int `json:"lease_interval_seconds"`
+		LeaseIntervalSeconds int  `json:"lease_interval_seconds"`
+		Work                 work `json:"work"`
 	}
 	err := c.call(ctx, "renew the lease", http.MethodPut, "agent/spaces/"+url.PathEscape(spaceID)+"/lease", cred, body, &out)
-	return time.Duration(out.LeaseIntervalSeconds) * time.Second, err
+	return time.Duration(out.LeaseIntervalSeconds) * time.Second, out.Work, err
 }
 
 func (c *spacesAPI) call(ctx context.Context, op, method, path, token string, body, out any) error {
@@ -119,7 +121,8 @@ func (c *spacesAPI) call(ctx context.Context, op, method, path, token string, bo
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	// A lease answer carries up to five revisions (space.MaxRevisionsPerLease).
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	if err != nil {
 		return fmt.Errorf("%s: read the answer: %w", op, err)
 	}
@@ -130,7 +133,13 @@ func (c *spacesAPI) call(ctx context.Context, op, method, path, token string, bo
 		}
 		return e
 	}
-	if err := json.Unmarshal(b, out); err != nil {
+	if out == nil {
+		return nil // 204
+	}
+	// Numbers as pushed: a manifest's integers stay exact.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(out); err != nil {
 		return fmt.Errorf("%s: the answer is not the expected JSON: %w", op, err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,13 +59,31 @@ func keys(m map[string]*unstructured.Unstructured) []string {
 }
 
 // TestLeastPrivilege: the agent's RBAC grants exactly what its code uses,
-// GET /version cluster-wide and get/update of its one state Secret by
-// name, and nothing else is bound to its ServiceAccount.
+// GET /version and list/create of namespaces cluster-wide, create/patch
+// (server-side apply) of the listed workload kinds (never Secrets: an
+// apply answers the object), get/update of its one state Secret by name,
+// and nothing else is bound to its ServiceAccount.
 func TestLeastPrivilege(t *testing.T) {
 	objs := render(t, Values{Image: "example.test/agent@sha256:00", APIURL: "https://api.example.test", BootstrapToken: token})
 	cr := as[rbacv1.ClusterRole](t, objs, "ClusterRole/spaces-agent")
-	if want := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/version"}, Verbs: []string{"get"}}}; !reflect.DeepEqual(cr.Rules, want) {
+	if want := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/version"}, Verbs: []string{"get"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list", "create"}}}; !reflect.DeepEqual(cr.Rules, want) {
 		t.Errorf("ClusterRole rules %+v, want %+v", cr.Rules, want)
+	}
+	apply := as[rbacv1.ClusterRole](t, objs, "ClusterRole/spaces-agent-apply")
+	for _, r := range apply.Rules {
+		if !reflect.DeepEqual(r.Verbs, []string{"create", "patch"}) || len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 ||
+			slices.Contains(r.Resources, "secrets") || slices.Contains(r.Resources, "*") || slices.Contains(r.APIGroups, "*") ||
+			slices.Contains(r.APIGroups, "rbac.authorization.k8s.io") {
+			t.Errorf("ClusterRole spaces-agent-apply grants %+v, want create/patch of workload kinds only", r)
+		}
+	}
+	if len(apply.Rules) == 0 {
+		t.Error("ClusterRole spaces-agent-apply grants nothing: revisions cannot be applied")
+	}
+	applyB := as[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding/spaces-agent-apply")
+	if applyB.RoleRef != (rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "spaces-agent-apply"}) {
+		t.Errorf("ClusterRoleBinding spaces-agent-apply %+v", applyB)
 	}
 	role := as[rbacv1.Role](t, objs, "Role/spaces-agent-state")
 	if want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"},
@@ -88,8 +107,8 @@ func TestLeastPrivilege(t *testing.T) {
 			bindings++
 		}
 	}
-	if bindings != 2 {
-		t.Errorf("%d bindings, want the 2 above: %v", bindings, keys(objs))
+	if bindings != 3 {
+		t.Errorf("%d bindings, want the 3 above: %v", bindings, keys(objs))
 	}
 }
 

@@ -1,5 +1,6 @@
 // Command agent serves the routes Spaces' in-cluster agents call (the
-// bootstrap exchange, credential and lease renewal) behind the same API
+// bootstrap exchange, credential and lease renewal, the reports of their
+// namespaces and revisions) behind the same API
 // Gateway HTTP API as the catalog, without its JWT authorizer: the agent's
 // own secret is checked here. A function of its own so that these
 // unauthenticated routes hold only its reserved concurrency (README,

@@ -196,7 +196,7 @@ func (d *Demo) startAgent(ctx context.Context) error {
 				}
 			}
 		}()
-		err := agent.Run(runCtx, agent.Config{APIURL: u, BootstrapFile: bootFile, Kube: kube, Namespace: ns,
+		err := agent.Run(runCtx, agent.Config{APIURL: u, BootstrapFile: bootFile, Kube: kube, KubeConfig: rc, Namespace: ns,
 			StateSecret: agentState, Log: log})
 		cancel()
 		switch {

@@ -28,6 +28,7 @@ import (
 	agent "spaces/agent/client"
 	"spaces/agent/manifests"
 	"spaces/infra/kubetest"
+	"spaces/shared/kubeapply"
 	"spaces/shared/space"
 )
 
@@ -75,8 +76,10 @@ func (s *syncBuffer) String() string {
 // register in agent mode → install with the bootstrap → active with the
 // API server's real version → stop the agent → inactive within the bound
 // → restart (from the credential it stored in its state Secret; the
-// bootstrap is spent) → active → deregister → the agent's next call is
-// refused and it stops (ErrRefused: cmd/spaces-agent exits 0).
+// bootstrap is spent) → active → the cluster-side work through the agent
+// (clusterWork: namespaces listed and created, revisions deployed and
+// failed) → deregister → the agent's next call is refused and it stops
+// (ErrRefused: cmd/spaces-agent exits 0).
 //
 // The lease is shortened to 5 s (Config.LeaseInterval: the one cadence
 // the API tells the agent and the prober judges by; deployed, 35 s), so
@@ -137,7 +140,8 @@ func TestAgentThroughPrivateCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kube := kubernetes.NewForConfigOrDie(kc.RESTConfigForToken(tr.Status.Token))
+	agentConfig := kc.RESTConfigForToken(tr.Status.Token)
+	kube := kubernetes.NewForConfigOrDie(agentConfig)
 	// Its RBAC is in force: what it was not granted is refused.
 	if _, err := kube.CoreV1().Secrets(ns).List(t.Context(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("the agent's ServiceAccount lists Secrets: %v", err)
@@ -158,6 +162,7 @@ func TestAgentThroughPrivateCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.BootstrapFile, cfg.Kube, cfg.Namespace, cfg.StateSecret = bootFile, kube, ns, "spaces-agent-state"
+		cfg.KubeConfig = agentConfig
 		cfg.Log = slog.New(slog.NewJSONHandler(&logs, nil))
 		cfg.RetryDelay = time.Second
 		r := run{cancel: cancel, done: make(chan error, 1)}
@@ -235,6 +240,10 @@ func TestAgentThroughPrivateCluster(t *testing.T) {
 		t.Errorf("history %v", path)
 	}
 
+	began := time.Now()
+	clusterWork(t, c, admin, agentConfig, id, func() string { return logs.String() })
+	t.Logf("the cluster-side work through the agent took %s (lease every %s)", time.Since(began).Round(100*time.Millisecond), lease)
+
 	// Deregister: the agent's next call is refused and it stops.
 	c.must(204, c.do("DELETE", "/spaces/"+id, nil))
 	select {
@@ -249,6 +258,102 @@ func TestAgentThroughPrivateCluster(t *testing.T) {
 	// No secret reached the log.
 	if l := logs.String(); strings.Contains(l, boot) || strings.Contains(l, "spa1.") || strings.Contains(l, "spb1.") {
 		t.Errorf("a token reached the agent's log:\n%s", l)
+	}
+}
+
+// clusterWork is the cluster-side work of an active agent space, through
+// the local stack and the running agent, on the real API server that
+// Spaces cannot reach: the namespaces list (the agent's report, with when
+// it was observed) → a namespace created (202, then on the API server and
+// in the list) → an environment bound in it → a revision deployed, its
+// object on the API server applied by the "spaces" field manager → a
+// revision the applier refuses fails with the applier's own message → one
+// the agent's RBAC does not grant (a Secret) fails with the cluster's 403.
+func clusterWork(t *testing.T, c *client, admin kubernetes.Interface, agentConfig *rest.Config, id string, logs func() string) {
+	t.Helper()
+	until := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s after 30s; agent log:\n%s", what, logs())
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	names := func() (map[string]bool, map[string]any) {
+		m := c.must(200, c.do("GET", "/space-discovery/"+id+"/namespaces", nil))
+		out := map[string]bool{}
+		for _, it := range m["items"].([]any) {
+			out[it.(map[string]any)["name"].(string)] = true
+		}
+		return out, m
+	}
+	// The list, as the agent reports it (asked for by this GET if none yet).
+	until("namespace list from the agent", func() bool {
+		n, m := names()
+		return m["observed_at"] != nil && n["default"] && n["kube-system"] && n[manifests.Namespace]
+	})
+	// A bad create is refused before anything is stored.
+	c.must(422, c.do("POST", "/space-discovery/"+id+"/namespaces", map[string]any{"name": "Team_A"}))
+	created := c.must(202, c.do("POST", "/space-discovery/"+id+"/namespaces", map[string]any{"name": "team-a", "labels": map[string]any{"team": "a"}}))
+	if created["name"] != "team-a" {
+		t.Fatalf("create answered %v", created)
+	}
+	c.must(409, c.do("POST", "/space-discovery/"+id+"/namespaces", map[string]any{"name": "team-a"}))
+	until("team-a in the list", func() bool { n, _ := names(); return n["team-a"] })
+	ns, err := admin.CoreV1().Namespaces().Get(t.Context(), "team-a", metav1.GetOptions{})
+	if err != nil || ns.Labels["team"] != "a" {
+		t.Fatalf("team-a on the API server: %v %v", ns, err)
+	}
+	if _, m := names(); m["pending"] != nil {
+		t.Fatalf("a create still pending after it was carried out: %v", m)
+	}
+
+	env := c.must(201, c.do("POST", "/environments", map[string]any{"name": "web", "space_id": id, "namespace": "team-a"}))
+	push := func(manifests ...map[string]any) string {
+		t.Helper()
+		return c.must(202, c.do("POST", "/environments/"+env["id"].(string)+"/revisions", map[string]any{"manifests": manifests}))["id"].(string)
+	}
+	settled := func(id string) map[string]any {
+		t.Helper()
+		var m map[string]any
+		until("revision "+id+" settled", func() bool {
+			m = c.must(200, c.do("GET", "/revisions/"+id, nil))
+			return m["state"] != "pending"
+		})
+		return m
+	}
+	cm := func(name, namespace string) map[string]any {
+		meta := map[string]any{"name": name}
+		if namespace != "" {
+			meta["namespace"] = namespace
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": map[string]any{"greeting": "hello"}}
+	}
+	// Three revisions at once (each is handed to the agent on its own
+	// claim and carried by the same renewals): one that deploys, one the
+	// applier refuses, one of a kind the agent's RBAC does not grant.
+	bad := cm("stray", "elsewhere")
+	secret := map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s"}}
+	ok, refused, forbidden := push(cm("web-config", "")), push(bad), push(secret)
+	if r := settled(ok); r["state"] != "deployed" || r["reason"] != nil {
+		t.Fatalf("revision %v", r)
+	}
+	got, err := admin.CoreV1().ConfigMaps("team-a").Get(t.Context(), "web-config", metav1.GetOptions{})
+	if err != nil || got.Data["greeting"] != "hello" || len(got.ManagedFields) == 0 || got.ManagedFields[0].Manager != kubeapply.FieldManager ||
+		got.ManagedFields[0].Operation != metav1.ManagedFieldsOperationApply {
+		t.Fatalf("the deployed object: %+v %v", got, err)
+	}
+	// The applier's refusal, word for word: the agent applies with the
+	// claimer's own code (shared/kubeapply), here as its ServiceAccount.
+	want := (&kubeapply.Applier{}).ApplyConfig(t.Context(), agentConfig, "team-a", []map[string]any{bad})
+	if r := settled(refused); want == nil || r["state"] != "failed" || r["reason"] != space.FailureReason(want.Error()) {
+		t.Fatalf("revision %v, want failed with %v", r, want)
+	}
+	// A kind its RBAC does not grant: the cluster's 403, as the reason.
+	if r := settled(forbidden); r["state"] != "failed" || !strings.Contains(fmt.Sprint(r["reason"]), "forbidden") {
+		t.Fatalf("revision %v, want failed as forbidden", r)
 	}
 }
 

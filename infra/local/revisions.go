@@ -11,6 +11,7 @@ import (
 	"spaces/shared/awsclient"
 	"spaces/shared/kubeapply"
 	"spaces/shared/kubecred"
+	"spaces/shared/space"
 	"spaces/shared/tracing"
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/parts"
@@ -51,7 +52,7 @@ func (st *Stack) startRevisions(cfg Config) error {
 		rc.Minter = staticminter.Unconfigured{}
 	}
 	claimer := wiring.Claimer(st.aws, wiring.ClaimerSettings{
-		Common:         parts.Common{Table: st.Table, StaleAfter: cfg.StaleAfter},
+		Common:         parts.Common{Table: st.Table, StaleAfter: cfg.StaleAfter, LeaseCadence: space.LeaseCadence(cfg.LeaseInterval)},
 		RevisionsQueue: queue.URL, RevisionsDLQ: dlq.URL, Backoff: rc.Backoff,
 	}, rc.Minter, &kubeapply.Applier{}, cfg.Log)
 	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)

@@ -37,6 +37,10 @@ type agentItem struct {
 	RenewedAt         *time.Time           `json:"renewed_at,omitempty"`
 	AgentVersion      string               `json:"agent_version,omitempty"`
 	ServerVersion     *space.ServerVersion `json:"server_version,omitempty"`
+	// The work waiting for the agent (agentwork.go; its creates and
+	// handed revisions are attributes of their own, read by agentWork).
+	NSWantedAt   *time.Time `json:"ns_wanted_at,omitempty"`
+	NSObservedAt *time.Time `json:"ns_observed_at,omitempty"`
 }
 
 var _ space.AgentStore = (*Store)(nil)
@@ -151,18 +155,19 @@ func (s *Store) RenewCredential(ctx context.Context, spaceID, oldHash, newHash s
 }
 
 // RenewLease stores a renewal if credHash is a valid credential of the
-// space (space.AgentStore): one conditional write, no read.
-func (s *Store) RenewLease(ctx context.Context, spaceID, credHash string, r space.LeaseReport, now time.Time) (string, *time.Time, error) {
+// space (space.AgentStore): one conditional write, no read. The item it
+// replaced carries the work waiting for the agent (agentwork.go).
+func (s *Store) RenewLease(ctx context.Context, spaceID, credHash string, r space.LeaseReport, now time.Time) (space.LeaseRenewal, error) {
 	sv, err := s.encode(r.ServerVersion)
 	if err != nil {
-		return "", nil, err
+		return space.LeaseRenewal{}, err
 	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: s.table, Key: agentKey(spaceID),
 		UpdateExpression:    aws.String("SET #ren = :at, #av = :av, #sv = :sv"),
-		ConditionExpression: aws.String("(#ch = :h AND #cexp > :now) OR (#ph = :h AND #pexp > :now)"),
-		ExpressionAttributeNames: map[string]string{"#ren": "renewed_at", "#av": "agent_version", "#sv": "server_version",
-			"#ch": "credential_hash", "#cexp": "credential_expires_at", "#ph": "previous_hash", "#pexp": "previous_expires_at"},
+		ConditionExpression: aws.String(credentialValid),
+		ExpressionAttributeNames: credentialNames(map[string]string{"#ren": "renewed_at", "#av": "agent_version",
+			"#sv": "server_version"}),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":at": str(now.UTC().Format(time.RFC3339Nano)), ":av": str(r.AgentVersion),
 			":sv": &types.AttributeValueMemberM{Value: sv}, ":h": str(credHash), ":now": num(now.Unix()),
@@ -171,13 +176,18 @@ func (s *Store) RenewLease(ctx context.Context, spaceID, credHash string, r spac
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err != nil {
-		return "", nil, s.agentRefused(ctx, spaceID, "renew lease", err, func(agentItem) error { return errors.New("no such credential, or expired") })
+		return space.LeaseRenewal{}, s.agentRefused(ctx, spaceID, "renew lease", err, func(agentItem) error { return errors.New("no such credential, or expired") })
 	}
 	var it agentItem
 	if err := s.decode(out.Attributes, &it); err != nil {
-		return "", nil, err
+		return space.LeaseRenewal{}, err
 	}
-	return it.OrgID, it.RenewedAt, nil
+	creates, handed, err := s.agentWork(out.Attributes)
+	if err != nil {
+		return space.LeaseRenewal{}, err
+	}
+	return space.LeaseRenewal{OrgID: it.OrgID, Before: it.RenewedAt, Pending: space.AgentPending{
+		Creates: creates, ObservedAt: it.NSObservedAt, WantedAt: it.NSWantedAt, Handed: handed}}, nil
 }
 
 // GetLease reads a space's lease (space.AgentStore), strongly consistent:

@@ -574,6 +574,7 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 		s.revokeGrantItem(org, id),
 		// And every token of its agent (agents.go) is refused from now on.
 		s.revokeAgentItem(id),
+		s.revokeAgentNSItem(id),
 		s.countSpace(before, "-1"),
 	}
 	return s.transact(ctx, "deregister", func() ([]types.TransactWriteItem, error) { return items, nil },

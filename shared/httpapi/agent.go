@@ -22,6 +22,9 @@ var agentRoutes = []agentRoute{
 	{"POST", "/agent/exchange", (*API).agentExchange},
 	{"POST", "/agent/credential", (*API).agentRenew},
 	{"PUT", "/agent/spaces/{spaceID}/lease", (*API).agentLease},
+	// The agent's reports of the work its lease answer carried.
+	{"PUT", "/agent/spaces/{spaceID}/namespaces", (*API).agentNamespaces},
+	{"PUT", "/agent/spaces/{spaceID}/revisions/{revisionID}", (*API).agentRevision},
 }
 
 type agentRoute struct {
@@ -89,9 +92,10 @@ func (a *API) agentCredential(w http.ResponseWriter, r *http.Request, token stri
 	return nil
 }
 
-// leaseAnswer tells the agent its cadence.
+// leaseAnswer tells the agent its cadence and the work waiting for it.
 type leaseAnswer struct {
-	LeaseIntervalSeconds int `json:"lease_interval_seconds"`
+	LeaseIntervalSeconds int             `json:"lease_interval_seconds"`
+	Work                 space.AgentWork `json:"work"`
 }
 
 func (a *API) agentLease(w http.ResponseWriter, r *http.Request, token string) error {
@@ -110,7 +114,35 @@ func (a *API) agentLease(w http.ResponseWriter, r *http.Request, token string) e
 			logger(r.Context()).WarnContext(r.Context(), "cannot enqueue a lease check", "error", err.Error())
 		}
 	}
-	writeJSON(w, http.StatusOK, "application/json", leaseAnswer{LeaseIntervalSeconds: int(a.Agents.Cadence.Interval().Seconds())})
+	writeJSON(w, http.StatusOK, "application/json", leaseAnswer{LeaseIntervalSeconds: int(a.Agents.Cadence.Interval().Seconds()), Work: res.Work})
+	return nil
+}
+
+// agentNamespaces: the agent's namespaces report, the cluster's whole
+// list after the creates it was handed, with each create's outcome.
+func (a *API) agentNamespaces(w http.ResponseWriter, r *http.Request, token string) error {
+	var rep space.NamespacesReport
+	if err := readObjectMax(w, r, space.MaxNamespacesReportBody, map[string]any{"items": &rep.Items, "creates": &rep.Creates}); err != nil {
+		return err
+	}
+	if err := a.Agents.ReportNamespaces(r.Context(), token, r.PathValue("spaceID"), rep); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// agentRevision: the agent's result of a revision handed to it.
+func (a *API) agentRevision(w http.ResponseWriter, r *http.Request, token string) error {
+	var rep space.RevisionReport
+	if err := readObject(w, r, map[string]any{"version": &rep.Version, "error": &rep.Error}); err != nil {
+		return err
+	}
+	addLogAttrs(r.Context(), slog.String("revision_id", r.PathValue("revisionID")))
+	if err := a.Agents.ReportRevision(r.Context(), token, r.PathValue("spaceID"), r.PathValue("revisionID"), rep); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 

@@ -21,20 +21,23 @@ import (
 	"spaces/shared/awsclient"
 	"spaces/shared/cursor"
 	"spaces/shared/dynamostore"
+	"spaces/shared/kubens"
 	"spaces/shared/space"
 )
 
 // agentEnv is the API on the real store (emulator), with a settable clock
 // and every log line captured.
 type agentEnv struct {
-	t      *testing.T
-	h      http.Handler
-	store  *dynamostore.Store
-	now    time.Time
-	mu     sync.Mutex
-	logs   bytes.Buffer
-	probe  []string // spaces whose lease asked for an immediate check
-	signer *auth.Signer
+	t *testing.T
+	h http.Handler
+	// cluster serves the cluster-side routes (/space-discovery/...).
+	cluster http.Handler
+	store   *dynamostore.Store
+	now     time.Time
+	mu      sync.Mutex
+	logs    bytes.Buffer
+	probe   []string // spaces whose lease asked for an immediate check
+	signer  *auth.Signer
 }
 
 func (e *agentEnv) Write(p []byte) (int, error) {
@@ -70,11 +73,16 @@ func newAgentEnv(t *testing.T) *agentEnv {
 	if e.signer, err = auth.NewSigner(cfg); err != nil {
 		t.Fatal(err)
 	}
+	log := slog.New(slog.NewJSONHandler(e, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	api := &API{Spaces: svc, Auth: verifier, Cursors: cursors,
-		Agents: &space.Agents{Store: e.store, Spaces: e.store, Now: clock},
-		Log:    slog.New(slog.NewJSONHandler(e, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Agents: &space.Agents{Store: e.store, Spaces: e.store, Now: clock, Work: e.store, Revisions: e.store},
+		Log:    log,
 		Probes: probeRecorder{e}}
 	e.h = api.Handler()
+	// The cluster-side routes (functions/discovery) with no cloud: an
+	// agent space's namespaces are its agent's.
+	e.cluster = (&API{Spaces: svc, Auth: verifier, Log: log, ClusterSide: true,
+		Discovery: &Discovery{Namespaces: &kubens.Service{Spaces: svc, Agent: e.store, Now: clock}}}).Handler()
 	return e
 }
 
@@ -99,7 +107,11 @@ func (e *agentEnv) do(method, path, org, bearer, body string) (int, map[string]a
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
 	rec := httptest.NewRecorder()
-	e.h.ServeHTTP(rec, req)
+	if strings.HasPrefix(path, "/space-discovery/") {
+		e.cluster.ServeHTTP(rec, req)
+	} else {
+		e.h.ServeHTTP(rec, req)
+	}
 	var m map[string]any
 	if rec.Body.Len() > 0 {
 		if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {

@@ -25,7 +25,12 @@ const MaxBody = 64 << 10
 // unknown field and every field of the wrong type at once. Each value in
 // fields is a pointer to decode into.
 func readObject(w http.ResponseWriter, r *http.Request, fields map[string]any) error {
-	raw, err := readRawObject(w, r)
+	return readObjectMax(w, r, MaxBody, fields)
+}
+
+// readObjectMax is readObject with another body limit.
+func readObjectMax(w http.ResponseWriter, r *http.Request, limit int64, fields map[string]any) error {
+	raw, err := readRawObjectMax(w, r, limit)
 	if err != nil {
 		return err
 	}
@@ -58,16 +63,20 @@ func readObject(w http.ResponseWriter, r *http.Request, fields map[string]any) e
 // readRawObject reads the body as one JSON object of valid UTF-8 with
 // unique keys, each value left undecoded.
 func readRawObject(w http.ResponseWriter, r *http.Request) (map[string]json.RawMessage, error) {
+	return readRawObjectMax(w, r, MaxBody)
+}
+
+func readRawObjectMax(w http.ResponseWriter, r *http.Request, limit int64) (map[string]json.RawMessage, error) {
 	// The usual header needs no parsing (ParseMediaType allocates).
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			return nil, &httpError{status: http.StatusUnsupportedMediaType, detail: "the request body must be application/json", field: "Content-Type"}
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
-			return nil, &httpError{status: http.StatusRequestEntityTooLarge, detail: fmt.Sprintf("the request body is larger than %d bytes", MaxBody), field: "body"}
+			return nil, &httpError{status: http.StatusRequestEntityTooLarge, detail: fmt.Sprintf("the request body is larger than %d bytes", limit), field: "body"}
 		}
 		return nil, &space.Error{Kind: space.KindMalformed, Message: "the request body could not be read", Err: err,
 			Fields: []space.FieldError{{Field: "body", Reason: "could not be read to the end"}}}

@@ -15,8 +15,8 @@ import (
 // serves none of these routes, links neither (functions/discovery does).
 type Discovery struct {
 	Namespaces interface {
-		List(ctx context.Context, org, spaceID string) ([]space.Namespace, error)
-		Create(ctx context.Context, org, spaceID string, in space.NewNamespace) (space.Namespace, error)
+		List(ctx context.Context, org, spaceID string) (space.NamespaceList, error)
+		Create(ctx context.Context, org, spaceID string, in space.NewNamespace) (space.NamespaceCreated, error)
 	}
 	Clusters space.ClusterLister
 	// Claims finds the org's spaces holding cluster identities
@@ -33,9 +33,18 @@ func (a *API) discovery() (*Discovery, error) {
 	return a.Discovery, nil
 }
 
+// namespaces is the discovery for the namespace routes, which an agent
+// space's agent serves even where no cloud is reachable.
+func (a *API) namespaces() (*Discovery, error) {
+	if a.Discovery == nil || a.Discovery.Namespaces == nil {
+		return nil, space.Errorf(space.KindUnavailable, "cluster discovery is not configured")
+	}
+	return a.Discovery, nil
+}
+
 // listNamespaces: GET /space-discovery/{spaceID}/namespaces.
 func (a *API) listNamespaces(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	d, err := a.discovery()
+	d, err := a.namespaces()
 	if err != nil {
 		return err
 	}
@@ -47,20 +56,20 @@ func (a *API) listNamespaces(w http.ResponseWriter, r *http.Request, p auth.Prin
 	if !space.ValidID(id) {
 		return space.ErrNotFound("space")
 	}
-	items, err := d.Namespaces.List(r.Context(), p.OrgID, id)
+	list, err := d.Namespaces.List(r.Context(), p.OrgID, id)
 	if err != nil {
 		return err
 	}
-	if items == nil {
-		items = []space.Namespace{}
+	if list.Items == nil {
+		list.Items = []space.Namespace{}
 	}
-	writeJSON(w, http.StatusOK, "application/json", listResponse[space.Namespace]{Items: items})
+	writeJSON(w, http.StatusOK, "application/json", list)
 	return nil
 }
 
 // createNamespace: POST /space-discovery/{spaceID}/namespaces.
 func (a *API) createNamespace(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	d, err := a.discovery()
+	d, err := a.namespaces()
 	if err != nil {
 		return err
 	}
@@ -73,11 +82,18 @@ func (a *API) createNamespace(w http.ResponseWriter, r *http.Request, p auth.Pri
 	if !space.ValidID(id) {
 		return space.ErrNotFound("space")
 	}
-	ns, err := d.Namespaces.Create(r.Context(), p.OrgID, id, in)
+	c, err := d.Namespaces.Create(r.Context(), p.OrgID, id, in)
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Location", "/space-discovery/"+id+"/namespaces/"+ns.Name)
-	writeJSON(w, http.StatusCreated, "application/json", ns)
+	if c.Pending != nil {
+		// An agent space: recorded for its agent, which creates it on its
+		// next lease renewal; the list shows it once the agent reports.
+		w.Header().Set("Location", "/space-discovery/"+id+"/namespaces")
+		writeJSON(w, http.StatusAccepted, "application/json", c.Pending)
+		return nil
+	}
+	w.Header().Set("Location", "/space-discovery/"+id+"/namespaces/"+c.Namespace.Name)
+	writeJSON(w, http.StatusCreated, "application/json", c.Namespace)
 	return nil
 }

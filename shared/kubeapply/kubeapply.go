@@ -1,6 +1,8 @@
 // Package kubeapply applies manifests to a space's cluster with server-side
 // apply (field manager "spaces") through client-go's dynamic client, with
-// freshly minted credentials and a short timeout per call.
+// freshly minted credentials and a short timeout per call. The agent
+// (spaces/agent) applies through it too (ApplyConfig): it imports only
+// client-go and shared/kubecred (the standard library), no AWS.
 package kubeapply
 
 import (
@@ -38,14 +40,24 @@ type Applier struct {
 // cluster-scoped kind or a manifest naming another namespace is refused). The
 // first error stops it and carries the cluster's message.
 func (a *Applier) Apply(ctx context.Context, c kubecred.Credentials, namespace string, manifests []map[string]any) error {
+	return a.ApplyConfig(ctx, &rest.Config{
+		Host: c.Server, BearerToken: c.Token, TLSClientConfig: rest.TLSClientConfig{CAData: c.CAData},
+		UserAgent: "spaces-revisions",
+	}, namespace, manifests)
+}
+
+// ApplyConfig is Apply as whoever cfg names: the agent (spaces/agent)
+// applies a revision handed to it with its ServiceAccount's in-cluster
+// configuration through this same code, so that both paths decide alike
+// (field manager, the namespace rules, the error messages that become a
+// failed revision's reason).
+func (a *Applier) ApplyConfig(ctx context.Context, base *rest.Config, namespace string, manifests []map[string]any) error {
 	timeout := a.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	cfg := &rest.Config{
-		Host: c.Server, BearerToken: c.Token, TLSClientConfig: rest.TLSClientConfig{CAData: c.CAData},
-		Timeout: timeout, UserAgent: "spaces-revisions", QPS: -1,
-	}
+	cfg := rest.CopyConfig(base)
+	cfg.Timeout, cfg.QPS = timeout, -1
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return err

@@ -32,15 +32,20 @@ type Spaces interface {
 }
 
 // Service lists and creates namespaces. The zero Timeout means
-// DefaultTimeout.
-// ReasonAgentSpace refuses cluster calls for an agent space.
-const ReasonAgentSpace = "AgentSpace"
-
+// DefaultTimeout. A direct space's cluster is called with credentials from
+// Minter (nil: no cloud is reachable, 503); an agent space's API server is
+// never called from here: its agent serves the namespaces (Agent, see
+// space/agentwork.go).
 type Service struct {
 	Spaces  Spaces
 	Minter  kubecred.Minter
+	Agent   space.AgentWorkStore
+	Now     func() time.Time
 	Timeout time.Duration
 }
+
+// Created is a create's answer (space.NamespaceCreated).
+type Created = space.NamespaceCreated
 
 // Namespace and NewNamespace are the domain's (the catalog API names them
 // without linking this package).
@@ -74,10 +79,22 @@ func (s *Service) timeout() time.Duration {
 	return DefaultTimeout
 }
 
-// List returns the namespaces of the space's cluster, by name.
-func (s *Service) List(ctx context.Context, org, spaceID string) ([]Namespace, error) {
+// List returns the namespaces of the space's cluster, by name: read from
+// a direct space's cluster, or as an agent space's agent last reported
+// them (and the list is asked for afresh on its next renewal).
+func (s *Service) List(ctx context.Context, org, spaceID string) (space.NamespaceList, error) {
+	sp, err := s.space(ctx, org, spaceID)
+	if err != nil {
+		return space.NamespaceList{}, err
+	}
+	if sp.Connectivity == space.ViaAgent {
+		if err := s.Agent.WantNamespaces(ctx, org, spaceID, s.now()); err != nil {
+			return space.NamespaceList{}, err
+		}
+		return s.Agent.ReportedNamespaces(ctx, org, spaceID)
+	}
 	var out []Namespace
-	err := s.do(ctx, org, spaceID, func(ctx context.Context, cs kubernetes.Interface) error {
+	err = s.do(ctx, sp, func(ctx context.Context, cs kubernetes.Interface) error {
 		list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
@@ -89,17 +106,30 @@ func (s *Service) List(ctx context.Context, org, spaceID string) ([]Namespace, e
 		return nil
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, err
+	if out == nil {
+		out = []Namespace{}
+	}
+	return space.NamespaceList{Items: out}, err
 }
 
 // Create creates a namespace on the space's cluster; KindConflict if it
-// exists.
-func (s *Service) Create(ctx context.Context, org, spaceID string, in NewNamespace) (Namespace, error) {
+// exists. For an agent space it records the create for the agent, after
+// the same validation; a duplicate (the name is in the agent's last list,
+// or a create of it is pending) is KindConflict as well, like a direct
+// space's existing namespace.
+func (s *Service) Create(ctx context.Context, org, spaceID string, in NewNamespace) (Created, error) {
 	if err := Validate(in); err != nil {
-		return Namespace{}, err
+		return Created{}, err
+	}
+	sp, err := s.space(ctx, org, spaceID)
+	if err != nil {
+		return Created{}, err
+	}
+	if sp.Connectivity == space.ViaAgent {
+		return s.createViaAgent(ctx, org, spaceID, in)
 	}
 	var out Namespace
-	err := s.do(ctx, org, spaceID, func(ctx context.Context, cs kubernetes.Interface) error {
+	err = s.do(ctx, sp, func(ctx context.Context, cs kubernetes.Interface) error {
 		ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
 			ObjectMeta: metav1.ObjectMeta{Name: in.Name, Labels: in.Labels},
 		}, metav1.CreateOptions{FieldManager: "spaces"})
@@ -109,7 +139,38 @@ func (s *Service) Create(ctx context.Context, org, spaceID string, in NewNamespa
 		out = view(*ns)
 		return nil
 	})
-	return out, err
+	return Created{Namespace: out}, err
+}
+
+func (s *Service) createViaAgent(ctx context.Context, org, spaceID string, in NewNamespace) (Created, error) {
+	list, err := s.Agent.ReportedNamespaces(ctx, org, spaceID)
+	if err != nil {
+		return Created{}, err
+	}
+	for _, n := range list.Items {
+		if n.Name == in.Name {
+			return Created{}, &space.Error{Kind: space.KindConflict, Message: "the namespace already exists (as the agent last reported)"}
+		}
+	}
+	if len(list.Pending) >= space.MaxPendingNamespaceCreates {
+		return Created{}, space.Errorf(space.KindConflict, "%d namespace creates are already waiting for the agent; retry once it has carried them out", len(list.Pending))
+	}
+	labels := in.Labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	c := space.NamespaceCreate{Name: in.Name, Labels: labels}
+	if err := s.Agent.RequestNamespace(ctx, org, spaceID, c); err != nil {
+		return Created{}, err
+	}
+	return Created{Pending: &c}, nil
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
 }
 
 func view(ns corev1.Namespace) Namespace {
@@ -120,24 +181,29 @@ func view(ns corev1.Namespace) Namespace {
 	return Namespace{Name: ns.Name, Phase: string(ns.Status.Phase), Labels: labels, CreatedAt: ns.CreationTimestamp.UTC()}
 }
 
-// do finds the space, mints credentials and runs call against the cluster.
-// A 401 means the credential went stale: it is dropped, minted afresh and
-// the call is tried once more.
-func (s *Service) do(ctx context.Context, org, spaceID string, call func(context.Context, kubernetes.Interface) error) error {
+// space finds one of org's live spaces whose namespaces can be served:
+// not synthetic; an agent space only where agent work is served.
+func (s *Service) space(ctx context.Context, org, spaceID string) (space.Space, error) {
 	sp, err := s.Spaces.Get(ctx, org, spaceID)
 	if err != nil {
-		return err
+		return sp, err
 	}
-	if sp.Synthetic {
-		return &space.Error{Kind: space.KindInvalid, Reason: space.ReasonCredentialsUnavailable,
+	switch {
+	case sp.Synthetic:
+		return sp, &space.Error{Kind: space.KindInvalid, Reason: space.ReasonCredentialsUnavailable,
 			Message: "the space is synthetic: it is not a real cluster and has no namespaces"}
+	case sp.Connectivity == space.ViaAgent && s.Agent == nil:
+		return sp, space.Errorf(space.KindUnavailable, "namespaces through agents are not served here")
+	case sp.Connectivity != space.ViaAgent && s.Minter == nil:
+		return sp, space.Errorf(space.KindUnavailable, "cluster discovery is not configured")
 	}
-	if sp.Connectivity == space.ViaAgent {
-		// Its API server is not reachable from here; the agent does not
-		// serve namespaces yet (issue 21), so none is minted nor called.
-		return &space.Error{Kind: space.KindInvalid, Reason: ReasonAgentSpace,
-			Message: "the space is reached through its agent, which does not serve namespaces yet"}
-	}
+	return sp, nil
+}
+
+// do mints credentials for a direct space and runs call against its
+// cluster. A 401 means the credential went stale: it is dropped, minted
+// afresh and the call is tried once more.
+func (s *Service) do(ctx context.Context, sp space.Space, call func(context.Context, kubernetes.Interface) error) error {
 	for attempt := 1; ; attempt++ {
 		creds, err := s.Minter.Mint(ctx, sp)
 		if err != nil {

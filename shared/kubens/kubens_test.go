@@ -3,6 +3,7 @@ package kubens
 import (
 	"context"
 	"testing"
+	"time"
 
 	"spaces/shared/kubecred"
 	"spaces/shared/space"
@@ -20,19 +21,55 @@ func (m noMint) Mint(context.Context, space.Space) (kubecred.Credentials, error)
 }
 func (noMint) Invalidate(string) {}
 
-// TestAgentSpaceIsNotCalled: an agent space's API server is unreachable
-// by design; listing or creating its namespaces is a 422 naming why, and
-// nothing is minted or called.
-func TestAgentSpaceIsNotCalled(t *testing.T) {
-	svc := &Service{Spaces: oneSpace{space.Space{ID: "s", OrgID: "o", Connectivity: space.ViaAgent}}, Minter: noMint{t}}
-	_, err := svc.List(t.Context(), "o", "s")
-	var e *space.Error
-	if space.KindOf(err) != space.KindInvalid || !asErr(err, &e) || e.Reason != ReasonAgentSpace {
-		t.Fatalf("list: %v", err)
-	}
-	if _, err := svc.Create(t.Context(), "o", "s", space.NewNamespace{Name: "x"}); space.KindOf(err) != space.KindInvalid {
-		t.Fatalf("create: %v", err)
-	}
+// agentWork records what kubens asks of the agent's store.
+type agentWork struct {
+	space.AgentWorkStore
+	list      space.NamespaceList
+	wanted    int
+	requested []space.NamespaceCreate
 }
 
-func asErr(err error, e **space.Error) bool { x, ok := err.(*space.Error); *e = x; return ok }
+func (a *agentWork) WantNamespaces(context.Context, string, string, time.Time) error {
+	a.wanted++
+	return nil
+}
+func (a *agentWork) ReportedNamespaces(context.Context, string, string) (space.NamespaceList, error) {
+	return a.list, nil
+}
+func (a *agentWork) RequestNamespace(_ context.Context, _, _ string, c space.NamespaceCreate) error {
+	a.requested = append(a.requested, c)
+	return nil
+}
+
+// TestAgentSpaceGoesThroughItsAgent: an agent space's API server is
+// unreachable by design; nothing is minted or called. Listing answers the
+// agent's last report and asks for a fresh one; a create is validated as
+// a direct space's (a bad one records nothing), a duplicate of a reported
+// namespace is 409 (recording nothing), any other is recorded as pending.
+func TestAgentSpaceGoesThroughItsAgent(t *testing.T) {
+	at := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
+	work := &agentWork{list: space.NamespaceList{Items: []space.Namespace{{Name: "default"}}, ObservedAt: &at}}
+	svc := &Service{Spaces: oneSpace{space.Space{ID: "s", OrgID: "o", Connectivity: space.ViaAgent}}, Minter: noMint{t}, Agent: work}
+	list, err := svc.List(t.Context(), "o", "s")
+	if err != nil || len(list.Items) != 1 || list.ObservedAt != &at || work.wanted != 1 {
+		t.Fatalf("list: %+v %v (wanted %d)", list, err, work.wanted)
+	}
+	if _, err := svc.Create(t.Context(), "o", "s", space.NewNamespace{Name: "Bad_Name"}); space.KindOf(err) != space.KindInvalid {
+		t.Fatalf("bad create: %v", err)
+	}
+	if _, err := svc.Create(t.Context(), "o", "s", space.NewNamespace{Name: "default"}); space.KindOf(err) != space.KindConflict {
+		t.Fatalf("duplicate create: %v", err)
+	}
+	if len(work.requested) != 0 {
+		t.Fatalf("refused creates were recorded: %+v", work.requested)
+	}
+	c, err := svc.Create(t.Context(), "o", "s", space.NewNamespace{Name: "team-a", Labels: map[string]string{"team": "a"}})
+	if err != nil || c.Pending == nil || c.Pending.Name != "team-a" || len(work.requested) != 1 || work.requested[0].Labels["team"] != "a" {
+		t.Fatalf("create: %+v %v; recorded %+v", c, err, work.requested)
+	}
+	// Where agent work is not served, an agent space's namespaces are 503.
+	svc.Agent = nil
+	if _, err := svc.List(t.Context(), "o", "s"); space.KindOf(err) != space.KindUnavailable {
+		t.Fatalf("no agent store: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package probing_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -20,11 +21,21 @@ import (
 	"spaces/infra/emulator/emulatortest"
 	"spaces/infra/staticminter"
 	"spaces/shared/httpapi"
+	"spaces/shared/kubens"
 	"spaces/shared/probing"
 	"spaces/shared/space"
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/parts"
 )
+
+// nsReport is an agent's namespaces report: a small cluster's 12.
+var nsReport = func() string {
+	var items []string
+	for i := range 12 {
+		items = append(items, fmt.Sprintf(`{"name":"team-%02d","phase":"Active","labels":{"kubernetes.io/metadata.name":"team-%02d","team":"t%d"},"created_at":"2026-12-01T00:00:00Z"}`, i, i, i))
+	}
+	return `{"items":[` + strings.Join(items, ",") + `],"creates":[]}`
+}()
 
 // Channel prices for the agent's requests, us-east-1, per request:
 // API Gateway HTTP API, first 300 million a month
@@ -71,7 +82,7 @@ func measureAgentCost(b *testing.B) {
 	store := a.Store(table)
 	c := newClock()
 	svc := &space.Service{Store: store, Now: c.Now, NewID: uuid.NewString, StaleAfter: space.DefaultStaleAfter}
-	agents := &space.Agents{Store: store, Spaces: store, Now: c.Now}
+	agents := &space.Agents{Store: store, Spaces: store, Now: c.Now, Work: store, Revisions: store}
 	api := &httpapi.API{Spaces: svc, Agents: agents, Log: discardLogger()}
 	h := api.Handler()
 
@@ -130,6 +141,40 @@ func measureAgentCost(b *testing.B) {
 		refused                    int
 	)
 	body := `{"agent_version":"0.1.0","server_version":{"gitVersion":"v1.37.2","platform":"linux/arm64"}}`
+	var reports int
+	call := func(method, path, cred, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+cred)
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		h.ServeHTTP(rec, req)
+		agentFn.Invocations++
+		agentFn.Seconds += billed(time.Since(start))
+		return rec
+	}
+	doWork := func(id, cred string, rec *httptest.ResponseRecorder) int {
+		var ans struct {
+			Work space.AgentWork `json:"work"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &ans); err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		if ans.Work.NamespacesWanted {
+			if r := call("PUT", "/agent/spaces/"+id+"/namespaces", cred, nsReport); r.Code != http.StatusNoContent {
+				b.Fatalf("namespaces report: %d %s", r.Code, r.Body)
+			}
+			n++
+		}
+		for _, rv := range ans.Work.Revisions {
+			if r := call("PUT", "/agent/spaces/"+id+"/revisions/"+rv.ID, cred, fmt.Sprintf(`{"version":%d,"error":""}`, rv.Version)); r.Code != http.StatusNoContent {
+				b.Fatalf("revision report: %d %s", r.Code, r.Body)
+			}
+			n++
+		}
+		return n
+	}
 	var open []probing.Delivery
 	var openedAt time.Time
 	nextTick := c.Now()
@@ -148,18 +193,14 @@ func measureAgentCost(b *testing.B) {
 				if now.Before(ag.next) {
 					continue
 				}
-				req := httptest.NewRequest("PUT", "/agent/spaces/"+ag.id+"/lease", strings.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", "Bearer "+ag.cred)
-				rec := httptest.NewRecorder()
-				start := time.Now()
-				h.ServeHTTP(rec, req)
-				agentFn.Invocations++
-				agentFn.Seconds += billed(time.Since(start))
+				rec := call("PUT", "/agent/spaces/"+ag.id+"/lease", ag.cred, body)
 				if rec.Code != http.StatusOK {
 					refused++
 				}
 				renewals++
+				// The agent does the work the answer carries and reports it
+				// (agent/client): each report is a request of its own.
+				reports += doWork(ag.id, ag.cred, rec)
 				ag.next = ag.next.Add(space.LeaseInterval)
 			}
 			// The template's batching, as BenchmarkProbingCost models it: a
@@ -193,9 +234,11 @@ func measureAgentCost(b *testing.B) {
 	}
 	run(c.Now().Add(warmUp))
 	meter.Take()
-	agentFn, prober, scheduler, renewals, checks, esm = awscost.Lambda{}, awscost.Lambda{}, awscost.Lambda{}, 0, 0, 0
+	warmReports := reports
+	agentFn, prober, scheduler, renewals, checks, esm, reports = awscost.Lambda{}, awscost.Lambda{}, awscost.Lambda{}, 0, 0, 0, 0
 	run(c.Now().Add(window))
 	u := meter.Take()
+	idleReports := reports
 	if refused > 0 {
 		b.Fatalf("%d renewals refused", refused)
 	}
@@ -231,6 +274,54 @@ func measureAgentCost(b *testing.B) {
 		base.Reads, base.Writes, base.SQS, base.LambdaRequests, base.LambdaDuration, base.EventBridge, base.Total())
 	fmt.Fprintf(&sb, "  channel: HTTP API route %.2f -> total %.2f; Lambda function URL %.2f -> total %.2f\n",
 		gateway, base.Total()+gateway, functionURL, base.Total()+functionURL)
+	fmt.Fprintf(&sb, "  work reports: %d in the warm-up (each agent's first namespace list), %d in the measured window (no work was asked for: the lease answer carries none, at no request of its own)\n",
+		warmReports, idleReports)
+
+	// The work itself, priced per item: a user lists an agent space's
+	// namespaces (discovery: the space, the agent's list, the ask), a
+	// claim hands a revision to the agent, and the agent's next renewal
+	// carries both and it reports them.
+	disc := &kubens.Service{Spaces: svc, Agent: store, Now: c.Now}
+	for _, ag := range fleetAgents {
+		if _, err := disc.List(ctx, org, ag.id); err != nil {
+			b.Fatal(err)
+		}
+	}
+	asked := meter.Take()
+	var pushed []space.Revision
+	for i, ag := range fleetAgents {
+		r := space.Revision{ID: uuid.NewString(), OrgID: org, EnvironmentID: uuid.NewString(), SpaceID: ag.id, Namespace: "web",
+			Manifests: []map[string]any{{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": fmt.Sprintf("cm-%d", i)},
+				"data": map[string]any{"k": "v"}}}, State: space.RevisionPending, CreatedAt: c.Now(), UpdatedAt: c.Now(), Version: 1}
+		if err := store.CreateRevision(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+		pushed = append(pushed, r)
+	}
+	meter.Take() // the push is the same for every space
+	for _, r := range pushed {
+		if err := store.HandRevision(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	handed := meter.Take()
+	reports = 0
+	for _, ag := range fleetAgents {
+		if reports += doWork(ag.id, ag.cred, call("PUT", "/agent/spaces/"+ag.id+"/lease", ag.cred, body)); reports%2 != 0 {
+			b.Fatalf("agent %s did not get both works", ag.id)
+		}
+	}
+	worked := meter.Take()
+	fmt.Fprintf(&sb, "  per work item, over %d agent spaces (the renewal that carries the work is %d UpdateItem of its own, counted above):\n", fleet, fleet)
+	for _, part := range []struct {
+		what string
+		u    awscost.Usage
+	}{{"a user's namespace list (discovery)", asked}, {"a revision handed (claimer)", handed}, {"renewal + reports (agent)", worked}} {
+		for _, op := range part.u.Ops() {
+			fmt.Fprintf(&sb, "    %-38s %-28s %6.2f requests  RRU %5.2f  WRU %5.2f per space\n", part.what, op,
+				part.u.Requests[op]/fleet, part.u.RRU[op]/fleet, part.u.WRU[op]/fleet)
+		}
+	}
 	b.Log(sb.String())
 	b.ReportMetric(base.Total()+gateway, "usd/month/1000-agent-spaces-httpapi")
 	b.ReportMetric(base.Total()+functionURL, "usd/month/1000-agent-spaces-function-url")

@@ -19,6 +19,19 @@
 //     re-claims a still pending revision and sends again (a duplicate in the
 //     DLQ), never loses it.
 //
+// An agent space's API server is not reachable from here: a claim that would
+// deploy to one hands the revision to its agent instead (Store.HandRevision:
+// its id and version in the space's AGENT item, which the agent's next lease
+// renewal answers; see space/agentwork.go). The revision stays pending, and
+// the message comes back after AgentWait: by then the agent's report has
+// usually set it deployed or failed (acknowledged untouched); if not, the
+// same rules decide again (an inactive space counts an attempt and stops at
+// the third, a deregistered one dead-letters, an active one is handed again
+// and waited for), so a revision handed to an agent that went away does not
+// stay pending for ever. One that renews its lease but never reports (an old
+// agent version) is handed until the queue's redrive moves the message to
+// the dead-letter queue (maxReceiveCount), whose alarm fires.
+//
 // Every revision write is conditional on its version, and a revision that is
 // no longer pending is acknowledged untouched, so redelivered messages do
 // nothing twice.
@@ -52,6 +65,9 @@ type Store interface {
 	GetRevision(ctx context.Context, org, id string) (space.Revision, error)
 	UpdateRevision(ctx context.Context, org, id string, u space.Update[space.Revision]) (space.Updated[space.Revision], error)
 	SpaceAsClaimed(ctx context.Context, org, id string) (space.Space, bool, error)
+	// HandRevision gives a revision of an agent space to its agent
+	// (space.AgentWorkStore).
+	HandRevision(ctx context.Context, r space.Revision) error
 }
 
 // Applier applies manifests to a cluster (kubeapply.Applier).
@@ -79,6 +95,11 @@ type Delivery struct {
 // not active; it doubles with each attempt.
 const DefaultBackoff = 30 * time.Second
 
+// DefaultAgentWait is how long a revision handed to an agent waits before
+// its message is looked at again: two lease intervals (space.LeaseInterval)
+// and a margin, time for the agent to renew, apply and report.
+const DefaultAgentWait = 2*space.LeaseInterval + 10*time.Second
+
 // Claimer claims revisions.
 type Claimer struct {
 	Store   Store
@@ -87,7 +108,10 @@ type Claimer struct {
 	Queue   Redelivery
 	// Backoff is the first retry's wait (default DefaultBackoff; SQS counts
 	// whole seconds, so below a second means at once).
-	Backoff    time.Duration
+	Backoff time.Duration
+	// AgentWait is how long a revision handed to an agent waits before its
+	// message comes back (default DefaultAgentWait).
+	AgentWait  time.Duration
 	StaleAfter time.Duration
 	Now        func() time.Time
 	Log        *slog.Logger
@@ -97,6 +121,9 @@ type Claimer struct {
 func NewClaimer(c Claimer) *Claimer {
 	if c.Backoff <= 0 {
 		c.Backoff = DefaultBackoff
+	}
+	if c.AgentWait <= 0 {
+		c.AgentWait = DefaultAgentWait
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -141,6 +168,9 @@ func (c *Claimer) Claim(ctx context.Context, d Delivery) bool {
 	state, attempts := rev.State, rev.Attempts
 	switch decision {
 	case space.ClaimDeploy:
+		if sp.Connectivity == space.ViaAgent {
+			return c.handToAgent(ctx, log, d, rev)
+		}
 		creds, err := c.Minter.Mint(ctx, sp)
 		if err != nil {
 			log.ErrorContext(ctx, "cannot mint credentials; retried", "error", err.Error())
@@ -177,6 +207,22 @@ func (c *Claimer) Claim(ctx context.Context, d Delivery) bool {
 	}
 	log.InfoContext(ctx, "revision claimed", "state", state, "reason", reason)
 	return true
+}
+
+// handToAgent gives the revision to its space's agent and has the message
+// come back after AgentWait (false: not deleted).
+func (c *Claimer) handToAgent(ctx context.Context, log *slog.Logger, d Delivery, rev space.Revision) bool {
+	if err := c.Store.HandRevision(ctx, rev); err != nil {
+		// Not found: deregistered since the read; the next claim
+		// dead-letters it.
+		log.WarnContext(ctx, "cannot hand the revision to the agent; retried", "error", err.Error())
+		return false
+	}
+	if err := c.Queue.Postpone(ctx, d.ReceiptHandle, c.AgentWait); err != nil {
+		log.WarnContext(ctx, "cannot delay the check; the queue's visibility timeout applies", "error", err.Error())
+	}
+	log.InfoContext(ctx, "revision handed to the space's agent", "version", rev.Version, "check_after", c.AgentWait.String())
+	return false
 }
 
 // save writes the claim's outcome on the revision as read: true when

@@ -236,8 +236,9 @@ type AgentStore interface {
 	// a renewal whose answer is lost does not lock the agent out.
 	RenewCredential(ctx context.Context, spaceID, oldHash, newHash string, newExpires, now time.Time) (org string, err error)
 	// RenewLease stores a lease renewal if credHash is a valid credential
-	// of the space, and returns the renewal before it (nil: the first).
-	RenewLease(ctx context.Context, spaceID, credHash string, r LeaseReport, now time.Time) (org string, before *time.Time, err error)
+	// of the space, and returns the renewal before it (nil: the first) and
+	// the work pending for the agent, from the item the write replaced.
+	RenewLease(ctx context.Context, spaceID, credHash string, r LeaseReport, now time.Time) (LeaseRenewal, error)
 	// GetLease reads the space's lease (a zero Lease when none).
 	GetLease(ctx context.Context, spaceID string) (Lease, error)
 }
@@ -249,6 +250,13 @@ type Agents struct {
 	Now    func() time.Time
 	// Cadence is the lease interval told to agents (zero: LeaseInterval).
 	Cadence LeaseCadence
+	// Work keeps the cluster-side work and its reports (agentwork.go);
+	// Revisions reads the revisions handed to agents. Nil: no work served.
+	Work      AgentWorkStore
+	Revisions interface {
+		GetRevision(ctx context.Context, org, id string) (Revision, error)
+		UpdateRevision(ctx context.Context, org, id string, u Update[Revision]) (Updated[Revision], error)
+	}
 }
 
 // IssueBootstrap hands out a new one-time bootstrap for one of org's live
@@ -318,6 +326,8 @@ func (a *Agents) answer(cred AgentToken, exp time.Time) AgentCredential {
 type Renewed struct {
 	OrgID  string
 	Lapsed bool
+	// Work is the cluster-side work for the agent (agentwork.go).
+	Work AgentWork
 }
 
 // RenewLease checks the report, then stores the renewal for the
@@ -336,12 +346,12 @@ func (a *Agents) RenewLease(ctx context.Context, raw, spaceID string, r LeaseRep
 		return Renewed{}, err
 	}
 	now := a.Now().UTC()
-	org, before, err := a.Store.RenewLease(ctx, t.SpaceID, t.Hash(), r, now)
+	res, err := a.Store.RenewLease(ctx, t.SpaceID, t.Hash(), r, now)
 	if err != nil {
 		return Renewed{}, err
 	}
-	lapsed := before == nil || a.Cadence.Outcome(Lease{RenewedAt: before}, now).Reason != ""
-	return Renewed{OrgID: org, Lapsed: lapsed}, nil
+	lapsed := res.Before == nil || a.Cadence.Outcome(Lease{RenewedAt: res.Before}, now).Reason != ""
+	return Renewed{OrgID: res.OrgID, Lapsed: lapsed, Work: a.leaseWork(ctx, res.OrgID, t.SpaceID, res.Pending)}, nil
 }
 
 // ErrBootstrapReused is the cause (never shown to the caller) of refusing

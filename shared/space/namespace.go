@@ -18,3 +18,11 @@ type NewNamespace struct {
 	Name   string
 	Labels map[string]string
 }
+
+// NamespaceCreated is a create's answer: the namespace created on a direct
+// space's cluster, or (Pending) the create recorded for an agent space's
+// agent to carry out on its next lease renewal (agentwork.go).
+type NamespaceCreated struct {
+	Namespace Namespace
+	Pending   *NamespaceCreate
+}

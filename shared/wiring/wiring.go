@@ -153,6 +153,8 @@ func Claimer(a parts.AWS, s ClaimerSettings, minter kubecred.Minter, applier rev
 		Store: a.Store(s.Table), Minter: minter, Applier: applier,
 		Queue:   Redelivery{Queue: a.Queue(s.RevisionsQueue), DLQ: a.Queue(s.RevisionsDLQ)},
 		Backoff: s.Backoff, StaleAfter: s.StaleAfter, Log: log,
+		// Two of the agents' lease intervals and a margin.
+		AgentWait: 2*s.LeaseCadence.Interval() + 10*time.Second,
 	})
 }
 

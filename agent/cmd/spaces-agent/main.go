@@ -66,6 +66,7 @@ func run(log *slog.Logger) error {
 		return err
 	}
 	rc.UserAgent = "spaces-agent/" + client.Version
+	cfg.KubeConfig = rc
 	if cfg.Kube, err = kubernetes.NewForConfig(rc); err != nil {
 		return err
 	}

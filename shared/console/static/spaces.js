@@ -394,7 +394,7 @@ export async function spaceDetail(root, [id], ctx) {
       if (invalid) throw invalid;
       await api.post(`/space-discovery/${id}/namespaces`, Object.keys(labels).length ? { name: nsName.value.trim(), labels } : { name: nsName.value.trim() });
       nsErr.replaceChildren(); showFieldErrors(nsForm, null);
-      flash(`Namespace ${nsName.value.trim()} created.`);
+      flash(sp.connectivity === 'agent' ? `Namespace ${nsName.value.trim()} requested: the agent creates it at its next connection.` : `Namespace ${nsName.value.trim()} created.`);
       nsForm.reset();
       await loadNamespaces();
     } catch (x) {
@@ -405,14 +405,14 @@ export async function spaceDetail(root, [id], ctx) {
   namespaces.replaceChildren(h('h2', null, 'Namespaces'), nsBody, nsForm);
 
   async function loadNamespaces() {
-    if (sp.connectivity === 'agent') {
-      namespaces.replaceChildren(h('h2', null, 'Namespaces'),
-        h('p', { class: 'muted', id: 'ns-agent' }, 'Namespaces through the agent are not served yet: Spaces does not call this cluster.'));
-      return;
-    }
     try {
       const list = await api.get(`/space-discovery/${id}/namespaces`);
-      nsBody.replaceChildren(list.items.length ? h('table', { id: 'ns-table' }, h('thead', null, h('tr', null, ['Name', 'Phase', 'Labels'].map(t => h('th', { scope: 'col' }, t)))),
+      // An agent space's list is the one its agent last reported.
+      const viaAgent = sp.connectivity === 'agent' ? h('p', { class: 'muted', id: 'ns-agent' },
+        list.observed_at ? ['As the agent reported them ', when(list.observed_at), '; it reports again at its next connection.'] : 'Waiting for the agent’s first report.',
+        (list.pending || []).length ? ` Waiting for the agent to create: ${list.pending.map(p => p.name).join(', ')}.` : '',
+        (list.failed || []).map(f => ` ${f.name} was not created: ${f.message}`)) : null;
+      nsBody.replaceChildren(viaAgent, list.items.length ? h('table', { id: 'ns-table' }, h('thead', null, h('tr', null, ['Name', 'Phase', 'Labels'].map(t => h('th', { scope: 'col' }, t)))),
         h('tbody', null, list.items.map(n => h('tr', { 'data-ns': n.name }, h('td', null, n.name), h('td', null, n.phase || '—'),
           h('td', null, Object.entries(n.labels).filter(([k]) => !k.startsWith('kubernetes.io/')).map(([k, v]) => `${k}=${v}`).join(', ') || '—')))))
         : empty('The cluster has no namespace.'));

@@ -1,6 +1,8 @@
 // Package agents assembles the agent function (functions/agent): the routes
 // an in-cluster agent calls (httpapi.AgentRoutes: the bootstrap exchange,
-// credential renewal and lease renewal). They take no gateway JWT, so
+// credential and lease renewal, and the reports of the work its lease
+// answers carry: namespaces listed and created, revisions applied). They
+// take no gateway JWT, so
 // anyone may call them; served by a function of their own, whatever their
 // traffic holds that function's reserved concurrency and none of the
 // catalog API's. It needs only the table and the probe queue: no cursor
@@ -44,7 +46,8 @@ func New(a parts.AWS, s Settings, o Options) http.Handler {
 		now = time.Now
 	}
 	h := &httpapi.API{AgentSide: true, Log: o.Log,
-		Agents: &space.Agents{Store: store, Spaces: store, Now: now, Cadence: s.LeaseCadence}}
+		Agents: &space.Agents{Store: store, Spaces: store, Now: now, Cadence: s.LeaseCadence,
+			Work: store, Revisions: store}}
 	if s.ProbeQueue != "" {
 		h.Probes = probing.Enqueuer{Queue: parts.ProbeQueue{Q: a.Queue(s.ProbeQueue)}}
 	}

@@ -95,7 +95,8 @@ func New(a parts.AWS, s Settings, o Options) (*httpapi.API, *space.Service, erro
 		OpenAPI: spaces.OpenAPI,
 		// Environments and autoscaler policies live in the same table.
 		Bindings: &space.Bindings{Spaces: svc, Store: store},
-		Agents:   &space.Agents{Store: store, Spaces: store, Now: svc.Now, Cadence: s.LeaseCadence},
+		Agents: &space.Agents{Store: store, Spaces: store, Now: svc.Now, Cadence: s.LeaseCadence,
+			Work: store, Revisions: store},
 	}
 	if s.ProbeQueue != "" {
 		api.Probes = probing.Enqueuer{Queue: parts.ProbeQueue{Q: a.Queue(s.ProbeQueue)}}

@@ -67,13 +67,14 @@ func New(a parts.AWS, s Settings, o Options) *Function {
 	svc.Trust = s.Clouds.Trust()
 	h := &httpapi.API{Spaces: svc, Auth: o.Auth, Log: o.Log, OpenAPI: spaces.OpenAPI, ClusterSide: true}
 	f := &Function{Cloud: cloudcall.Handler{Clusters: unreachable{}, Verifier: unreachable{}}}
+	// An agent space's namespaces are its agent's (through the store),
+	// minter or not; a direct space's need the minter.
+	ns := &kubens.Service{Spaces: svc, Agent: store, Now: svc.Now}
+	h.Discovery = &httpapi.Discovery{Namespaces: ns}
 	if o.Minter != nil {
 		svc.Clusters, svc.Verifier, svc.Trust = o.Minter, o.Minter, o.Minter.Trust
-		h.Discovery = &httpapi.Discovery{
-			Namespaces: &kubens.Service{Spaces: svc, Minter: o.Minter},
-			Clusters:   o.Minter,
-			Claims:     store,
-		}
+		ns.Minter = o.Minter
+		h.Discovery.Clusters, h.Discovery.Claims = o.Minter, store
 		f.Cloud = cloudcall.Handler{Clusters: o.Minter, Verifier: o.Minter}
 	}
 	f.HTTP = h.Handler()

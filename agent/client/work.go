@@ -1,0 +1,164 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"spaces/shared/kubeapply"
+)
+
+// The cluster-side work of the agent's space (ARCHITECTURE.md, "Agent
+// spaces"): each lease answer carries what waits for it — namespace
+// creates, whether Spaces wants the namespace list, revisions to apply —
+// and the agent does it as its ServiceAccount and reports each result on
+// its own route, authenticated like the lease. A report that does not
+// arrive is no loss: the work stays pending in Spaces and comes back with
+// the next renewal (a create of an existing namespace and a server-side
+// apply repeated are harmless), so it is done at least once.
+
+// work is the lease answer's work (space.AgentWork).
+type work struct {
+	NamespacesWanted bool              `json:"namespaces_wanted"`
+	NamespaceCreates []namespaceCreate `json:"namespace_creates"`
+	Revisions        []revision        `json:"revisions"`
+}
+
+type namespaceCreate struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels"`
+}
+
+type revision struct {
+	ID        string           `json:"id"`
+	Version   int64            `json:"version"`
+	Namespace string           `json:"namespace"`
+	Manifests []map[string]any `json:"manifests"`
+}
+
+// namespace is one entry of the report (space.Namespace).
+type namespace struct {
+	Name      string            `json:"name"`
+	Phase     string            `json:"phase"`
+	Labels    map[string]string `json:"labels"`
+	CreatedAt time.Time         `json:"created_at"`
+}
+
+type createOutcome struct {
+	Name  string `json:"name"`
+	Error string `json:"error"`
+}
+
+// Report bounds (space.MaxReportedNamespaces, MaxNamespacesReportBody):
+// a cluster with more is reported by its first namespaces, by name.
+const (
+	maxReportedNamespaces = 1000
+	maxReportBody         = 250 << 10
+)
+
+// doWork carries out w. Only ErrRefused (the credential is refused: the
+// agent stops) is returned; every other failure is logged and retried by
+// the work coming back.
+func (cfg *Config) doWork(ctx context.Context, api *spacesAPI, st state, w work) error {
+	log := cfg.Log
+	var outcomes []createOutcome
+	for _, c := range w.NamespaceCreates {
+		_, err := cfg.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Labels: c.Labels}},
+			metav1.CreateOptions{FieldManager: kubeapply.FieldManager})
+		o := createOutcome{Name: c.Name}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			o.Error = err.Error()
+		}
+		outcomes = append(outcomes, o)
+		log.Info("namespace create", "name", c.Name, "error", o.Error)
+	}
+	if w.NamespacesWanted || len(outcomes) > 0 {
+		items, err := cfg.listNamespaces(ctx)
+		if err != nil {
+			log.Warn("cannot list the namespaces; retried on the next renewal", "error", err.Error())
+		} else if err := api.reportNamespaces(ctx, st.Credential, st.SpaceID, items, outcomes); errors.Is(err, ErrRefused) {
+			return err
+		} else if err != nil {
+			log.Warn("cannot report the namespaces; retried on the next renewal", "error", err.Error())
+		}
+	}
+	for _, r := range w.Revisions {
+		msg := ""
+		if cfg.KubeConfig == nil {
+			msg = "the agent has no cluster configuration to apply with"
+		} else if err := (&kubeapply.Applier{}).ApplyConfig(ctx, cfg.KubeConfig, r.Namespace, r.Manifests); err != nil {
+			msg = err.Error()
+		}
+		err := api.reportRevision(ctx, st.Credential, st.SpaceID, r.ID, r.Version, msg)
+		var he *httpError
+		switch {
+		case errors.Is(err, ErrRefused):
+			return err
+		case errors.As(err, &he) && he.status == http.StatusConflict:
+			// Reported before (a report whose answer was lost), or the
+			// revision moved on: nothing to do.
+		case err != nil:
+			log.Warn("cannot report a revision; retried on the next renewal", "revision_id", r.ID, "error", err.Error())
+		default:
+			log.Info("revision applied", "revision_id", r.ID, "version", r.Version, "error", msg)
+		}
+	}
+	return nil
+}
+
+// listNamespaces reads the cluster's namespaces as the report carries them.
+func (cfg *Config) listNamespaces(ctx context.Context) ([]namespace, error) {
+	list, err := cfg.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list namespaces: %w", err)
+	}
+	out := make([]namespace, 0, len(list.Items))
+	for _, ns := range list.Items {
+		labels := ns.Labels
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		out = append(out, namespace{Name: ns.Name, Phase: string(ns.Status.Phase), Labels: labels, CreatedAt: ns.CreationTimestamp.UTC()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return fitReport(out), nil
+}
+
+// fitReport keeps the first namespaces, by name, that the report's bounds
+// take.
+func fitReport(items []namespace) []namespace {
+	if len(items) > maxReportedNamespaces {
+		items = items[:maxReportedNamespaces]
+	}
+	size := 0
+	for i, n := range items {
+		b, _ := json.Marshal(n)
+		if size += len(b) + 1; size > maxReportBody-4096 {
+			return items[:i]
+		}
+	}
+	return items
+}
+
+func (c *spacesAPI) reportNamespaces(ctx context.Context, cred, spaceID string, items []namespace, creates []createOutcome) error {
+	if creates == nil {
+		creates = []createOutcome{}
+	}
+	body := map[string]any{"items": items, "creates": creates}
+	return c.call(ctx, "report the namespaces", http.MethodPut, "agent/spaces/"+url.PathEscape(spaceID)+"/namespaces", cred, body, nil)
+}
+
+func (c *spacesAPI) reportRevision(ctx context.Context, cred, spaceID, revID string, version int64, msg string) error {
+	body := map[string]any{"version": version, "error": msg}
+	return c.call(ctx, "report a revision", http.MethodPut,
+		"agent/spaces/"+url.PathEscape(spaceID)+"/revisions/"+url.PathEscape(revID), cred, body, nil)
+}

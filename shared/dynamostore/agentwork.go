@@ -1,0 +1,333 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"spaces/shared/space"
+)
+
+// The work waiting for an agent (space/agentwork.go) lives in its AGENT
+// item, so that the lease renewal's one conditional write returns it with
+// the item it replaced (agents.go): when a user last asked for the list
+// (ns_wanted_at) and when the agent last reported one (ns_observed_at);
+// each pending namespace create is an attribute of its own,
+// nsc_<name> = its labels, and each revision handed to the agent one too,
+// rev_<id> = the version handed. Attributes of their own rather than
+// entries of a map: each write sets or removes exactly one, by name, with
+// conditions on that one alone (attribute_not_exists, equality), and
+// removing one that is gone does nothing. The last reported list is a
+// separate item, AGENTNS, so that its size never weighs on the lease
+// renewals' write units (an UpdateItem costs by the larger of the item
+// before and after:
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html#write-operation-consumption).
+const (
+	skAgentNS    = "AGENTNS"
+	prefixCreate = "nsc_"
+	prefixHanded = "rev_"
+)
+
+var _ space.AgentWorkStore = (*Store)(nil)
+
+func agentNSKey(spaceID string) map[string]types.AttributeValue { return linkKey(spaceID, skAgentNS) }
+
+// agentNSItem is the stored list.
+type agentNSItem struct {
+	ObservedAt *time.Time              `json:"observed_at,omitempty"`
+	Items      []space.Namespace       `json:"items"`
+	Failed     []space.FailedNamespace `json:"failed,omitempty"`
+}
+
+// credentialValid is the lease's authentication condition (agents.go):
+// the presented hash is the current or the previous credential, unexpired.
+const credentialValid = "((#ch = :h AND #cexp > :now) OR (#ph = :h AND #pexp > :now))"
+
+func credentialNames(m map[string]string) map[string]string {
+	m["#ch"], m["#cexp"], m["#ph"], m["#pexp"] = "credential_hash", "credential_expires_at", "previous_hash", "previous_expires_at"
+	return m
+}
+
+// agentWork reads the work attributes of an AGENT item.
+func (s *Store) agentWork(item map[string]types.AttributeValue) (map[string]space.NamespaceCreate, map[string]int64, error) {
+	creates, handed := map[string]space.NamespaceCreate{}, map[string]int64{}
+	for k, v := range item {
+		switch {
+		case strings.HasPrefix(k, prefixCreate):
+			c := space.NamespaceCreate{Name: strings.TrimPrefix(k, prefixCreate), Labels: map[string]string{}}
+			if err := s.dec.Decode(v, &c.Labels); err != nil {
+				return nil, nil, internal("decode item", err)
+			}
+			creates[c.Name] = c
+		case strings.HasPrefix(k, prefixHanded):
+			var ver int64
+			if err := s.dec.Decode(v, &ver); err != nil {
+				return nil, nil, internal("decode item", fmt.Errorf("%s: %w", k, err))
+			}
+			handed[strings.TrimPrefix(k, prefixHanded)] = ver
+		}
+	}
+	return creates, handed, nil
+}
+
+// RequestNamespace records a pending create (space.AgentWorkStore). The
+// bound on pending creates is the caller's (from the item it read); the
+// duplicate check is this write's condition.
+func (s *Store) RequestNamespace(ctx context.Context, org, spaceID string, c space.NamespaceCreate) error {
+	labels, err := s.enc.Encode(c.Labels)
+	if err != nil {
+		return internal("encode item", err)
+	}
+	return s.agentEntry(ctx, org, spaceID, "SET #k = :v", "attribute_not_exists(#k)", prefixCreate+c.Name, labels,
+		&space.Error{Kind: space.KindConflict, Message: "a create of this namespace is already waiting for the agent"})
+}
+
+// HandRevision records r as its space's agent's to apply
+// (space.AgentWorkStore); setting it again is harmless.
+func (s *Store) HandRevision(ctx context.Context, r space.Revision) error {
+	return s.agentEntry(ctx, r.OrgID, r.SpaceID, "SET #k = :v", "", prefixHanded+r.ID, num(r.Version), nil)
+}
+
+// agentEntry writes one work attribute k of org's space's AGENT item,
+// under cond when given (refused explains it failing). A missing item
+// (the space is deregistered, or not org's) is not found.
+func (s *Store) agentEntry(ctx context.Context, org, spaceID, update, cond, k string, v types.AttributeValue, refused error) error {
+	c := "#org = :org"
+	if cond != "" {
+		c += " AND " + cond
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: s.table, Key: agentKey(spaceID),
+		UpdateExpression:                    aws.String(update),
+		ConditionExpression:                 aws.String(c),
+		ExpressionAttributeNames:            map[string]string{"#org": "org_id", "#k": k},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":org": str(org), ":v": v},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		if err != nil {
+			return awsError("UpdateItem agent work", err)
+		}
+		return nil
+	}
+	item := ccf.Item
+	if item == nil {
+		if item, err = s.getItem(ctx, agentKey(spaceID)); err != nil {
+			return err
+		}
+	}
+	var it agentItem
+	if item != nil {
+		if err := s.decode(item, &it); err != nil {
+			return err
+		}
+	}
+	if item == nil || it.OrgID != org || refused == nil {
+		return space.ErrNotFound("space")
+	}
+	return refused
+}
+
+// WantNamespaces records a user's ask for the list (space.AgentWorkStore).
+func (s *Store) WantNamespaces(ctx context.Context, org, spaceID string, now time.Time) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: s.table, Key: agentKey(spaceID),
+		UpdateExpression:          aws.String("SET #w = :now"),
+		ConditionExpression:       aws.String("#org = :org"),
+		ExpressionAttributeNames:  map[string]string{"#w": "ns_wanted_at", "#org": "org_id"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": str(now.UTC().Format(time.RFC3339Nano)), ":org": str(org)},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return space.ErrNotFound("space")
+	}
+	if err != nil {
+		return awsError("UpdateItem want namespaces", err)
+	}
+	return nil
+}
+
+// ReportedNamespaces reads the agent's last list and the pending creates
+// (space.AgentWorkStore).
+func (s *Store) ReportedNamespaces(ctx context.Context, org, spaceID string) (space.NamespaceList, error) {
+	item, err := s.getItem(ctx, agentKey(spaceID))
+	if err != nil {
+		return space.NamespaceList{}, err
+	}
+	var it agentItem
+	if item != nil {
+		if err := s.decode(item, &it); err != nil {
+			return space.NamespaceList{}, err
+		}
+	}
+	if item == nil || it.OrgID != org {
+		return space.NamespaceList{}, space.ErrNotFound("space")
+	}
+	out := space.NamespaceList{Items: []space.Namespace{}}
+	creates, _, err := s.agentWork(item)
+	if err != nil {
+		return space.NamespaceList{}, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(creates)) {
+		out.Pending = append(out.Pending, creates[name])
+	}
+	nsItem, err := s.getItem(ctx, agentNSKey(spaceID))
+	if err != nil || nsItem == nil {
+		return out, err
+	}
+	var ns agentNSItem
+	if err := s.decode(nsItem, &ns); err != nil {
+		return space.NamespaceList{}, err
+	}
+	out.ObservedAt, out.Failed = ns.ObservedAt, ns.Failed
+	if ns.Items != nil {
+		out.Items = ns.Items
+	}
+	return out, nil
+}
+
+// ReportNamespaces stores an agent's list (space.AgentWorkStore): one
+// transaction whose first write is authenticated like the lease (and
+// drops the creates the report answers: removing one no longer there does
+// nothing, so a repeated report changes nothing more), the second the
+// list.
+func (s *Store) ReportNamespaces(ctx context.Context, spaceID, credHash string, r space.NamespacesReport, now time.Time) error {
+	at := now.UTC()
+	list := agentNSItem{ObservedAt: &at, Items: r.Namespaces()}
+	for _, c := range r.Creates {
+		if c.Error != "" {
+			list.Failed = append(list.Failed, space.FailedNamespace{Name: c.Name, Message: c.Error, At: at})
+		}
+	}
+	if list.Items == nil {
+		list.Items = []space.Namespace{}
+	}
+	v, err := s.encode(list)
+	if err != nil {
+		return err
+	}
+	update := "SET #obs = :obs"
+	nm := credentialNames(map[string]string{"#obs": "ns_observed_at"})
+	for i, c := range r.Creates {
+		p := "#c" + strconv.Itoa(i)
+		nm[p] = prefixCreate + c.Name
+		if i == 0 {
+			update += " REMOVE " + p
+		} else {
+			update += ", " + p
+		}
+	}
+	nowS := str(at.Format(time.RFC3339Nano))
+	set := "SET #items = :items, #oat = :now"
+	setNames := map[string]string{"#items": "items", "#oat": "observed_at"}
+	setVals := map[string]types.AttributeValue{":items": v["items"], ":now": nowS}
+	if len(r.Creates) > 0 { // the outcome of this report's creates replaces the last
+		set += ", #failed = :failed"
+		setNames["#failed"] = "failed"
+		setVals[":failed"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
+		if f, ok := v["failed"]; ok {
+			setVals[":failed"] = f
+		}
+	}
+	items := []types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName: s.table, Key: agentKey(spaceID),
+			UpdateExpression: aws.String(update), ConditionExpression: aws.String(credentialValid),
+			ExpressionAttributeNames:            nm,
+			ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(at.Unix()), ":h": str(credHash), ":obs": nowS},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}},
+		{Update: &types.Update{
+			TableName: s.table, Key: agentNSKey(spaceID),
+			UpdateExpression: aws.String(set), ExpressionAttributeNames: setNames, ExpressionAttributeValues: setVals,
+		}},
+	}
+	return s.transact(ctx, "report namespaces", func() ([]types.TransactWriteItem, error) { return items, nil },
+		func(reasons []types.CancellationReason) error {
+			if failedCheck(reasons, 0) {
+				return space.ErrAgentAuth(errors.New("report namespaces: no such credential, or expired"))
+			}
+			return nil
+		})
+}
+
+// ForgetHanded drops a handed revision that moved on (space.AgentWorkStore).
+func (s *Store) ForgetHanded(ctx context.Context, spaceID, revID string, version int64) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: s.table, Key: agentKey(spaceID),
+		UpdateExpression:          aws.String("REMOVE #k"),
+		ConditionExpression:       aws.String("#k = :v"),
+		ExpressionAttributeNames:  map[string]string{"#k": prefixHanded + revID},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":v": num(version)},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		return awsError("UpdateItem forget handed", err)
+	}
+	return nil
+}
+
+// TakeHanded drops a handed revision the agent reports on
+// (space.AgentWorkStore): one write, conditional on the credential (as
+// the lease) and on the revision being handed at that version.
+func (s *Store) TakeHanded(ctx context.Context, spaceID, credHash, revID string, version int64, now time.Time) (string, error) {
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: s.table, Key: agentKey(spaceID),
+		UpdateExpression:                    aws.String("REMOVE #k"),
+		ConditionExpression:                 aws.String(credentialValid + " AND #k = :v"),
+		ExpressionAttributeNames:            credentialNames(map[string]string{"#k": prefixHanded + revID}),
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":v": num(version), ":h": str(credHash), ":now": num(now.Unix())},
+		ReturnValues:                        types.ReturnValueAllOld,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		item := ccf.Item
+		if item == nil {
+			if item, err = s.getItem(ctx, agentKey(spaceID)); err != nil {
+				return "", err
+			}
+		}
+		var it agentItem
+		if item != nil {
+			if err := s.decode(item, &it); err != nil {
+				return "", err
+			}
+		}
+		// Authenticated, but nothing to take: a repeated report.
+		if item != nil && it.credentialValid(credHash, now) {
+			return "", space.ErrNotAwaited()
+		}
+		return "", space.ErrAgentAuth(errors.New("report revision: no such credential, or expired"))
+	}
+	if err != nil {
+		return "", awsError("UpdateItem take handed", err)
+	}
+	var it agentItem
+	if err := s.decode(out.Attributes, &it); err != nil {
+		return "", err
+	}
+	return it.OrgID, nil
+}
+
+// credentialValid is credentialValid's condition, in Go (for explaining a
+// refusal only).
+func (it agentItem) credentialValid(hash string, now time.Time) bool {
+	return (it.CredentialHash == hash && it.CredentialExpires > now.Unix()) ||
+		(it.PreviousHash != "" && it.PreviousHash == hash && it.PreviousExpires > now.Unix())
+}
+
+// revokeAgentNSItem is the second Delete Deregister adds.
+func (s *Store) revokeAgentNSItem(id string) types.TransactWriteItem {
+	return types.TransactWriteItem{Delete: &types.Delete{TableName: s.table, Key: agentNSKey(id)}}
+}
