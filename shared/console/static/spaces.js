@@ -73,6 +73,7 @@ export async function spacesList(root, _, ctx) {
   read();
   let page = null;               // the page in view
   let shown = '';                // the path it was read from
+  let drawn = { ...state, pageNo }; // the state it shows
   let counts = null;             // GET /space-counts
   let ticks = 0;
 
@@ -127,11 +128,14 @@ export async function spacesList(root, _, ctx) {
     }
   }).catch(() => {});
 
-  // The search box searches as the user types: each change is in the URL
-  // at once, and the rows follow (at most one page request at a time:
-  // loadPage), with no pause to wait for.
+  // The search box searches as the user types: a change goes to the URL
+  // and the rows follow (loadPage) 40 ms after the last keystroke, so a
+  // burst of keys (fast typing, a paste) costs one URL change and one
+  // request, while a person's pause between keys is long enough to ask.
   const search = h('input', { id: 'f-q', name: 'q', type: 'search', value: state.q, maxlength: 100, autocomplete: 'off', placeholder: 'part of a name' });
-  search.addEventListener('input', () => { const q = search.value.trim(); if (q !== state.q) go({ q }, { typing: true }); });
+  let typing;
+  search.addEventListener('input', () => { clearTimeout(typing); typing = setTimeout(() => { const q = search.value.trim(); if (q !== state.q) go({ q }, { typing: true }); }, 40); });
+  ctx.onLeave(() => clearTimeout(typing));
   // The label selector applies on Enter or when the field is left: a
   // selector half typed is malformed.
   const selector = h('input', { id: 'f-labels', name: 'labels', type: 'search', value: state.labels, maxlength: 1024, autocomplete: 'off', spellcheck: 'false',
@@ -150,7 +154,8 @@ export async function spacesList(root, _, ctx) {
 
   const pagePath = () => '/spaces' + qs({ ...filter, limit: String(PAGE), cursor });
 
-  // renderControls shows the state on the controls that did not set it.
+  // renderControls shows the state on the controls; one that shows it
+  // already (the box being typed in) is left alone.
   function renderControls() {
     for (const [k, el] of Object.entries(selects)) if (el.value !== state[k]) el.value = state[k];
     if (search.value.trim() !== state.q) search.value = state.q;
@@ -164,7 +169,7 @@ export async function spacesList(root, _, ctx) {
   function renderCounts() {
     const c = counts || { total: '…', by_status: { active: '…', inactive: '…', unknown: '…' } };
     const tile = (key, n, label) => h('li', { 'data-count': key },
-      h('a', { href: '#', 'aria-current': (key === 'total' ? !state.status : state.status === key) ? 'true' : null,
+      h('a', { href: '#', 'aria-current': (key === 'total' ? !drawn.status : drawn.status === key) ? 'true' : null,
         onclick: e => { e.preventDefault(); go({ status: key === 'total' || state.status === key ? '' : key }); } },
       h('b', null, String(n)), label));
     countsEl.replaceChildren(tile('total', c.total, 'spaces'),
@@ -174,21 +179,27 @@ export async function spacesList(root, _, ctx) {
   // total is how many spaces the list holds, where the counts say it: no
   // filter, or exactly one of status, provider and account.
   function total() {
-    if (!counts || state.q || state.labels) return null;
-    const set = [['status', 'by_status'], ['provider', 'by_provider'], ['account', 'by_account']].filter(([k]) => state[k]);
+    if (!counts || drawn.q || drawn.labels) return null;
+    const set = [['status', 'by_status'], ['provider', 'by_provider'], ['account', 'by_account']].filter(([k]) => drawn[k]);
     if (!set.length) return counts.total;
     if (set.length > 1) return null;
     const [k, by] = set[0];
-    return (counts[by] || {})[state[k]] || 0;
+    return (counts[by] || {})[drawn[k]] || 0;
   }
 
+  // The range, the tiles and the controls tell the rows on screen: they
+  // change with them (renderRows), not before.
   function renderRange() {
-    const first = (pageNo - 1) * PAGE + 1, n = page ? page.items.length : 0;
+    const first = (drawn.pageNo - 1) * PAGE + 1, n = page ? page.items.length : 0;
     const t = total();
     range.textContent = !page || !n ? '' : `${first}–${first + n - 1}` + (t === null ? '' : ` of ${t}`);
   }
 
   function renderRows() {
+    drawn = { ...state, pageNo };
+    body.removeAttribute('aria-busy');
+    renderControls();
+    renderCounts();
     if (!page.items.length) {
       const filtered = STATE.some(k => k !== 'sort' && state[k]);
       tbody.replaceChildren();
@@ -218,6 +229,8 @@ export async function spacesList(root, _, ctx) {
   }
 
   function showError(x) {
+    renderControls();
+    body.removeAttribute('aria-busy');
     error.replaceChildren(errorBox(x, x.status === 400 && state.labels ? 'The label selector is not valid' : 'The spaces could not be loaded'));
   }
 
@@ -264,9 +277,7 @@ export async function spacesList(root, _, ctx) {
     if (location.hash === applied) return;
     applied = location.hash;
     read();
-    renderControls();
-    renderCounts();
-    renderRange();
+    if (pagePath() !== shown) body.setAttribute('aria-busy', 'true');
     loadPage().catch(() => {});
   }
   ctx.onHash(() => {
