@@ -134,7 +134,8 @@ func BenchmarkConsoleList(b *testing.B) {
 		}
 		start := time.Now()
 		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS("#f-q"), "bench-0000"), chromedp.Poll[chromedp.Void](found, chromedp.WithPollingInterval(5*time.Millisecond))); err != nil {
-			b.Fatal(err)
+			state, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.hash + ' box=' + document.querySelector('#f-q').value + ' rows=' + document.querySelectorAll('#spaces-table tbody tr').length + ' ' + document.querySelector('main').innerText.slice(0, 400)`))
+			b.Fatalf("the search's rows: %v\n%s", err, state)
 		}
 		searching += time.Since(start)
 		// Of which: from the last keystroke to its rows, in the page, and the

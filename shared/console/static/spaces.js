@@ -133,8 +133,11 @@ export async function spacesList(root, _, ctx) {
   // burst of keys (fast typing, a paste) costs one URL change and one
   // request, while a person's pause between keys is long enough to ask.
   const search = h('input', { id: 'f-q', name: 'q', type: 'search', value: state.q, maxlength: 100, autocomplete: 'off', placeholder: 'part of a name' });
-  let typing;
-  search.addEventListener('input', () => { clearTimeout(typing); typing = setTimeout(() => { const q = search.value.trim(); if (q !== state.q) go({ q }, { typing: true }); }, 40); });
+  let typing = 0;                // the pause timer, while keys are pending
+  search.addEventListener('input', () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => { typing = 0; const q = search.value.trim(); if (q !== state.q) go({ q }, { typing: true }); }, 40);
+  });
   ctx.onLeave(() => clearTimeout(typing));
   // The label selector applies on Enter or when the field is left: a
   // selector half typed is malformed.
@@ -147,7 +150,7 @@ export async function spacesList(root, _, ctx) {
   root.replaceChildren(
     h('h1', null, 'Spaces', h('span', { class: 'spacer' }), h('a', { class: 'button primary', href: '#/connect' }, 'Register a cluster')),
     countsEl,
-    h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter spaces', onsubmit: e => { e.preventDefault(); go({ q: search.value.trim(), labels: selector.value.trim() }); } },
+    h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter spaces', onsubmit: e => { e.preventDefault(); clearTimeout(typing); typing = 0; go({ q: search.value.trim(), labels: selector.value.trim() }); } },
       field('Name', search), provField, statField, acctField, selectorField),
     error, range, body, pager, updated);
   if (state.q && document.activeElement === document.body) { search.focus(); search.setSelectionRange(search.value.length, search.value.length); }
@@ -158,7 +161,8 @@ export async function spacesList(root, _, ctx) {
   // already (the box being typed in) is left alone.
   function renderControls() {
     for (const [k, el] of Object.entries(selects)) if (el.value !== state[k]) el.value = state[k];
-    if (search.value.trim() !== state.q) search.value = state.q;
+    // Keys typed since the state was set are ahead of it: never undone.
+    if (!typing && search.value.trim() !== state.q) search.value = state.q;
     if (selector.value.trim() !== state.labels) selector.value = state.labels;
     nameHead.setAttribute('aria-sort', state.sort === 'name' ? 'ascending' : state.sort === '-name' ? 'descending' : 'none');
     sortBtn.lastChild.textContent = state.sort === 'name' ? ' ▲' : state.sort === '-name' ? ' ▼' : ' ↕';
