@@ -15,8 +15,9 @@ import (
 // browser. The status tiles come from GET /space-counts in one request (no
 // page of the fleet is walked) and filter the list when clicked; the range
 // reads "1–50 of 120"; the search box and the name sort put their state in
-// the URL; the page is in the URL, so a reload keeps it and Back returns to
-// the page before; an idle tab sends at most one request a tick.
+// the URL, and a search keeps the view (only its rows change); the page is
+// in the URL, so a reload keeps it and Back returns to the page before; an
+// idle tab sends at most one request a tick.
 func TestConsoleFleetView(t *testing.T) {
 	st := startWith(t, Config{
 		Probing:        ProbingConfig{Disabled: true},
@@ -96,12 +97,29 @@ func TestConsoleFleetView(t *testing.T) {
 	p.run("click it again", chromedp.Click(chromedp.CSS(`[data-count="inactive"] a`)))
 	p.until("the whole list again", rows(50)+` && location.hash === '#/spaces'`, wait)
 
-	// The search box: names containing "beta-1", in the URL.
+	// The search box: names containing "beta-1", in the URL. The view is
+	// kept (the same table, the accounts not asked again): only the rows
+	// change. Back leaves the search, not one letter of it.
+	before, _ := proxy.stats()
+	p.eval(`document.querySelector('#spaces-table').dataset.kept = 'yes'`)
 	p.run("search", chromedp.SendKeys(chromedp.CSS("#f-q"), "BETA-1"))
 	p.until("the search's rows", rows(20)+` && location.hash === '#/spaces?q=BETA-1' && document.querySelector('#range').textContent === '1–20'`, wait)
 	if got := p.eval(`[...document.querySelectorAll('#spaces-table tbody tr')].filter(r => !r.dataset.name.startsWith('beta-1')).map(r => r.dataset.name).join(',')`); got != "" {
 		t.Errorf("the search for BETA-1 shows %s", got)
 	}
+	after, _ := proxy.stats()
+	for _, r := range after[len(before):] {
+		if strings.HasPrefix(r, "GET /cloud-accounts") {
+			t.Errorf("the search asked the accounts again: %s", r)
+		}
+	}
+	if got := p.eval(`document.querySelector('#spaces-table').dataset.kept || 'redrawn'`); got != "yes" {
+		t.Errorf("the search drew the screen afresh (table %s), want only its rows", got)
+	}
+	p.run("back", chromedp.NavigateBack())
+	p.until("the list before the search", rows(50)+` && location.hash === '#/spaces' && document.querySelector('#f-q').value === ''`, wait)
+	p.run("forward", chromedp.NavigateForward())
+	p.until("the search again", rows(20)+` && location.hash === '#/spaces?q=BETA-1' && document.querySelector('#f-q').value === 'BETA-1'`, wait)
 	p.visit("clear the search", "#/spaces")
 	p.until("the whole list again", rows(50)+` && document.querySelector('#f-q').value === ''`, wait)
 

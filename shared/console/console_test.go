@@ -40,3 +40,64 @@ func TestConnectSrcNamesOnlyTheOrigins(t *testing.T) {
 		}
 	}
 }
+
+// The page carries its configuration and names its stylesheet and script
+// with their version: asked with that version they are cached for good,
+// anything else (the page, an old version, a module) is revalidated at each
+// use against its ETag, and a matching If-None-Match gets 304 and no body.
+func TestCachingOfTheFiles(t *testing.T) {
+	h := Handler(Config{SignIn: "dev", DevSignIn: "/console/dev/sign-in", RefreshSeconds: 7})
+	get := func(target string, header ...string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, target, nil)
+		for i := 0; i+1 < len(header); i += 2 {
+			r.Header.Set(header[i], header[i+1])
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Header().Get("Content-Security-Policy") == "" || rec.Header().Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: no CSP or nosniff: %v", target, rec.Header())
+		}
+		return rec
+	}
+	page := get("/")
+	body := page.Body.String()
+	if page.Code != http.StatusOK || page.Header().Get("Cache-Control") != "no-cache" || page.Header().Get("ETag") == "" {
+		t.Fatalf("GET /: %d, Cache-Control %q, ETag %q", page.Code, page.Header().Get("Cache-Control"), page.Header().Get("ETag"))
+	}
+	if !strings.Contains(body, `<meta name="spaces-config" content="{&#34;sign_in&#34;:&#34;dev&#34;,&#34;dev_sign_in&#34;:&#34;/console/dev/sign-in&#34;,&#34;refresh_seconds&#34;:7}">`) {
+		t.Errorf("the page does not carry its configuration:\n%s", body)
+	}
+	for _, asset := range []string{"app.css", "bundle.js"} {
+		i := strings.Index(body, `"/console/`+asset+`?v=`)
+		if i < 0 {
+			t.Errorf("the page does not name %s with its version:\n%s", asset, body)
+			continue
+		}
+		ref := body[i+1 : i+1+strings.Index(body[i+1:], `"`)]
+		v := ref[strings.Index(ref, "?v=")+3:]
+		res := get(ref)
+		if res.Code != http.StatusOK || res.Header().Get("Cache-Control") != "public, max-age=31536000, immutable" || res.Header().Get("ETag") != `"`+v+`"` {
+			t.Errorf("GET %s: %d, Cache-Control %q, ETag %q", ref, res.Code, res.Header().Get("Cache-Control"), res.Header().Get("ETag"))
+		}
+		old := get("/console/" + asset + "?v=0000000000000000")
+		if old.Code != http.StatusOK || old.Header().Get("Cache-Control") != "no-cache" || old.Body.Len() != res.Body.Len() {
+			t.Errorf("GET %s with another version: %d, Cache-Control %q (want the current file, revalidated)", asset, old.Code, old.Header().Get("Cache-Control"))
+		}
+		same := get("/console/"+asset, "If-None-Match", res.Header().Get("ETag"))
+		if same.Code != http.StatusNotModified || same.Body.Len() != 0 {
+			t.Errorf("GET %s If-None-Match its ETag: %d, %d bytes", asset, same.Code, same.Body.Len())
+		}
+	}
+	if res := get("/", "If-None-Match", page.Header().Get("ETag")); res.Code != http.StatusNotModified {
+		t.Errorf("GET / If-None-Match its ETag: %d", res.Code)
+	}
+	if res := get("/console/app.js"); res.Code != http.StatusOK || res.Header().Get("Content-Type") != "text/javascript; charset=utf-8" || res.Header().Get("Cache-Control") != "no-cache" {
+		t.Errorf("GET /console/app.js (a module, still served): %d %v", res.Code, res.Header())
+	}
+	if res := get("/console/config.json"); res.Code != http.StatusOK || !strings.Contains(res.Body.String(), `"refresh_seconds":7`) {
+		t.Errorf("GET /console/config.json: %d %s", res.Code, res.Body)
+	}
+	if res := get("/console/nope.js"); res.Code != http.StatusNotFound {
+		t.Errorf("GET /console/nope.js: %d", res.Code)
+	}
+}

@@ -29,7 +29,7 @@ export function createApi(session, onUnauthorized) {
     let res;
     try {
       // no-store: the page manages its own ETags, so a 304 reaches it as one.
-      res = await fetch(path, { method, headers, cache: 'no-store', credentials: 'omit', body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+      res = await fetch(path, { method, headers, cache: 'no-store', credentials: 'omit', signal: opts.signal, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
     } catch (e) {
       throw new ApiError(0, null, 'The API could not be reached');
     }
@@ -49,7 +49,8 @@ export function createApi(session, onUnauthorized) {
   const api = {
     request,
     get: (path, opts) => request('GET', path, opts).then(r => r.data),
-    poll: (path) => request('GET', path, { poll: true }),
+    // poll: a conditional GET; opts.signal can abort it.
+    poll: (path, opts) => request('GET', path, { ...opts, poll: true }),
     post: (path, body, headers) => request('POST', path, { body, headers }).then(r => r.data),
     put: (path, body) => request('PUT', path, { body }).then(r => r.data),
     del: (path) => request('DELETE', path).then(r => r.data),

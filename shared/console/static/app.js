@@ -35,7 +35,11 @@ function signedOut(message) {
 
 const api = createApi(session, () => signedOut('Your session has expired: sign in again.'));
 
-function stop() { generation++; for (const f of cleanup) f(); cleanup = []; }
+function stop() { generation++; current = null; for (const f of cleanup) f(); cleanup = []; }
+
+// current is the view on screen: its route, its arguments, and what it does
+// with a new URL of its own (onHash), if it takes one in place.
+let current = null;
 
 // ctx is what every view gets: the API, the config, timers tied to the view.
 function context() {
@@ -54,6 +58,9 @@ function context() {
       return tick();
     },
     onLeave(fn) { if (mine === generation) cleanup.push(fn); else fn(); },
+    // onHash: a new URL for the same view (its query changed) is handed to
+    // fn instead of drawing the view afresh.
+    onHash(fn) { if (mine === generation && current) current.onHash = fn; },
     go(hash) { location.hash = hash; },
   };
 }
@@ -92,8 +99,7 @@ function render(message) {
 }
 
 function route() {
-  stop();
-  if (!session.token()) { render(); return; }
+  if (!session.token()) { stop(); render(); return; }
   document.getElementById('nav').hidden = false;
   document.getElementById('who').hidden = false;
   document.getElementById('org').textContent = `org ${session.org()}`;
@@ -102,27 +108,31 @@ function route() {
     const here = hash === a.getAttribute('href') || hash.startsWith(a.getAttribute('href') + '/') || (a.getAttribute('href') === '#/connect' && hash.startsWith('#/accounts/'));
     if (here) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
-  if (hash === '#' || hash === '#/') { location.replace('#/spaces'); return; }
+  if (hash === '#' || hash === '#/') { stop(); location.replace('#/spaces'); return; }
+  const found = routes.map(([re, view]) => [hash.match(re), view]).find(([m]) => m);
+  const key = found && `${routes.findIndex(([, v]) => v === found[1])}:${found[0].slice(1)}`;
+  if (found && current && current.key === key && current.onHash) { current.onHash(); return; }
+  stop();
   // Each view draws into its own element: once the user has moved on, it is
   // off the page, so a slow answer cannot draw the screen they left.
   const root = h('div', { class: 'view' }, h('p', { class: 'loading' }, 'Loading…'));
   main.replaceChildren(root);
   main.focus({ preventScroll: true });
-  for (const [re, view] of routes) {
-    const m = hash.match(re);
-    if (m) {
-      view(root, m.slice(1), context()).catch(x => root.replaceChildren(errorBox(x, 'This page could not be loaded')));
-      return;
-    }
+  if (found) {
+    const [m, view] = found;
+    current = { key };
+    view(root, m.slice(1), context()).catch(x => root.replaceChildren(errorBox(x, 'This page could not be loaded')));
+    return;
   }
   root.replaceChildren(h('h1', null, 'No such page'),
     h('p', { id: 'not-found' }, 'The console has no page at ', h('code', null, hash), '. ', h('a', { href: '#/spaces' }, 'Go to the spaces')));
 }
 
 async function start() {
+  // The server writes the configuration into the page: no request for it
+  // (GET /console/config.json answers the same document).
   try {
-    const res = await fetch('/console/config.json', { cache: 'no-store' });
-    cfg = await res.json();
+    cfg = JSON.parse(document.querySelector('meta[name="spaces-config"]').content);
   } catch {
     main.replaceChildren(h('div', { class: 'alert error', role: 'alert' }, 'The console’s configuration could not be loaded: reload the page.'));
     return;

@@ -1,7 +1,7 @@
 // Spaces: the fleet list (counts, filters, cursor paging, polling with
 // ETags) and one space's detail (identity, probe, history chart,
 // namespaces, bindings, deregistration).
-import { h, badge, providerMark, when, stamp, ago, region, errorBox, field, empty, flash, showFieldErrors, validate, patterned, tombstoneOf, PATTERNS, PROVIDERS, bootstraps } from './ui.js';
+import { h, badge, providerMark, when, stamp, region, refreshAges, errorBox, field, empty, flash, showFieldErrors, validate, patterned, tombstoneOf, PATTERNS, PROVIDERS, bootstraps } from './ui.js';
 import { qs } from './api.js';
 import { RANGES, segments, chart } from './chart.js';
 
@@ -50,41 +50,56 @@ export function parseLabels(text, field = 'labels') {
 
 export async function spacesList(root, _, ctx) {
   const { api } = ctx;
-  const params = hashParams();
-  const state = Object.fromEntries(STATE.map(k => [k, params.get(k) || '']));
-  if (!['', 'name', '-name'].includes(state.sort)) state.sort = '';
-  const pageNo = Math.max(1, parseInt(params.get('page') || '1', 10) || 1);
-  const cursor = pageNo > 1 ? (params.get('cursor') || '') : '';
-  const trailKey = STATE.map(k => state[k]).join('\u0000');
-  const trail = trails.get(trailKey) || [''];
-  trails.set(trailKey, trail);
-  if (pageNo > 1 && cursor) trail[pageNo - 1] = cursor;
-
-  // A search lists in name order unless another order is chosen: the
-  // name index then reads only the names it shows, at any fleet size.
-  const filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: state.q, sort: state.sort || (state.q ? 'name' : ''), label_selector: state.labels };
+  // The view's state comes from the URL (read): a change of filter, search,
+  // order or page sets the URL, and the view then updates in place (the
+  // router hands it the new URL: onHash), keeping its controls, its counts
+  // and its accounts; only the rows are asked again.
+  const state = {};
+  let pageNo = 1, cursor = '', trail = [''], filter = {};
+  function read() {
+    const params = hashParams();
+    for (const k of STATE) state[k] = params.get(k) || '';
+    if (!['', 'name', '-name'].includes(state.sort)) state.sort = '';
+    pageNo = Math.max(1, parseInt(params.get('page') || '1', 10) || 1);
+    cursor = pageNo > 1 ? (params.get('cursor') || '') : '';
+    const trailKey = STATE.map(k => state[k]).join('\u0000');
+    trail = trails.get(trailKey) || [''];
+    trails.set(trailKey, trail);
+    if (pageNo > 1 && cursor) trail[pageNo - 1] = cursor;
+    // A search lists in name order unless another order is chosen: the
+    // name index then reads only the names it shows, at any fleet size.
+    filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: state.q, sort: state.sort || (state.q ? 'name' : ''), label_selector: state.labels };
+  }
+  read();
   let page = null;               // the page in view
+  let shown = '';                // the path it was read from
+  let drawn = { ...state, pageNo }; // the state it shows
   let counts = null;             // GET /space-counts
   let ticks = 0;
 
-  // go changes the view's state in the URL (page 1 unless given).
+  // go changes the view's state in the URL (page 1 unless given). Typing
+  // in the search box replaces the entry its previous keystroke made, so
+  // Back leaves the search rather than walking back through its letters.
+  let typed = '';                // the URL the search box set last
   const go = (change, to = {}) => {
     const next = { ...state, ...change };
     const p = new URLSearchParams();
     for (const k of STATE) if (next[k]) p.set(k, next[k]);
     if (to.page > 1) { p.set('page', String(to.page)); p.set('cursor', to.cursor); }
-    ctx.go('#/spaces' + (p.toString() ? '?' + p : ''));
+    const hash = '#/spaces' + (p.toString() ? '?' + p : '');
+    if (to.typing && typed === location.hash) location.replace(hash); else ctx.go(hash);
+    typed = to.typing ? hash : '';
+    apply(); // at once: the hashchange that follows finds it done
   };
 
   const countsEl = h('ul', { class: 'counts', 'aria-label': 'Spaces per status (whole org)' });
   const tbody = h('tbody');
-  const sortLabel = state.sort === 'name' ? 'ascending' : state.sort === '-name' ? 'descending' : 'none';
-  const sortBtn = h('button', { type: 'button', class: 'sort', id: 'sort-name', title: 'Sort by name' }, 'Name',
-    h('span', { 'aria-hidden': 'true' }, state.sort === 'name' ? ' ▲' : state.sort === '-name' ? ' ▼' : ' ↕'));
+  const sortBtn = h('button', { type: 'button', class: 'sort', id: 'sort-name', title: 'Sort by name' }, 'Name', h('span', { 'aria-hidden': 'true' }));
   sortBtn.addEventListener('click', () => go({ sort: state.sort === 'name' ? '-name' : state.sort === '-name' ? '' : 'name' }));
+  const nameHead = h('th', { scope: 'col' }, sortBtn);
   const table = h('table', { class: 'stack', id: 'spaces-table' },
     h('caption', { class: 'sr' }, 'Registered spaces'),
-    h('thead', null, h('tr', null, h('th', { scope: 'col', 'aria-sort': sortLabel }, sortBtn),
+    h('thead', null, h('tr', null, nameHead,
       ['Provider', 'Region', 'Status', 'Last probed', 'Server version'].map(t => h('th', { scope: 'col' }, t)))), tbody);
   const body = h('div', null, h('p', { class: 'loading' }, 'Loading spaces…'));
   const pager = h('div', { class: 'pager' });
@@ -92,9 +107,11 @@ export async function spacesList(root, _, ctx) {
   const updated = h('p', { class: 'muted', id: 'updated' });
   const error = h('div');
 
+  const selects = {};
   const sel = (id, key, label, options) => {
     const el = h('select', { id, name: id }, options.map(([v, t]) => h('option', { value: v, selected: v === state[key] }, t)));
     el.addEventListener('change', () => go({ [key]: el.value }));
+    selects[key] = el;
     return field(label, el);
   };
   const provField = sel('f-provider', 'provider', 'Provider', [['', 'All providers'], ...Object.entries(PROVIDERS)]);
@@ -102,17 +119,25 @@ export async function spacesList(root, _, ctx) {
   const acctField = sel('f-account', 'account', 'Cloud account', [['', 'All accounts']]);
   const acctSel = acctField.querySelector('select');
   const accountNames = new Map();
-  api.all('/cloud-accounts').then(accts => {
+  // The accounts' names, for their filter, are asked once the first page
+  // is on screen: the page's own requests come first.
+  const loadAccounts = () => api.all('/cloud-accounts').then(accts => {
     for (const a of accts) {
       accountNames.set(a.id, a.name);
       acctSel.append(h('option', { value: a.id, selected: a.id === state.account }, `${a.name} (${PROVIDERS[a.provider]})`));
     }
   }).catch(() => {});
 
-  // The search box changes the URL once typing pauses.
+  // The search box searches as the user types: a change goes to the URL
+  // and the rows follow (loadPage) 40 ms after the last keystroke, so a
+  // burst of keys (fast typing, a paste) costs one URL change and one
+  // request, while a person's pause between keys is long enough to ask.
   const search = h('input', { id: 'f-q', name: 'q', type: 'search', value: state.q, maxlength: 100, autocomplete: 'off', placeholder: 'part of a name' });
-  let typing;
-  search.addEventListener('input', () => { clearTimeout(typing); typing = setTimeout(() => go({ q: search.value.trim() }), 150); });
+  let typing = 0;                // the pause timer, while keys are pending
+  search.addEventListener('input', () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => { typing = 0; const q = search.value.trim(); if (q !== state.q) go({ q }, { typing: true }); }, 40);
+  });
   ctx.onLeave(() => clearTimeout(typing));
   // The label selector applies on Enter or when the field is left: a
   // selector half typed is malformed.
@@ -125,18 +150,30 @@ export async function spacesList(root, _, ctx) {
   root.replaceChildren(
     h('h1', null, 'Spaces', h('span', { class: 'spacer' }), h('a', { class: 'button primary', href: '#/connect' }, 'Register a cluster')),
     countsEl,
-    h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter spaces', onsubmit: e => { e.preventDefault(); clearTimeout(typing); go({ q: search.value.trim(), labels: selector.value.trim() }); } },
+    h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter spaces', onsubmit: e => { e.preventDefault(); clearTimeout(typing); typing = 0; go({ q: search.value.trim(), labels: selector.value.trim() }); } },
       field('Name', search), provField, statField, acctField, selectorField),
     error, range, body, pager, updated);
   if (state.q && document.activeElement === document.body) { search.focus(); search.setSelectionRange(search.value.length, search.value.length); }
 
   const pagePath = () => '/spaces' + qs({ ...filter, limit: String(PAGE), cursor });
 
+  // renderControls shows the state on the controls; one that shows it
+  // already (the box being typed in) is left alone.
+  function renderControls() {
+    for (const [k, el] of Object.entries(selects)) if (el.value !== state[k]) el.value = state[k];
+    // Keys typed since the state was set are ahead of it: never undone.
+    if (!typing && search.value.trim() !== state.q) search.value = state.q;
+    if (selector.value.trim() !== state.labels) selector.value = state.labels;
+    nameHead.setAttribute('aria-sort', state.sort === 'name' ? 'ascending' : state.sort === '-name' ? 'descending' : 'none');
+    sortBtn.lastChild.textContent = state.sort === 'name' ? ' ▲' : state.sort === '-name' ? ' ▼' : ' ↕';
+  }
+  renderControls();
+
   // Each tile filters the list by its status (the tile in force clears it).
   function renderCounts() {
     const c = counts || { total: '…', by_status: { active: '…', inactive: '…', unknown: '…' } };
     const tile = (key, n, label) => h('li', { 'data-count': key },
-      h('a', { href: '#', 'aria-current': (key === 'total' ? !state.status : state.status === key) ? 'true' : null,
+      h('a', { href: '#', 'aria-current': (key === 'total' ? !drawn.status : drawn.status === key) ? 'true' : null,
         onclick: e => { e.preventDefault(); go({ status: key === 'total' || state.status === key ? '' : key }); } },
       h('b', null, String(n)), label));
     countsEl.replaceChildren(tile('total', c.total, 'spaces'),
@@ -146,21 +183,27 @@ export async function spacesList(root, _, ctx) {
   // total is how many spaces the list holds, where the counts say it: no
   // filter, or exactly one of status, provider and account.
   function total() {
-    if (!counts || state.q || state.labels) return null;
-    const set = [['status', 'by_status'], ['provider', 'by_provider'], ['account', 'by_account']].filter(([k]) => state[k]);
+    if (!counts || drawn.q || drawn.labels) return null;
+    const set = [['status', 'by_status'], ['provider', 'by_provider'], ['account', 'by_account']].filter(([k]) => drawn[k]);
     if (!set.length) return counts.total;
     if (set.length > 1) return null;
     const [k, by] = set[0];
-    return (counts[by] || {})[state[k]] || 0;
+    return (counts[by] || {})[drawn[k]] || 0;
   }
 
+  // The range, the tiles and the controls tell the rows on screen: they
+  // change with them (renderRows), not before.
   function renderRange() {
-    const first = (pageNo - 1) * PAGE + 1, n = page ? page.items.length : 0;
+    const first = (drawn.pageNo - 1) * PAGE + 1, n = page ? page.items.length : 0;
     const t = total();
     range.textContent = !page || !n ? '' : `${first}–${first + n - 1}` + (t === null ? '' : ` of ${t}`);
   }
 
   function renderRows() {
+    drawn = { ...state, pageNo };
+    body.removeAttribute('aria-busy');
+    renderControls();
+    renderCounts();
     if (!page.items.length) {
       const filtered = STATE.some(k => k !== 'sort' && state[k]);
       tbody.replaceChildren();
@@ -178,38 +221,89 @@ export async function spacesList(root, _, ctx) {
         h('td', { 'data-label': 'Version' }, (sp.probe && sp.probe.server_version && sp.probe.server_version.gitVersion) || '—'))));
       if (body.firstChild !== table) body.replaceChildren(table);
     }
-    const prevCursor = trail[pageNo - 2];
-    const prev = pageNo === 1 ? h('button', { type: 'button', disabled: true }, '← Previous')
-      : prevCursor !== undefined ? h('a', { class: 'button', id: 'prev', href: '#', onclick: e => { e.preventDefault(); go({}, { page: pageNo - 1, cursor: prevCursor }); } }, '← Previous')
+    const n = pageNo, prevCursor = trail[n - 2], nextCursor = page.next_cursor, tr = trail;
+    const prev = n === 1 ? h('button', { type: 'button', disabled: true }, '← Previous')
+      : prevCursor !== undefined ? h('a', { class: 'button', id: 'prev', href: '#', onclick: e => { e.preventDefault(); go({}, { page: n - 1, cursor: prevCursor }); } }, '← Previous')
       : h('a', { class: 'button', id: 'prev', href: '#', onclick: e => { e.preventDefault(); go({}); } }, '← First page');
-    const next = h('button', { type: 'button', id: 'next', disabled: !page.next_cursor }, 'Next →');
-    next.addEventListener('click', () => { trail[pageNo] = page.next_cursor; go({}, { page: pageNo + 1, cursor: page.next_cursor }); });
-    pager.replaceChildren(prev, h('span', null, `Page ${pageNo}`), next);
-    pager.hidden = pageNo === 1 && !page.next_cursor;
+    const next = h('button', { type: 'button', id: 'next', disabled: !nextCursor }, 'Next →');
+    next.addEventListener('click', () => { tr[n] = nextCursor; go({}, { page: n + 1, cursor: nextCursor }); });
+    pager.replaceChildren(prev, h('span', null, `Page ${n}`), next);
+    pager.hidden = n === 1 && !nextCursor;
     renderRange();
   }
 
+  function showError(x) {
+    renderControls();
+    body.removeAttribute('aria-busy');
+    error.replaceChildren(errorBox(x, x.status === 400 && state.labels ? 'The label selector is not valid' : 'The spaces could not be loaded'));
+  }
+
+  // loadPage asks for the page the state names, with its ETag. A change
+  // of state (a keystroke) aborts the request out for the state left and
+  // asks for the new one at once, so the rows follow the box with no pause
+  // to wait for; an answer for a state already left is never drawn, and
+  // the rows in view stay until the new ones replace them.
+  let out = null;                // {path, abort, done} of the request out
+  function loadPage() {
+    const path = pagePath();
+    if (out && out.path === path) return out.done;
+    if (out) out.abort.abort();
+    const mine = out = { path, abort: new AbortController() };
+    mine.done = (async () => {
+      try {
+        const r = await api.poll(path, { signal: mine.abort.signal });
+        if (out !== mine) return;
+        error.replaceChildren();
+        if (r.changed || shown !== path) { page = r.data; shown = path; renderRows(); }
+        else refreshAges(root); // ages move on
+      } catch (x) {
+        if (out !== mine) return; // aborted: the state moved on
+        showError(x);
+        throw x;
+      } finally {
+        if (out === mine) out = null;
+      }
+    })();
+    return mine.done;
+  }
+  ctx.onLeave(() => { const o = out; out = null; if (o) o.abort.abort(); });
+
+  async function loadCounts() {
+    const r = await api.poll('/space-counts');
+    if (r.changed || !counts) { counts = r.data; renderCounts(); renderRange(); }
+  }
+
+  // The router hands the view a new URL of the list: the state changes in
+  // place, and only the rows are asked again (the counts are the org's,
+  // whatever the filters).
+  let applied = location.hash;   // the URL the view shows
+  function apply() {
+    if (location.hash === applied) return;
+    applied = location.hash;
+    read();
+    if (pagePath() !== shown) body.setAttribute('aria-busy', 'true');
+    loadPage().catch(() => {});
+  }
+  ctx.onHash(() => {
+    if (location.hash !== typed) typed = '';
+    apply();
+  });
+
   // A tick polls one thing, the page and the counts in turn, each with its
-  // ETag: an idle tab sends one request a tick, and most answer 304.
+  // ETag: an idle tab sends one request a tick, and most answer 304. The
+  // first tick asks both at once.
   async function refresh() {
     try {
-      if (!page || ticks % 2 === 0) {
-        const r = await api.poll(pagePath());
-        const changed = r.changed || !page;
-        page = r.data;
-        if (changed) renderRows();
-        else for (const t of root.querySelectorAll('time[datetime]')) t.textContent = ago(t.getAttribute('datetime')); // ages move on
-      }
-      if (!counts || ticks % 2 === 1) {
-        const r = await api.poll('/space-counts');
-        if (r.changed || !counts) { counts = r.data; renderCounts(); renderRange(); }
-      }
+      if (!page || !counts) await Promise.all([page ? null : loadPage(), counts ? null : loadCounts()]);
+      else if (ticks % 2 === 0) await loadPage();
+      else await loadCounts();
+      if (!ticks) loadAccounts();
       error.replaceChildren();
       ticks++;
       updated.dataset.ticks = String(ticks);
       updated.textContent = `Updated ${new Date().toLocaleTimeString()} · refreshes every ${ctx.cfg.refresh_seconds || 5} s`;
     } catch (x) {
-      error.replaceChildren(errorBox(x, x.status === 400 && state.labels ? 'The label selector is not valid' : 'The spaces could not be loaded'));
+      showError(x);
     }
   }
   renderCounts();
