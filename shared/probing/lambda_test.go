@@ -74,10 +74,12 @@ func TestHandleScheduleSampleEvent(t *testing.T) {
 	}
 	h.queue.mu.Lock()
 	defer h.queue.mu.Unlock()
-	for _, m := range h.queue.msgs {
-		want := probing.Jitter(m.msg.ID, space.DefaultProbeInterval)
-		if got := m.due.Sub(h.clock.Now()); got != want || (m.msg.ID != a.ID && m.msg.ID != b.ID) || m.msg.Kind != probing.KindTick {
-			t.Errorf("message %+v due in %s, want %s", m.msg, got, want)
+	for _, q := range h.queue.msgs {
+		for _, m := range q.msg.Each() {
+			want := probing.Jitter(m.ID, space.DefaultProbeInterval)
+			if got := q.due.Sub(h.clock.Now()); got != want || (m.ID != a.ID && m.ID != b.ID) || m.Kind != probing.KindTick {
+				t.Errorf("message %+v due in %s, want %s", m, got, want)
+			}
 		}
 	}
 }
