@@ -168,8 +168,7 @@ func BenchmarkProbingCost(b *testing.B) {
 	dep := readTemplate(b)
 	variants := []costVariant{
 		{name: "before", batchSize: 20, window: time.Second, memoryMB: 512, concurrency: 20},
-		{name: "after", batchSize: dep.batchSize, window: dep.window, memoryMB: dep.proberMemoryMB, provisioned: dep.provisioned,
-			spacesPerBatch: dep.batchSize * probing.MaxSpaces},
+		afterVariant(dep),
 	}
 	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
@@ -187,6 +186,13 @@ func BenchmarkProbingCost(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// afterVariant is template.yaml as it is, with batches of up to BatchSize
+// full messages' spaces (see BenchmarkProbingCost).
+func afterVariant(dep deployed) costVariant {
+	return costVariant{name: "after", batchSize: dep.batchSize, window: dep.window, memoryMB: dep.proberMemoryMB,
+		provisioned: dep.provisioned, spacesPerBatch: dep.batchSize * probing.MaxSpaces}
 }
 
 // costVariant is one configuration of the prober measured by

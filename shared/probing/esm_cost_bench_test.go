@@ -86,8 +86,7 @@ func BenchmarkProbingCostAtScale(b *testing.B) {
 	dep := readTemplate(b)
 	fixed := readFixed(b)
 	for b.Loop() {
-		rest := measureProbingCost(b, dep, costVariant{name: "after", batchSize: dep.batchSize, window: dep.window,
-			memoryMB: dep.proberMemoryMB, provisioned: dep.provisioned})
+		rest := measureProbingCost(b, dep, afterVariant(dep))
 		idle := measureEventSource(b, 0, 1, rest.batchTime)
 		var runs []esmRun
 		for _, n := range sizes {
