@@ -147,11 +147,11 @@ func readTemplate(b testing.TB) deployed {
 // formed here as one poller with the batching window would form them: a batch opens with the first message due, takes every message due
 // before its window ends, and is invoked then, or as soon as it holds
 // BatchSize messages — or, for a variant with spacesPerBatch, that many
-// spaces: at 1,000 spaces a message names about one space (a page's spaces
-// that share a delay are few), where at 10,000 and more it names about 7 to
-// 10, so "after" forms the batches of a fleet whose messages are full
-// (BatchSize × MaxSpaces spaces), and BenchmarkProbingCostAtScale takes
-// the invocations and sends of each fleet size from what it measures there. Lambda time is the measured wall time of each handler
+// spaces: at 1,000 spaces a message names about 3 spaces (a page's spaces
+// that share a delay are few), where at 10,000 and more it names tens, so
+// "after" forms the batches of a fleet whose messages are full (BatchSize ×
+// MaxSpaces spaces), and BenchmarkProbingCostAtScale takes the invocations
+// and sends of each fleet size from what it measures there. Lambda time is the measured wall time of each handler
 // call at the variant's memory size. The fake clock moves one second at a
 // time; the scheduler ticks every minute, as EventBridge Scheduler would.
 //

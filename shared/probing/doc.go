@@ -15,8 +15,8 @@
 // and probes each space delayed by a stable hash of its id (0..59 s) so
 // that probes spread evenly over the minute and each space is probed at the
 // same second of every minute. The spaces of one index page that share a
-// delay go in one message, up to MaxSpaces (about 7 a message at 10,000
-// spaces: SQS's sends, receives and deletes fall by that factor), and the
+// delay go in one message, up to MaxSpaces (SQS's sends, receives and
+// deletes fall by the spaces a message holds), and the
 // messages of a page are sent in order of delay, so that every
 // SendMessageBatch becomes visible at one instant and Lambda's pollers
 // receive it whole (BENCHMARKS.md, "The event source's SQS requests"). A
@@ -49,7 +49,7 @@
 // own message: its strongly consistent read right before any cloud call (a
 // space deregistered meanwhile is refused while its siblings are probed),
 // its conditional write, its re-probe (always a message of its own). The
-// template's BatchSize (5 messages) × MaxSpaces is DefaultConcurrency (50):
+// template's BatchSize (1 message) × MaxSpaces is DefaultConcurrency (50):
 // a batch's spaces are probed at once, in one round that the function's
 // Timeout holds. A space fails only on an infrastructure error (the store or
 // the event bus unreachable). What SQS retries is per message, so when some

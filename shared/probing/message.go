@@ -24,10 +24,15 @@ const (
 // the spaces of one index page that share a delay in one message, up to
 // this many, so that SQS's sends, receives and deletes (each priced per
 // request) fall by up to this factor. The prober probes a message's spaces
-// at once: the template's BatchSize × MaxSpaces is the prober's
-// DefaultConcurrency, and its Timeout is sized for one such round
-// (TestBatchFitsTheProberTimeout).
-const MaxSpaces = 10
+// at once: the template's BatchSize (1 message) × MaxSpaces is the
+// prober's DefaultConcurrency, and its Timeout is sized for one such round
+// (TestBatchFitsTheProberTimeout). 50 rather than 10: at 10,000 spaces a
+// shard's page holds about 42 spaces per delay, and messages of up to 10
+// (7.1 spaces each, in batches of 5 messages) still left the event
+// source's receives at 0.11 a space; one message a batch of up to 50 takes
+// one receive and one delete per message (BENCHMARKS.md, "Monthly cost per
+// 1,000 spaces at 10³, 10⁴ and 10⁶").
+const MaxSpaces = 50
 
 // Message is the body of a probe message. One space: {"org_id", "id"} for
 // a tick, with a kind for the other messages and, for a re-probe, the

@@ -23,7 +23,7 @@ const (
 	DefaultReprobeDelay = 12 * time.Second
 	DefaultMinGap       = 20 * time.Second
 	DefaultTimeout      = 5 * time.Second
-	// DefaultConcurrency is the template's BatchSize (5 messages) times
+	// DefaultConcurrency is the template's BatchSize (1 message) times
 	// MaxSpaces: every space of a batch is probed at once, so an invocation
 	// lasts about one probe, and the prober's Timeout holds one round
 	// (TestBatchFitsTheProberTimeout).
