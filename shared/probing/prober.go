@@ -260,7 +260,7 @@ func (p *Prober) run(ctx context.Context, ds []Delivery, jobs []job) {
 			j.res, j.err = p.handle(ctx, j.m, d.ReceiveCount > 1 || j.m.Retry)
 			end(j.err)
 			if j.err != nil {
-				p.Log.ErrorContext(ctx, "probe failed", "message_id", d.MessageID, "space_id", j.m.ID, "error", j.err)
+				p.Log.ErrorContext(ctx, "a space of a probe message failed", "message_id", d.MessageID, "space_id", j.m.ID, "error", j.err)
 			}
 		})
 	}
