@@ -68,16 +68,18 @@
 // one-space messages are read as before, so a deploy needs no draining; a
 // prober from before issue 23 fails a message of several spaces as
 // malformed, which SQS redelivers to the new prober after the visibility
-// timeout.
+// timeout (each such receive counts toward the queue's maxReceiveCount:
+// a tick dead-lettered by a long deploy is replaced by the next minute's).
 //
 // # Events
 //
 // A status transition is stored with its history item in one transaction
 // and then published to EventBridge from the prober, right after the
 // write: one place, and the event carries the probe's reason, which the
-// table stream would have to reconstruct. If publishing fails, the message
-// is reported failed; SQS redelivers it, and a redelivered message first
-// republishes the space's newest transition if it is not marked published.
+// table stream would have to reconstruct. If publishing fails, the space
+// fails (its message is retried, or the space alone sent again, above),
+// and a redelivered message first republishes the space's newest
+// transition if it is not marked published.
 // Events are therefore at least once (a crash between publishing and
 // marking publishes twice); consumers key on (space_id, at).
 //
