@@ -40,7 +40,7 @@ func TestReadsTheTemplate(t *testing.T) {
 	}
 	// The event source mappings (the Poller's settings).
 	sources := map[string]map[string]SQSSource{
-		"ProberFunction":      {"Probes": {Queue: "ProbeQueue", BatchSize: 50, Window: 2 * time.Second, MaximumConcurrency: 50}},
+		"ProberFunction":      {"Probes": {Queue: "ProbeQueue", BatchSize: 1, Window: 2 * time.Second, MaximumConcurrency: 50}},
 		"ProvisionerFunction": {"Steps": {Queue: "ProvisioningQueue", BatchSize: 10, MaximumConcurrency: 10}},
 	}
 	for id, w := range want {

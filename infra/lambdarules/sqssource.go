@@ -80,7 +80,8 @@ type SQSAPI interface {
 // Timeout, recursive loop detection).
 //
 // Run keeps Pollers pollers (MinPollers for the AWS model) and, while
-// receives come back full, adds one at most every 60/PollersAddedPerMinute
+// receives come back full (with every message they asked for: 10, or what
+// the batch still had room for), adds one at most every 60/PollersAddedPerMinute
 // seconds up to Source.MaximumConcurrency (else MaxPollers); a poller above
 // the minimum stops after a batch that its window closed (no backlog).
 // Every request goes through SQS, so an SDK middleware on it counts what
@@ -175,7 +176,7 @@ func (p *Poller) Poll(ctx context.Context) (int, error) {
 
 // poll is Poll; full says the batch reached BatchSize, windowed that it
 // was gathered for a window; grow is called after each receive that came
-// back with 10 messages.
+// back with every message it asked for.
 func (p *Poller) poll(ctx context.Context, grow func()) (deleted int, full, windowed bool, err error) {
 	size := p.Source.BatchSize
 	if size <= 0 {
@@ -214,8 +215,8 @@ func (p *Poller) poll(ctx context.Context, grow func()) (deleted int, full, wind
 			}
 			break // invoke what was gathered; their visibility timeout runs
 		}
-		if len(out.Messages) == receiveMax && grow != nil {
-			grow()
+		if asked := min(receiveMax, size-len(msgs)); len(out.Messages) == asked && grow != nil {
+			grow() // every message it asked for: more are likely waiting
 		}
 		if len(msgs) == 0 {
 			if len(out.Messages) == 0 {

@@ -202,3 +202,41 @@ func TestPollersLongPollAnIdleQueue(t *testing.T) {
 		}
 	}
 }
+
+// While messages are waiting, Run adds pollers, also for a batch smaller
+// than a receive's 10 (the probe trigger's 5): a receive that came back
+// with every message it asked for means more are likely waiting.
+func TestPollersGrowWithSmallBatches(t *testing.T) {
+	env := emulatortest.Start(t)
+	c := awsclient.SQS(env.Config, env.Endpoint)
+	q := env.Resources["ProbeQueue"]
+	sendN(t, c, q.URL, 60)
+	var (
+		mu            sync.Mutex
+		running, most int
+		handled       int
+	)
+	p := &Poller{SQS: c, QueueURL: q.URL, QueueARN: q.ARN, Wait: time.Second, Pollers: 1,
+		Source: SQSSource{BatchSize: 5, MaximumConcurrency: 4},
+		Handler: func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			time.Sleep(300 * time.Millisecond)
+			mu.Lock()
+			running--
+			handled++
+			mu.Unlock()
+			return events.SQSEventResponse{}, nil
+		}}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	p.Run(ctx)
+	if most < 2 || most > 4 {
+		t.Errorf("at most %d batches at once with 60 messages waiting; want the pollers to grow from 1, up to MaximumConcurrency 4", most)
+	}
+	if handled == 0 {
+		t.Error("nothing handled")
+	}
+}

@@ -227,7 +227,7 @@ func measureAgentCost(b *testing.B) {
 				prober.Invocations++
 				prober.Seconds += billed(time.Since(start))
 				esm += math.Ceil(float64(len(batch)) / 10)
-				checks += len(batch)
+				checks += spacesIn(b, batch)
 			}
 			c.Advance(time.Second)
 		}

@@ -3,6 +3,7 @@ package probing_test
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"net/http"
 	"slices"
@@ -83,8 +84,20 @@ func countingEnv(b *testing.B) (*emulatortest.Env, aws.Config, *counter) {
 	return env, cfg, cnt
 }
 
-// seedIndex writes n probe-index entries (the attributes the index needs)
-// with BatchWriteItem, 25 at a time.
+// probeShard is the shard the store gives a space (dynamostore's
+// probeShard, keys.go: FNV-1a 32-bit of the id, mod 16). Its two lowest
+// bits are those of probing.Jitter's FNV-1a 64-bit hash, so a shard's
+// spaces fall on 15 of the minute's 60 seconds: a page's spaces that share
+// a delay, which the scheduler sends in one message, are 4 times as many as
+// with shards independent of the delay.
+func probeShard(id string) string {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return fmt.Sprintf("%02d", h.Sum32()%16)
+}
+
+// seedIndex writes n probe-index entries (the attributes the index needs,
+// the shard as the store sets it) with BatchWriteItem, 25 at a time.
 func seedIndex(b *testing.B, db *dynamodb.Client, table string, n int) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
@@ -95,7 +108,7 @@ func seedIndex(b *testing.B, db *dynamodb.Client, table string, n int) {
 			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
 				"pk": &types.AttributeValueMemberS{Value: "ORG#bench"}, "sk": &types.AttributeValueMemberS{Value: "SPACE#" + id},
 				"id": &types.AttributeValueMemberS{Value: id}, "org_id": &types.AttributeValueMemberS{Value: "bench"},
-				"probe_shard": &types.AttributeValueMemberS{Value: fmt.Sprintf("%02d", i%16)},
+				"probe_shard": &types.AttributeValueMemberS{Value: probeShard(id)},
 			}}})
 		}
 		sem <- struct{}{}
@@ -116,7 +129,8 @@ func seedIndex(b *testing.B, db *dynamodb.Client, table string, n int) {
 
 // BenchmarkSchedulerFanOut fans out 10,000, 100,000 and 300,000 spaces
 // from the probe index on the emulator to the probe queue: wall time per
-// tick, SendMessageBatch calls against the ⌈N/10⌉ minimum, index pages and
+// tick, the messages (up to probing.MaxSpaces spaces each) and
+// SendMessageBatch calls against the ⌈messages/10⌉ minimum, index pages and
 // DynamoDB Query calls, and the mean time of one Query page and of one
 // SendMessageBatch as the emulator answered them (what a per-invocation
 // capacity is computed from). The emulator's Query scans the whole table
@@ -168,7 +182,10 @@ func benchFanOut(b *testing.B, n int, indexOnly bool) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(ticks), "ms/tick")
 	b.ReportMetric(float64(cnt.get("SendMessageBatch"))/float64(ticks), "sqs-calls/tick")
-	b.ReportMetric(math.Ceil(float64(n)/10), "sqs-min-calls")
+	// A message names up to probing.MaxSpaces spaces of a page that
+	// share a delay; a SendMessageBatch carries up to 10 messages.
+	b.ReportMetric(float64(last.Messages), "messages/tick")
+	b.ReportMetric(math.Ceil(float64(last.Messages)/10), "sqs-min-calls")
 	b.ReportMetric(float64(last.Pages), "index-pages/tick")
 	b.ReportMetric(float64(cnt.get("Query"))/float64(ticks), "ddb-queries/tick")
 	b.ReportMetric(float64(cnt.mean("Query").Microseconds())/1e3, "ms/query")

@@ -49,6 +49,20 @@ func (q sqsMirror) Enqueue(ctx context.Context, msgs []probing.Delayed) error {
 	return q.clockQueue.Enqueue(ctx, msgs)
 }
 
+// spacesIn is how many spaces a batch of deliveries names (a message names
+// one or several, probing.MaxSpaces).
+func spacesIn(b testing.TB, ds []probing.Delivery) int {
+	n := 0
+	for _, d := range ds {
+		m, err := probing.DecodeMessage(d.Body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += len(m.Each())
+	}
+	return n
+}
+
 // deployed is what template.yaml configures for the probing functions.
 type deployed struct {
 	proberMemoryMB, schedulerMemoryMB, batchSize int
@@ -132,7 +146,12 @@ func readTemplate(b testing.TB) deployed {
 // requests the event source really sends, in real time. Batches are
 // formed here as one poller with the batching window would form them: a batch opens with the first message due, takes every message due
 // before its window ends, and is invoked then, or as soon as it holds
-// BatchSize messages. Lambda time is the measured wall time of each handler
+// BatchSize messages — or, for a variant with spacesPerBatch, that many
+// spaces: at 1,000 spaces a message names about 3 spaces (a page's spaces
+// that share a delay are few), where at 10,000 and more it names tens, so
+// "after" forms the batches of a fleet whose messages are full (BatchSize ×
+// MaxSpaces spaces), and BenchmarkProbingCostAtScale takes the invocations
+// and sends of each fleet size from what it measures there. Lambda time is the measured wall time of each handler
 // call at the variant's memory size. The fake clock moves one second at a
 // time; the scheduler ticks every minute, as EventBridge Scheduler would.
 //
@@ -140,14 +159,16 @@ func readTemplate(b testing.TB) deployed {
 // capacity kept at the template's target use (awscost.Cost.Provisioned),
 // with the load's profile per simulated second to show it is steady.
 //
-// Variants, in one run: before (the template as it was: batches of 20 in a
-// 1-second window, probed 20 at once, 512 MB, the table on demand), and
-// after (template.yaml as it is, priced by its billing mode).
+// Variants, in one run: before (the template as issue 19 found it: batches
+// of 20 messages in a 1-second window, probed 20 at once, 512 MB, the table
+// on demand), and after (template.yaml as it is, priced by its billing
+// mode, its batches of up to BatchSize × MaxSpaces spaces). Every figure is
+// per space probed (a message names one or several).
 func BenchmarkProbingCost(b *testing.B) {
 	dep := readTemplate(b)
 	variants := []costVariant{
 		{name: "before", batchSize: 20, window: time.Second, memoryMB: 512, concurrency: 20},
-		{name: "after", batchSize: dep.batchSize, window: dep.window, memoryMB: dep.proberMemoryMB, provisioned: dep.provisioned},
+		afterVariant(dep),
 	}
 	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
@@ -167,6 +188,13 @@ func BenchmarkProbingCost(b *testing.B) {
 	}
 }
 
+// afterVariant is template.yaml as it is, with batches of up to BatchSize
+// full messages' spaces (see BenchmarkProbingCost).
+func afterVariant(dep deployed) costVariant {
+	return costVariant{name: "after", batchSize: dep.batchSize, window: dep.window, memoryMB: dep.proberMemoryMB,
+		provisioned: dep.provisioned, spacesPerBatch: dep.batchSize * probing.MaxSpaces}
+}
+
 // costVariant is one configuration of the prober measured by
 // BenchmarkProbingCost.
 type costVariant struct {
@@ -178,6 +206,9 @@ type costVariant struct {
 	concurrency int
 	// provisioned prices the table as provisioned capacity (else on demand).
 	provisioned bool
+	// spacesPerBatch closes a batch at this many spaces instead of
+	// batchSize messages (0: by messages).
+	spacesPerBatch int
 }
 
 // cpuTime is the process's user and system CPU time so far.
@@ -194,11 +225,15 @@ type measured struct {
 	// cost and onDemand: per 1,000 spaces per month, without the event
 	// source's requests; cost priced by the variant's billing mode.
 	cost, onDemand awscost.Cost
-	// usage of the window, the messages handled in it and their batches'
-	// mean wall time.
+	// usage of the window, the spaces (probes) handled in it and their
+	// batches' mean wall time.
 	usage     awscost.Usage
 	delivered int
 	batchTime time.Duration
+	// The window's scheduler SendMessageBatch calls and prober
+	// invocations: BenchmarkProbingCostAtScale replaces them with those it
+	// measures at each fleet size.
+	schedulerSends, proberInvocations float64
 	// spaceMinutes is the window's size: spaces × minutes.
 	spaceMinutes float64
 }
@@ -304,8 +339,12 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	}
 	q := sqsMirror{real: p.Queue, clockQueue: &clockQueue{clock: c}}
 	p.Now, p.Queue, p.Metrics = c.Now, q, quiet
-	s := wiring.Scheduler(a, wiring.SchedulerSettings{Table: table, ProbeQueue: queueURL, Interval: space.DefaultProbeInterval}, log)
-	s.Now, s.Queue, s.Metrics = c.Now, q, quiet
+	// The scheduler's sends counted apart (also in meter's usage).
+	schedMeter := awscost.New()
+	sa := parts.AWS{Config: schedMeter.Instrument(a.Config), Endpoint: env.Endpoint}
+	s := wiring.Scheduler(sa, wiring.SchedulerSettings{Table: table, ProbeQueue: queueURL, Interval: space.DefaultProbeInterval}, log)
+	sq := sqsMirror{real: s.Queue, clockQueue: q.clockQueue}
+	s.Now, s.Queue, s.Metrics = c.Now, sq, quiet
 
 	var (
 		mu               sync.Mutex
@@ -329,7 +368,7 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 				mu.Lock()
 				prober.Invocations++
 				prober.Seconds += billed(d)
-				delivered += len(batch)
+				delivered += spacesIn(b, batch)
 				batchTimes = append(batchTimes, d)
 				mu.Unlock()
 			})
@@ -347,6 +386,25 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 		lastRRU, lastWRU float64
 		rruSec, wruSec   []float64
 	)
+	// full is how many of the open messages make a full batch (0: not
+	// full yet).
+	full := func(open []probing.Delivery) int {
+		if v.spacesPerBatch == 0 {
+			if len(open) >= v.batchSize {
+				return v.batchSize
+			}
+			return 0
+		}
+		n, spaces := 0, 0
+		for n < len(open) && spaces+spacesIn(b, open[n:n+1]) <= v.spacesPerBatch {
+			spaces += spacesIn(b, open[n:n+1])
+			n++
+		}
+		if n == len(open) && spaces < v.spacesPerBatch {
+			return 0 // room for more
+		}
+		return n
+	}
 	nextTick := c.Now()
 	run := func(end time.Time) {
 		for now := c.Now(); now.Before(end); now = c.Now() {
@@ -367,9 +425,9 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 					open = append(open, ds...)
 				}
 				var batches [][]probing.Delivery
-				for len(open) >= v.batchSize {
-					batches = append(batches, slices.Clone(open[:v.batchSize]))
-					open = open[v.batchSize:]
+				for n := full(open); n > 0; n = full(open) {
+					batches = append(batches, slices.Clone(open[:n]))
+					open = open[n:]
 					openedAt = now
 				}
 				if len(open) > 0 && !now.Before(openedAt.Add(v.window-time.Second)) {
@@ -391,12 +449,14 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	}
 	run(c.Now().Add(warmUp))
 	meter.Take()
+	schedMeter.Take()
 	prober, schedler, delivered, batchTimes = awscost.Lambda{}, awscost.Lambda{}, 0, nil
 	cpu0, wall0 := cpuTime(b), time.Now()
 	profile = true
 	run(c.Now().Add(window))
 	cpu, wall := cpuTime(b)-cpu0, time.Since(wall0)
 	u := meter.Take()
+	schedulerSends := schedMeter.Take().Requests["SQS SendMessageBatch"]
 	prober.MemoryMB, schedler.MemoryMB = v.memoryMB, dep.schedulerMemoryMB
 
 	maxItem := maxItemBytes(b, awsclient.DynamoDB(env.Config, env.Endpoint), table)
@@ -418,21 +478,26 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	}
 
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%s: %d spaces, %s measured, %d messages handled in %v batches (batch size %d, window %s, %d MB, table provisioned %t)\n",
-		v.name, fleet, window, delivered, prober.Invocations, v.batchSize, v.window, v.memoryMB, v.provisioned)
+	batching := fmt.Sprintf("batch size %d messages", v.batchSize)
+	if v.spacesPerBatch > 0 {
+		batching = fmt.Sprintf("batches of up to %d spaces", v.spacesPerBatch)
+	}
+	fmt.Fprintf(&sb, "%s: %d spaces, %s measured, %d spaces handled in %v batches (%s, window %s, %d MB, table provisioned %t)\n",
+		v.name, fleet, window, delivered, prober.Invocations, batching, v.window, v.memoryMB, v.provisioned)
 	perProbe := func(v float64) float64 { return v / float64(delivered) }
 	for _, op := range u.Ops() {
-		fmt.Fprintf(&sb, "  %-58s %8.0f requests  %.4f/message  RRU %.4f/message  WRU %.4f/message\n",
+		fmt.Fprintf(&sb, "  %-58s %8.0f requests  %.4f/space  RRU %.4f/space  WRU %.4f/space\n",
 			op, u.Requests[op], perProbe(u.Requests[op]), perProbe(u.RRU[op]), perProbe(u.WRU[op]))
 	}
-	fmt.Fprintf(&sb, "  EventBridge events put: %.0f; prober Lambda: %.3f s per invocation, %.4f GB-s per message; scheduler: %.3f s per tick\n",
+	fmt.Fprintf(&sb, "  of the SendMessageBatch, the scheduler's: %.0f, %.4f/space\n", schedulerSends, perProbe(schedulerSends))
+	fmt.Fprintf(&sb, "  EventBridge events put: %.0f; prober Lambda: %.3f s per invocation, %.4f GB-s per space; scheduler: %.3f s per tick\n",
 		u.Events, prober.Seconds/prober.Invocations, prober.GBSeconds()/float64(delivered), schedler.Seconds/schedler.Invocations)
-	fmt.Fprintf(&sb, "  prober batch wall time p50 %s, max %s; messages per batch %.1f\n",
+	fmt.Fprintf(&sb, "  prober batch wall time p50 %s, max %s; spaces per batch %.1f\n",
 		percentile(batchTimes, .5), percentile(batchTimes, 1), float64(delivered)/prober.Invocations)
 	// The whole process (emulator, simulated clouds, test clusters, the
 	// scheduler and the prober) shares this CPU time: an upper bound on
 	// the prober's own.
-	fmt.Fprintf(&sb, "  process CPU %.1f s in %.1f s of wall time (%.2f cores): %.2f ms per message (upper bound of the prober's)\n",
+	fmt.Fprintf(&sb, "  process CPU %.1f s in %.1f s of wall time (%.2f cores): %.2f ms per space (upper bound of the prober's)\n",
 		cpu.Seconds(), wall.Seconds(), cpu.Seconds()/wall.Seconds(), float64(cpu.Microseconds())/1000/float64(delivered))
 	fmt.Fprintf(&sb, "  largest item: %d bytes\n", maxItem)
 	// What provisioned capacity must carry: the mean, and how far the
@@ -469,7 +534,8 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 		mean += d
 	}
 	mean /= time.Duration(max(1, len(batchTimes)))
-	return measured{cost: cost, onDemand: onDemand, usage: u, delivered: delivered, batchTime: mean, spaceMinutes: spaceMinutes}
+	return measured{cost: cost, onDemand: onDemand, usage: u, delivered: delivered, batchTime: mean, spaceMinutes: spaceMinutes,
+		schedulerSends: schedulerSends, proberInvocations: prober.Invocations}
 }
 
 // quantile is the p-quantile of xs.

@@ -19,6 +19,7 @@ import (
 	"spaces/infra/emulator/emulatortest"
 	"spaces/infra/lambdarules"
 	"spaces/shared/awsclient"
+	"spaces/shared/probing"
 	"spaces/shared/space"
 	"spaces/shared/wiring"
 	"spaces/shared/wiring/parts"
@@ -35,10 +36,12 @@ const minutesPerMonth = 30 * 24 * 60
 //  1. What a probe costs apart from the event source: BenchmarkProbingCost's
 //     "after" variant (template.yaml as it is: 1,000 spaces on a fake
 //     clock, the production prober, minter and store, every request
-//     metered). Its reads, writes, Lambda time and invocations, the
-//     scheduler's and re-probes' sends and EventBridge are per message and
-//     do not move with the fleet (BenchmarkGrowth: 1 read and 0.20 writes
-//     per probe at 10⁴, 10⁵ and 10⁶).
+//     metered, batches of up to BatchSize × MaxSpaces spaces). Its reads,
+//     writes, Lambda time, re-probes' sends and EventBridge are per space
+//     probed and do not move with the fleet (BenchmarkGrowth: 1 read and
+//     0.20 writes per probe at 10⁴, 10⁵ and 10⁶); the scheduler's sends
+//     and the prober's invocations do (a message names more spaces in a
+//     larger fleet), so they are taken from 2 at each size.
 //  2. The event source, in real time, at each size: the probe index seeded
 //     with that many spaces, the production scheduler (shared/wiring)
 //     ticking every minute and sending each space's message with its
@@ -46,7 +49,8 @@ const minutesPerMonth = 30 * 24 * 60
 //     pollers at least, 20-second long polls, the template's BatchSize and
 //     MaximumBatchingWindowInSeconds, DeleteMessageBatch of what the
 //     function acknowledged) delivering to a function that takes as long
-//     per batch as the prober's batches took in 1. Every request the
+//     per batch as the prober's batches took in 1, and counts the spaces
+//     its messages name: every figure is per space probed. Every request the
 //     pollers send is counted by SDK middleware on their SQS client
 //     (awscost.Meter), empty receives apart; the emulator answers a long
 //     poll as soon as a delayed message becomes visible, as SQS does
@@ -82,8 +86,7 @@ func BenchmarkProbingCostAtScale(b *testing.B) {
 	dep := readTemplate(b)
 	fixed := readFixed(b)
 	for b.Loop() {
-		rest := measureProbingCost(b, dep, costVariant{name: "after", batchSize: dep.batchSize, window: dep.window,
-			memoryMB: dep.proberMemoryMB, provisioned: dep.provisioned})
+		rest := measureProbingCost(b, dep, afterVariant(dep))
 		idle := measureEventSource(b, 0, 1, rest.batchTime)
 		var runs []esmRun
 		for _, n := range sizes {
@@ -99,8 +102,9 @@ type esmRun struct {
 	spaces, minutes int
 	// esm: the pollers' requests; sends: the scheduler's.
 	esm, sends awscost.Usage
-	handled    int64
-	batches    int64
+	// handled: messages; probes: the spaces they named.
+	handled, probes int64
+	batches         int64
 }
 
 // measureEventSource runs the scheduler and the event source for a fleet
@@ -124,12 +128,22 @@ func measureEventSource(b *testing.B, n, minutes int, batchTime time.Duration) e
 		b.Fatal(err)
 	}
 	fn := fns.Get("ProberFunction")
-	var handled, batches atomic.Int64
+	var handled, probes, batches atomic.Int64
 	// The prober's place: every message acknowledged, each batch after
 	// the prober's mean batch time.
 	handler := func(ctx context.Context, ev lambdaevents.SQSEvent) (lambdaevents.SQSEventResponse, error) {
 		time.Sleep(batchTime)
+		n := 0
+		for _, r := range ev.Records {
+			m, err := probing.DecodeMessage(r.Body)
+			if err != nil {
+				b.Error(err)
+				continue
+			}
+			n += len(m.Each())
+		}
 		handled.Add(int64(len(ev.Records)))
+		probes.Add(int64(n))
 		batches.Add(1)
 		return lambdaevents.SQSEventResponse{}, nil
 	}
@@ -163,9 +177,10 @@ func measureEventSource(b *testing.B, n, minutes int, batchTime time.Duration) e
 	sendMeter.Take()
 	esmMeter.Take()
 	handled.Store(0)
+	probes.Store(0)
 	batches.Store(0)
 	time.Sleep(time.Duration(minutes) * time.Minute)
-	run := esmRun{spaces: n, minutes: minutes, esm: esmMeter.Take(), sends: sendMeter.Take(), handled: handled.Load(), batches: batches.Load()}
+	run := esmRun{spaces: n, minutes: minutes, esm: esmMeter.Take(), sends: sendMeter.Take(), handled: handled.Load(), probes: probes.Load(), batches: batches.Load()}
 	cancel()
 	wg.Wait()
 	return run
@@ -227,45 +242,58 @@ func report(b *testing.B, dep deployed, f fixedCosts, rest measured, idle esmRun
 		f.schedules*minutesPerMonth*(awscost.PriceSchedulerInvoke+awscost.PriceLambdaRequest)
 	fmt.Fprintf(&sb, "fixed per stack a month (computed from template.yaml's defaults): capacity minimums %.0f RCU $%.2f, %.0f WCU $%.2f; %d alarms, %d dashboard, %.0f schedules: $%.2f\n",
 		f.readMin, readMin, f.writeMin, writeMin, f.alarms, f.dashboards, f.schedules, other)
-	// Per 1,000 spaces a month, apart from the event source (measured at 1,000).
+	// Per 1,000 spaces a month, apart from the event source (measured at
+	// 1,000): its scheduler sends and prober invocations are replaced by
+	// those measured at each size, where messages name more spaces and
+	// batches hold more (a month of 1,000 spaces: 1,000 probes a minute).
+	perSpaceMonth := 1000.0 * minutesPerMonth
+	scaleRest := perSpaceMonth / float64(rest.delivered)
+	restSends := rest.schedulerSends * scaleRest * awscost.PriceSQSRequest
+	restInvocations := rest.proberInvocations * scaleRest * awscost.PriceLambdaRequest
 	ddbReads, ddbWrites := rest.cost.Reads, rest.cost.Writes
-	nonDDB := rest.cost.Total() - ddbReads - ddbWrites
-	fmt.Fprintf(&sb, "per 1,000 spaces a month without the event source (BenchmarkProbingCost after, %d messages): %s\n", rest.delivered, rest.cost)
+	nonDDB := rest.cost.Total() - ddbReads - ddbWrites - restSends - restInvocations
+	fmt.Fprintf(&sb, "per 1,000 spaces a month without the event source (BenchmarkProbingCost after, %d spaces probed): %s; of it the scheduler's sends $%.2f and the prober's invocations $%.2f, replaced below by each size's\n",
+		rest.delivered, rest.cost, restSends, restInvocations)
 
-	line := func(label string, n float64, esmPer1000, emptyPer1000 float64) float64 {
+	// sizeOwn: the scheduler's sends and the prober's invocations at a size.
+	line := func(label string, n float64, esmPer1000, emptyPer1000, sizeOwn float64) float64 {
 		k := n / 1000
 		// Provisioned capacity is the larger of the minimum and the load.
 		reads, writes := max(readMin, ddbReads*k), max(writeMin, ddbWrites*k)
 		fixedExcess := reads - ddbReads*k + writes - ddbWrites*k
-		perSpace := nonDDB + ddbReads + ddbWrites + esmPer1000
+		perSpace := nonDDB + sizeOwn + ddbReads + ddbWrites + esmPer1000
 		fixedAll := fixedExcess + other
 		total := perSpace + fixedAll/k
-		fmt.Fprintf(&sb, "  %-34s per-space $%6.2f (event source $%5.2f, of which empty receives $%.2f; DynamoDB load $%.2f; Lambda, sends, EventBridge $%.2f) + fixed $%8.2f a stack = $%7.2f per 1,000 a month\n",
-			label, perSpace, esmPer1000, emptyPer1000, ddbReads+ddbWrites, nonDDB, fixedAll, total)
+		fmt.Fprintf(&sb, "  %-34s per-space $%6.2f (event source $%5.2f, of which empty receives $%.2f; scheduler sends and prober invocations $%.2f; DynamoDB load $%.2f; Lambda duration, re-probe sends, EventBridge $%.2f) + fixed $%8.2f a stack = $%7.2f per 1,000 a month\n",
+			label, perSpace, esmPer1000, emptyPer1000, sizeOwn, ddbReads+ddbWrites, nonDDB, fixedAll, total)
 		return total
 	}
 	var last esmRun
 	for _, r := range runs {
-		msgs := float64(r.handled)
+		msgs, probes := float64(r.handled), float64(r.probes)
 		rec, empty, del := r.esm.Requests["SQS ReceiveMessage"], r.esm.EmptyReceives, r.esm.Requests["SQS DeleteMessageBatch"]
-		fmt.Fprintf(&sb, "%d spaces, %d min measured: %d messages in %d batches (%.1f a batch); receives %.0f (%.0f empty, %.2f messages a non-empty one), %.4f a message; DeleteMessageBatch %.0f, %.4f a message; other SQS %.0f; scheduler SendMessageBatch %.4f a message\n",
-			r.spaces, r.minutes, r.handled, r.batches, msgs/float64(max(1, r.batches)), rec, empty, r.esm.Received/max(1, rec-empty), rec/msgs, del, del/msgs,
-			r.esm.SQSRequests-rec-del, r.sends.Requests["SQS SendMessageBatch"]/msgs)
-		// Per message, for a month of 1,000 spaces (a message per space a
-		// minute).
-		scale := 1000 * minutesPerMonth / msgs
+		sends := r.sends.Requests["SQS SendMessageBatch"]
+		fmt.Fprintf(&sb, "%d spaces, %d min measured: %d messages (%.2f spaces a message) in %d batches (%.1f messages, %.1f spaces a batch); receives %.0f (%.0f empty, %.2f messages a non-empty one), %.4f a message, %.4f a space; DeleteMessageBatch %.0f, %.4f a space; other SQS %.0f; scheduler SendMessageBatch %.0f, %.4f a space\n",
+			r.spaces, r.minutes, r.handled, probes/max(1, msgs), r.batches, msgs/float64(max(1, r.batches)), probes/float64(max(1, r.batches)),
+			rec, empty, r.esm.Received/max(1, rec-empty), rec/max(1, msgs), rec/max(1, probes), del, del/max(1, probes),
+			r.esm.SQSRequests-rec-del, sends, sends/max(1, probes))
+		// Per space probed, for a month of 1,000 spaces.
+		scale := perSpaceMonth / probes
+		own := sends*scale*awscost.PriceSQSRequest + float64(r.batches)*scale*awscost.PriceLambdaRequest
 		total := line(fmt.Sprintf("at %d (measured):", r.spaces), float64(r.spaces),
-			r.esm.SQSRequests*scale*awscost.PriceSQSRequest, empty*scale*awscost.PriceSQSRequest)
+			r.esm.SQSRequests*scale*awscost.PriceSQSRequest, empty*scale*awscost.PriceSQSRequest, own)
 		b.ReportMetric(total, fmt.Sprintf("usd/month/1000-at-%d", r.spaces))
 		last = r
 	}
 	if last.spaces > 0 {
-		// 10⁶: the largest measured size's requests per message (its pollers
-		// found more messages per receive than smaller fleets'), and the
-		// fixed costs spread over 1,000 thousands.
-		perMsg := last.esm.SQSRequests / float64(last.handled)
+		// 10⁶: the largest measured size's requests per space (its pollers
+		// found more messages per receive than smaller fleets', and its
+		// pages more spaces per delay), and the fixed costs spread over
+		// 1,000 thousands.
+		scale := perSpaceMonth / float64(last.probes)
+		own := last.sends.Requests["SQS SendMessageBatch"]*scale*awscost.PriceSQSRequest + float64(last.batches)*scale*awscost.PriceLambdaRequest
 		total := line(fmt.Sprintf("at 1000000 (EXTRAPOLATED from %d):", last.spaces), 1e6,
-			perMsg*1000*minutesPerMonth*awscost.PriceSQSRequest, 0)
+			last.esm.SQSRequests*scale*awscost.PriceSQSRequest, 0, own)
 		b.ReportMetric(total, "usd/month/1000-at-1000000-extrapolated")
 	}
 	fmt.Println(sb.String())

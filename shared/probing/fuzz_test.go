@@ -1,6 +1,7 @@
 package probing_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -9,10 +10,11 @@ import (
 )
 
 // FuzzDecodeMessage: any SQS body either decodes into a message the prober
-// can act on (an org, a space UUID, a known kind, a version for a re-probe)
-// that encodes back to the same message, or is refused without a panic.
+// can act on (an org and a space UUID, or a tick of 2 to MaxSpaces distinct
+// such spaces; a known kind, a version for a re-probe) that encodes back to
+// the same message, or is refused without a panic.
 func FuzzDecodeMessage(f *testing.F) {
-	const id = "0b5d3c52-4d7e-4b0e-9a43-2f0d6c1e8a11"
+	const id, id2 = "0b5d3c52-4d7e-4b0e-9a43-2f0d6c1e8a11", "7c1e2b0a-3f4d-4e5a-8b6c-9d0e1f2a3b4c"
 	for _, s := range []string{
 		`{"org_id":"acme","id":"` + id + `"}`,
 		`{"org_id":"acme","id":"` + id + `","kind":"registered"}`,
@@ -21,6 +23,12 @@ func FuzzDecodeMessage(f *testing.F) {
 		`{"org_id":"acme","id":"` + id + `","kind":"other"}`,
 		`{"org_id":"","id":"x"}`, `{"org_id":"acme","id":"` + id + `","version":1e30}`,
 		`{"org_id":"acme","id":"` + id + `","org_id":"globex"}`, `[]`, `null`, ``, `{`,
+		`{"spaces":[{"org_id":"acme","id":"` + id + `"},{"org_id":"globex","id":"` + id2 + `"}]}`,
+		`{"spaces":[{"org_id":"acme","id":"` + id + `"},{"org_id":"globex","id":"` + id2 + `"}],"retry":true}`,
+		`{"spaces":[{"org_id":"acme","id":"` + id + `"},{"org_id":"acme","id":"` + id + `"}]}`,
+		`{"spaces":[{"org_id":"acme","id":"` + id + `"}]}`, `{"spaces":[]}`,
+		`{"spaces":[{"org_id":"acme","id":"` + id + `"},{"org_id":"","id":"x"}],"kind":"reprobe","version":2}`,
+		`{"org_id":"acme","id":"` + id + `","spaces":[{"org_id":"acme","id":"` + id2 + `"},{"org_id":"acme","id":"` + id + `"}]}`,
 	} {
 		f.Add(s)
 	}
@@ -32,8 +40,16 @@ func FuzzDecodeMessage(f *testing.F) {
 			}
 			return
 		}
-		if m.OrgID == "" || !space.ValidID(m.ID) {
+		ones := m.Each()
+		if len(ones) < 1 || len(ones) > probing.MaxSpaces || (len(ones) > 1 && (m.Kind != probing.KindTick || m.OrgID != "" || m.ID != "")) {
 			t.Fatalf("accepted %q: %+v", body, m)
+		}
+		seen := map[string]bool{}
+		for _, o := range ones {
+			if o.OrgID == "" || !space.ValidID(o.ID) || seen[o.ID] || o.Kind != m.Kind || o.Retry != m.Retry {
+				t.Fatalf("accepted %q: space %+v", body, o)
+			}
+			seen[o.ID] = true
 		}
 		switch m.Kind {
 		case probing.KindTick, probing.KindRegistered:
@@ -45,7 +61,7 @@ func FuzzDecodeMessage(f *testing.F) {
 			t.Fatalf("accepted kind %q", m.Kind)
 		}
 		again, err := probing.DecodeMessage(m.Encode())
-		if err != nil || again != m {
+		if err != nil || !reflect.DeepEqual(again, m) {
 			t.Fatalf("round trip of %+v: %+v, %v", m, again, err)
 		}
 	})

@@ -100,10 +100,23 @@ func (q *clockQueue) due() []probing.Delivery {
 	return ds
 }
 
+// pending is how many spaces the queued messages name.
 func (q *clockQueue) pending() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.msgs)
+	n := 0
+	for _, m := range q.msgs {
+		n += len(m.msg.Each())
+	}
+	return n
+}
+
+// one is the result of a delivery of one space.
+func one(rs []probing.Result, err error) (probing.Result, error) {
+	if len(rs) != 1 {
+		return probing.Result{}, fmt.Errorf("%d results, want one (%v)", len(rs), err)
+	}
+	return rs[0], err
 }
 
 // events records published transitions.

@@ -14,9 +14,10 @@ import (
 )
 
 // The prober handles the sample SQS event (events/prober/batch.json) as
-// Lambda delivers it: the space ids in it exist in no store, so both
-// messages are acknowledged; the second, a redelivery, first looks for an
-// unpublished transition. Then the same shape with real spaces.
+// Lambda delivers it: the space ids in it exist in no store, so every
+// message is acknowledged; the second, a redelivery, first looks for an
+// unpublished transition; the third names two spaces. Then the same shape
+// with real spaces.
 func TestHandleSQSSampleEvent(t *testing.T) {
 	raw, err := os.ReadFile("../../events/prober/batch.json")
 	if err != nil {
@@ -26,7 +27,7 @@ func TestHandleSQSSampleEvent(t *testing.T) {
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		t.Fatal(err)
 	}
-	if len(ev.Records) != 2 {
+	if len(ev.Records) != 3 {
 		t.Fatalf("%d records in the sample", len(ev.Records))
 	}
 	for _, r := range ev.Records {
@@ -41,16 +42,21 @@ func TestHandleSQSSampleEvent(t *testing.T) {
 	}
 
 	c := testcluster.NewForTest(t)
-	s := h.register("sample", false)
-	h.minter.Set(s.ID, c.Credentials())
+	s, s2, s3 := h.register("sample", false), h.register("sample-2", false), h.register("sample-3", false)
+	for _, x := range []space.Space{s, s2, s3} {
+		h.minter.Set(x.ID, c.Credentials())
+	}
 	ev.Records[0].Body = probing.Message{OrgID: h.org, ID: s.ID}.Encode()
 	ev.Records[1].Body = "garbage"
+	ev.Records[2].Body = probing.TickOf(targets(s2, s3)).Encode()
 	resp, err = h.prober.HandleSQS(t.Context(), ev)
 	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != ev.Records[1].MessageId {
 		t.Fatalf("response %+v %v: want only the garbage message reported", resp, err)
 	}
-	if got := h.get(s.ID); got.Status != space.Active {
-		t.Errorf("status %s", got.Status)
+	for _, x := range []space.Space{s, s2, s3} {
+		if got := h.get(x.ID); got.Status != space.Active {
+			t.Errorf("%s: status %s", x.ID, got.Status)
+		}
 	}
 }
 
@@ -74,10 +80,12 @@ func TestHandleScheduleSampleEvent(t *testing.T) {
 	}
 	h.queue.mu.Lock()
 	defer h.queue.mu.Unlock()
-	for _, m := range h.queue.msgs {
-		want := probing.Jitter(m.msg.ID, space.DefaultProbeInterval)
-		if got := m.due.Sub(h.clock.Now()); got != want || (m.msg.ID != a.ID && m.msg.ID != b.ID) || m.msg.Kind != probing.KindTick {
-			t.Errorf("message %+v due in %s, want %s", m.msg, got, want)
+	for _, q := range h.queue.msgs {
+		for _, m := range q.msg.Each() {
+			want := probing.Jitter(m.ID, space.DefaultProbeInterval)
+			if got := q.due.Sub(h.clock.Now()); got != want || (m.ID != a.ID && m.ID != b.ID) || m.Kind != probing.KindTick {
+				t.Errorf("message %+v due in %s, want %s", m, got, want)
+			}
 		}
 	}
 }

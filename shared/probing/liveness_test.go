@@ -46,7 +46,7 @@ func TestProductionMinterLiveness(t *testing.T) {
 			s := env.Register(t, prov, name, false)
 			msg := probing.Delivery{MessageID: "1", Body: probing.Message{OrgID: env.Org, ID: s.ID}.Encode(), ReceiveCount: 1}
 
-			res, err := p.Handle(t.Context(), msg)
+			res, err := one(p.Handle(t.Context(), msg))
 			if err != nil || res.Action != probing.ActionProbed || !res.Outcome.OK() || res.Space.Status != space.Active {
 				t.Fatalf("probe of a registered space: %+v, %v", res, err)
 			}
@@ -54,7 +54,7 @@ func TestProductionMinterLiveness(t *testing.T) {
 				t.Fatal(err)
 			}
 			calls, requests := env.Cloud.TotalCalls(), tc.Requests("/version")
-			res, err = p.Handle(t.Context(), msg)
+			res, err = one(p.Handle(t.Context(), msg))
 			if err != nil || res.Action != probing.ActionGone || res.Written {
 				t.Fatalf("probe of a deregistered space: %+v, %v", res, err)
 			}

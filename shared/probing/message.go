@@ -20,14 +20,61 @@ const (
 	KindReprobe = "reprobe"
 )
 
-// Message is the body of a probe message: {"org_id", "id"} for a tick, with
-// a kind for the other messages and, for a re-probe, the version the failed
-// probe stored.
+// MaxSpaces is the most spaces one probe message names: the scheduler puts
+// the spaces of one index page that share a delay in one message, up to
+// this many, so that SQS's sends, receives and deletes (each priced per
+// request) fall by up to this factor. The prober probes a message's spaces
+// at once: the template's BatchSize (1 message) × MaxSpaces is the
+// prober's DefaultConcurrency, and its Timeout is sized for one such round
+// (TestBatchFitsTheProberTimeout). 50 rather than 10: at 10,000 spaces a
+// shard's page holds about 42 spaces per delay, and messages of up to 10
+// (7.1 spaces each, in batches of 5 messages) still left the event
+// source's receives at 0.11 a space; one message a batch of up to 50 takes
+// one receive and one delete per message (BENCHMARKS.md, "Monthly cost per
+// 1,000 spaces at 10³, 10⁴ and 10⁶").
+const MaxSpaces = 50
+
+// Message is the body of a probe message. One space: {"org_id", "id"} for
+// a tick, with a kind for the other messages and, for a re-probe, the
+// version the failed probe stored — the only form before issue 23, still
+// read as it was. Several spaces (a tick only): {"spaces": [{"org_id",
+// "id"}, ...]}, at most MaxSpaces. Retry marks the spaces the prober sent
+// again after their part of a message failed (see HandleBatch).
 type Message struct {
-	OrgID   string `json:"org_id"`
-	ID      string `json:"id"`
+	OrgID   string `json:"org_id,omitempty"`
+	ID      string `json:"id,omitempty"`
 	Kind    string `json:"kind,omitempty"`
 	Version int64  `json:"version,omitempty"`
+	// Spaces are a tick's spaces when it names several; OrgID and ID are
+	// then empty.
+	Spaces []space.ProbeTarget `json:"spaces,omitempty"`
+	// Retry: sent again by the prober after this space (or these spaces)
+	// failed in a message whose other spaces were handled. Handled as a
+	// redelivery (a missed transition is republished first), and never
+	// split again: if it fails, SQS retries it whole.
+	Retry bool `json:"retry,omitempty"`
+}
+
+// TickOf is the tick message of targets (one or more; the caller keeps to
+// MaxSpaces): the one-space form for one, so that a tick alone at its
+// delay reads as before.
+func TickOf(targets []space.ProbeTarget) Message {
+	if len(targets) == 1 {
+		return Message{OrgID: targets[0].OrgID, ID: targets[0].ID}
+	}
+	return Message{Spaces: targets}
+}
+
+// Each is the message split into one message per space, in its order.
+func (m Message) Each() []Message {
+	if len(m.Spaces) == 0 {
+		return []Message{m}
+	}
+	out := make([]Message, len(m.Spaces))
+	for i, t := range m.Spaces {
+		out[i] = Message{OrgID: t.OrgID, ID: t.ID, Kind: m.Kind, Retry: m.Retry}
+	}
+	return out
 }
 
 // Delayed is a message and how long SQS holds it back.
@@ -38,22 +85,44 @@ type Delayed struct {
 
 // Encode is the message's JSON body.
 func (m Message) Encode() string {
-	b, _ := json.Marshal(m) // strings and an integer cannot fail
+	b, _ := json.Marshal(m) // strings, integers and booleans cannot fail
 	return string(b)
 }
 
-// DecodeMessage reads and checks a message body.
+// DecodeMessage reads and checks a message body, of either form.
 func DecodeMessage(body string) (Message, error) {
 	var m Message
 	if err := json.Unmarshal([]byte(body), &m); err != nil {
 		return Message{}, fmt.Errorf("probe message is not JSON: %w", err)
 	}
 	var errs []error
-	if m.OrgID == "" {
-		errs = append(errs, errors.New("org_id is empty"))
+	target := func(prefix, org, id string) {
+		if org == "" {
+			errs = append(errs, errors.New(prefix+"org_id is empty"))
+		}
+		if !space.ValidID(id) {
+			errs = append(errs, errors.New(prefix+"id is not a UUID"))
+		}
 	}
-	if !space.ValidID(m.ID) {
-		errs = append(errs, errors.New("id is not a UUID"))
+	if m.Spaces == nil {
+		target("", m.OrgID, m.ID)
+	} else {
+		switch {
+		case m.OrgID != "" || m.ID != "":
+			errs = append(errs, errors.New("a message names either one space (org_id, id) or several (spaces), not both"))
+		case len(m.Spaces) < 2 || len(m.Spaces) > MaxSpaces:
+			errs = append(errs, fmt.Errorf("spaces names %d spaces, not 2 to %d", len(m.Spaces), MaxSpaces))
+		case m.Kind != KindTick:
+			errs = append(errs, errors.New("only a tick names several spaces"))
+		}
+		seen := map[string]bool{}
+		for i, t := range m.Spaces {
+			target(fmt.Sprintf("spaces[%d]: ", i), t.OrgID, t.ID)
+			if seen[t.ID] {
+				errs = append(errs, fmt.Errorf("spaces[%d]: space %s named twice", i, t.ID))
+			}
+			seen[t.ID] = true
+		}
 	}
 	switch m.Kind {
 	case KindTick, KindRegistered:

@@ -23,8 +23,10 @@ const (
 	DefaultReprobeDelay = 12 * time.Second
 	DefaultMinGap       = 20 * time.Second
 	DefaultTimeout      = 5 * time.Second
-	// DefaultConcurrency is the template's BatchSize: every message of a
-	// batch is probed at once, so an invocation lasts about one probe.
+	// DefaultConcurrency is the template's BatchSize (1 message) times
+	// MaxSpaces: every space of a batch is probed at once, so an invocation
+	// lasts about one probe, and the prober's Timeout holds one round
+	// (TestBatchFitsTheProberTimeout).
 	DefaultConcurrency = 50
 )
 
@@ -97,7 +99,7 @@ type Prober struct {
 	// Timeout bounds minting and probing one space (default DefaultTimeout
 	// each).
 	Timeout time.Duration
-	// Concurrency bounds the messages of a batch handled at once
+	// Concurrency bounds the spaces of a batch handled at once
 	// (default DefaultConcurrency).
 	Concurrency int
 	// StaleAfter is how old a stored probe may be before the space reads as
@@ -117,7 +119,7 @@ type Delivery struct {
 	Attributes map[string]events.SQSMessageAttribute
 }
 
-// Result is what handling one message did.
+// Result is what handling one space of a message did.
 type Result struct {
 	// Action is one of: probed, gone, synthetic, superseded, recent.
 	Action  string
@@ -141,44 +143,133 @@ const (
 	ActionRecent     = "recent"     // a tick right after another probe
 )
 
-// HandleBatch handles deliveries concurrently and returns the message ids
-// that must be retried: only infrastructure errors (the store or the event
-// bus unreachable) and malformed messages, which SQS then moves to the
-// dead-letter queue. A failed probe is a result, not a failure.
+// HandleBatch handles a batch of deliveries (an invocation of the SQS
+// trigger) and returns the message ids SQS must deliver again. Every space
+// of every message is handled at once (up to Concurrency). A failed probe
+// is a result, not a failure; a space fails only on an infrastructure error
+// (the store or the event bus unreachable), a message on being malformed
+// (SQS then moves it to the dead-letter queue).
+//
+// A message whose spaces all succeeded is acknowledged. One whose spaces
+// all failed, a message of one space and a message the prober already
+// sent again (Retry) are named for SQS to deliver again, whole, as before
+// issue 23: a redelivery republishes, then the queue's redrive policy
+// dead-letters what keeps failing. A message of several spaces of which
+// only some failed is acknowledged, and those spaces are sent again as one
+// message (Retry, after ReprobeDelay), so that their siblings, already
+// probed and stored, are neither probed again nor dragged into the
+// dead-letter queue by one failing space; if that send fails too, the
+// message is named for SQS instead (its siblings are then probed again
+// when it comes back, as for any tick delivered twice).
 func (p *Prober) HandleBatch(ctx context.Context, ds []Delivery) []string {
-	conc := p.Concurrency
 	var (
-		mu     sync.Mutex
 		failed []string
-		wg     sync.WaitGroup
-		sem    = make(chan struct{}, conc)
+		jobs   []job
+		retry  = make([]bool, len(ds))
 	)
-	for _, d := range ds {
+	for i, d := range ds {
+		m, err := DecodeMessage(d.Body)
+		if err != nil {
+			p.Log.ErrorContext(ctx, "probe message failed", "message_id", d.MessageID, "error", err)
+			failed = append(failed, d.MessageID)
+			continue
+		}
+		retry[i] = m.Retry
+		jobs = append(jobs, jobsOf(i, m)...)
+	}
+	p.run(ctx, ds, jobs)
+	byDelivery := make([][]job, len(ds))
+	for _, j := range jobs {
+		byDelivery[j.delivery] = append(byDelivery[j.delivery], j)
+	}
+	for i, js := range byDelivery {
+		var bad []space.ProbeTarget
+		for _, j := range js {
+			if j.err != nil {
+				bad = append(bad, space.ProbeTarget{OrgID: j.m.OrgID, ID: j.m.ID})
+			}
+		}
+		switch {
+		case len(bad) == 0:
+		case len(bad) == len(js) || retry[i] || p.Queue == nil:
+			failed = append(failed, ds[i].MessageID)
+		default:
+			again := TickOf(bad)
+			again.Retry = true
+			if err := p.Queue.Enqueue(ctx, []Delayed{{Message: again, Delay: p.ReprobeDelay}}); err != nil {
+				p.Log.ErrorContext(ctx, "cannot send failed spaces again: the whole message is retried", "message_id", ds[i].MessageID, "error", err)
+				failed = append(failed, ds[i].MessageID)
+				continue
+			}
+			p.Log.WarnContext(ctx, "failed spaces sent again", "message_id", ds[i].MessageID, "spaces", len(bad), "of", len(js))
+		}
+	}
+	return failed
+}
+
+// Handle handles one delivery: each space it names, at once. It returns
+// their results in the message's order and the errors of those that
+// failed, joined; what SQS retries is HandleBatch's decision.
+func (p *Prober) Handle(ctx context.Context, d Delivery) ([]Result, error) {
+	m, err := DecodeMessage(d.Body)
+	if err != nil {
+		return nil, err
+	}
+	jobs := jobsOf(0, m)
+	p.run(ctx, []Delivery{d}, jobs)
+	out := make([]Result, len(jobs))
+	errs := make([]error, len(jobs))
+	for k, j := range jobs {
+		out[k], errs[k] = j.res, j.err
+	}
+	return out, errors.Join(errs...)
+}
+
+// job is one space of a delivery, and what handling it did.
+type job struct {
+	delivery int
+	m        Message
+	res      Result
+	err      error
+}
+
+func jobsOf(delivery int, m Message) []job {
+	ms := m.Each()
+	out := make([]job, len(ms))
+	for k, one := range ms {
+		out[k] = job{delivery: delivery, m: one}
+	}
+	return out
+}
+
+// run handles the jobs at once (up to Concurrency), each space on its own.
+func (p *Prober) run(ctx context.Context, ds []Delivery, jobs []job) {
+	var (
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, max(1, p.Concurrency))
+	)
+	for k := range jobs {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
+			j := &jobs[k]
+			d := ds[j.delivery]
 			ctx, end := tracing.Message(ctx, "probe", d.Attributes)
-			_, err := p.Handle(ctx, d)
-			end(err)
-			if err != nil {
-				p.Log.ErrorContext(ctx, "probe message failed", "message_id", d.MessageID, "error", err)
-				mu.Lock()
-				failed = append(failed, d.MessageID)
-				mu.Unlock()
+			// A message SQS delivers again, or one the prober sent again,
+			// may follow a transition stored but not published.
+			j.res, j.err = p.handle(ctx, j.m, d.ReceiveCount > 1 || j.m.Retry)
+			end(j.err)
+			if j.err != nil {
+				p.Log.ErrorContext(ctx, "a space of a probe message failed", "message_id", d.MessageID, "space_id", j.m.ID, "error", j.err)
 			}
 		})
 	}
 	wg.Wait()
-	return failed
 }
 
-// Handle handles one message.
-func (p *Prober) Handle(ctx context.Context, d Delivery) (Result, error) {
-	m, err := DecodeMessage(d.Body)
-	if err != nil {
-		return Result{}, err
-	}
-	if d.ReceiveCount > 1 {
+// handle handles one space's message (m names one space).
+func (p *Prober) handle(ctx context.Context, m Message, redelivered bool) (Result, error) {
+	if redelivered {
 		if err := p.republish(ctx, m); err != nil {
 			return Result{}, err
 		}

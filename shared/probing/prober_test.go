@@ -30,7 +30,7 @@ func TestDeregisteredDuringProbeStaysDeregistered(t *testing.T) {
 	}
 	done := make(chan handled, 1)
 	go func() {
-		res, err := h.prober.Handle(context.Background(), tick(s))
+		res, err := one(h.prober.Handle(context.Background(), tick(s)))
 		done <- handled{res, err}
 	}()
 	for c.Requests("/version") == 0 { // the probe has reached the cluster
@@ -63,7 +63,7 @@ func TestDeregisteredDuringProbeStaysDeregistered(t *testing.T) {
 	// A probe message for the deleted space is acknowledged, probes
 	// nothing and writes nothing.
 	before := c.Requests("/version")
-	res, err := h.prober.Handle(t.Context(), tick(s))
+	res, err := one(h.prober.Handle(t.Context(), tick(s)))
 	if err != nil || res.Action != probing.ActionGone {
 		t.Fatalf("message for a deleted space: %+v, %v", res, err)
 	}
@@ -84,11 +84,11 @@ func TestDeregisteredDuringProbeStaysDeregistered(t *testing.T) {
 func TestAbsentSyntheticAndMalformed(t *testing.T) {
 	h := newHarness(t, time.Second)
 	syn := h.register("synthetic", true)
-	res, err := h.prober.Handle(t.Context(), tick(space.Space{OrgID: h.org, ID: "00000000-0000-4000-8000-000000000000"}))
+	res, err := one(h.prober.Handle(t.Context(), tick(space.Space{OrgID: h.org, ID: "00000000-0000-4000-8000-000000000000"})))
 	if err != nil || res.Action != probing.ActionGone {
 		t.Errorf("absent: %+v %v", res, err)
 	}
-	res, err = h.prober.Handle(t.Context(), tick(syn))
+	res, err = one(h.prober.Handle(t.Context(), tick(syn)))
 	if err != nil || res.Action != probing.ActionSynthetic || h.minter.Mints(syn.ID) != 0 {
 		t.Errorf("synthetic: %+v %v, %d mints", res, err, h.minter.Mints(syn.ID))
 	}
@@ -105,7 +105,7 @@ func TestAbsentSyntheticAndMalformed(t *testing.T) {
 	if len(failed) != len(bad) {
 		t.Errorf("malformed messages reported failed: %v, want all of a b c d", failed)
 	}
-	_, err = h.prober.Handle(t.Context(), bad[1])
+	_, err = one(h.prober.Handle(t.Context(), bad[1]))
 	if err == nil || !contains(err.Error(), "org_id is empty") || !contains(err.Error(), "id is not a UUID") {
 		t.Errorf("error %v does not name both problems", err)
 	}
@@ -132,7 +132,7 @@ func TestDuplicatesAreBounded(t *testing.T) {
 	if len(ds) != 1 {
 		t.Fatalf("registration enqueued %d messages due now", len(ds))
 	}
-	res, err := h.prober.Handle(t.Context(), ds[0])
+	res, err := one(h.prober.Handle(t.Context(), ds[0]))
 	if err != nil || res.Action != probing.ActionProbed || res.Space.Status != space.Active {
 		t.Fatalf("registration probe: %+v %v", res, err)
 	}
@@ -143,7 +143,7 @@ func TestDuplicatesAreBounded(t *testing.T) {
 	// A tick 10 s later is dropped without a probe.
 	h.clock.Advance(10 * time.Second)
 	before := c.Requests("/version")
-	if res, err := h.prober.Handle(t.Context(), tick(s)); err != nil || res.Action != probing.ActionRecent {
+	if res, err := one(h.prober.Handle(t.Context(), tick(s))); err != nil || res.Action != probing.ActionRecent {
 		t.Errorf("tick after 10 s: %+v %v", res, err)
 	}
 	if c.Requests("/version") != before {
@@ -153,7 +153,7 @@ func TestDuplicatesAreBounded(t *testing.T) {
 	// A failure 30 s later enqueues exactly one re-probe for its version.
 	h.clock.Advance(30 * time.Second)
 	c.SetMode(testcluster.Down())
-	res, err = h.prober.Handle(t.Context(), tick(s))
+	res, err = one(h.prober.Handle(t.Context(), tick(s)))
 	if err != nil || !res.Reprobe || res.Space.Probe.ConsecutiveFailures != 1 {
 		t.Fatalf("failed tick: %+v %v", res, err)
 	}
@@ -163,7 +163,7 @@ func TestDuplicatesAreBounded(t *testing.T) {
 	// Another tick lands before the re-probe (say a redelivered tick message
 	// 25 s later): it probes, and the re-probe it overtook is dropped.
 	h.clock.Advance(25 * time.Second)
-	res, err = h.prober.Handle(t.Context(), tick(s))
+	res, err = one(h.prober.Handle(t.Context(), tick(s)))
 	if err != nil || res.Space.Probe.ConsecutiveFailures != 2 {
 		t.Fatalf("second tick: %+v %v", res, err)
 	}
@@ -171,7 +171,7 @@ func TestDuplicatesAreBounded(t *testing.T) {
 	if len(ds) != 1 {
 		t.Fatalf("%d due, want the first re-probe", len(ds))
 	}
-	if res, err := h.prober.Handle(t.Context(), ds[0]); err != nil || res.Action != probing.ActionSuperseded {
+	if res, err := one(h.prober.Handle(t.Context(), ds[0])); err != nil || res.Action != probing.ActionSuperseded {
 		t.Errorf("overtaken re-probe: %+v %v", res, err)
 	}
 	// The chain goes on from the second tick's re-probe and stops at the
@@ -181,7 +181,7 @@ func TestDuplicatesAreBounded(t *testing.T) {
 	if len(ds) != 1 {
 		t.Fatalf("%d due, want the second re-probe", len(ds))
 	}
-	res, err = h.prober.Handle(t.Context(), ds[0])
+	res, err = one(h.prober.Handle(t.Context(), ds[0]))
 	if err != nil || res.Space.Status != space.Inactive || res.Reprobe {
 		t.Fatalf("third failure: %+v %v", res, err)
 	}
@@ -201,7 +201,7 @@ func TestConflictReappliesOnce(t *testing.T) {
 	var res probing.Result
 	go func() {
 		var err error
-		res, err = h.prober.Handle(context.Background(), tick(s))
+		res, err = one(h.prober.Handle(context.Background(), tick(s)))
 		done <- err
 	}()
 	for c.Requests("/version") == 0 {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"spaces/shared/probing"
 	"spaces/shared/space"
@@ -78,9 +79,11 @@ func TestTickShardsSendsItsRangeOnly(t *testing.T) {
 		t.Fatalf("shards 1-2: %+v %v, %d queued; want 50", out, err, q.pending())
 	}
 	q.mu.Lock()
-	for _, m := range q.msgs {
-		if strings.HasPrefix(m.msg.ID, "00000000-0000-4000-8000-000000") {
-			t.Errorf("shard 0's %s was sent", m.msg.ID)
+	for _, q := range q.msgs {
+		for _, m := range q.msg.Each() {
+			if strings.HasPrefix(m.ID, "00000000-0000-4000-8000-000000") {
+				t.Errorf("shard 0's %s was sent", m.ID)
+			}
 		}
 	}
 	q.mu.Unlock()
@@ -141,29 +144,59 @@ func (q *recordingQueue) Enqueue(_ context.Context, msgs []probing.Delayed) erro
 
 // A page is sent with equal delays side by side (so that each
 // SendMessageBatch of 10 becomes visible at one instant and is received
-// whole), and every space keeps its own delay, Jitter of its id.
+// whole), its spaces that share a delay in messages of up to MaxSpaces
+// (ticks of one space in the one-space form), and every space keeps its
+// own delay, Jitter of its id.
 func TestTickSendsEqualDelaysTogether(t *testing.T) {
 	q := &recordingQueue{}
 	s := probing.NewScheduler(probing.Scheduler{Targets: shardedLister{perShard: 700}, Queue: q, PageSize: 500, Log: discardLogger()})
-	if out, err := s.Tick(t.Context()); err != nil || out.Spaces != 2100 {
+	out, err := s.Tick(t.Context())
+	if err != nil || out.Spaces != 2100 {
 		t.Fatalf("tick: %+v %v", out, err)
 	}
 	if len(q.calls) != 6 {
 		t.Fatalf("%d sends, want one per page (6)", len(q.calls))
 	}
 	seen := map[string]bool{}
+	sent := 0
 	for _, msgs := range q.calls {
 		if !slices.IsSortedFunc(msgs, func(a, b probing.Delayed) int { return cmp.Compare(a.Delay, b.Delay) }) {
 			t.Errorf("a page of %d sent with its delays out of order", len(msgs))
 		}
+		perDelay := map[time.Duration]int{}
 		for _, m := range msgs {
-			if want := probing.Jitter(m.Message.ID, space.DefaultProbeInterval); m.Delay != want {
-				t.Errorf("%s delayed %s, want its own %s", m.Message.ID, m.Delay, want)
+			ones := m.Message.Each()
+			if len(ones) > probing.MaxSpaces || (len(ones) > 1) != (m.Message.Spaces != nil) {
+				t.Errorf("a message of %d spaces: %+v", len(ones), m.Message)
 			}
-			seen[m.Message.ID] = true
+			if _, err := probing.DecodeMessage(m.Message.Encode()); err != nil {
+				t.Errorf("message %+v: %v", m.Message, err)
+			}
+			for _, o := range ones {
+				if want := probing.Jitter(o.ID, space.DefaultProbeInterval); m.Delay != want {
+					t.Errorf("%s delayed %s, want its own %s", o.ID, m.Delay, want)
+				}
+				if seen[o.ID] {
+					t.Errorf("%s sent twice", o.ID)
+				}
+				seen[o.ID] = true
+				perDelay[m.Delay]++
+			}
 		}
+		// As few messages as MaxSpaces allows: one per MaxSpaces spaces of a delay.
+		want := 0
+		for _, n := range perDelay {
+			want += (n + probing.MaxSpaces - 1) / probing.MaxSpaces
+		}
+		if len(msgs) != want {
+			t.Errorf("a page sent in %d messages, want %d", len(msgs), want)
+		}
+		sent += len(msgs)
 	}
 	if len(seen) != 2100 {
 		t.Errorf("%d distinct spaces sent, want 2,100", len(seen))
+	}
+	if out.Messages != sent || sent >= 2100/2 {
+		t.Errorf("fan-out reports %d messages, %d sent for 2,100 spaces: want them equal and well under one a space", out.Messages, sent)
 	}
 }
