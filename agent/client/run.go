@@ -14,6 +14,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"spaces/shared/space"
 )
 
 // Defaults. The credential lives 24 h (space.AgentCredentialTTL); renewing
@@ -213,14 +215,14 @@ func (cfg *Config) exchange(ctx context.Context, api *spacesAPI, store stateSecr
 // renewLease reads the cluster's version, as the prober's GET /version
 // does for a direct space, and reports it: a cluster whose API server does
 // not answer renews no lease, so its space turns inactive.
-func renewLease(ctx context.Context, api *spacesAPI, kube kubernetes.Interface, st state) (time.Duration, work, error) {
+func renewLease(ctx context.Context, api *spacesAPI, kube kubernetes.Interface, st state) (time.Duration, space.AgentWork, error) {
 	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
 	if err != nil {
-		return 0, work{}, fmt.Errorf("GET /version from the cluster: %w", err)
+		return 0, space.AgentWork{}, fmt.Errorf("GET /version from the cluster: %w", err)
 	}
 	var v ServerVersion
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return 0, work{}, fmt.Errorf("GET /version from the cluster: %w", err)
+		return 0, space.AgentWork{}, fmt.Errorf("GET /version from the cluster: %w", err)
 	}
 	d, w, err := api.lease(ctx, st.Credential, st.SpaceID, v)
 	return leaseInterval(int(d / time.Second)), w, err

@@ -18,6 +18,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"spaces/shared/space"
 )
 
 // Version is the agent's own version, reported with every lease renewal.
@@ -86,11 +88,11 @@ func (c *spacesAPI) renew(ctx context.Context, cred string) (credential, error) 
 
 // lease renews the space's lease and answers the cadence Spaces asks for
 // and the work waiting for the agent.
-func (c *spacesAPI) lease(ctx context.Context, cred, spaceID string, v ServerVersion) (time.Duration, work, error) {
+func (c *spacesAPI) lease(ctx context.Context, cred, spaceID string, v ServerVersion) (time.Duration, space.AgentWork, error) {
 	body := map[string]any{"agent_version": Version, "server_version": v}
 	var out struct {
-		LeaseIntervalSeconds int  `json:"lease_interval_seconds"`
-		Work                 work `json:"work"`
+		LeaseIntervalSeconds int             `json:"lease_interval_seconds"`
+		Work                 space.AgentWork `json:"work"`
 	}
 	err := c.call(ctx, "renew the lease", http.MethodPut, "agent/spaces/"+url.PathEscape(spaceID)+"/lease", cred, body, &out)
 	return time.Duration(out.LeaseIntervalSeconds) * time.Second, out.Work, err

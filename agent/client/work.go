@@ -8,13 +8,13 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"spaces/shared/kubeapply"
+	"spaces/shared/space"
 )
 
 // The cluster-side work of the agent's space (ARCHITECTURE.md, "Agent
@@ -26,38 +26,6 @@ import (
 // the next renewal (a create of an existing namespace and a server-side
 // apply repeated are harmless), so it is done at least once.
 
-// work is the lease answer's work (space.AgentWork).
-type work struct {
-	NamespacesWanted bool              `json:"namespaces_wanted"`
-	NamespaceCreates []namespaceCreate `json:"namespace_creates"`
-	Revisions        []revision        `json:"revisions"`
-}
-
-type namespaceCreate struct {
-	Name   string            `json:"name"`
-	Labels map[string]string `json:"labels"`
-}
-
-type revision struct {
-	ID        string           `json:"id"`
-	Version   int64            `json:"version"`
-	Namespace string           `json:"namespace"`
-	Manifests []map[string]any `json:"manifests"`
-}
-
-// namespace is one entry of the report (space.Namespace).
-type namespace struct {
-	Name      string            `json:"name"`
-	Phase     string            `json:"phase"`
-	Labels    map[string]string `json:"labels"`
-	CreatedAt time.Time         `json:"created_at"`
-}
-
-type createOutcome struct {
-	Name  string `json:"name"`
-	Error string `json:"error"`
-}
-
 // Report bounds (space.MaxReportedNamespaces, MaxNamespacesReportBody):
 // a cluster with more is reported by its first namespaces, by name.
 const (
@@ -68,13 +36,13 @@ const (
 // doWork carries out w. Only ErrRefused (the credential is refused: the
 // agent stops) is returned; every other failure is logged and retried by
 // the work coming back.
-func (cfg *Config) doWork(ctx context.Context, api *spacesAPI, st state, w work) error {
+func (cfg *Config) doWork(ctx context.Context, api *spacesAPI, st state, w space.AgentWork) error {
 	log := cfg.Log
-	var outcomes []createOutcome
+	var outcomes []space.CreateOutcome
 	for _, c := range w.NamespaceCreates {
 		_, err := cfg.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Labels: c.Labels}},
 			metav1.CreateOptions{FieldManager: kubeapply.FieldManager})
-		o := createOutcome{Name: c.Name}
+		o := space.CreateOutcome{Name: c.Name}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			o.Error = err.Error()
 		}
@@ -116,18 +84,18 @@ func (cfg *Config) doWork(ctx context.Context, api *spacesAPI, st state, w work)
 }
 
 // listNamespaces reads the cluster's namespaces as the report carries them.
-func (cfg *Config) listNamespaces(ctx context.Context) ([]namespace, error) {
+func (cfg *Config) listNamespaces(ctx context.Context) ([]space.Namespace, error) {
 	list, err := cfg.Kube.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("list namespaces: %w", err)
 	}
-	out := make([]namespace, 0, len(list.Items))
+	out := make([]space.Namespace, 0, len(list.Items))
 	for _, ns := range list.Items {
 		labels := ns.Labels
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		out = append(out, namespace{Name: ns.Name, Phase: string(ns.Status.Phase), Labels: labels, CreatedAt: ns.CreationTimestamp.UTC()})
+		out = append(out, space.Namespace{Name: ns.Name, Phase: string(ns.Status.Phase), Labels: labels, CreatedAt: ns.CreationTimestamp.UTC()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return fitReport(out), nil
@@ -135,7 +103,7 @@ func (cfg *Config) listNamespaces(ctx context.Context) ([]namespace, error) {
 
 // fitReport keeps the first namespaces, by name, that the report's bounds
 // take.
-func fitReport(items []namespace) []namespace {
+func fitReport(items []space.Namespace) []space.Namespace {
 	if len(items) > maxReportedNamespaces {
 		items = items[:maxReportedNamespaces]
 	}
@@ -149,9 +117,9 @@ func fitReport(items []namespace) []namespace {
 	return items
 }
 
-func (c *spacesAPI) reportNamespaces(ctx context.Context, cred, spaceID string, items []namespace, creates []createOutcome) error {
+func (c *spacesAPI) reportNamespaces(ctx context.Context, cred, spaceID string, items []space.Namespace, creates []space.CreateOutcome) error {
 	if creates == nil {
-		creates = []createOutcome{}
+		creates = []space.CreateOutcome{}
 	}
 	body := map[string]any{"items": items, "creates": creates}
 	return c.call(ctx, "report the namespaces", http.MethodPut, "agent/spaces/"+url.PathEscape(spaceID)+"/namespaces", cred, body, nil)
