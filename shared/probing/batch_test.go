@@ -85,6 +85,21 @@ func TestMultiSpaceMessage(t *testing.T) {
 	if err := h.svc.Deregister(t.Context(), h.org, gone.ID, 0, "test"); err != nil {
 		t.Fatal(err)
 	}
+	// The duplicates below come 5 s and 35 s after the first probe, and
+	// must not write. A heartbeat falling due in that window would (each
+	// space's heartbeat has its own phase, space.HeartbeatDue): start the
+	// clock where neither sibling's falls within the next 40 s.
+	for n := 0; ; n++ {
+		now := h.clock.Now()
+		if !space.HeartbeatDue(a.ID, now, now.Add(40*time.Second), space.DefaultHeartbeat) &&
+			!space.HeartbeatDue(b.ID, now, now.Add(40*time.Second), space.DefaultHeartbeat) {
+			break
+		}
+		if n == 100 {
+			t.Fatal("no 40 s without a heartbeat due")
+		}
+		h.clock.Advance(10 * time.Second)
+	}
 	d := multi("m1", a, gone, b)
 	res, err := h.prober.Handle(t.Context(), d)
 	if err != nil || len(res) != 3 {
