@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -65,23 +64,4 @@ func sample(t *testing.T, path string) events.APIGatewayV2HTTPRequest {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return ev
-}
-
-// TestLinksNoClusterSDK: the agent function starts as quickly as the
-// catalog: no client-go, no cloud SDK, no EventBridge, no default
-// configuration chain (awsclient.FromEnv says why).
-func TestLinksNoClusterSDK(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	banned := []string{"k8s.io/", "sigs.k8s.io/", "cloud.google.com/", "google.golang.org/grpc", "github.com/Azure/",
-		"spaces/shared/mint", "github.com/aws/aws-sdk-go-v2/service/eventbridge", "github.com/aws/aws-sdk-go-v2/config"}
-	for _, pkg := range strings.Fields(string(out)) {
-		for _, b := range banned {
-			if strings.HasPrefix(pkg, b) {
-				t.Errorf("functions/agent links %s", pkg)
-			}
-		}
-	}
 }

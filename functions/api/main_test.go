@@ -124,20 +124,23 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 // the GKE client brings); functions/discovery does. Nor does it link the AWS
 // services it does not call (EventBridge) or the SDK's default
 // configuration chain (awsclient.FromEnv says why): each service's
-// package init costs every cold start.
+// package init costs every cold start. The agent function (functions/agent,
+// the agent's routes) is held to the same list.
 func TestCatalogLinksNoClusterSDK(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
 	banned := []string{"k8s.io/", "sigs.k8s.io/", "cloud.google.com/", "google.golang.org/grpc", "github.com/Azure/",
 		"github.com/aws/aws-sdk-go-v2/service/eks", "spaces/shared/mint", "spaces/shared/kubens",
 		"github.com/aws/aws-sdk-go-v2/service/eventbridge", "github.com/aws/aws-sdk-go-v2/config",
 		"github.com/aws/aws-sdk-go-v2/service/sts", "github.com/aws/aws-sdk-go-v2/service/sso", "github.com/aws/aws-sdk-go-v2/service/signin"}
-	for _, pkg := range strings.Fields(string(out)) {
-		for _, b := range banned {
-			if strings.HasPrefix(pkg, b) {
-				t.Errorf("functions/api links %s", pkg)
+	for _, fn := range []string{"functions/api", "functions/agent"} {
+		out, err := exec.Command("go", "list", "-deps", "spaces/"+fn).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, out)
+		}
+		for _, pkg := range strings.Fields(string(out)) {
+			for _, b := range banned {
+				if strings.HasPrefix(pkg, b) {
+					t.Errorf("%s links %s", fn, pkg)
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -114,7 +115,7 @@ func (s *Store) backfillOnce(ctx context.Context, key, item map[string]types.Att
 		cond     = "#ver = :prev"
 		names    = map[string]string{"#ver": "version"}
 		count    *int
-		revision = len(sk.Value) > len(prefixRevision) && sk.Value[:len(prefixRevision)] == prefixRevision
+		revision = strings.HasPrefix(sk.Value, prefixRevision)
 	)
 	if revision {
 		var r space.Revision

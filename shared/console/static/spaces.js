@@ -118,12 +118,10 @@ export async function spacesList(root, _, ctx) {
   const statField = sel('f-status', 'status', 'Status', [['', 'All statuses'], ['active', 'active'], ['inactive', 'inactive'], ['unknown', 'unknown']]);
   const acctField = sel('f-account', 'account', 'Cloud account', [['', 'All accounts']]);
   const acctSel = acctField.querySelector('select');
-  const accountNames = new Map();
   // The accounts' names, for their filter, are asked once the first page
   // is on screen: the page's own requests come first.
   const loadAccounts = () => api.all('/cloud-accounts').then(accts => {
     for (const a of accts) {
-      accountNames.set(a.id, a.name);
       acctSel.append(h('option', { value: a.id, selected: a.id === state.account }, `${a.name} (${PROVIDERS[a.provider]})`));
     }
   }).catch(() => {});
