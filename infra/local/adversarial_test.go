@@ -24,8 +24,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"spaces/shared/auth"
-	"spaces/shared/awsclient"
-	"spaces/shared/dynamostore"
 )
 
 // The adversarial suite attacks the local stack over real HTTP, the way
@@ -194,12 +192,7 @@ func TestAdversarial(t *testing.T) {
 	a := makeFixture(t, acme, "acme-secret-cluster")
 	g := makeFixture(t, globex, "globex-cluster")
 	gone := acme.must(201, acme.do("POST", "/spaces", registerBody("aws", a.account, "gone")))["id"].(string)
-	acme.must(204, acme.do("DELETE", "/spaces/"+gone, nil))
-	store := dynamostore.New(awsclient.DynamoDB(st.AWS, st.EmulatorURL), st.Table)
-	eventually(t, "the cascade of the deregistered space", func() bool {
-		done, err := store.Cascaded(t.Context(), "acme", gone)
-		return err == nil && done
-	})
+	acme.deregister(gone)
 
 	adv := &adversary{t: t, base: st.APIURL, http: &http.Client{}, runs: map[string]int{}}
 	before := snapshot(t, st)

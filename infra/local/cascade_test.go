@@ -67,7 +67,7 @@ func startCascadeStack(t testing.TB, pollInterval time.Duration) (*Stack, *count
 
 // eventually polls cond every 20 ms until it holds, failing after a
 // generous deadline (a liveness bound, not a timing goal: see BENCHMARKS.md).
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {

@@ -53,6 +53,7 @@ type client struct {
 	st    *Stack
 	base  string
 	token string
+	org   string
 	http  *http.Client
 }
 
@@ -71,8 +72,21 @@ func newClient(t testing.TB, st *Stack, org string, scopes ...string) *client {
 		}
 	}
 	validatorOnce.Do(func() { validator = openapitest.New(t, spaces.OpenAPI) })
-	return &client{t: t, st: st, base: st.APIURL, token: token,
+	return &client{t: t, st: st, base: st.APIURL, token: token, org: org,
 		http: &http.Client{Transport: openapitest.RoundTripper(t, validator, http.DefaultTransport)}}
+}
+
+// deregister deletes a space and waits for its cascade. The cascade's
+// marker is an item written after the 204, from the table's stream: a test
+// that counts items after a deregistration counts after this.
+func (c *client) deregister(id string) {
+	c.t.Helper()
+	c.must(204, c.do("DELETE", "/spaces/"+id, nil))
+	store := dynamostore.New(awsclient.DynamoDB(c.st.AWS, c.st.EmulatorURL), c.st.Table)
+	eventually(c.t, "the cascade of space "+id, func() bool {
+		done, err := store.Cascaded(context.Background(), c.org, id)
+		return err == nil && done
+	})
 }
 
 type resp struct {
