@@ -10,6 +10,9 @@
 //   - the space's kubeauth grant is deleted if the deregistration's own
 //     transaction has not (it has; this makes sure);
 //   - one "Space Deregistered" event is published;
+//   - an agent space's agent is woken (Agents, best effort): its next
+//     renewal is refused and it stops, instead of at its next fallback
+//     renewal (the presence channel, space.PresenceFallback);
 //   - the marker CASCADE#<space> is written, only if absent.
 //
 // Idempotency: a record whose marker exists changes nothing and publishes
@@ -69,6 +72,8 @@ type Cascade struct {
 	// Workers bounds the concurrent updates (default DefaultWorkers).
 	Workers int
 	Log     *slog.Logger
+	// Agents wakes agent spaces' agents (nil: none are woken).
+	Agents space.Waker
 }
 
 // Result is what one cascade did.
@@ -137,6 +142,11 @@ func (c *Cascade) Run(ctx context.Context, d space.Deregistered) (Result, error)
 	}
 	res.Published = true
 	res.Writes++
+	if d.Connectivity == space.ViaAgent && c.Agents != nil {
+		if err := c.Agents.Wake(ctx, d.SpaceID); err != nil {
+			c.Log.WarnContext(ctx, "cannot wake the deregistered space's agent; it stops at its next renewal", "error", err.Error())
+		}
+	}
 	if _, err := c.Store.MarkCascaded(ctx, d.OrgID, d.SpaceID, now); err != nil {
 		return res, err
 	}

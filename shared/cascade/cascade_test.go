@@ -209,6 +209,53 @@ func TestGateOnlyIfStillBound(t *testing.T) {
 	}
 }
 
+// waker records the spaces whose agents were woken, and fails while
+// failing is set.
+type waker struct {
+	mu      sync.Mutex
+	failing bool
+	woken   []string
+}
+
+func (w *waker) Wake(_ context.Context, spaceID string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failing {
+		return errors.New("IoT Core is down")
+	}
+	w.woken = append(w.woken, spaceID)
+	return nil
+}
+
+// TestAgentIsWoken: an agent space's deregistration wakes its agent (so
+// that its next renewal is refused now); a direct space's wakes nobody; a
+// wake that fails does not fail the cascade, which still marks itself.
+func TestAgentIsWoken(t *testing.T) {
+	w := newWorld(t)
+	ctx := t.Context()
+	agentSpace, _, _ := w.deregistered(t, "agent-cluster", 0, 0)
+	direct, _, _ := w.deregistered(t, "direct-cluster", 0, 0)
+	wk := &waker{}
+	c := cascade.New(cascade.Cascade{Store: w.store, Events: &publisher{}, Agents: wk})
+	if _, err := c.Run(ctx, space.Deregistered{OrgID: "acme", SpaceID: agentSpace.ID, Connectivity: space.ViaAgent}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Run(ctx, space.Deregistered{OrgID: "acme", SpaceID: direct.ID, Connectivity: space.Direct}); err != nil {
+		t.Fatal(err)
+	}
+	if len(wk.woken) != 1 || wk.woken[0] != agentSpace.ID {
+		t.Errorf("woken %v, want only %s", wk.woken, agentSpace.ID)
+	}
+	failing, _, _ := w.deregistered(t, "agent-unwoken", 0, 0)
+	wk.failing = true
+	if _, err := c.Run(ctx, space.Deregistered{OrgID: "acme", SpaceID: failing.ID, Connectivity: space.ViaAgent}); err != nil {
+		t.Fatalf("a failed wake failed the cascade: %v", err)
+	}
+	if done, err := w.store.Cascaded(ctx, "acme", failing.ID); err != nil || !done {
+		t.Errorf("cascade not marked after a failed wake: %v %v", done, err)
+	}
+}
+
 // BenchmarkCascade1000: the cascade of one space with 1,000 environments and
 // 1,000 autoscaler policies (setup excluded), one worker and the default.
 func BenchmarkCascade1000(b *testing.B) {

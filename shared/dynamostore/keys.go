@@ -159,6 +159,8 @@ func (s *Store) Deregistration(r events.DynamoDBEventRecord) (space.Deregistered
 	d.Provider = space.Provider(provider)
 	d.CloudAccountID, _ = str(r.Change.NewImage, "cloud_account_id")
 	d.DeletedBy, _ = str(r.Change.NewImage, "deleted_by")
+	conn, _ := str(r.Change.NewImage, "connectivity")
+	d.Connectivity = space.Connectivity(conn)
 	t, err := time.Parse(time.RFC3339Nano, at)
 	if err != nil || d.OrgID == "" || d.SpaceID == "" {
 		return space.Deregistered{}, false

@@ -15,6 +15,9 @@ type Deregistered struct {
 	CloudAccountID string
 	DeletedAt      time.Time
 	DeletedBy      string
+	// Connectivity is how the space was reached: an agent space's agent
+	// is woken so that it learns of the deregistration at once.
+	Connectivity Connectivity
 }
 
 // Tombstone is what the views that referenced the space show of it.
