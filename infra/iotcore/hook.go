@@ -36,6 +36,9 @@ func (h *hook) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	if err != nil {
 		b.log.Info("CONNECT refused", "client", cl.ID, "error", err)
 		code := packets.ErrNotAuthorized
+		if cl.Properties.ProtocolVersion < 5 {
+			code = packets.ErrBadUsernameOrPassword // mochi sends it as 3.1.1's 5, "not authorized"
+		}
 		if len(cl.ID) > MaxClientIDBytes {
 			code = packets.ErrClientIdentifierNotValid
 		}
