@@ -476,3 +476,22 @@ func TestAuthorizerName(t *testing.T) {
 		}
 	}
 }
+
+// Rule 6: "Client IDs that contain # or + do not receive lifecycle events";
+// and closing the broker disconnects clients with SERVER_INITIATED_DISCONNECT.
+func TestLifecycleEdges(t *testing.T) {
+	f := start(t)
+	f.mustDial(t, "spaces-a+b")
+	f.quiet(t)
+	f.mustDial(t, "spaces-c")
+	f.next(t)
+	f.b.Close()
+	select {
+	case ev := <-f.events:
+		if ev.ClientID != "spaces-c" || ev.EventType != "disconnected" || ev.DisconnectReason != ReasonServerInitiated {
+			t.Fatalf("event at Close %+v", ev)
+		}
+	default:
+		t.Fatal("Close returned before the disconnected event's rule ran")
+	}
+}
