@@ -195,7 +195,7 @@ func TestPolicyOverMQTT(t *testing.T) {
 	if res["spaces/spaces-p/wake"] != 1 || res["spaces/spaces-other/wake"] != 0x80 {
 		t.Fatalf("SUBACK codes %v, want 1 for its wake topic and 0x80 for another", res)
 	}
-	if code, body := f.publishHTTP(t, "spaces/spaces-p/wake", "qos=1", []byte("wake")); code != 200 {
+	if code, body := f.publishHTTP(t, "spaces/spaces-p/wake", 1, false, []byte("wake")); code != 200 {
 		t.Fatalf("data plane publish: %d %s", code, body)
 	}
 	select {
@@ -329,8 +329,8 @@ func TestRules(t *testing.T) {
 	}})
 	f.mustDial(t, "other-1") // outside the presence rule's WHERE
 	f.quiet(t)
-	f.publishHTTP(t, "things/a/b", "", []byte("x"))
-	f.publishHTTP(t, "nothing/a", "", []byte("y"))
+	f.publishHTTP(t, "things/a/b", 0, false, []byte("x"))
+	f.publishHTTP(t, "nothing/a", 0, false, []byte("y"))
 	select {
 	case p := <-hits:
 		if p != "x" {
@@ -383,22 +383,43 @@ func TestMatchFilter(t *testing.T) {
 func TestDataPlane(t *testing.T) {
 	f := start(t)
 	for _, c := range []struct {
-		topic, query string
-		body         []byte
-		want         int
+		topic string
+		qos   int32
+		body  []byte
+		want  int
 	}{
-		{"spaces/x/wake", "qos=1", []byte("{}"), 200},
-		{"spaces/x/wake", "qos=0", nil, 200},
-		{"spaces/x/wake", "qos=2", []byte("{}"), 400},
-		{"a/b/c/d/e/f/g/h/i", "", []byte("{}"), 400}, // 8 slashes
-		{strings.Repeat("t", 257), "", []byte("{}"), 400},
-		{"spaces/+/wake", "", []byte("{}"), 400},
-		{"spaces/x/wake", "", make([]byte, MaxPayloadBytes+1), 413},
-		{"spaces/x/wake", "", make([]byte, MaxPayloadBytes), 200},
+		{"spaces/x/wake", 1, []byte("{}"), 200},
+		{"spaces/x/wake", 0, nil, 200},
+		{"spaces/x/wake", 2, []byte("{}"), 400},
+		{"a/b/c/d/e/f/g/h/i", 0, []byte("{}"), 400}, // 8 slashes
+		{"a/b/c/d/e/f/g/h", 0, []byte("{}"), 200},   // 7
+		{strings.Repeat("t", 257), 0, []byte("{}"), 400},
+		{"spaces/+/wake", 0, []byte("{}"), 400},
+		{"spaces/x/wake", 0, make([]byte, MaxPayloadBytes+1), 413},
+		{"spaces/x/wake", 0, make([]byte, MaxPayloadBytes), 200},
 	} {
-		if code, body := f.publishHTTP(t, c.topic, c.query, c.body); code != c.want {
-			t.Errorf("POST %s?%s (%d bytes): %d %s, want %d", c.topic, c.query, len(c.body), code, body, c.want)
+		if code, body := f.publishHTTP(t, c.topic, c.qos, false, c.body); code != c.want {
+			t.Errorf("POST %s qos %d (%d bytes): %d %s, want %d", c.topic, c.qos, len(c.body), code, body, c.want)
 		}
+	}
+
+	// A subscriber gets the message with the topic intact and the QoS asked.
+	sub, err := f.dial(t, "spaces-dp2", "ok", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan paho.Message, 1)
+	sub.Subscribe("spaces/spaces-dp2/wake", 1, func(_ paho.Client, m paho.Message) { got <- m }).WaitTimeout(5 * time.Second)
+	if code, body := f.publishHTTP(t, "spaces/spaces-dp2/wake", 1, false, []byte(`{"wake":true}`)); code != 200 {
+		t.Fatalf("publish: %d %s", code, body)
+	}
+	select {
+	case m := <-got:
+		if m.Topic() != "spaces/spaces-dp2/wake" || string(m.Payload()) != `{"wake":true}` || m.Qos() != 1 {
+			t.Fatalf("delivered %s %q qos %d", m.Topic(), m.Payload(), m.Qos())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("not delivered")
 	}
 }
 
@@ -439,7 +460,7 @@ func TestUsage(t *testing.T) {
 	f.next(t)
 	got := make(chan struct{}, 1)
 	c.Subscribe("spaces/spaces-u/wake", 1, func(paho.Client, paho.Message) { got <- struct{}{} }).WaitTimeout(5 * time.Second) // 1
-	f.publishHTTP(t, "spaces/spaces-u/wake", "qos=0", make([]byte, 6*1024))                                                    // 6 KB: 2 in, 2 out
+	f.publishHTTP(t, "spaces/spaces-u/wake", 0, false, make([]byte, 6*1024))                                                   // 6 KB: 2 in, 2 out
 	<-got
 	f.clock.Advance(90 * time.Second) // billed as 2 minutes
 	c.Disconnect(100)                 // not metered; disconnected event: 1 rule

@@ -15,12 +15,12 @@ import (
 	"math/big"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/smithy-go/encoding/httpbinding"
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/mochi-mqtt/server/v2/packets"
 )
@@ -261,16 +261,39 @@ func (f *fixture) rawConnect(t *testing.T, clientID string) (net.Conn, byte) {
 	return conn, ack[3]
 }
 
-// publishHTTP posts to the data plane as iotdataplane.Publish does: the
-// topic is one path label, so '/' is escaped as %2F.
-func (f *fixture) publishHTTP(t *testing.T, topic, query string, body []byte) (int, string) {
+// publishHTTP posts to the data plane as iotdataplane.Publish does. The
+// module github.com/aws/aws-sdk-go-v2/service/iotdataplane is not on this
+// machine's module proxy, so the request is built the way its serializer
+// (awsRestjson1_serializeOpPublish) builds it, with the same smithy-go
+// encoder: POST /topics/{topic} with the topic as a URI label (so '/' is
+// %2F), qos as a query parameter only when not 0, retain only when true, and
+// the payload as an application/octet-stream body.
+func (f *fixture) publishHTTP(t *testing.T, topic string, qos int32, retain bool, body []byte) (int, string) {
 	t.Helper()
-	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: f.client}, Timeout: 5 * time.Second}
-	u := f.b.DataURL() + "/topics/" + strings.ReplaceAll(strings.ReplaceAll(topic, "$", "%24"), "/", "%2F")
-	if query != "" {
-		u += "?" + query
+	req, err := http.NewRequest(http.MethodPost, f.b.DataURL(), bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
 	}
-	resp, err := hc.Post(u, "application/octet-stream", bytes.NewReader(body))
+	path, query := httpbinding.SplitURI("/topics/{topic}")
+	enc, err := httpbinding.NewEncoder(path, query, req.Header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if qos != 0 {
+		enc.SetQuery("qos").Integer(qos)
+	}
+	if retain {
+		enc.SetQuery("retain").Boolean(retain)
+	}
+	if err := enc.SetURI("topic").String(topic); err != nil {
+		t.Fatal(err)
+	}
+	enc.SetHeader("Content-Type").String("application/octet-stream")
+	if req, err = enc.Encode(req); err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: f.client}, Timeout: 5 * time.Second}
+	resp, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
