@@ -1,6 +1,7 @@
 package iotcore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	paho "github.com/eclipse/paho.mqtt.golang"
 	pahopackets "github.com/eclipse/paho.mqtt.golang/packets"
+	"github.com/mochi-mqtt/server/v2/packets"
 )
 
 // Rule 1: the username names the authorizer, which gets the request IoT
@@ -515,4 +517,70 @@ func TestLifecycleEdges(t *testing.T) {
 	default:
 		t.Fatal("Close returned before the disconnected event's rule ran")
 	}
+}
+
+// Rule 3: iot:Receive is checked apart from iot:Subscribe: a subscription
+// the policy grants delivers nothing the policy does not let it receive.
+func TestReceiveNeedsItsOwnPermission(t *testing.T) {
+	f := start(t)
+	f.setAnswer(func(req events.IoTCoreCustomAuthorizerRequest, n int) (events.IoTCoreCustomAuthorizerResponse, error) {
+		r, err := goodAnswer(req, n)
+		r.PolicyDocuments[0].Statement = append(r.PolicyDocuments[0].Statement, events.IAMPolicyStatement{
+			Effect: "Allow", Action: []string{"iot:Subscribe"}, Resource: []string{"arn:aws:iot:*:*:topicfilter/news/*"},
+		})
+		return r, err
+	})
+	c := f.mustDial(t, "spaces-r")
+	f.next(t)
+	got := make(chan string, 2)
+	tok := c.Subscribe("news/+", 1, func(_ paho.Client, m paho.Message) { got <- m.Topic() })
+	tok.WaitTimeout(5 * time.Second)
+	if res := tok.(*paho.SubscribeToken).Result(); res["news/+"] != 1 {
+		t.Fatalf("SUBACK %v", res)
+	}
+	f.publishHTTP(t, "news/a", 1, false, []byte("x"))
+	select {
+	case topic := <-got:
+		t.Fatalf("delivered %s without iot:Receive", topic)
+	case <-time.After(5 * sweepEvery):
+	}
+}
+
+// MQTT 5 (raw packets; paho.mqtt.golang speaks 3.1.1): a refused CONNECT is
+// answered 0x87 "not authorized"; a PUBLISH the policy denies gets PUBACK
+// 0x87 and the connection stays.
+func TestMQTT5(t *testing.T) {
+	f := start(t)
+	f.setAnswer(func(req events.IoTCoreCustomAuthorizerRequest, n int) (events.IoTCoreCustomAuthorizerResponse, error) {
+		r, err := goodAnswer(req, n)
+		if req.ProtocolData.MQTT.ClientID == "spaces-5-refused" {
+			r.IsAuthenticated = false
+		}
+		return r, err
+	})
+	if _, code := f.rawConnectV(t, "spaces-5-refused", 5); code != 0x87 {
+		t.Fatalf("refused MQTT 5 CONNACK reason %#x, want 0x87", code)
+	}
+	conn, code := f.rawConnectV(t, "spaces-5", 5)
+	defer conn.Close()
+	if code != 0 {
+		t.Fatalf("CONNACK reason %#x", code)
+	}
+	f.next(t)
+	pub := packets.Packet{
+		FixedHeader:     packets.FixedHeader{Type: packets.Publish, Qos: 1},
+		ProtocolVersion: 5, TopicName: "spaces/denied", PacketID: 7, Payload: []byte("x"),
+	}
+	var buf bytes.Buffer
+	if err := pub.PublishEncode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write(buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	ack := readPacket(t, conn)
+	if ack[0]>>4 != packets.Puback || len(ack) < 5 || ack[4] != 0x87 {
+		t.Fatalf("PUBACK %x, want reason 0x87", ack)
+	}
+	f.quiet(t) // still connected
 }

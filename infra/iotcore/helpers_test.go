@@ -232,13 +232,19 @@ func (f *fixture) quiet(t *testing.T) {
 // the TCP connection without a DISCONNECT) and reads the CONNACK's code.
 func (f *fixture) rawConnect(t *testing.T, clientID string) (net.Conn, byte) {
 	t.Helper()
+	return f.rawConnectV(t, clientID, 4)
+}
+
+// rawConnectV is rawConnect in protocol version 4 (3.1.1) or 5.
+func (f *fixture) rawConnectV(t *testing.T, clientID string, version byte) (net.Conn, byte) {
+	t.Helper()
 	conn, err := tls.Dial("tcp", f.b.MQTTAddr(), f.client)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pk := packets.Packet{
 		FixedHeader:     packets.FixedHeader{Type: packets.Connect},
-		ProtocolVersion: 4,
+		ProtocolVersion: version,
 		Connect: packets.ConnectParams{
 			ProtocolName: []byte("MQTT"), Clean: true, Keepalive: 30,
 			ClientIdentifier: clientID,
@@ -253,12 +259,30 @@ func (f *fixture) rawConnect(t *testing.T, clientID string) (net.Conn, byte) {
 	if _, err := conn.Write(buf.Bytes()); err != nil {
 		t.Fatal(err)
 	}
-	ack := make([]byte, 4)
-	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.ReadFull(conn, ack); err != nil {
-		t.Fatalf("CONNACK: %v", err)
+	ack := readPacket(t, conn)
+	if ack[0]>>4 != packets.Connack || len(ack) < 4 {
+		t.Fatalf("CONNACK %x", ack)
 	}
-	return conn, ack[3]
+	return conn, ack[3] // fixed header, length, flags, return code (3.1.1) or reason (5)
+}
+
+// readPacket reads one MQTT packet (remaining length under 128 bytes).
+func readPacket(t *testing.T, conn net.Conn) []byte {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	head := make([]byte, 2)
+	if _, err := io.ReadFull(conn, head); err != nil {
+		t.Fatalf("read packet: %v", err)
+	}
+	if head[1] >= 128 {
+		t.Fatalf("packet %x longer than the helper reads", head)
+	}
+	body := make([]byte, head[1])
+	if _, err := io.ReadFull(conn, body); err != nil {
+		t.Fatalf("read packet: %v", err)
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	return append(head, body...)
 }
 
 // publishHTTP posts to the data plane as iotdataplane.Publish does. The
