@@ -322,13 +322,19 @@ func (b *Broker) connect(cl *mqtt.Client, pk packets.Packet) (*conn, error) {
 	}, nil
 }
 
-// kick closes a connection for reason (the first reason given sticks).
+// kick closes a connection for reason (the first reason given sticks). An
+// MQTT 5 client gets a DISCONNECT with the reason code first; MQTT 3.1.1 has
+// no server DISCONNECT, so its connection is just closed.
 func (b *Broker) kick(c *conn, reason string, code packets.Code) {
 	b.mu.Lock()
 	if c.reason == "" {
 		c.reason = reason
 	}
 	b.mu.Unlock()
+	if c.cl.Properties.ProtocolVersion < 5 {
+		c.cl.Stop(code)
+		return
+	}
 	_ = b.srv.DisconnectClient(c.cl, code)
 }
 
@@ -373,7 +379,11 @@ func (b *Broker) sweep() {
 			b.kick(k.c, k.reason, k.code)
 		}
 		for _, c := range refresh {
-			go b.refresh(c)
+			b.actions.Add(1)
+			go func() {
+				defer b.actions.Done()
+				b.refresh(c)
+			}()
 		}
 	}
 }

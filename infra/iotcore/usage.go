@@ -20,7 +20,8 @@ type Usage struct {
 	// and out (topic and payload), PUBACK from the device (one unit), and a
 	// data-plane request's body. PINGREQ, PINGRESP, DISCONNECT, CONNACK,
 	// SUBACK and the service's PUBACK are not metered. Lifecycle events are
-	// metered only when delivered to a subscriber.
+	// metered only when delivered to a subscriber. A refused CONNECT is
+	// metered too; a PUBLISH refused by the policy is not.
 	Messages        int64
 	AuthorizerCalls int64 // custom authorizer invocations (connects and refreshes)
 	RulesTriggered  int64 // messages a rule selected
