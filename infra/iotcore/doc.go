@@ -24,6 +24,7 @@
 // It does not model: X.509 or SigV4 authentication (the data plane accepts any
 // request, like the emulator), signed-token authorizers, policy variables and
 // Condition blocks, persistent sessions beyond what mochi keeps, retained
-// message limits, QoS 2 (refused, as IoT does not support it), throttling, the
-// rules engine's other SQL, its error action, or Basic Ingest.
+// message limits, QoS 2 (mochi downgrades it to 1; IoT Core supports 0 and 1
+// only and would not acknowledge it), throttling, the rules engine's other
+// SQL, its error action and ordering, or Basic Ingest.
 package iotcore
