@@ -128,6 +128,8 @@ type conn struct {
 }
 
 // Start listens on 127.0.0.1:0 for MQTT over TLS and for the data plane.
+// Authorizers and rule actions get ctx's values but not its cancellation:
+// Close stops the broker.
 func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if cfg.TLS == nil {
 		return nil, errors.New("iotcore: Config.TLS is required")

@@ -197,7 +197,9 @@ func (h *hook) OnSubscribed(cl *mqtt.Client, pk packets.Packet, _ []byte) {
 // OnACLCheck evaluates the connection's policy. mochi asks with write=false
 // both for a SUBSCRIBE's filter (iot:Subscribe on topicfilter/...) and for
 // delivering a message (iot:Receive on topic/...): a filter with wildcards,
-// or one OnSubscribe noted, is a subscription. A denied filter gets SUBACK's
+// or one OnSubscribe noted, is a subscription (so a message delivered at
+// that very moment on a topic spelled like a pending wildcard-free filter is
+// judged by iot:Subscribe: a known edge of the model). A denied filter gets SUBACK's
 // failure code. A denied PUBLISH from an MQTT 3.1.1 client disconnects it
 // with AUTH_ERROR ("the client failed to authenticate or authorization
 // failed", life-cycle-events.html); mochi answers an MQTT 5 client's QoS 1
