@@ -1,0 +1,468 @@
+package iotcore
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
+	mqtt "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/listeners"
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+// Authorizer is a custom authorizer's Lambda function, called in process.
+type Authorizer func(ctx context.Context, req events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error)
+
+// Config configures the broker.
+type Config struct {
+	TLS         *tls.Config           // server certificate (the caller's)
+	Authorizers map[string]Authorizer // by authorizer name
+	Rules       []Rule
+	Now         func() time.Time // default time.Now; keep-alive, authorizer TTLs, events and metering read it
+	Log         *slog.Logger     // default slog.Default()
+	// Region and Account of the policy resources' ARNs; default the
+	// emulator's us-east-1 and 000000000000.
+	Region, Account string
+}
+
+// Disconnect reasons of lifecycle events
+// (https://docs.aws.amazon.com/iot/latest/developerguide/life-cycle-events.html).
+const (
+	ReasonClientInitiated  = "CLIENT_INITIATED_DISCONNECT"
+	ReasonConnectionLost   = "CONNECTION_LOST"
+	ReasonKeepAliveTimeout = "MQTT_KEEP_ALIVE_TIMEOUT"
+	ReasonDuplicateClient  = "DUPLICATE_CLIENTID"
+	ReasonAuthError        = "AUTH_ERROR" // the page's value for "failed to authenticate or authorization failed"
+	ReasonClientError      = "CLIENT_ERROR"
+	ReasonServerInitiated  = "SERVER_INITIATED_DISCONNECT"
+	ReasonCustomAuthTTL    = "CUSTOMAUTH_TTL_EXPIRATION"
+)
+
+// Limits of the message broker
+// (https://docs.aws.amazon.com/general/latest/gr/iot-core.html#message-broker-limits):
+// client id 128 bytes, topic 256 bytes UTF-8, at most 7 forward slashes in a
+// topic or filter, payload 128 KB.
+const (
+	MaxClientIDBytes = 128
+	MaxTopicBytes    = 256
+	MaxTopicSlashes  = 7
+	MaxPayloadBytes  = 128 * 1024
+)
+
+// Keep-alive bounds: IoT Core treats a keep-alive under 30 s as 30 s (the
+// quotas page, https://docs.aws.amazon.com/general/latest/gr/iot-core.html#message-broker-limits)
+// and 1200 s is its maximum and its value for 0; the search tool did not
+// return the page's wording for 0 and for values above 1200, so those two
+// follow awslabs/aws-c-mqtt's note "AWS IoT maxes out at (and defaults to)
+// 1200 seconds". A client silent for 1.5 x keep-alive is disconnected with
+// MQTT_KEEP_ALIVE_TIMEOUT (life-cycle-events.html).
+const (
+	minKeepAlive = 30 * time.Second
+	maxKeepAlive = 1200 * time.Second
+)
+
+// authTimeout: "the timeout limit for the custom authorizer's Lambda function
+// is 5 seconds" (https://docs.aws.amazon.com/iot/latest/developerguide/config-custom-auth.html).
+const authTimeout = 5 * time.Second
+
+// sweepEvery is how often, in real time, deadlines read from Config.Now are
+// checked.
+const sweepEvery = 50 * time.Millisecond
+
+// Broker is a running local IoT Core: MQTT over TLS and the HTTPS data plane.
+type Broker struct {
+	cfg    Config
+	log    *slog.Logger
+	srv    *mqtt.Server
+	mqttLn *listeners.TCP
+	data   *dataPlane
+	rules  []compiledRule
+
+	ctx     context.Context // actions run under it, detached from Start's cancellation
+	stop    chan struct{}
+	swept   sync.WaitGroup
+	actions sync.WaitGroup
+	closed  atomic.Bool
+
+	mu       sync.Mutex
+	pending  map[*mqtt.Client]*conn // authorized, CONNACK not sent yet
+	conns    map[*mqtt.Client]*conn // established
+	live     map[string]*conn       // the established connection of each client id
+	versions map[string]int64       // last versionNumber of each client id
+
+	usage usage
+}
+
+// conn is one authorized MQTT connection.
+type conn struct {
+	cl         *mqtt.Client
+	clientID   string
+	principal  string
+	session    string
+	ip         string
+	version    int64
+	keepAlive  time.Duration
+	authorizer string
+	request    events.IoTCoreCustomAuthorizerRequest // re-sent at refresh
+
+	// guarded by Broker.mu
+	policy       policy
+	since        time.Time
+	lastSeen     time.Time
+	disconnectAt time.Time
+	refreshAt    time.Time
+	refreshing   bool
+	reason       string         // why the broker closed it; "" until then
+	subscribing  map[string]int // filters of SUBSCRIBE packets being checked
+}
+
+// Start listens on 127.0.0.1:0 for MQTT over TLS and for the data plane.
+// Authorizers and rule actions get ctx's values but not its cancellation:
+// Close stops the broker.
+func Start(ctx context.Context, cfg Config) (*Broker, error) {
+	if cfg.TLS == nil {
+		return nil, errors.New("iotcore: Config.TLS is required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	if cfg.Account == "" {
+		cfg.Account = "000000000000"
+	}
+	b := &Broker{
+		cfg:      cfg,
+		log:      cfg.Log.With("component", "iotcore"),
+		ctx:      context.WithoutCancel(ctx),
+		stop:     make(chan struct{}),
+		pending:  map[*mqtt.Client]*conn{},
+		conns:    map[*mqtt.Client]*conn{},
+		live:     map[string]*conn{},
+		versions: map[string]int64{},
+	}
+	for _, r := range cfg.Rules {
+		cr, err := compileRule(r)
+		if err != nil {
+			return nil, err
+		}
+		b.rules = append(b.rules, cr)
+	}
+
+	caps := mqtt.NewDefaultServerCapabilities()
+	// IoT Core supports QoS 0 and 1 only
+	// (https://docs.aws.amazon.com/iot/latest/developerguide/mqtt.html).
+	caps.MaximumQos = 1
+	b.srv = mqtt.New(&mqtt.Options{
+		InlineClient: true, // lifecycle events and the data plane publish through it
+		Capabilities: caps,
+		Logger:       b.log.With("part", "mochi"),
+	})
+	if err := b.srv.AddHook(&hook{b: b}, nil); err != nil {
+		return nil, err
+	}
+	tlsCfg := cfg.TLS.Clone()
+	b.mqttLn = listeners.NewTCP(listeners.Config{ID: "mqtts", Address: "127.0.0.1:0", TLSConfig: tlsCfg})
+	if err := b.srv.AddListener(b.mqttLn); err != nil {
+		return nil, fmt.Errorf("iotcore: listen: %w", err)
+	}
+	if err := b.srv.Serve(); err != nil {
+		return nil, fmt.Errorf("iotcore: serve: %w", err)
+	}
+	data, err := startDataPlane(b, tlsCfg)
+	if err != nil {
+		_ = b.srv.Close()
+		return nil, err
+	}
+	b.data = data
+	b.swept.Add(1)
+	go b.sweep()
+	return b, nil
+}
+
+// MQTTAddr is the host:port of MQTT over TLS.
+func (b *Broker) MQTTAddr() string { return b.mqttLn.Address() }
+
+// DataURL is the https://host:port of the data plane.
+func (b *Broker) DataURL() string { return "https://" + b.data.ln.Addr().String() }
+
+// Close disconnects every client (SERVER_INITIATED_DISCONNECT), publishes
+// their disconnected events, waits for rule actions and stops listening.
+func (b *Broker) Close() {
+	if !b.closed.CompareAndSwap(false, true) {
+		return
+	}
+	close(b.stop)
+	b.swept.Wait()
+	b.mu.Lock()
+	for _, c := range b.conns {
+		if c.reason == "" {
+			c.reason = ReasonServerInitiated
+		}
+	}
+	b.mu.Unlock()
+	b.data.close()
+	_ = b.srv.Close()
+	b.srv.Listeners.ClientsWg.Wait() // every OnDisconnect has run
+	b.actions.Wait()
+}
+
+func (b *Broker) now() time.Time { return b.cfg.Now() }
+
+func (b *Broker) arn(kind, name string) string {
+	return "arn:aws:iot:" + b.cfg.Region + ":" + b.cfg.Account + ":" + kind + "/" + name
+}
+
+// authorizerName reads the MQTT username's query form:
+// "username?x-amz-customauthorizer-name=NAME&..."; the part before '?' and
+// other parameters are ignored by the model
+// (https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth.html).
+func authorizerName(username string) string {
+	_, query, ok := strings.Cut(username, "?")
+	if !ok {
+		return ""
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return ""
+	}
+	return q.Get("x-amz-customauthorizer-name")
+}
+
+// effectiveKeepAlive applies IoT Core's keep-alive bounds (see minKeepAlive).
+func effectiveKeepAlive(seconds uint16) time.Duration {
+	d := time.Duration(seconds) * time.Second
+	switch {
+	case seconds == 0 || d > maxKeepAlive:
+		return maxKeepAlive
+	case d < minKeepAlive:
+		return minKeepAlive
+	}
+	return d
+}
+
+// authorize runs a connection's authorizer and validates its answer.
+func (b *Broker) authorize(name string, req events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error) {
+	auth, ok := b.cfg.Authorizers[name]
+	if !ok {
+		return events.IoTCoreCustomAuthorizerResponse{}, fmt.Errorf("no authorizer %q", name)
+	}
+	b.usage.authorizerCalls.Add(1)
+	ctx, cancel := context.WithTimeout(b.ctx, authTimeout)
+	defer cancel()
+	resp, err := auth(ctx, req)
+	if err != nil {
+		return resp, fmt.Errorf("authorizer %s: %w", name, err)
+	}
+	if err := validateAuthResponse(resp); err != nil {
+		return resp, fmt.Errorf("authorizer %s: %w", name, err)
+	}
+	return resp, nil
+}
+
+// connect authenticates and authorizes a CONNECT; an error refuses it.
+func (b *Broker) connect(cl *mqtt.Client, pk packets.Packet) (*conn, error) {
+	id := cl.ID
+	if len(id) > MaxClientIDBytes {
+		return nil, fmt.Errorf("client id of %d bytes is over %d", len(id), MaxClientIDBytes)
+	}
+	name := authorizerName(string(pk.Connect.Username))
+	if name == "" {
+		return nil, errors.New("no ?x-amz-customauthorizer-name= in the username (certificate and SigV4 authentication are not modelled)")
+	}
+	req := events.IoTCoreCustomAuthorizerRequest{
+		Protocols: []string{"mqtt"},
+		ProtocolData: &events.IoTCoreProtocolData{
+			MQTT: &events.IoTCoreMQTTContext{
+				ClientID: id,
+				Username: string(pk.Connect.Username),
+				Password: append([]byte(nil), pk.Connect.Password...),
+			},
+		},
+		ConnectionMetadata: &events.IoTCoreConnectionMetadata{ID: uuid.NewString()},
+	}
+	resp, err := b.authorize(name, req)
+	if err != nil {
+		return nil, err
+	}
+	pol := policy(resp.PolicyDocuments)
+	if !pol.allows(actConnect, b.arn("client", id)) {
+		return nil, fmt.Errorf("the policy does not allow iot:Connect for client %s", id)
+	}
+	now := b.now()
+	host, _, _ := net.SplitHostPort(cl.Net.Remote)
+	return &conn{
+		cl:           cl,
+		clientID:     id,
+		principal:    resp.PrincipalID,
+		session:      uuid.NewString(),
+		ip:           host,
+		keepAlive:    effectiveKeepAlive(pk.Connect.Keepalive),
+		authorizer:   name,
+		request:      req,
+		policy:       pol,
+		since:        now,
+		lastSeen:     now,
+		disconnectAt: now.Add(time.Duration(resp.DisconnectAfterInSeconds) * time.Second),
+		refreshAt:    now.Add(time.Duration(resp.RefreshAfterInSeconds) * time.Second),
+		subscribing:  map[string]int{},
+	}, nil
+}
+
+// kick closes a connection for reason (the first reason given sticks). An
+// MQTT 5 client gets a DISCONNECT with the reason code first; MQTT 3.1.1 has
+// no server DISCONNECT, so its connection is just closed.
+func (b *Broker) kick(c *conn, reason string, code packets.Code) {
+	b.mu.Lock()
+	if c.reason == "" {
+		c.reason = reason
+	}
+	b.mu.Unlock()
+	if c.cl.Properties.ProtocolVersion < 5 {
+		c.cl.Stop(code)
+		return
+	}
+	_ = b.srv.DisconnectClient(c.cl, code)
+}
+
+// sweep enforces the deadlines read from Config.Now: keep-alive, the
+// authorizer's disconnectAfterInSeconds and refreshAfterInSeconds.
+func (b *Broker) sweep() {
+	defer b.swept.Done()
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+		}
+		now := b.now()
+		type due struct {
+			c      *conn
+			reason string
+			code   packets.Code
+		}
+		var kicks []due
+		var refresh []*conn
+		b.mu.Lock()
+		for _, c := range b.conns {
+			if c.reason != "" {
+				continue
+			}
+			switch {
+			case now.Sub(c.lastSeen) >= c.keepAlive*3/2:
+				kicks = append(kicks, due{c, ReasonKeepAliveTimeout, packets.ErrKeepAliveTimeout})
+			case !now.Before(c.disconnectAt):
+				kicks = append(kicks, due{c, ReasonCustomAuthTTL, packets.ErrAdministrativeAction})
+			case !now.Before(c.refreshAt) && !c.refreshing:
+				c.refreshing = true
+				refresh = append(refresh, c)
+			}
+		}
+		b.mu.Unlock()
+		for _, k := range kicks {
+			b.log.Debug("disconnecting", "client", k.c.clientID, "reason", k.reason)
+			b.kick(k.c, k.reason, k.code)
+		}
+		for _, c := range refresh {
+			b.actions.Add(1)
+			go func() {
+				defer b.actions.Done()
+				b.refresh(c)
+			}()
+		}
+	}
+}
+
+// refresh re-invokes the authorizer at refreshAfterInSeconds: a refusal
+// disconnects the client, an answer replaces its policy. The connection keeps
+// the deadline its first answer set.
+func (b *Broker) refresh(c *conn) {
+	resp, err := b.authorize(c.authorizer, c.request)
+	if err != nil {
+		b.log.Info("policy refresh refused", "client", c.clientID, "error", err)
+		b.kick(c, ReasonAuthError, packets.ErrNotAuthorized)
+		return
+	}
+	b.mu.Lock()
+	c.policy = policy(resp.PolicyDocuments)
+	c.refreshAt = b.now().Add(time.Duration(resp.RefreshAfterInSeconds) * time.Second)
+	c.refreshing = false
+	b.mu.Unlock()
+}
+
+// lifecycle is the JSON of a presence event
+// (https://docs.aws.amazon.com/iot/latest/developerguide/life-cycle-events.html).
+type lifecycle struct {
+	ClientID                  string `json:"clientId"`
+	Timestamp                 int64  `json:"timestamp"`
+	EventType                 string `json:"eventType"`
+	SessionIdentifier         string `json:"sessionIdentifier"`
+	PrincipalIdentifier       string `json:"principalIdentifier"`
+	IPAddress                 string `json:"ipAddress,omitempty"`
+	ClientInitiatedDisconnect *bool  `json:"clientInitiatedDisconnect,omitempty"`
+	DisconnectReason          string `json:"disconnectReason,omitempty"`
+	VersionNumber             int64  `json:"versionNumber"`
+}
+
+// publishEvent publishes a lifecycle event on
+// $aws/events/presence/<connected|disconnected>/<clientId>. "Client IDs that
+// contain # or + do not receive lifecycle events" (life-cycle-events.html).
+func (b *Broker) publishEvent(ev lifecycle) {
+	if strings.ContainsAny(ev.ClientID, "#+") {
+		return
+	}
+	payload, _ := json.Marshal(ev) // plain struct: cannot fail
+	topic := "$aws/events/presence/" + ev.EventType + "/" + ev.ClientID
+	if err := b.srv.Publish(topic, payload, false, 0); err != nil {
+		b.log.Error("lifecycle event not published", "topic", topic, "error", err)
+	}
+}
+
+// runRules runs the action of every rule selecting the message. Actions run
+// concurrently with the broker; an error is logged (IoT's error action is
+// not modelled).
+func (b *Broker) runRules(topic string, payload []byte) {
+	for _, r := range b.rules {
+		if !r.selects(topic, payload) {
+			continue
+		}
+		b.usage.rulesTriggered.Add(1)
+		b.usage.ruleActions.Add(1)
+		body := append([]byte(nil), payload...)
+		b.actions.Add(1)
+		go func(r compiledRule) {
+			defer b.actions.Done()
+			if err := r.Action(b.ctx, body); err != nil {
+				b.log.Error("topic rule action failed", "rule", r.Name, "topic", topic, "error", err)
+			}
+		}(r)
+	}
+}
+
+// checkTopic applies the topic limits to a topic name or filter.
+func checkTopic(topic string) error {
+	if len(topic) > MaxTopicBytes {
+		return fmt.Errorf("topic of %d bytes is over %d", len(topic), MaxTopicBytes)
+	}
+	if n := strings.Count(topic, "/"); n > MaxTopicSlashes {
+		return fmt.Errorf("topic has %d slashes, over %d", n, MaxTopicSlashes)
+	}
+	return nil
+}
