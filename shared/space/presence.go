@@ -40,8 +40,11 @@ const (
 )
 
 // IoT Core's bounds on an authorizer's disconnectAfterInSeconds and
-// refreshAfterInSeconds: 300 to 86,400 seconds
-// (https://docs.aws.amazon.com/iot/latest/developerguide/config-custom-auth.html).
+// refreshAfterInSeconds: 300 to 86,400 seconds, as the contract (IOT.md)
+// gives them; the response is described on
+// https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth-lambda.html
+// (the search tool did not bring up the page's wording of the range; its
+// sample answers 86400 and 300).
 const (
 	minAuthorizedSeconds = 300
 	maxAuthorizedSeconds = 86400
@@ -160,6 +163,9 @@ func (a *Agents) Authorize(ctx context.Context, clientID, username string, passw
 		return AuthorizeResult{}, err
 	}
 	prefix := a.Presence.ClientPrefix
+	if prefix == "" {
+		return AuthorizeResult{}, ErrAgentAuth(errors.New("this stack has no presence channel (no client prefix)"))
+	}
 	if id, ok := SpaceOfClient(prefix, clientID); !ok || id != t.SpaceID {
 		return AuthorizeResult{}, ErrAgentAuth(errors.New("the client id is not the credential's space's"))
 	}
