@@ -134,7 +134,7 @@ func TestAgentPresenceChannel(t *testing.T) {
 		if sub(vars["AGENT_CLIENT_PREFIX"]) != s.Presence.ClientPrefix {
 			t.Errorf("%s AGENT_CLIENT_PREFIX = %v, want the agent function's %q", id, vars["AGENT_CLIENT_PREFIX"], s.Presence.ClientPrefix)
 		}
-		wake := "iot:Publish arn:aws:iot:${AWS::Region}:${AWS::AccountId}:topic/spaces/${AWS::StackName}-*"
+		wake := "iot:Publish arn:${AWS::Partition}:iot:${AWS::Region}:${AWS::AccountId}:topic/spaces/${AWS::StackName}-*"
 		if g := grants(tpl, ref(p["Role"])); !slices.Contains(g, wake) {
 			t.Errorf("%s's role lacks %s", id, wake)
 		}
