@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"log/slog"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,6 +68,16 @@ func newPresenceEnv(t *testing.T, table string) *presenceEnv {
 
 // agentSpace registers an agent space and exchanges its bootstrap.
 func (e *presenceEnv) agentSpace() (space.Space, space.AgentToken) {
+	s, b := e.bootstrapped()
+	cred := space.NewAgentCredential(s.ID)
+	if _, err := e.store.ExchangeBootstrap(e.t.Context(), s.ID, b.Hash(), cred.Hash(), e.now.Add(space.AgentCredentialTTL), e.now); err != nil {
+		e.t.Fatal(err)
+	}
+	return s, cred
+}
+
+// bootstrapped registers an agent space with a bootstrap.
+func (e *presenceEnv) bootstrapped() (space.Space, space.AgentToken) {
 	t := e.t
 	org := uuid.NewString()
 	acct := space.CloudAccount{ID: uuid.NewString(), OrgID: org, Provider: space.AWS, Name: "a",
@@ -85,11 +96,32 @@ func (e *presenceEnv) agentSpace() (space.Space, space.AgentToken) {
 	if err := e.store.PutBootstrap(t.Context(), s, b.Hash(), e.now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	cred := space.NewAgentCredential(s.ID)
-	if _, err := e.store.ExchangeBootstrap(t.Context(), s.ID, b.Hash(), cred.Hash(), e.now.Add(space.AgentCredentialTTL), e.now); err != nil {
-		t.Fatal(err)
+	return s, b
+}
+
+// TestCredentialAnswerCarriesPresence: with the presence channel
+// configured, the exchange's answer (through the function's HTTP handler)
+// tells the agent where and as whom to connect, and the credential it
+// carries is what the authorizer accepts for that client id.
+func TestCredentialAnswerCarriesPresence(t *testing.T) {
+	e := newPresenceEnv(t, "")
+	s, b := e.bootstrapped()
+	req := httptest.NewRequest("POST", "/agent/exchange", nil)
+	req.Header.Set("Authorization", "Bearer "+b.Raw)
+	rec := httptest.NewRecorder()
+	e.h.HTTP.ServeHTTP(rec, req)
+	var c space.AgentCredential
+	if err := json.Unmarshal(rec.Body.Bytes(), &c); rec.Code != 200 || err != nil || c.Presence == nil {
+		t.Fatalf("exchange: %d %s", rec.Code, rec.Body)
 	}
-	return s, cred
+	want := space.PresenceEndpoint{Endpoint: "iot.example:443", Authorizer: "stack-agent", ClientID: prefix + s.ID,
+		WakeTopic: "spaces/" + prefix + s.ID + "/wake", KeepAliveSeconds: 30, FallbackSeconds: 600}
+	if *c.Presence != want {
+		t.Errorf("presence %+v, want %+v", *c.Presence, want)
+	}
+	if res := e.authorize(c.Presence.ClientID, []byte(c.Credential)); !res.IsAuthenticated {
+		t.Errorf("the answered credential and client id are refused: %+v", res)
+	}
 }
 
 // authorize sends an authorizer request as IoT Core does (the password
