@@ -199,7 +199,9 @@ type PresenceRecorded struct {
 // newer than the one stored. A connect that ends a lapse asks for the
 // status to be re-evaluated at once (Recheck), as a lapsed HTTP renewal
 // does. An unknown or deregistered space is KindNotFound: nothing to
-// retry.
+// retry. A check that cannot be enqueued is an error, so the event is
+// redelivered; the redelivery is a duplicate, stored and checked no more
+// (the prober's next tick re-evaluates the lease anyway).
 func (a *Agents) RecordPresence(ctx context.Context, p Presence, spaceID string) error {
 	p.At = p.At.UTC()
 	res, err := a.Store.RecordPresence(ctx, spaceID, p)

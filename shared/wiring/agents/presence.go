@@ -150,7 +150,11 @@ func (l Lambda) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
 	case shape.Records != nil:
 		return handle(ctx, raw, l.Presence)
 	case shape.ProtocolData != nil:
-		return handle(ctx, raw, l.Authorize)
+		out, err := handle(ctx, raw, l.Authorize)
+		if err != nil { // unreadable (a password not in base64): a refusal, not a failure
+			return events.IoTCoreCustomAuthorizerResponse{IsAuthenticated: false}, nil
+		}
+		return out, nil
 	case shape.RequestContext != nil:
 		return handle(ctx, raw, l.HTTP)
 	}

@@ -195,6 +195,11 @@ func TestAuthorize(t *testing.T) {
 			t.Errorf("%s: accepted %+v", name, res)
 		}
 	}
+	// A password IoT would not send (not base64): refused, no Lambda error.
+	if out, err := e.handle(t.Context(), json.RawMessage(`{"protocolData":{"mqtt":{"clientId":"`+client+`","password":"!!"}}}`)); err != nil ||
+		out.(events.IoTCoreCustomAuthorizerResponse).IsAuthenticated {
+		t.Errorf("an unreadable request: %+v %v", out, err)
+	}
 	// Not MQTT at all.
 	if out, err := e.handle(t.Context(), json.RawMessage(`{"protocols":["http"],"protocolData":{"http":{}}}`)); err != nil ||
 		out.(events.IoTCoreCustomAuthorizerResponse).IsAuthenticated {
