@@ -27,12 +27,15 @@ var physicalName = map[string]string{
 	"AWS::Scheduler::ScheduleGroup":              "Name",
 	"AWS::ApplicationAutoScaling::ScalingPolicy": "PolicyName",
 	"AWS::Serverless::Function":                  "FunctionName",
+	"AWS::IoT::Authorizer":                       "AuthorizerName",
+	"AWS::IoT::TopicRule":                        "RuleName",
 	// API ids are generated; a target is its table; subscriptions and
 	// policies belong to their topic.
 	"AWS::Serverless::HttpApi":                    "",
 	"AWS::ApplicationAutoScaling::ScalableTarget": "",
 	"AWS::SNS::Subscription":                      "",
 	"AWS::SNS::TopicPolicy":                       "",
+	"AWS::Lambda::Permission":                     "",
 }
 
 // stackNames resolves every name the template gives a resource in the

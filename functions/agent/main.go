@@ -5,13 +5,17 @@
 // own secret is checked here. A function of its own so that these
 // unauthenticated routes hold only its reserved concurrency (README,
 // "Concurrency"). It links neither client-go nor a cloud SDK.
+//
+// It is also the agents' presence channel over AWS IoT Core: the custom
+// authorizer of their MQTT connections and the consumer of their
+// lifecycle events (AgentPresenceQueue); agents.Lambda tells the three
+// event shapes apart.
 package main
 
 import (
 	"context"
-	"net/http"
+	"encoding/json"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
@@ -25,12 +29,17 @@ import (
 func main() {
 	fn := config.NewFunction()
 	a := parts.AWS{Config: fn.AWS()}
-	h := agents.New(a, agents.Read(fn.Env), agents.Options{Log: fn.Log})
+	h := agents.NewHandlers(a, agents.Read(fn.Env), agents.Options{Log: fn.Log})
 	lambda.Start(serve(h, fn.Tracing))
 }
 
-// serve is the Lambda handler: the invocation's span, the API Gateway v2
-// adapter, then a span per request.
-func serve(h http.Handler, t *tracing.Tracing) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	return tracing.Handler(t, "agent", httpadapter.NewV2(tracehttp.Handler(t, h)).ProxyWithContext)
+// serve is the Lambda handler: each shape in the invocation's span; an
+// HTTP request through the API Gateway v2 adapter, then a span per
+// request.
+func serve(h *agents.Handlers, t *tracing.Tracing) func(context.Context, json.RawMessage) (any, error) {
+	return agents.Lambda{
+		HTTP:      tracing.Handler(t, "agent", httpadapter.NewV2(tracehttp.Handler(t, h.HTTP)).ProxyWithContext),
+		Authorize: tracing.Handler(t, "agent authorize", h.Authorize),
+		Presence:  tracing.Handler(t, "agent presence", h.Presence),
+	}.Handle
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -27,8 +28,8 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 	env := emulatortest.Start(t)
 	s := agents.Settings{Common: parts.Common{Table: env.Name(t, "SpacesTable"), StaleAfter: space.DefaultStaleAfter},
 		ProbeQueue: env.Resources["ProbeQueue"].URL}
-	h := agents.New(parts.AWS{Config: env.Config, Endpoint: env.Endpoint}, s, agents.Options{Log: slog.New(slog.DiscardHandler)})
-	handle := serve(h, nil) // nil: no tracing
+	h := agents.NewHandlers(parts.AWS{Config: env.Config, Endpoint: env.Endpoint}, s, agents.Options{Log: slog.New(slog.DiscardHandler)})
+	handle := httpOnly(serve(h, nil)) // nil: no tracing
 	files, _ := filepath.Glob("../../events/agent/*.json")
 	var covered []string
 	for _, f := range files {
@@ -53,6 +54,27 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 	}
 }
 
+// httpOnly calls the Lambda handler with HTTP requests, as the runtime
+// does: the event as JSON in, the answer as JSON out.
+func httpOnly(h func(context.Context, json.RawMessage) (any, error)) func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		var res events.APIGatewayV2HTTPResponse
+		raw, err := json.Marshal(ev)
+		if err != nil {
+			return res, err
+		}
+		out, err := h(ctx, raw)
+		if err != nil {
+			return res, err
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return res, err
+		}
+		return res, json.Unmarshal(b, &res)
+	}
+}
+
 func sample(t *testing.T, path string) events.APIGatewayV2HTTPRequest {
 	t.Helper()
 	raw, err := os.ReadFile(path)
@@ -64,4 +86,32 @@ func sample(t *testing.T, path string) events.APIGatewayV2HTTPRequest {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return ev
+}
+
+// TestIoTSampleEventsThroughTheLambdaPath sends the IoT samples (an
+// authorizer request, a presence batch) through the same Lambda handler:
+// each reaches its handler by its shape. The sample's credential is no
+// one's: refused, without a Lambda error; its space is unknown: dropped,
+// no batch item failure.
+func TestIoTSampleEventsThroughTheLambdaPath(t *testing.T) {
+	env := emulatortest.Start(t)
+	s := agents.Settings{Common: parts.Common{Table: env.Name(t, "SpacesTable"), StaleAfter: space.DefaultStaleAfter},
+		ProbeQueue: env.Resources["ProbeQueue"].URL,
+		Presence:   space.PresenceConfig{Endpoint: "example-ats.iot.us-east-1.amazonaws.com:443", Authorizer: "spaces-agent", ClientPrefix: "spaces-"}}
+	handle := serve(agents.NewHandlers(parts.AWS{Config: env.Config, Endpoint: env.Endpoint}, s, agents.Options{Log: slog.New(slog.DiscardHandler)}), nil)
+	raw, err := os.ReadFile("../../events/agent/iot/authorizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := handle(t.Context(), raw)
+	if res, ok := out.(events.IoTCoreCustomAuthorizerResponse); err != nil || !ok || res.IsAuthenticated {
+		t.Errorf("authorizer sample: %#v %v, want a refusal", out, err)
+	}
+	if raw, err = os.ReadFile("../../events/agent/iot/presence.json"); err != nil {
+		t.Fatal(err)
+	}
+	out, err = handle(t.Context(), raw)
+	if res, ok := out.(events.SQSEventResponse); err != nil || !ok || len(res.BatchItemFailures) != 0 {
+		t.Errorf("presence sample: %#v %v, want no failures", out, err)
+	}
 }

@@ -41,6 +41,21 @@ type agentItem struct {
 	// handed revisions are attributes of their own, read by agentWork).
 	NSWantedAt   *time.Time `json:"ns_wanted_at,omitempty"`
 	NSObservedAt *time.Time `json:"ns_observed_at,omitempty"`
+	// The agent's MQTT connection's last lifecycle event (presence.go).
+	PresenceVersion   *int64     `json:"presence_version,omitempty"`
+	PresenceConnected bool       `json:"presence_connected,omitempty"`
+	PresenceAt        *time.Time `json:"presence_at,omitempty"`
+	PresenceReason    string     `json:"presence_reason,omitempty"`
+}
+
+// lease is the item's lease: the last renewal and the last presence.
+func (it agentItem) lease() space.Lease {
+	l := space.Lease{RenewedAt: it.RenewedAt, AgentVersion: it.AgentVersion, ServerVersion: it.ServerVersion}
+	if it.PresenceVersion != nil && it.PresenceAt != nil {
+		l.Presence = &space.Presence{Connected: it.PresenceConnected, At: *it.PresenceAt,
+			Version: *it.PresenceVersion, Reason: it.PresenceReason}
+	}
+	return l
 }
 
 var _ space.AgentStore = (*Store)(nil)
@@ -186,7 +201,7 @@ func (s *Store) RenewLease(ctx context.Context, spaceID, credHash string, r spac
 	if err != nil {
 		return space.LeaseRenewal{}, err
 	}
-	return space.LeaseRenewal{OrgID: it.OrgID, Before: it.RenewedAt, Pending: space.AgentPending{
+	return space.LeaseRenewal{OrgID: it.OrgID, Before: it.RenewedAt, Presence: it.lease().Presence, Pending: space.AgentPending{
 		Creates: creates, ObservedAt: it.NSObservedAt, WantedAt: it.NSWantedAt, Handed: handed}}, nil
 }
 
@@ -201,7 +216,7 @@ func (s *Store) GetLease(ctx context.Context, spaceID string) (space.Lease, erro
 	if err := s.decode(item, &it); err != nil {
 		return space.Lease{}, err
 	}
-	return space.Lease{RenewedAt: it.RenewedAt, AgentVersion: it.AgentVersion, ServerVersion: it.ServerVersion}, nil
+	return it.lease(), nil
 }
 
 // agentRefused maps a failed agent write: a failed condition is the one

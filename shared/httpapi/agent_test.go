@@ -386,3 +386,35 @@ func TestHostileAgent(t *testing.T) {
 }
 
 func toJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// TestAgentLeaseWithPresence: a connected agent's fallback renewal (10
+// minutes after the last) is no lapse and asks for no check; after a
+// disconnect long enough ago, the renewal is one and does.
+func TestAgentLeaseWithPresence(t *testing.T) {
+	e := newAgentEnv(t)
+	org := "org-" + uuid.NewString()[:8]
+	id, boot := e.register(org, "c1")
+	code, cred := e.do("POST", "/agent/exchange", "", boot, "")
+	if code != http.StatusOK || cred["presence"] != nil {
+		t.Fatalf("exchange on a stack without presence: %d %v", code, cred)
+	}
+	c := cred["credential"].(string)
+	if code, _ := e.do("PUT", "/agent/spaces/"+id+"/lease", "", c, lease); code != http.StatusOK {
+		t.Fatalf("lease: %d", code)
+	}
+	e.probe = nil
+	if _, err := e.store.RecordPresence(t.Context(), id, space.Presence{Connected: true, Version: 1, At: e.now}); err != nil {
+		t.Fatal(err)
+	}
+	e.now = e.now.Add(space.PresenceFallback)
+	if code, _ := e.do("PUT", "/agent/spaces/"+id+"/lease", "", c, lease); code != http.StatusOK || len(e.probe) != 0 {
+		t.Fatalf("a connected agent's fallback renewal: %d, checks %v", code, e.probe)
+	}
+	if _, err := e.store.RecordPresence(t.Context(), id, space.Presence{Version: 1, At: e.now, Reason: "CONNECTION_LOST"}); err != nil {
+		t.Fatal(err)
+	}
+	e.now = e.now.Add(5 * time.Minute)
+	if code, _ := e.do("PUT", "/agent/spaces/"+id+"/lease", "", c, lease); code != http.StatusOK || len(e.probe) != 1 {
+		t.Fatalf("a renewal 5 minutes after a disconnect: %d, checks %v", code, e.probe)
+	}
+}

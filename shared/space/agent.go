@@ -144,6 +144,9 @@ type AgentCredential struct {
 	SpaceID    string    `json:"space_id"`
 	// LeaseIntervalSeconds is the cadence of lease renewals.
 	LeaseIntervalSeconds int `json:"lease_interval_seconds"`
+	// Presence is the stack's MQTT presence channel (presence.go); absent
+	// when the stack has none, and the agent renews every interval.
+	Presence *PresenceEndpoint `json:"presence,omitempty"`
 }
 
 // LeaseReport is what the agent reports with each renewal.
@@ -183,6 +186,9 @@ type Lease struct {
 	RenewedAt     *time.Time
 	AgentVersion  string
 	ServerVersion *ServerVersion
+	// Presence is the agent's MQTT connection's last lifecycle event (nil:
+	// none stored; presence.go).
+	Presence *Presence
 }
 
 // LeaseCadence is the lease interval in force, the one decision both
@@ -205,18 +211,37 @@ func (c LeaseCadence) Interval() time.Duration {
 // server version the agent reported; a late one a failure whose Missed
 // is the number of whole intervals missed; no lease yet is
 // AgentNotConnected, which never makes a space inactive.
+//
+// The presence channel (presence.go) stands in for renewals: while the
+// agent's MQTT connection is up the lease is fresh, provided its last
+// HTTP renewal is younger than 3 × PresenceFallback (a lost disconnected
+// event must not keep a space active for ever); after a disconnect the
+// lease ages from the later of the connection's last-alive time and the
+// last HTTP renewal.
 func (c LeaseCadence) Outcome(l Lease, now time.Time) Outcome {
 	now = now.UTC()
 	if l.RenewedAt == nil {
 		return Outcome{At: now, Reason: ReasonAgentNotConnected, Message: "the agent has not connected yet"}
 	}
+	since := *l.RenewedAt
+	message := "no lease renewal since " + since.UTC().Format(time.RFC3339)
+	if p := l.Presence; p != nil && p.Connected {
+		if now.Sub(since) < presenceTrust {
+			return Outcome{At: now, Version: l.ServerVersion}
+		}
+		message += " (connected, but silent over HTTP for longer than " + presenceTrust.String() + ")"
+	} else if p != nil {
+		if alive := p.lastAlive(); alive.After(since) {
+			since = alive
+			message = "the agent disconnected (" + p.Reason + ") at " + p.At.UTC().Format(time.RFC3339)
+		}
+	}
 	interval := c.Interval()
-	late := now.Sub(*l.RenewedAt) - LeaseGrace
+	late := now.Sub(since) - LeaseGrace
 	if late < interval {
 		return Outcome{At: now, Version: l.ServerVersion}
 	}
-	return Outcome{At: now, Reason: ReasonAgentLeaseExpired, Missed: int(late / interval),
-		Message: "no lease renewal since " + l.RenewedAt.UTC().Format(time.RFC3339)}
+	return Outcome{At: now, Reason: ReasonAgentLeaseExpired, Missed: int(late / interval), Message: message}
 }
 
 // AgentStore keeps agent secrets (hashes only) and leases. Every method
@@ -241,6 +266,14 @@ type AgentStore interface {
 	RenewLease(ctx context.Context, spaceID, credHash string, r LeaseReport, now time.Time) (LeaseRenewal, error)
 	// GetLease reads the space's lease (a zero Lease when none).
 	GetLease(ctx context.Context, spaceID string) (Lease, error)
+	// CheckCredential answers when the credential whose hash is given
+	// expires, if it is a valid credential of the space (presence.go's
+	// Authorize): one read, no write.
+	CheckCredential(ctx context.Context, spaceID, credHash string, now time.Time) (time.Time, error)
+	// RecordPresence stores a lifecycle event on the space's lease if it
+	// is newer (Presence.Newer) than the one stored: one conditional write.
+	// A space without an agent item (unknown, deregistered) is KindNotFound.
+	RecordPresence(ctx context.Context, spaceID string, p Presence) (PresenceRecorded, error)
 }
 
 // Agents is the agent's use cases: bootstrap, exchange, renewal, lease.
@@ -256,6 +289,14 @@ type Agents struct {
 	Revisions interface {
 		GetRevision(ctx context.Context, org, id string) (Revision, error)
 		UpdateRevision(ctx context.Context, org, id string, u Update[Revision]) (Updated[Revision], error)
+	}
+	// Presence is the stack's MQTT presence channel (presence.go); its
+	// zero value is none.
+	Presence PresenceConfig
+	// Recheck is asked to re-evaluate a space's status when a connect
+	// ends a lapse (RecordPresence). Nil: the next tick does.
+	Recheck interface {
+		ProbeRegistered(ctx context.Context, s Space) error
 	}
 }
 
@@ -317,7 +358,7 @@ func (a *Agents) Renew(ctx context.Context, raw string) (AgentCredential, error)
 
 func (a *Agents) answer(cred AgentToken, exp time.Time) AgentCredential {
 	return AgentCredential{Credential: cred.Raw, ExpiresAt: exp, SpaceID: cred.SpaceID,
-		LeaseIntervalSeconds: int(a.Cadence.Interval() / time.Second)}
+		LeaseIntervalSeconds: int(a.Cadence.Interval() / time.Second), Presence: a.Presence.endpoint(cred.SpaceID)}
 }
 
 // Renewed is a stored lease renewal: the space's org and whether the lease
@@ -350,7 +391,7 @@ func (a *Agents) RenewLease(ctx context.Context, raw, spaceID string, r LeaseRep
 	if err != nil {
 		return Renewed{}, err
 	}
-	lapsed := res.Before == nil || a.Cadence.Outcome(Lease{RenewedAt: res.Before}, now).Reason != ""
+	lapsed := res.Before == nil || a.Cadence.Outcome(Lease{RenewedAt: res.Before, Presence: res.Presence}, now).Reason != ""
 	return Renewed{OrgID: res.OrgID, Lapsed: lapsed, Work: a.leaseWork(ctx, res.OrgID, t.SpaceID, res.Pending)}, nil
 }
 

@@ -79,6 +79,9 @@ type LeaseRenewal struct {
 	OrgID   string
 	Before  *time.Time
 	Pending AgentPending
+	// Presence is the lifecycle event stored then (presence.go), so that a
+	// connected agent's fallback renewal is not taken for a lapse.
+	Presence *Presence
 }
 
 // NamespaceList is a space's namespaces as the API answers them. For a

@@ -7,6 +7,11 @@
 // traffic holds that function's reserved concurrency and none of the
 // catalog API's. It needs only the table and the probe queue: no cursor
 // key, no cloud.
+//
+// The same function is the presence channel's (space/presence.go): IoT
+// Core's custom authorizer for the agents' MQTT connections (Authorize)
+// and the consumer of their lifecycle events (Presence); Lambda tells the
+// three event shapes apart.
 package agents
 
 import (
@@ -25,11 +30,22 @@ import (
 type Settings struct {
 	parts.Common
 	ProbeQueue string // where a first renewal's check is sent ("": none)
+	// Presence is the MQTT presence channel: AGENT_MQTT_ENDPOINT (""
+	// turns it off: no presence block in credential answers),
+	// AGENT_AUTHORIZER_NAME and AGENT_CLIENT_PREFIX.
+	Presence space.PresenceConfig
 }
 
 // Read reads the agent function's settings.
 func Read(env *config.Env) Settings {
-	return Settings{Common: parts.ReadCommon(env), ProbeQueue: env.Required("PROBE_QUEUE_URL")}
+	s := Settings{Common: parts.ReadCommon(env), ProbeQueue: env.Required("PROBE_QUEUE_URL"),
+		Presence: space.PresenceConfig{Endpoint: env.String("AGENT_MQTT_ENDPOINT", ""),
+			Authorizer: env.String("AGENT_AUTHORIZER_NAME", ""), ClientPrefix: env.String("AGENT_CLIENT_PREFIX", "")}}
+	if s.Presence.Endpoint != "" { // told to agents: both must be there
+		s.Presence.Authorizer = env.Required("AGENT_AUTHORIZER_NAME")
+		s.Presence.ClientPrefix = env.Required("AGENT_CLIENT_PREFIX")
+	}
+	return s
 }
 
 // Options are the parts that differ between processes.
@@ -39,17 +55,34 @@ type Options struct {
 }
 
 // New returns the agent routes' handler.
-func New(a parts.AWS, s Settings, o Options) http.Handler {
+func New(a parts.AWS, s Settings, o Options) http.Handler { return NewHandlers(a, s, o).HTTP }
+
+// Handlers are the agent function's three handlers on one set of use
+// cases: HTTP (the agent routes), Authorize and Presence (presence.go).
+type Handlers struct {
+	HTTP   http.Handler
+	agents *space.Agents
+	prefix string
+	log    *slog.Logger
+}
+
+// NewHandlers assembles the agent function.
+func NewHandlers(a parts.AWS, s Settings, o Options) *Handlers {
 	store := a.Store(s.Table)
 	now := o.Now
 	if now == nil {
 		now = time.Now
 	}
-	h := &httpapi.API{AgentSide: true, Log: o.Log,
-		Agents: &space.Agents{Store: store, Spaces: store, Now: now, Cadence: s.LeaseCadence,
-			Work: store, Revisions: store}}
-	if s.ProbeQueue != "" {
-		h.Probes = probing.Enqueuer{Queue: parts.ProbeQueue{Q: a.Queue(s.ProbeQueue)}}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	return h.Handler()
+	agents := &space.Agents{Store: store, Spaces: store, Now: now, Cadence: s.LeaseCadence,
+		Work: store, Revisions: store, Presence: s.Presence}
+	h := &httpapi.API{AgentSide: true, Log: o.Log, Agents: agents}
+	if s.ProbeQueue != "" {
+		probes := probing.Enqueuer{Queue: parts.ProbeQueue{Q: a.Queue(s.ProbeQueue)}}
+		h.Probes, agents.Recheck = probes, probes
+	}
+	return &Handlers{HTTP: h.Handler(), agents: agents, prefix: s.Presence.ClientPrefix, log: log}
 }

@@ -1,0 +1,167 @@
+package dynamostore_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"spaces/shared/space"
+)
+
+// agentSpace registers an agent space and exchanges its bootstrap: the
+// space and its credential.
+func (f *fixture) agentSpace(t *testing.T) (space.Space, space.AgentToken) {
+	t.Helper()
+	s := f.newSpace(int(time.Now().UnixNano() % 1e9))
+	s.Connectivity = space.ViaAgent
+	f.register(t, s)
+	b := space.NewBootstrapToken(s.ID)
+	if err := f.store.PutBootstrap(t.Context(), s, b.Hash(), now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	cred := space.NewAgentCredential(s.ID)
+	if _, err := f.store.ExchangeBootstrap(t.Context(), s.ID, b.Hash(), cred.Hash(), now.Add(24*time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	return s, cred
+}
+
+func TestCheckCredential(t *testing.T) {
+	f := newFixture(t)
+	s, cred := f.agentSpace(t)
+	exp, err := f.store.CheckCredential(t.Context(), s.ID, cred.Hash(), now)
+	if err != nil || !exp.Equal(now.Add(24*time.Hour).Truncate(time.Second)) {
+		t.Fatalf("CheckCredential = %v %v", exp, err)
+	}
+	// After a renewal the old one is the previous, valid for the overlap.
+	next := space.NewAgentCredential(s.ID)
+	if _, err := f.store.RenewCredential(t.Context(), s.ID, cred.Hash(), next.Hash(), now.Add(48*time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	if exp, err := f.store.CheckCredential(t.Context(), s.ID, cred.Hash(), now); err != nil || !exp.Equal(now.Add(space.RenewOverlap).Truncate(time.Second)) {
+		t.Fatalf("previous credential: %v %v", exp, err)
+	}
+	for name, c := range map[string]struct {
+		id, hash string
+		at       time.Time
+	}{
+		"previous after its overlap": {s.ID, cred.Hash(), now.Add(space.RenewOverlap + time.Second)},
+		"current after its expiry":   {s.ID, next.Hash(), now.Add(48*time.Hour + time.Second)},
+		"another secret":             {s.ID, space.NewAgentCredential(s.ID).Hash(), now},
+		"no such space":              {f.newSpace(9).ID, next.Hash(), now},
+	} {
+		if _, err := f.store.CheckCredential(t.Context(), c.id, c.hash, c.at); space.KindOf(err) != space.KindUnauthenticated {
+			t.Errorf("%s: %v, want unauthenticated", name, err)
+		}
+	}
+}
+
+func TestRecordPresence(t *testing.T) {
+	f := newFixture(t)
+	s, cred := f.agentSpace(t)
+	at := func(d time.Duration) time.Time { return now.Add(d).UTC() }
+	up := func(v int64, d time.Duration) space.Presence {
+		return space.Presence{Connected: true, Version: v, At: at(d)}
+	}
+	down := func(v int64, d time.Duration, r string) space.Presence {
+		return space.Presence{Version: v, At: at(d), Reason: r}
+	}
+	steps := []struct {
+		p      space.Presence
+		stored bool
+		want   space.Presence // the stored one after the step
+	}{
+		{up(1, 0), true, up(1, 0)},
+		{up(1, 0), false, up(1, 0)}, // replayed
+		{down(1, time.Minute, "CONNECTION_LOST"), true, down(1, time.Minute, "CONNECTION_LOST")},
+		{up(1, 0), false, down(1, time.Minute, "CONNECTION_LOST")}, // its connect, late
+		{down(1, time.Minute, "CONNECTION_LOST"), false, down(1, time.Minute, "CONNECTION_LOST")},
+		{up(3, 3*time.Minute), true, up(3, 3*time.Minute)},
+		{down(2, 2*time.Minute, "DUPLICATE_CLIENTID"), false, up(3, 3*time.Minute)}, // an older connection's
+		{up(4, 4*time.Minute), true, up(4, 4*time.Minute)},                          // no reason left over
+	}
+	for i, st := range steps {
+		res, err := f.store.RecordPresence(t.Context(), s.ID, st.p)
+		if err != nil || res.Stored != st.stored || res.OrgID != s.OrgID {
+			t.Fatalf("step %d: %+v %v, want stored=%v", i, res, err, st.stored)
+		}
+		l, err := f.store.GetLease(t.Context(), s.ID)
+		if err != nil || l.Presence == nil || *l.Presence != st.want {
+			t.Fatalf("step %d: lease presence %+v %v, want %+v", i, l.Presence, err, st.want)
+		}
+		if i == 2 && (res.Before.Presence == nil || *res.Before.Presence != up(1, 0)) {
+			t.Fatalf("step %d: before = %+v", i, res.Before.Presence)
+		}
+	}
+	// A lease renewal keeps the presence, and answers it as the one before.
+	r, err := f.store.RenewLease(t.Context(), s.ID, cred.Hash(), space.LeaseReport{AgentVersion: "v1",
+		ServerVersion: space.ServerVersion{GitVersion: "v1.31.0", Platform: "linux/amd64"}}, at(5*time.Minute))
+	if err != nil || r.Presence == nil || *r.Presence != up(4, 4*time.Minute) {
+		t.Fatalf("RenewLease: %+v %v", r.Presence, err)
+	}
+	if l, _ := f.store.GetLease(t.Context(), s.ID); l.Presence == nil || l.RenewedAt == nil || !l.RenewedAt.Equal(at(5*time.Minute)) {
+		t.Fatalf("after the renewal: %+v", l)
+	}
+
+	// An unknown space: not found, and no item is made.
+	other := f.newSpace(8)
+	if _, err := f.store.RecordPresence(t.Context(), other.ID, up(1, 0)); space.KindOf(err) != space.KindNotFound {
+		t.Fatalf("unknown space: %v", err)
+	}
+	if l, err := f.store.GetLease(t.Context(), other.ID); err != nil || l.Presence != nil || l.RenewedAt != nil {
+		t.Fatalf("an unknown space's presence made an item: %+v %v", l, err)
+	}
+	// Deregistered: its item is gone and stays gone.
+	got, err := f.store.GetSpace(t.Context(), s.OrgID, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.Deregister(t.Context(), s.OrgID, s.ID, got.Version, at(6*time.Minute), "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.RecordPresence(t.Context(), s.ID, up(9, 7*time.Minute)); space.KindOf(err) != space.KindNotFound {
+		t.Fatalf("deregistered space: %v", err)
+	}
+	if l, _ := f.store.GetLease(t.Context(), s.ID); l.Presence != nil {
+		t.Fatalf("a deregistered space's presence came back: %+v", l.Presence)
+	}
+}
+
+// TestRecordPresenceRace: a connection's connect and disconnect, each
+// delivered twice, all at once: the disconnect is what stays, whatever
+// the order the writes land in.
+func TestRecordPresenceRace(t *testing.T) {
+	f := newFixture(t)
+	s, _ := f.agentSpace(t)
+	for round := range 5 {
+		v := int64(round + 1)
+		con := space.Presence{Connected: true, Version: v, At: now.Add(time.Duration(round) * time.Minute).UTC()}
+		dis := space.Presence{Version: v, At: con.At.Add(30 * time.Second), Reason: "CLIENT_INITIATED_DISCONNECT"}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		stored := map[bool]int{}
+		var errs []error
+		for _, p := range []space.Presence{con, dis, dis, con} {
+			wg.Go(func() {
+				res, err := f.store.RecordPresence(t.Context(), s.ID, p)
+				mu.Lock()
+				defer mu.Unlock()
+				errs = append(errs, err)
+				if res.Stored {
+					stored[p.Connected]++
+				}
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		if stored[false] != 1 || stored[true] > 1 {
+			t.Fatalf("round %d: stored %v, want the disconnect once and the connect at most once", round, stored)
+		}
+		if l, _ := f.store.GetLease(t.Context(), s.ID); l.Presence == nil || *l.Presence != dis {
+			t.Fatalf("round %d: stored %+v, want %+v", round, l.Presence, dis)
+		}
+	}
+}

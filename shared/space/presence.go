@@ -1,0 +1,218 @@
+package space
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The agent's presence channel (issue 21). Besides its HTTP lease, an
+// agent holds an MQTT connection to AWS IoT Core, authenticated by a
+// custom authorizer (Authorize) with its credential as the password. IoT
+// Core's lifecycle events (connected, disconnected) reach AgentFunction
+// through a topic rule and a queue and are stored on the lease
+// (RecordPresence). While connected the lease counts as fresh with no
+// HTTP renewal; after a disconnect it ages from the moment the connection
+// was last known alive. The agent renews over HTTP on each (re)connect,
+// when woken on its wake topic, and every PresenceFallback; without a
+// presence block in its credential answer it renews every lease interval
+// as before.
+
+const (
+	// PresenceKeepAlive is the MQTT keep-alive the agent asks. IoT Core
+	// disconnects a client after 1.5 × keep-alive without a control
+	// packet (https://docs.aws.amazon.com/iot/latest/developerguide/mqtt.html).
+	PresenceKeepAlive = 30 * time.Second
+	// PresenceFallback is how often a connected agent still renews over
+	// HTTP (the safety net for lost lifecycle events).
+	PresenceFallback = 10 * time.Minute
+	// presenceTrust bounds how long a connected presence stands in for
+	// HTTP renewals: a lost disconnected event makes the space inactive
+	// within 30 minutes, not never.
+	presenceTrust = 3 * PresenceFallback
+	// PresenceRefresh is how often IoT Core re-invokes the authorizer on
+	// a live connection, so a revoked credential (reinstall,
+	// deregistration) loses its connection within an hour, like a renewed
+	// one's overlap (RenewOverlap).
+	PresenceRefresh = time.Hour
+)
+
+// IoT Core's bounds on an authorizer's disconnectAfterInSeconds and
+// refreshAfterInSeconds: 300 to 86,400 seconds, as the contract (IOT.md)
+// gives them; the response is described on
+// https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth-lambda.html
+// (the search tool did not bring up the page's wording of the range; its
+// sample answers 86400 and 300).
+const (
+	minAuthorizedSeconds = 300
+	maxAuthorizedSeconds = 86400
+)
+
+// ReasonKeepAliveTimeout is the lifecycle event's disconnectReason when
+// IoT Core saw no packet for 1.5 × keep-alive: the connection was last
+// alive that long before the event
+// (https://docs.aws.amazon.com/iot/latest/developerguide/life-cycle-events.html).
+const ReasonKeepAliveTimeout = "MQTT_KEEP_ALIVE_TIMEOUT"
+
+// AgentClientID is the MQTT client id of a space's agent: the stack's
+// prefix and the space id, so the topic rule can keep to its own stack's
+// clients (several stacks share an account's IoT Core).
+func AgentClientID(prefix, spaceID string) string { return prefix + spaceID }
+
+// SpaceOfClient is AgentClientID's inverse: the space of a client id of
+// this stack, false for any other.
+func SpaceOfClient(prefix, clientID string) (string, bool) {
+	id, ok := strings.CutPrefix(clientID, prefix)
+	if !ok || !ValidID(id) {
+		return "", false
+	}
+	return id, true
+}
+
+// WakeTopic is the topic Spaces publishes on when work waits for the
+// agent (the agent then renews its lease at once).
+func WakeTopic(prefix, spaceID string) string {
+	return "spaces/" + AgentClientID(prefix, spaceID) + "/wake"
+}
+
+// Presence is the last lifecycle event stored for an agent's connection.
+// Version is IoT Core's versionNumber: it increases with each connection
+// of a client id, and a connection's disconnected event carries its
+// connected event's number.
+type Presence struct {
+	Connected bool
+	At        time.Time
+	Version   int64
+	Reason    string // the disconnectReason, for a disconnect
+}
+
+// Newer reports whether p should replace than. Lifecycle events may
+// arrive out of order and more than once (life-cycle-events.html), so the
+// order is IoT's: a higher version wins; at the same version (one
+// connection) its disconnect wins over its connect; a duplicate is not
+// newer.
+func (p Presence) Newer(than *Presence) bool {
+	switch {
+	case than == nil || p.Version > than.Version:
+		return true
+	case p.Version < than.Version:
+		return false
+	}
+	return !p.Connected && than.Connected
+}
+
+// lastAlive is when a disconnected connection was last known alive: IoT
+// notices a keep-alive timeout 1.5 × keep-alive after the last packet.
+func (p Presence) lastAlive() time.Time {
+	if p.Reason == ReasonKeepAliveTimeout {
+		return p.At.Add(-PresenceKeepAlive * 3 / 2)
+	}
+	return p.At
+}
+
+// PresenceConfig is the stack's presence channel, told to agents in their
+// credential answer. Endpoint "" turns it off: agents renew over HTTP.
+type PresenceConfig struct {
+	Endpoint     string // host:port of IoT Core's MQTT endpoint
+	Authorizer   string // the custom authorizer's name
+	ClientPrefix string // AgentClientID's prefix
+}
+
+// PresenceEndpoint is the presence block of an agent's credential answer.
+type PresenceEndpoint struct {
+	Endpoint         string `json:"endpoint"`
+	Authorizer       string `json:"authorizer"`
+	ClientID         string `json:"client_id"`
+	WakeTopic        string `json:"wake_topic"`
+	KeepAliveSeconds int    `json:"keep_alive_seconds"`
+	FallbackSeconds  int    `json:"fallback_seconds"`
+}
+
+func (c PresenceConfig) endpoint(spaceID string) *PresenceEndpoint {
+	if c.Endpoint == "" {
+		return nil
+	}
+	return &PresenceEndpoint{Endpoint: c.Endpoint, Authorizer: c.Authorizer,
+		ClientID: AgentClientID(c.ClientPrefix, spaceID), WakeTopic: WakeTopic(c.ClientPrefix, spaceID),
+		KeepAliveSeconds: int(PresenceKeepAlive / time.Second), FallbackSeconds: int(PresenceFallback / time.Second)}
+}
+
+// AuthorizeResult is what an accepted MQTT connection may do: connect as
+// ClientID, subscribe to and receive WakeTopic; nothing else (it
+// publishes nothing). PrincipalID is the space id without dashes (IoT
+// wants 1-128 alphanumerics); the seconds are within IoT's 300-86,400.
+type AuthorizeResult struct {
+	SpaceID                string
+	PrincipalID            string
+	ClientID               string
+	WakeTopic              string
+	DisconnectAfterSeconds int
+	RefreshAfterSeconds    int
+}
+
+// Authorize checks an MQTT connection's password: a valid, unexpired
+// agent credential of the space whose client id is clientID. Any refusal
+// is the one ErrAgentAuth (its cause for the log); the password is never
+// in it. username carries the authorizer's name (IoT's custom-auth query
+// form) and is not checked here.
+func (a *Agents) Authorize(ctx context.Context, clientID, username string, password []byte) (AuthorizeResult, error) {
+	t, err := ParseAgentCredential(string(password))
+	if err != nil {
+		return AuthorizeResult{}, err
+	}
+	prefix := a.Presence.ClientPrefix
+	if prefix == "" {
+		return AuthorizeResult{}, ErrAgentAuth(errors.New("this stack has no presence channel (no client prefix)"))
+	}
+	if id, ok := SpaceOfClient(prefix, clientID); !ok || id != t.SpaceID {
+		return AuthorizeResult{}, ErrAgentAuth(errors.New("the client id is not the credential's space's"))
+	}
+	now := a.Now().UTC()
+	exp, err := a.Store.CheckCredential(ctx, t.SpaceID, t.Hash(), now)
+	if err != nil {
+		return AuthorizeResult{}, err
+	}
+	left := int(exp.Sub(now) / time.Second)
+	if left < minAuthorizedSeconds {
+		// IoT cannot be asked to disconnect sooner: refuse, and let the
+		// agent reconnect with its renewed credential.
+		return AuthorizeResult{}, ErrAgentAuth(errors.New("the credential expires within 300 s"))
+	}
+	left = min(left, maxAuthorizedSeconds)
+	return AuthorizeResult{SpaceID: t.SpaceID, PrincipalID: strings.ReplaceAll(t.SpaceID, "-", ""),
+		ClientID: clientID, WakeTopic: WakeTopic(prefix, t.SpaceID),
+		DisconnectAfterSeconds: left, RefreshAfterSeconds: min(left, int(PresenceRefresh/time.Second))}, nil
+}
+
+// PresenceRecorded is what the store answers RecordPresence: whether the
+// event was stored (false: an older or duplicate one), the space's org,
+// and the lease as it was before.
+type PresenceRecorded struct {
+	Stored bool
+	OrgID  string
+	Before Lease
+}
+
+// RecordPresence stores a lifecycle event on spaceID's lease if it is
+// newer than the one stored. A connect that ends a lapse asks for the
+// status to be re-evaluated at once (Recheck), as a lapsed HTTP renewal
+// does. An unknown or deregistered space is KindNotFound: nothing to
+// retry. A check that cannot be enqueued is an error, so the event is
+// redelivered; the redelivery is a duplicate, stored and checked no more
+// (the prober's next tick re-evaluates the lease anyway).
+func (a *Agents) RecordPresence(ctx context.Context, p Presence, spaceID string) error {
+	p.At = p.At.UTC()
+	res, err := a.Store.RecordPresence(ctx, spaceID, p)
+	if err != nil || !res.Stored || !p.Connected || a.Recheck == nil {
+		return err
+	}
+	if a.Cadence.Outcome(res.Before, a.Now()).Reason == "" {
+		return nil
+	}
+	if err := a.Recheck.ProbeRegistered(ctx, Space{ID: spaceID, OrgID: res.OrgID}); err != nil {
+		return fmt.Errorf("the presence is stored, but its lease check cannot be enqueued: %w", err)
+	}
+	return nil
+}
