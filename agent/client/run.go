@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,6 +59,9 @@ type Config struct {
 	// RetryDelay is the wait after a failed call (default
 	// DefaultRetryDelay), well inside a lease interval.
 	RetryDelay time.Duration
+	// MQTTRoots verifies the presence endpoint's certificate (nil: the
+	// system's roots, as for AWS IoT Core).
+	MQTTRoots *x509.CertPool
 
 	refused string // the hash of a bootstrap Spaces refused
 }
@@ -116,6 +120,8 @@ func Run(ctx context.Context, cfg Config) error {
 
 	log.Info("agent started", "space_id", st.SpaceID, "agent_version", Version, "credential_expires_at", st.ExpiresAt)
 	unsaved, leasing := false, false
+	var pres *presence // the presence channel, while the lease answer names one (presence.go)
+	defer func() { pres.close() }()
 	for {
 		next := interval
 		// A new bootstrap (a reinstall) replaces the credential.
@@ -148,7 +154,7 @@ func Run(ctx context.Context, cfg Config) error {
 				unsaved = false
 			}
 		}
-		if d, w, err := renewLease(ctx, api, cfg.Kube, st); errors.Is(err, ErrRefused) {
+		if d, w, ep, err := renewLease(ctx, api, cfg.Kube, st); errors.Is(err, ErrRefused) {
 			return err
 		} else if err != nil {
 			log.Warn("cannot renew the lease; retrying", "error", err.Error())
@@ -158,7 +164,20 @@ func Run(ctx context.Context, cfg Config) error {
 				log.Info("lease renewed", "space_id", st.SpaceID, "interval", d.String())
 			}
 			leasing, interval = true, d
+			pres.use(st.Credential)
+			// A new endpoint (or none): connect afresh.
+			if !pres.same(ep) {
+				pres.close()
+				pres = nil
+				if ep != nil {
+					pres = dialPresence(*ep, st.Credential, cfg.MQTTRoots, log)
+				}
+			}
 			next = min(next, interval)
+			if pres.up() && next == interval {
+				// Connected: IoT Core's lifecycle events keep the lease.
+				next = pres.fallback()
+			}
 			if err := cfg.doWork(ctx, api, st, w); err != nil {
 				return err // ErrRefused
 			}
@@ -168,6 +187,7 @@ func Run(ctx context.Context, cfg Config) error {
 			log.Info("agent stopping", "reason", context.Cause(ctx).Error())
 			return nil
 		case <-time.After(next):
+		case <-pres.pokes(): // connected, woken, or disconnected: renew now
 		}
 	}
 }
@@ -215,17 +235,17 @@ func (cfg *Config) exchange(ctx context.Context, api *spacesAPI, store stateSecr
 // renewLease reads the cluster's version, as the prober's GET /version
 // does for a direct space, and reports it: a cluster whose API server does
 // not answer renews no lease, so its space turns inactive.
-func renewLease(ctx context.Context, api *spacesAPI, kube kubernetes.Interface, st state) (time.Duration, space.AgentWork, error) {
+func renewLease(ctx context.Context, api *spacesAPI, kube kubernetes.Interface, st state) (time.Duration, space.AgentWork, *space.PresenceEndpoint, error) {
 	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
 	if err != nil {
-		return 0, space.AgentWork{}, fmt.Errorf("GET /version from the cluster: %w", err)
+		return 0, space.AgentWork{}, nil, fmt.Errorf("GET /version from the cluster: %w", err)
 	}
 	var v ServerVersion
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return 0, space.AgentWork{}, fmt.Errorf("GET /version from the cluster: %w", err)
+		return 0, space.AgentWork{}, nil, fmt.Errorf("GET /version from the cluster: %w", err)
 	}
-	d, w, err := api.lease(ctx, st.Credential, st.SpaceID, v)
-	return leaseInterval(int(d / time.Second)), w, err
+	a, err := api.lease(ctx, st.Credential, st.SpaceID, v)
+	return leaseInterval(a.LeaseIntervalSeconds), a.Work, a.Presence, err
 }
 
 func leaseInterval(seconds int) time.Duration {

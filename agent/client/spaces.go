@@ -86,16 +86,21 @@ func (c *spacesAPI) renew(ctx context.Context, cred string) (credential, error) 
 	return out, c.call(ctx, "renew the credential", http.MethodPost, "agent/credential", cred, nil, &out)
 }
 
-// lease renews the space's lease and answers the cadence Spaces asks for
-// and the work waiting for the agent.
-func (c *spacesAPI) lease(ctx context.Context, cred, spaceID string, v ServerVersion) (time.Duration, space.AgentWork, error) {
+// leaseAnswer is what a lease renewal answers: the cadence Spaces asks
+// for, the work waiting for the agent, and the presence channel to hold
+// (nil: none; renew every interval).
+type leaseAnswer struct {
+	LeaseIntervalSeconds int                     `json:"lease_interval_seconds"`
+	Work                 space.AgentWork         `json:"work"`
+	Presence             *space.PresenceEndpoint `json:"presence,omitempty"`
+}
+
+// lease renews the space's lease.
+func (c *spacesAPI) lease(ctx context.Context, cred, spaceID string, v ServerVersion) (leaseAnswer, error) {
 	body := map[string]any{"agent_version": Version, "server_version": v}
-	var out struct {
-		LeaseIntervalSeconds int             `json:"lease_interval_seconds"`
-		Work                 space.AgentWork `json:"work"`
-	}
+	var out leaseAnswer
 	err := c.call(ctx, "renew the lease", http.MethodPut, "agent/spaces/"+url.PathEscape(spaceID)+"/lease", cred, body, &out)
-	return time.Duration(out.LeaseIntervalSeconds) * time.Second, out.Work, err
+	return out, err
 }
 
 func (c *spacesAPI) call(ctx context.Context, op, method, path, token string, body, out any) error {

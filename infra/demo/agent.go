@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -50,12 +51,13 @@ type agentRun struct {
 }
 
 // ServeAgents tells the demo where Spaces' API is (the agent calls out to
-// it) and, when the private cluster's state Secret holds a credential from
-// an earlier make run, starts its agent again, as the cluster would
-// restart its pod.
-func (d *Demo) ServeAgents(apiURL string) error {
+// it) and which roots verify the presence channel's endpoint (the local
+// IoT Core's CA), and, when the private cluster's state Secret holds a
+// credential from an earlier make run, starts its agent again, as the
+// cluster would restart its pod.
+func (d *Demo) ServeAgents(apiURL string, mqttRoots *x509.CertPool) error {
 	d.agentMu.Lock()
-	d.agentAPI = apiURL
+	d.agentAPI, d.agentMQTT = apiURL, mqttRoots
 	d.agentMu.Unlock()
 	if d.Real == nil {
 		return nil
@@ -138,6 +140,7 @@ func (d *Demo) startAgent(ctx context.Context) error {
 		d.agent = nil
 	}
 	u, err := agent.CheckURL(d.agentAPI)
+	roots := d.agentMQTT
 	if err != nil {
 		return err
 	}
@@ -197,7 +200,7 @@ func (d *Demo) startAgent(ctx context.Context) error {
 			}
 		}()
 		err := agent.Run(runCtx, agent.Config{APIURL: u, BootstrapFile: bootFile, Kube: kube, KubeConfig: rc, Namespace: ns,
-			StateSecret: agentState, Log: log})
+			StateSecret: agentState, Log: log, MQTTRoots: roots})
 		cancel()
 		switch {
 		case errors.Is(err, agent.ErrRefused):

@@ -21,6 +21,7 @@ package demo
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -191,8 +192,11 @@ type Demo struct {
 	// The agent on the private cluster (agent.go).
 	agentMu  sync.Mutex
 	agentAPI string
-	agent    *agentRun
-	agentDir string
+	// agentMQTT trusts the local IoT Core's certificate (the agent's
+	// presence channel; nil: the system's roots).
+	agentMQTT *x509.CertPool
+	agent     *agentRun
+	agentDir  string
 }
 
 // Start starts the simulated cloud, the clusters and the flapping.

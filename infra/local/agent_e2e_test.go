@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +35,21 @@ import (
 )
 
 // syncBuffer collects the agent's log lines.
+// countingTransport counts the requests match picks.
+type countingTransport struct {
+	match func(*http.Request) bool
+	n     atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if c.match(r) {
+		c.n.Add(1)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (c *countingTransport) count() int64 { return c.n.Load() }
+
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -151,6 +168,9 @@ func TestAgentThroughPrivateCluster(t *testing.T) {
 	}
 
 	var logs syncBuffer
+	renewals := &countingTransport{match: func(r *http.Request) bool {
+		return r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/lease")
+	}}
 	type run struct {
 		cancel context.CancelFunc
 		done   chan error
@@ -165,6 +185,8 @@ func TestAgentThroughPrivateCluster(t *testing.T) {
 		cfg.KubeConfig = agentConfig
 		cfg.Log = slog.New(slog.NewJSONHandler(&logs, nil))
 		cfg.RetryDelay = time.Second
+		cfg.MQTTRoots = st.MQTTRoots
+		cfg.HTTP = &http.Client{Timeout: 30 * time.Second, Transport: renewals}
 		r := run{cancel: cancel, done: make(chan error, 1)}
 		go func() { r.done <- agent.Run(ctx, cfg) }()
 		t.Cleanup(cancel)
@@ -207,6 +229,22 @@ func TestAgentThroughPrivateCluster(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `"interval":"5s"`) {
 		t.Fatalf("the agent was not told the stack's 5 s cadence:\n%s", logs.String())
+	}
+
+	// The presence channel: connected to the local IoT Core, the agent
+	// renews over HTTP only when it (re)connects or is woken, and IoT
+	// Core's lifecycle events keep the lease: through 3 lease intervals
+	// and the grace (which would make an HTTP-only lease expire) the
+	// space stays active on at most one renewal.
+	eventually(t, "the agent's presence connection", func() bool { return strings.Contains(logs.String(), `"msg":"presence connected"`) })
+	time.Sleep(time.Second) // the renewal a connection asks for
+	before := renewals.count()
+	time.Sleep(3*lease + space.LeaseGrace + 2*time.Second)
+	if n := renewals.count() - before; n > 1 {
+		t.Errorf("%d HTTP lease renewals in %s while connected, want at most 1", n, 3*lease+space.LeaseGrace)
+	}
+	if m, probe := space1(); m["status"] != string(space.Active) {
+		t.Fatalf("connected but %v (%v):\n%s", m["status"], probe, logs.String())
 	}
 
 	// Stop the agent: the lease lapses; the bound is 3 intervals + grace

@@ -45,7 +45,7 @@ func (st *Stack) startCascade(cfg Config) error {
 	if !ok || table.StreamARN == "" {
 		return fmt.Errorf("the cascade reads %s, which has no stream in the emulator", src.Table)
 	}
-	st.Cascade = wiring.Cascade(st.aws, wiring.CascadeSettings{Table: st.Table, EventBus: st.Resources["EventBus"].Name}, cfg.Log)
+	st.Cascade = wiring.Cascade(st.aws, wiring.CascadeSettings{Table: st.Table, EventBus: st.Resources["EventBus"].Name, Wakes: st.wakes()}, cfg.Log)
 	if cc.WrapEvents != nil {
 		st.Cascade.Events = cc.WrapEvents(st.Cascade.Events)
 	}

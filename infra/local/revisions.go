@@ -53,7 +53,7 @@ func (st *Stack) startRevisions(cfg Config) error {
 	}
 	claimer := wiring.Claimer(st.aws, wiring.ClaimerSettings{
 		Common:         parts.Common{Table: st.Table, StaleAfter: cfg.StaleAfter, LeaseCadence: space.LeaseCadence(cfg.LeaseInterval)},
-		RevisionsQueue: queue.URL, RevisionsDLQ: dlq.URL, Backoff: rc.Backoff,
+		RevisionsQueue: queue.URL, RevisionsDLQ: dlq.URL, Backoff: rc.Backoff, Wakes: st.wakes(),
 	}, rc.Minter, &kubeapply.Applier{}, cfg.Log)
 	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
 	poller := &lambdarules.Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Function: st.function("RevisionsFunction"), DLQURL: st.Resources["RevisionsDLQ"].URL, Handler: tracing.Handler(cfg.Tracing, "revisions", claimer.HandleSQS), Wait: rc.Wait, Log: cfg.Log}

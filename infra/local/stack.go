@@ -5,6 +5,7 @@ package local
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,12 +18,14 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"spaces"
 	agent "spaces/agent/client"
 	"spaces/infra/demo"
 	"spaces/infra/emulator"
+	"spaces/infra/iotcore"
 	"spaces/infra/lambdarules"
 	"spaces/infra/problemconn"
 	"spaces/shared/auth"
@@ -146,6 +149,11 @@ type Stack struct {
 	// Leftovers are the test resources an earlier version's test runs had
 	// persisted into the data folder, removed at start.
 	Leftovers []string
+	// Broker is the local AWS IoT Core of the agents' presence channel
+	// (presence.go); MQTTRoots trusts its certificate (an agent's
+	// Config.MQTTRoots).
+	Broker    *iotcore.Broker
+	MQTTRoots *x509.CertPool
 
 	tick             func(context.Context, json.RawMessage) lambdarules.AsyncResult
 	stopProbing      func()
@@ -153,6 +161,7 @@ type Stack struct {
 	stopRevisions    func()
 	stopProvisioning func()
 	stopDiscovery    func()
+	stopPresence     func()
 	servers          []*http.Server
 	emu              *emulator.Emulator
 	errc             chan error
@@ -204,6 +213,14 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		}
 	}
 	st.Minter = cfg.Minter
+	// The agents' presence channel starts first: the workflows below wake
+	// agents through it. Its authorizer is AgentFunction's, built below.
+	var agentFn *agents.Handlers
+	if err := st.startBroker(cfg, func(ctx context.Context, req events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error) {
+		return agentFn.Authorize(ctx, req)
+	}); err != nil {
+		return nil, err
+	}
 	if err := st.startProbing(cfg); err != nil {
 		return nil, fmt.Errorf("probing: %w", err)
 	}
@@ -237,7 +254,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	// The cluster side is its own function, as deployed; without a minter
 	// no cloud is reachable and the catalog asks none.
-	disc := discovery.New(st.aws, discovery.Settings{Common: settings.Common}, discovery.Options{Auth: verifier, Minter: cfg.Minter, Log: cfg.Log})
+	disc := discovery.New(st.aws, discovery.Settings{Common: settings.Common, Wakes: st.wakes()}, discovery.Options{Auth: verifier, Minter: cfg.Minter, Log: cfg.Log})
 	opts := api.Options{Auth: verifier, Log: cfg.Log}
 	if cfg.Minter != nil {
 		if settings.DiscoveryFunction, err = st.startDiscovery(cfg, disc); err != nil {
@@ -250,8 +267,15 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	st.Service = svc
-	// The agent's routes are their own function's, as deployed.
-	agent := agents.New(st.aws, agents.Settings{Common: settings.Common, ProbeQueue: settings.ProbeQueue}, agents.Options{Log: cfg.Log})
+	// The agent's routes are their own function's, as deployed, as are the
+	// presence channel's authorizer and lifecycle events.
+	agentFn = agents.NewHandlers(st.aws, agents.Settings{Common: settings.Common, ProbeQueue: settings.ProbeQueue,
+		Presence: space.PresenceConfig{Endpoint: st.Broker.MQTTAddr(), Authorizer: agentAuthorizer, ClientPrefix: agentClientIDPre}},
+		agents.Options{Log: cfg.Log})
+	if err := st.startPresence(cfg, agentFn); err != nil {
+		return nil, err
+	}
+	agent := agentFn.HTTP
 	if st.APIURL, err = st.serve(cfg.APIAddr, st.withConsole(cfg, tracehttp.Handler(cfg.Tracing, routeByFunction(
 		st.Functions.Get("ApiFunction").Gateway(handler.Handler()),
 		st.Functions.Get("DiscoveryFunction").Gateway(disc.HTTP), st.Functions.Get("AgentFunction").Gateway(agent))))); err != nil {
@@ -259,7 +283,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	if st.Demo != nil {
 		// The demo's agent calls out to this API.
-		if err := st.Demo.ServeAgents(st.APIURL); err != nil {
+		if err := st.Demo.ServeAgents(st.APIURL, st.MQTTRoots); err != nil {
 			return nil, err
 		}
 	}
@@ -339,6 +363,12 @@ func (st *Stack) Close() {
 	}
 	if st.stopDiscovery != nil {
 		st.stopDiscovery()
+	}
+	if st.Broker != nil {
+		st.Broker.Close() // its last lifecycle events reach the queue first
+	}
+	if st.stopPresence != nil {
+		st.stopPresence()
 	}
 	for _, s := range st.servers {
 		_ = s.Shutdown(ctx)

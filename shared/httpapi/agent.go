@@ -92,10 +92,12 @@ func (a *API) agentCredential(w http.ResponseWriter, r *http.Request, token stri
 	return nil
 }
 
-// leaseAnswer tells the agent its cadence and the work waiting for it.
+// leaseAnswer tells the agent its cadence, the work waiting for it and
+// the presence channel to hold.
 type leaseAnswer struct {
-	LeaseIntervalSeconds int             `json:"lease_interval_seconds"`
-	Work                 space.AgentWork `json:"work"`
+	LeaseIntervalSeconds int                     `json:"lease_interval_seconds"`
+	Work                 space.AgentWork         `json:"work"`
+	Presence             *space.PresenceEndpoint `json:"presence,omitempty"`
 }
 
 func (a *API) agentLease(w http.ResponseWriter, r *http.Request, token string) error {
@@ -114,7 +116,7 @@ func (a *API) agentLease(w http.ResponseWriter, r *http.Request, token string) e
 			logger(r.Context()).WarnContext(r.Context(), "cannot enqueue a lease check", "error", err.Error())
 		}
 	}
-	writeJSON(w, http.StatusOK, "application/json", leaseAnswer{LeaseIntervalSeconds: int(a.Agents.Cadence.Interval().Seconds()), Work: res.Work})
+	writeJSON(w, http.StatusOK, "application/json", leaseAnswer{LeaseIntervalSeconds: int(a.Agents.Cadence.Interval().Seconds()), Work: res.Work, Presence: res.Presence})
 	return nil
 }
 

@@ -369,6 +369,10 @@ type Renewed struct {
 	Lapsed bool
 	// Work is the cluster-side work for the agent (agentwork.go).
 	Work AgentWork
+	// Presence is the channel the agent is to hold (nil: none): in every
+	// lease answer, since an agent restarted on a stored credential asks
+	// for no credential answer.
+	Presence *PresenceEndpoint
 }
 
 // RenewLease checks the report, then stores the renewal for the
@@ -392,7 +396,8 @@ func (a *Agents) RenewLease(ctx context.Context, raw, spaceID string, r LeaseRep
 		return Renewed{}, err
 	}
 	lapsed := res.Before == nil || a.Cadence.Outcome(Lease{RenewedAt: res.Before, Presence: res.Presence}, now).Reason != ""
-	return Renewed{OrgID: res.OrgID, Lapsed: lapsed, Work: a.leaseWork(ctx, res.OrgID, t.SpaceID, res.Pending)}, nil
+	return Renewed{OrgID: res.OrgID, Lapsed: lapsed, Work: a.leaseWork(ctx, res.OrgID, t.SpaceID, res.Pending),
+		Presence: a.Presence.endpoint(t.SpaceID)}, nil
 }
 
 // ErrBootstrapReused is the cause (never shown to the caller) of refusing

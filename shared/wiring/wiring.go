@@ -23,6 +23,7 @@ import (
 
 	"spaces/shared/cascade"
 	"spaces/shared/config"
+	"spaces/shared/dynamostore"
 	"spaces/shared/eventbus"
 	"spaces/shared/kubecred"
 	"spaces/shared/metrics"
@@ -119,16 +120,17 @@ func Prober(a parts.AWS, s ProberSettings, minter kubecred.Minter, checker probi
 type CascadeSettings struct {
 	Table    string
 	EventBus string
+	Wakes    parts.Wakes
 }
 
 // ReadCascade reads the cascade's settings.
 func ReadCascade(env *config.Env) CascadeSettings {
-	return CascadeSettings{Table: env.Required("TABLE_NAME"), EventBus: env.Required("EVENT_BUS_NAME")}
+	return CascadeSettings{Table: env.Required("TABLE_NAME"), EventBus: env.Required("EVENT_BUS_NAME"), Wakes: parts.ReadWakes(env)}
 }
 
 // Cascade builds the cascade.
 func Cascade(a parts.AWS, s CascadeSettings, log *slog.Logger) *cascade.Cascade {
-	return cascade.New(cascade.Cascade{Store: a.Store(s.Table), Events: publisher(a, s.EventBus), Log: log})
+	return cascade.New(cascade.Cascade{Store: a.Store(s.Table), Events: publisher(a, s.EventBus), Log: log, Agents: a.Waker(s.Wakes)})
 }
 
 // ClaimerSettings configure the revision claims.
@@ -138,24 +140,37 @@ type ClaimerSettings struct {
 	RevisionsDLQ   string
 	// Backoff is the first retry's wait (0: revisions.DefaultBackoff).
 	Backoff time.Duration
+	Wakes   parts.Wakes
 }
 
 // ReadClaimer reads the claimer's settings.
 func ReadClaimer(env *config.Env) ClaimerSettings {
 	return ClaimerSettings{Common: parts.ReadCommon(env), RevisionsQueue: env.Required("REVISIONS_QUEUE_URL"),
-		RevisionsDLQ: env.Required("REVISIONS_DLQ_URL")}
+		RevisionsDLQ: env.Required("REVISIONS_DLQ_URL"), Wakes: parts.ReadWakes(env)}
 }
 
 // Claimer builds the revision claimer; minter and applier reach the
 // clusters.
 func Claimer(a parts.AWS, s ClaimerSettings, minter kubecred.Minter, applier revisions.Applier, log *slog.Logger) *revisions.Claimer {
+	store := a.Store(s.Table)
 	return revisions.NewClaimer(revisions.Claimer{
-		Store: a.Store(s.Table), Minter: minter, Applier: applier,
+		Store: claimStore{store, parts.WakingWork(store, a.Waker(s.Wakes), log)}, Minter: minter, Applier: applier,
 		Queue:   Redelivery{Queue: a.Queue(s.RevisionsQueue), DLQ: a.Queue(s.RevisionsDLQ)},
 		Backoff: s.Backoff, StaleAfter: s.StaleAfter, Log: log,
 		// Two of the agents' lease intervals and a margin.
 		AgentWait: 2*s.LeaseCadence.Interval() + 10*time.Second,
 	})
+}
+
+// claimStore is the claimer's store, whose revisions handed to agents
+// wake them (parts.WakingWork).
+type claimStore struct {
+	*dynamostore.Store
+	work space.AgentWorkStore
+}
+
+func (c claimStore) HandRevision(ctx context.Context, r space.Revision) error {
+	return c.work.HandRevision(ctx, r)
 }
 
 // ProvisionerSettings configure the provisioning jobs' steps.

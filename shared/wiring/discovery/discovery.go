@@ -32,11 +32,12 @@ import (
 type Settings struct {
 	parts.Common
 	Clouds parts.Clouds
+	Wakes  parts.Wakes
 }
 
 // Read reads the discovery function's settings.
 func Read(env *config.Env) Settings {
-	return Settings{Common: parts.ReadCommon(env), Clouds: parts.ReadClouds(env)}
+	return Settings{Common: parts.ReadCommon(env), Clouds: parts.ReadClouds(env), Wakes: parts.ReadWakes(env)}
 }
 
 // Options are the parts that differ between processes.
@@ -69,7 +70,7 @@ func New(a parts.AWS, s Settings, o Options) *Function {
 	f := &Function{Cloud: cloudcall.Handler{Clusters: unreachable{}, Verifier: unreachable{}}}
 	// An agent space's namespaces are its agent's (through the store),
 	// minter or not; a direct space's need the minter.
-	ns := &kubens.Service{Spaces: svc, Agent: store, Now: svc.Now}
+	ns := &kubens.Service{Spaces: svc, Agent: parts.WakingWork(store, a.Waker(s.Wakes), o.Log), Now: svc.Now}
 	h.Discovery = &httpapi.Discovery{Namespaces: ns}
 	if o.Minter != nil {
 		svc.Clusters, svc.Verifier, svc.Trust = o.Minter, o.Minter, o.Minter.Trust

@@ -9,10 +9,13 @@ package parts
 
 import (
 	"context"
+	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"spaces/shared/agentwake"
 	"spaces/shared/awsclient"
 	"spaces/shared/config"
 	"spaces/shared/dynamostore"
@@ -132,4 +135,37 @@ func (c Clouds) Trust() space.TrustConfig {
 		GCPFederationRole: c.GCPFederationRole, AzureIssuer: c.AzureIssuer, AzureFederationRole: c.AzureFederationRole,
 		AzureAudienceBase: c.AzureTokenAudience,
 	}
+}
+
+// Wakes are where agents are woken (shared/agentwake): AWS IoT Core's
+// data endpoint and the stack's MQTT client id prefix. Empty Endpoint: no
+// presence channel (agents renew every lease interval; none is woken).
+type Wakes struct {
+	Endpoint, Prefix string
+	// HTTP calls the endpoint (nil: agentwake's default; the local stack's
+	// trusts its IoT Core's certificate).
+	HTTP *http.Client
+}
+
+// ReadWakes reads IOT_DATA_ENDPOINT and AGENT_CLIENT_PREFIX (both optional:
+// template.yaml sets them from the AgentMQTTEndpoint parameter).
+func ReadWakes(env *config.Env) Wakes {
+	return Wakes{Endpoint: env.String("IOT_DATA_ENDPOINT", ""), Prefix: env.String("AGENT_CLIENT_PREFIX", "")}
+}
+
+// Waker wakes agents through the data endpoint (nil without one).
+func (a AWS) Waker(w Wakes) space.Waker {
+	if w.Endpoint == "" {
+		return nil
+	}
+	return &agentwake.Publisher{Endpoint: w.Endpoint, Prefix: w.Prefix, AWS: a.Config, HTTP: w.HTTP}
+}
+
+// WakingWork is store's agent work, waking the agent after each piece
+// recorded (store itself without a waker).
+func WakingWork(store space.AgentWorkStore, w space.Waker, log *slog.Logger) space.AgentWorkStore {
+	if w == nil {
+		return store
+	}
+	return space.WakingWork{AgentWorkStore: store, Waker: w, Log: log}
 }

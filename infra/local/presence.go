@@ -1,0 +1,115 @@
+package local
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"spaces"
+	"spaces/infra/iotcore"
+	"spaces/infra/lambdarules"
+	"spaces/infra/testcluster"
+	"spaces/shared/awsclient"
+	"spaces/shared/tracing"
+	"spaces/shared/wiring/parts"
+)
+
+// The agents' presence channel, as deployed (ARCHITECTURE.md, "Agent
+// spaces"): AWS IoT Core is infra/iotcore's local model, with the
+// template's custom authorizer (AgentFunction's handler) and topic rules
+// (lifecycle events into AgentPresenceQueue), whose event source feeds
+// AgentFunction's presence handler.
+
+// Names of the local stack's presence channel: the stack is "spaces".
+const (
+	localStack       = "spaces"
+	agentClientIDPre = localStack + "-"
+	agentAuthorizer  = localStack + "-agent"
+)
+
+// presenceHandlers is what AgentFunction serves besides its routes.
+type presenceHandlers interface {
+	Authorize(ctx context.Context, req events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error)
+	Presence(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error)
+}
+
+// startBroker starts the local IoT Core with a certificate of a CA of its
+// own (Stack.MQTTRoots trusts it) and the template's topic rules, each
+// sending to its queue on the emulator. The authorizer is attached by
+// startPresence once AgentFunction is built.
+func (st *Stack) startBroker(cfg Config, authorize iotcore.Authorizer) error {
+	ca, err := testcluster.NewCA()
+	if err != nil {
+		return err
+	}
+	cert, err := ca.ServerCertificate()
+	if err != nil {
+		return err
+	}
+	st.MQTTRoots = x509.NewCertPool()
+	st.MQTTRoots.AppendCertsFromPEM(ca.PEM())
+	trs, err := iotcore.TopicRulesFromTemplate(spaces.Template)
+	if err != nil {
+		return err
+	}
+	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
+	var rules []iotcore.Rule
+	for _, tr := range trs {
+		q, ok := st.Resources[tr.QueueLogicalID]
+		if !ok {
+			return fmt.Errorf("topic rule %s sends to %s, which the template does not declare", tr.Name, tr.QueueLogicalID)
+		}
+		rules = append(rules, iotcore.Rule{Name: tr.Name, SQL: tr.SQLFor(localStack),
+			Action: func(ctx context.Context, payload []byte) error {
+				_, err := sqsc.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.URL), MessageBody: aws.String(string(payload))})
+				return err
+			}})
+	}
+	if st.Broker, err = iotcore.Start(context.Background(), iotcore.Config{
+		TLS:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		Authorizers: map[string]iotcore.Authorizer{agentAuthorizer: authorize},
+		Rules:       rules, Log: cfg.Log,
+	}); err != nil {
+		return fmt.Errorf("the local IoT Core: %w", err)
+	}
+	return nil
+}
+
+// wakes are where the workflows wake agents: the local IoT Core's data
+// endpoint, over a client that trusts its certificate.
+func (st *Stack) wakes() parts.Wakes {
+	if st.Broker == nil {
+		return parts.Wakes{}
+	}
+	return parts.Wakes{Endpoint: st.Broker.DataURL(), Prefix: agentClientIDPre, HTTP: &http.Client{Timeout: 5 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: st.MQTTRoots, MinVersion: tls.VersionTLS12}}}}
+}
+
+// startPresence polls AgentPresenceQueue into AgentFunction's presence
+// handler, as Lambda's SQS source does in AWS.
+func (st *Stack) startPresence(cfg Config, h presenceHandlers) error {
+	queue, ok := st.Resources["AgentPresenceQueue"]
+	if !ok {
+		return errors.New("the template declares no AgentPresenceQueue")
+	}
+	poller := &lambdarules.Poller{SQS: awsclient.SQS(st.AWS, st.EmulatorURL), QueueURL: queue.URL, QueueARN: queue.ARN,
+		Function: st.function("AgentFunction"), DLQURL: st.Resources["AgentPresenceDLQ"].URL,
+		Handler: tracing.Handler(cfg.Tracing, "agent-presence", h.Presence), Log: cfg.Log}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { poller.Run(ctx) })
+	st.stopPresence = func() {
+		cancel()
+		wg.Wait()
+	}
+	return nil
+}
