@@ -124,7 +124,7 @@ func TestAgentPresenceChannel(t *testing.T) {
 
 	// The wakes: the data endpoint and the topics' prefix, and publish on
 	// this stack's wake topics only.
-	for _, id := range []string{"DiscoveryFunction", "RevisionsFunction"} {
+	for _, id := range []string{"DiscoveryFunction", "RevisionsFunction", "CascadeFunction"} {
 		p := tpl.Resources[id].Properties
 		vars, _ := get(p, "Environment", "Variables").(map[string]any)
 		if v := fmt.Sprint(vars["IOT_DATA_ENDPOINT"]); !strings.Contains(v, "HasAgentMQTTEndpoint") || !strings.Contains(v, "https://${Host}") ||
