@@ -16,10 +16,12 @@ import (
 )
 
 // memLeases is the lease store in memory: what a successful renewal
-// stores (dynamostore.RenewLease sets renewed_at).
+// stores (dynamostore.RenewLease sets renewed_at), and the presence
+// channel's last lifecycle event (dynamostore.RecordPresence).
 type memLeases struct {
-	mu sync.Mutex
-	at map[string]time.Time
+	mu       sync.Mutex
+	at       map[string]time.Time
+	presence map[string]space.Presence
 }
 
 func (m *memLeases) GetLease(_ context.Context, id string) (space.Lease, error) {
@@ -29,7 +31,20 @@ func (m *memLeases) GetLease(_ context.Context, id string) (space.Lease, error) 
 	if !ok {
 		return space.Lease{}, nil
 	}
-	return space.Lease{RenewedAt: &t, ServerVersion: &space.ServerVersion{GitVersion: "v1.37.2", Platform: "linux/amd64"}}, nil
+	l := space.Lease{RenewedAt: &t, ServerVersion: &space.ServerVersion{GitVersion: "v1.37.2", Platform: "linux/amd64"}}
+	if p, ok := m.presence[id]; ok {
+		l.Presence = &p
+	}
+	return l, nil
+}
+
+// record stores p if it is newer, as RecordPresence's condition does.
+func (m *memLeases) record(id string, p space.Presence) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.presence[id]; !ok || p.Newer(&old) {
+		m.presence[id] = p
+	}
 }
 
 // TestAgentSimulation runs 1,000 agent spaces for 6 simulated hours
@@ -40,7 +55,22 @@ func (m *memLeases) GetLease(_ context.Context, id string) (space.Lease, error) 
 // detected (inactive) within 180 s at p99; blips (5-20 s in which the
 // renewals fail, about one per space per 30 min, away from outages) must
 // never make a space inactive.
-func TestAgentSimulation(t *testing.T) {
+func TestAgentSimulation(t *testing.T) { simulateAgents(t, false) }
+
+// TestAgentPresenceSimulation is TestAgentSimulation with the presence
+// channel: each agent holds an MQTT connection (keep-alive
+// space.PresenceKeepAlive) and renews over HTTP every
+// space.PresenceFallback; IoT Core's lifecycle events (delivered 2 s after
+// the fact: the rule, the queue, the agent function) are the lease. An
+// outage or a blip cuts the connection in one of two ways, at random: a
+// reset IoT Core sees at once (CONNECTION_LOST), or a silent network it
+// sees only 1.5 keep-alives after the agent's last ping
+// (MQTT_KEEP_ALIVE_TIMEOUT), if the cut lasts that long; when the network
+// is back the agent reconnects within 1-5 s (a connected event of the
+// next version) and renews over HTTP, as agent/client does.
+func TestAgentPresenceSimulation(t *testing.T) { simulateAgents(t, true) }
+
+func simulateAgents(t *testing.T, presence bool) {
 	const (
 		n     = 1000
 		d     = 6 * time.Hour
@@ -52,12 +82,21 @@ func TestAgentSimulation(t *testing.T) {
 	start := c.Now()
 	end := start.Add(d)
 	store := newMemStore()
-	leases := &memLeases{at: map[string]time.Time{}}
+	leases := &memLeases{at: map[string]time.Time{}, presence: map[string]space.Presence{}}
 	type agentSim struct {
 		id      string
 		outages [][2]time.Time
 		blips   [][2]time.Time
 		next    time.Time
+		// The presence channel: the connection's version, whether the
+		// agent is connected, and the lifecycle events on their way.
+		version   int64
+		connected bool
+		events    []space.Presence
+	}
+	renewEvery := space.LeaseInterval
+	if presence {
+		renewEvery = space.PresenceFallback
 	}
 	var agents []*agentSim
 	blips := 0
@@ -67,8 +106,12 @@ func TestAgentSimulation(t *testing.T) {
 		at := start.Add(-time.Minute)
 		s.Probe.LastProbeAt, s.Probe.LastSuccessAt = &at, &at
 		store.add(s)
-		a := &agentSim{id: id, next: start.Add(time.Duration(rng.Int64N(int64(space.LeaseInterval))))}
-		leases.at[id] = a.next.Add(-space.LeaseInterval)
+		a := &agentSim{id: id, next: start.Add(time.Duration(rng.Int64N(int64(renewEvery))))}
+		leases.at[id] = a.next.Add(-renewEvery)
+		if presence {
+			a.version, a.connected = 1, true
+			leases.presence[id] = space.Presence{Connected: true, At: start.Add(-time.Minute), Version: 1}
+		}
 		for t := start.Add(time.Duration(rng.Int64N(int64(4 * time.Hour)))); t.Before(end); {
 			dur := 2*time.Minute + time.Duration(rng.Int64N(int64(28*time.Minute)))
 			a.outages = append(a.outages, [2]time.Time{t, t.Add(dur)})
@@ -111,7 +154,10 @@ func TestAgentSimulation(t *testing.T) {
 		}
 		at := *next.Probe.LastTransitionAt
 		a := byID[next.ID]
-		i, ok := in(a.outages, at)
+		// An outage's detection may land just after it ended, before the
+		// agent is back: its retry (5 s), or its reconnect (1-5 s) and the
+		// lifecycle event's delivery (2 s). Anything else is false.
+		i, ok := in(extend(a.outages, 10*time.Second), at)
 		if !ok {
 			falseInactive++
 			return
@@ -138,11 +184,14 @@ func TestAgentSimulation(t *testing.T) {
 		c.now = now
 		c.mu.Unlock()
 		for _, a := range agents {
+			_, down := in(a.outages, now)
+			_, blip := in(a.blips, now)
+			if presence {
+				presenceStep(rng, a.id, &a.version, &a.connected, &a.events, &a.next, a.outages, a.blips, now, leases)
+			}
 			if now.Before(a.next) {
 				continue
 			}
-			_, down := in(a.outages, now)
-			_, blip := in(a.blips, now)
 			if down || blip {
 				a.next = now.Add(retry)
 				continue
@@ -150,7 +199,7 @@ func TestAgentSimulation(t *testing.T) {
 			leases.mu.Lock()
 			leases.at[a.id] = now
 			leases.mu.Unlock()
-			a.next = now.Add(space.LeaseInterval)
+			a.next = now.Add(renewEvery)
 		}
 		if !now.Before(nextTick) {
 			if _, err := sched.Tick(ctx); err != nil {
@@ -177,8 +226,12 @@ func TestAgentSimulation(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("agent simulation: %d agent spaces × %s, lease every %s (+%s grace), %d outages (2-30 min, ended 4 min before the run did), %d blips (5-20 s), batching window %s",
-		n, d, space.LeaseInterval, space.LeaseGrace, outages, blips, window)
+	channel := "HTTP renewals only"
+	if presence {
+		channel = fmt.Sprintf("presence channel (keep-alive %s, HTTP every %s)", space.PresenceKeepAlive, space.PresenceFallback)
+	}
+	t.Logf("agent simulation: %d agent spaces × %s, %s, lease every %s (+%s grace), %d outages (2-30 min, ended 4 min before the run did), %d blips (5-20 s), batching window %s",
+		n, d, channel, space.LeaseInterval, space.LeaseGrace, outages, blips, window)
 	t.Logf("| outages detected / missed (over 3 min) | %d / %d |", len(detect), missed)
 	t.Logf("| time to detect, p50 / p99 / max | %s / %s / %s |", pct(detect, .5), pct(detect, .99), pct(detect, 1))
 	t.Logf("| false inactive from blips | %d |", falseInactive)
@@ -191,4 +244,64 @@ func TestAgentSimulation(t *testing.T) {
 	if p := pct(detect, .99); p > 180*time.Second {
 		t.Errorf("detection p99 %s, over 180 s", p)
 	}
+}
+
+// extend lengthens every span by d.
+func extend(spans [][2]time.Time, d time.Duration) [][2]time.Time {
+	out := make([][2]time.Time, len(spans))
+	for i, o := range spans {
+		out[i] = [2]time.Time{o[0], o[1].Add(d)}
+	}
+	return out
+}
+
+// presenceStep moves one agent's MQTT connection at now: a cut starting
+// now (an outage or a blip) is, at random, a reset IoT Core sees at once
+// or a silence it sees 1.5 keep-alives after the agent's last ping (if
+// still cut then); the network back, the agent reconnects within 1-5 s
+// and renews over HTTP at once. Lifecycle events reach the lease 2 s
+// after IoT Core publishes them.
+func presenceStep(rng *rand.Rand, id string, version *int64, connected *bool, pending *[]space.Presence, next *time.Time,
+	outages, blips [][2]time.Time, now time.Time, leases *memLeases) {
+	const delivery = 2 * time.Second
+	cut := func(spans [][2]time.Time) ([2]time.Time, bool) {
+		for _, o := range spans {
+			if !now.Before(o[0]) && now.Before(o[1]) {
+				return o, true
+			}
+		}
+		return [2]time.Time{}, false
+	}
+	o, down := cut(outages)
+	if !down {
+		o, down = cut(blips)
+	}
+	switch {
+	case down && *connected: // the first step of the cut, which began at o[0]
+		*connected = false
+		if rng.IntN(2) == 0 {
+			*pending = append(*pending, space.Presence{At: o[0], Version: *version, Reason: "CONNECTION_LOST"})
+			break
+		}
+		lastPing := o[0].Add(-time.Duration(rng.Int64N(int64(space.PresenceKeepAlive))))
+		seen := lastPing.Add(space.PresenceKeepAlive * 3 / 2)
+		if seen.Before(o[1]) {
+			*pending = append(*pending, space.Presence{At: seen, Version: *version, Reason: space.ReasonKeepAliveTimeout})
+		}
+	case !down && !*connected:
+		at := now.Add(time.Second + time.Duration(rng.Int64N(int64(4*time.Second))))
+		*version++
+		*connected = true
+		*pending = append(*pending, space.Presence{Connected: true, At: at, Version: *version})
+		*next = at // the renewal a connection asks for
+	}
+	kept := (*pending)[:0]
+	for _, p := range *pending {
+		if now.Before(p.At.Add(delivery)) {
+			kept = append(kept, p)
+			continue
+		}
+		leases.record(id, p)
+	}
+	*pending = kept
 }
