@@ -22,7 +22,7 @@ import (
 //	sk                 what                        attributes
 //	SPACE#<id>         a space (kept after         the space's fields, times RFC 3339, version (N),
 //	                   deregistration: its         deleted_at and deleted_by once deregistered,
-//	                   tombstone)                  probe_shard while probed
+//	                   tombstone)                  probe_shard while probed ("a"+shard for an agent space)
 //	CLAIM#<identity>   a cluster identity claim    space_id: the space holding the identity
 //	ACCOUNT#<id>       a cloud account             its fields, space_count (N)
 //	IDEMP#<key>        an Idempotency-Key record   key, hash, space (the first answer),
@@ -125,6 +125,20 @@ func probeShard(id string) string {
 	h := fnv.New32a()
 	h.Write([]byte(id))
 	return fmt.Sprintf("%02d", h.Sum32()%probeShards)
+}
+
+// agentShardPrefix marks an agent space's probe shard ("a07" beside
+// "07"): the scheduler reads it with its shard and packs its spaces up to
+// probing.MaxSpaces a message, since checking a lease calls no cluster
+// and needs no spreading over the minute (AgentProbeTargets).
+const agentShardPrefix = "a"
+
+// probeShardOf is sp's probe shard.
+func probeShardOf(sp space.Space) string {
+	if sp.Connectivity == space.ViaAgent {
+		return agentShardPrefix + probeShard(sp.ID)
+	}
+	return probeShard(sp.ID)
 }
 
 // Deregistration reads a record of the table's stream: ok when it is a

@@ -201,18 +201,44 @@ func TestProbeTargets(t *testing.T) {
 	for i := range 5 {
 		live = append(live, g.register(t, g.newSpace(i)))
 	}
-
-	want := map[string]string{}
-	for _, s := range live {
-		if !s.Synthetic {
-			want[s.ID] = s.OrgID
+	// Agent spaces are listed apart (AgentProbeTargets), never with the
+	// direct ones.
+	for i := range 7 {
+		s := g.newSpace(100 + i)
+		s.Connectivity = space.ViaAgent
+		live = append(live, g.register(t, s))
+	}
+	for _, agents := range []bool{false, true} {
+		want := map[string]string{}
+		for _, s := range live {
+			if !s.Synthetic && (s.Connectivity == space.ViaAgent) == agents {
+				want[s.ID] = s.OrgID
+			}
+		}
+		got := probeTargets(t, f.store, agents)
+		if len(got) != len(want) {
+			t.Errorf("agents %t: %d targets, want %d", agents, len(got), len(want))
+		}
+		for id, org := range want {
+			if got[id] != org {
+				t.Errorf("agents %t: target %s: org %q, want %q", agents, id, got[id], org)
+			}
 		}
 	}
+}
+
+// probeTargets walks every shard of the probe index three at a time: the
+// direct spaces, or the agent spaces.
+func probeTargets(t *testing.T, store *dynamostore.Store, agents bool) map[string]string {
+	list := store.ProbeTargets
+	if agents {
+		list = store.AgentProbeTargets
+	}
 	got := map[string]string{}
-	for shard := range f.store.ProbeShards() {
+	for shard := range store.ProbeShards() {
 		after := ""
 		for {
-			page, next, err := f.store.ProbeTargets(t.Context(), shard, after, 3)
+			page, next, err := list(t.Context(), shard, after, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -231,12 +257,5 @@ func TestProbeTargets(t *testing.T) {
 			after = next
 		}
 	}
-	if len(got) != len(want) {
-		t.Errorf("%d targets, want %d", len(got), len(want))
-	}
-	for id, org := range want {
-		if got[id] != org {
-			t.Errorf("target %s: org %q, want %q", id, got[id], org)
-		}
-	}
+	return got
 }

@@ -21,6 +21,16 @@ func (s *Store) ProbeShards() int { return probeShards }
 // registered or deregistered a moment ago may be missing or still listed
 // (the prober's conditional writes make the latter harmless).
 func (s *Store) ProbeTargets(ctx context.Context, shard int, startAfter string, limit int) ([]space.ProbeTarget, string, error) {
+	return s.probeTargets(ctx, shard, "", startAfter, limit)
+}
+
+// AgentProbeTargets is ProbeTargets for the agent spaces of shard, which
+// the index keeps apart (agentShardPrefix).
+func (s *Store) AgentProbeTargets(ctx context.Context, shard int, startAfter string, limit int) ([]space.ProbeTarget, string, error) {
+	return s.probeTargets(ctx, shard, agentShardPrefix, startAfter, limit)
+}
+
+func (s *Store) probeTargets(ctx context.Context, shard int, prefix, startAfter string, limit int) ([]space.ProbeTarget, string, error) {
 	if shard < 0 || shard >= probeShards {
 		return nil, "", &space.Error{Kind: space.KindInvalid, Message: "the probe shard is not valid",
 			Fields: []space.FieldError{{Field: "shard", Reason: fmt.Sprintf("must be between 0 and %d", probeShards-1)}}}
@@ -29,7 +39,7 @@ func (s *Store) ProbeTargets(ctx context.Context, shard int, startAfter string, 
 		return nil, "", err
 	}
 	key := nShard + " = :shard"
-	vals := map[string]types.AttributeValue{":shard": str(fmt.Sprintf("%02d", shard))}
+	vals := map[string]types.AttributeValue{":shard": str(fmt.Sprintf("%s%02d", prefix, shard))}
 	if startAfter != "" {
 		// A key condition rather than ExclusiveStartKey: an index start key
 		// needs the table key too, which the caller does not have.

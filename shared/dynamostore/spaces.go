@@ -38,7 +38,7 @@ func (s *Store) spaceItem(sp space.Space) (map[string]types.AttributeValue, erro
 	item["pk"] = str(orgPK(sp.OrgID))
 	item["sk"] = str(prefixSpace + sp.ID)
 	if !sp.Synthetic && sp.DeletedAt == nil {
-		item["probe_shard"] = str(probeShard(sp.ID))
+		item["probe_shard"] = str(probeShardOf(sp))
 	}
 	if sp.DeletedAt == nil {
 		setNameAttrs(item, sp)

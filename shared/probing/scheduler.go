@@ -19,6 +19,10 @@ import (
 type TargetLister interface {
 	ProbeShards() int
 	ProbeTargets(ctx context.Context, shard int, startAfter string, limit int) ([]space.ProbeTarget, string, error)
+	// AgentProbeTargets lists the shard's agent spaces, which the index
+	// keeps apart: a check of theirs reads a lease and calls no cluster,
+	// so they are packed MaxSpaces a message with no spreading.
+	AgentProbeTargets(ctx context.Context, shard int, startAfter string, limit int) ([]space.ProbeTarget, string, error)
 }
 
 // Queue sends probe messages. Implementations send every message or return
@@ -128,14 +132,31 @@ func (s *Scheduler) TickShards(ctx context.Context, r Shards) (FanOut, error) {
 }
 
 func (s *Scheduler) shard(ctx context.Context, shard, pageSize int, interval time.Duration) (sent, messages, pages int, err error) {
+	for _, list := range []struct {
+		targets  func(context.Context, int, string, int) ([]space.ProbeTarget, string, error)
+		messages func([]space.ProbeTarget, time.Duration) []Delayed
+	}{{s.Targets.ProbeTargets, pageMessages}, {s.Targets.AgentProbeTargets, packedMessages}} {
+		n, m, p, err := s.pages(ctx, shard, pageSize, interval, list.targets, list.messages)
+		sent, messages, pages = sent+n, messages+m, pages+p
+		if err != nil {
+			return sent, messages, pages, err
+		}
+	}
+	return sent, messages, pages, nil
+}
+
+// pages sends every page of one list of the shard.
+func (s *Scheduler) pages(ctx context.Context, shard, pageSize int, interval time.Duration,
+	list func(context.Context, int, string, int) ([]space.ProbeTarget, string, error),
+	messagesOf func([]space.ProbeTarget, time.Duration) []Delayed) (sent, messages, pages int, err error) {
 	after := ""
 	for {
-		targets, next, err := s.Targets.ProbeTargets(ctx, shard, after, pageSize)
+		targets, next, err := list(ctx, shard, after, pageSize)
 		if err != nil {
 			return sent, messages, pages, err
 		}
 		pages++
-		msgs := pageMessages(targets, interval)
+		msgs := messagesOf(targets, interval)
 		if len(msgs) > 0 {
 			if err := s.Queue.Enqueue(ctx, msgs); err != nil {
 				return sent, messages, pages, err
@@ -147,6 +168,18 @@ func (s *Scheduler) shard(ctx context.Context, shard, pageSize int, interval tim
 		}
 		after = next
 	}
+}
+
+// packedMessages are the tick messages of one page of agent spaces:
+// MaxSpaces a message, each sent with the delay of its first space (the
+// lease checks need no spreading, only the fewest messages: one SQS
+// message and Lambda batch per 50 checks instead of per few).
+func packedMessages(targets []space.ProbeTarget, interval time.Duration) []Delayed {
+	var msgs []Delayed
+	for group := range slices.Chunk(targets, MaxSpaces) {
+		msgs = append(msgs, Delayed{Message: TickOf(slices.Clone(group)), Delay: Jitter(group[0].ID, interval)})
+	}
+	return msgs
 }
 
 // pageMessages are the tick messages of one index page: its spaces that

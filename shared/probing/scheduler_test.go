@@ -17,21 +17,30 @@ import (
 	"spaces/shared/space"
 )
 
-// shardedLister serves shard i as targets i*100.., and fails chosen shards.
+// shardedLister serves shard i as targets i*100.. (and agents agent
+// spaces of its own), and fails chosen shards.
 type shardedLister struct {
-	perShard int
-	fail     map[int]bool
+	perShard, agents int
+	fail             map[int]bool
 }
 
 func (l shardedLister) ProbeShards() int { return 3 }
 
+func (l shardedLister) AgentProbeTargets(_ context.Context, shard int, after string, limit int) ([]space.ProbeTarget, string, error) {
+	return l.list(shard, "a", l.agents, after, limit)
+}
+
 func (l shardedLister) ProbeTargets(_ context.Context, shard int, after string, limit int) ([]space.ProbeTarget, string, error) {
+	return l.list(shard, "0", l.perShard, after, limit)
+}
+
+func (l shardedLister) list(shard int, kind string, n int, after string, limit int) ([]space.ProbeTarget, string, error) {
 	if l.fail[shard] {
 		return nil, "", errors.New("index unavailable")
 	}
 	var all []space.ProbeTarget
-	for i := range l.perShard {
-		all = append(all, space.ProbeTarget{OrgID: "o", ID: fmt.Sprintf("00000000-0000-4000-8000-%06d%06d", shard, i)})
+	for i := range n {
+		all = append(all, space.ProbeTarget{OrgID: "o", ID: fmt.Sprintf("%s0000000-0000-4000-8000-%06d%06d", kind, shard, i)})
 	}
 	start := 0
 	for start < len(all) && all[start].ID <= after {
@@ -49,6 +58,35 @@ type failingQueue struct{ err error }
 
 func (q failingQueue) Enqueue(context.Context, []probing.Delayed) error { return q.err }
 
+// Agent spaces are packed MaxSpaces a message whatever their delays,
+// where direct spaces go one message per delay.
+func TestAgentSpacesArePacked(t *testing.T) {
+	c := newClock()
+	q := &clockQueue{clock: c}
+	s := probing.NewScheduler(probing.Scheduler{Targets: shardedLister{perShard: 30, agents: 120}, Queue: q, PageSize: 200, Now: c.Now, Log: discardLogger()})
+	out, err := s.TickShards(t.Context(), probing.Shards{First: 0, Last: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Spaces != 150 {
+		t.Fatalf("fan-out %+v, want 150 spaces", out)
+	}
+	// 120 agent spaces: 3 messages (50, 50, 20); 30 direct spaces: one a
+	// delay (their ids' jitters differ, so about 30).
+	if out.Messages < 3+25 || out.Messages > 3+30 {
+		t.Errorf("%d messages, want 3 for the agent spaces and about one per direct space", out.Messages)
+	}
+	sizes := map[int]int{}
+	q.mu.Lock()
+	for _, m := range q.msgs {
+		sizes[len(m.msg.Each())]++
+	}
+	q.mu.Unlock()
+	if sizes[50] != 2 || sizes[20] != 1 {
+		t.Errorf("message sizes %v, want two of 50 and one of 20 (the agent spaces)", sizes)
+	}
+}
+
 // A failing shard does not stop the others, and the error names it.
 func TestTickReportsFailedShards(t *testing.T) {
 	c := newClock()
@@ -58,8 +96,9 @@ func TestTickReportsFailedShards(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "shard 1: index unavailable") || strings.Contains(err.Error(), "shard 0") {
 		t.Errorf("error %v, want shard 1 named", err)
 	}
-	if out.Spaces != 50 || q.pending() != 50 || out.Pages != 6 {
-		t.Errorf("fan-out %+v, %d queued; want shards 0 and 2 (50 spaces, 6 pages)", out, q.pending())
+	// 3 pages of each shard's direct spaces, 1 (empty) of its agent spaces.
+	if out.Spaces != 50 || q.pending() != 50 || out.Pages != 8 {
+		t.Errorf("fan-out %+v, %d queued; want shards 0 and 2 (50 spaces, 8 pages)", out, q.pending())
 	}
 	s.Targets = shardedLister{perShard: 5}
 	s.Queue = failingQueue{errors.New("sqs: 3 message(s) not sent")}

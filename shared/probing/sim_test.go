@@ -78,7 +78,17 @@ func (m *memStore) MarkPublished(context.Context, space.Transition) error { retu
 
 func (m *memStore) ProbeShards() int { return 1 }
 
+// ProbeTargets and AgentProbeTargets list the direct and the agent spaces
+// apart, as the store's probe index does.
 func (m *memStore) ProbeTargets(_ context.Context, _ int, after string, limit int) ([]space.ProbeTarget, string, error) {
+	return m.targets(after, limit, false)
+}
+
+func (m *memStore) AgentProbeTargets(_ context.Context, _ int, after string, limit int) ([]space.ProbeTarget, string, error) {
+	return m.targets(after, limit, true)
+}
+
+func (m *memStore) targets(after string, limit int, agents bool) ([]space.ProbeTarget, string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	i := sort.SearchStrings(m.order, after)
@@ -88,11 +98,11 @@ func (m *memStore) ProbeTargets(_ context.Context, _ int, after string, limit in
 	var out []space.ProbeTarget
 	for ; i < len(m.order) && len(out) < limit; i++ {
 		s := m.spaces[m.order[i]]
-		if !s.Synthetic && !s.Deleted() {
+		if !s.Synthetic && !s.Deleted() && (s.Connectivity == space.ViaAgent) == agents {
 			out = append(out, space.ProbeTarget{OrgID: s.OrgID, ID: s.ID})
 		}
 	}
-	if i < len(m.order) {
+	if i < len(m.order) && len(out) > 0 {
 		return out, out[len(out)-1].ID, nil
 	}
 	return out, "", nil
