@@ -7,11 +7,14 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	lambdaevents "github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 	"go.yaml.in/yaml/v3"
 
@@ -20,11 +23,11 @@ import (
 	"spaces/infra/awscost"
 	"spaces/infra/emulator/emulatortest"
 	"spaces/infra/staticminter"
-	"spaces/shared/httpapi"
 	"spaces/shared/kubens"
 	"spaces/shared/probing"
 	"spaces/shared/space"
 	"spaces/shared/wiring"
+	agentfn "spaces/shared/wiring/agents"
 	"spaces/shared/wiring/parts"
 )
 
@@ -63,16 +66,61 @@ const (
 // HTTP API route (as deployed) and a Lambda function URL.
 func BenchmarkAgentLeaseCost(b *testing.B) {
 	for b.Loop() {
-		measureAgentCost(b)
+		measureAgentCost(b, false)
 	}
 }
 
-func measureAgentCost(b *testing.B) {
+// BenchmarkAgentPresenceCost is BenchmarkAgentLeaseCost with the presence
+// channel (AWS IoT Core): each agent connects once in the warm-up (the
+// agent function's authorizer and its presence handler, on a lifecycle
+// event as AgentPresenceQueue delivers it) and then renews over HTTP every
+// space.PresenceFallback instead of every lease interval, while the
+// prober's minute checks go on as before. What IoT Core itself bills is
+// priced from counts, not from a broker (the model's own clock would not
+// follow the benchmark's): connection minutes (every agent connected
+// through the month), and per reconnect (about two a day: each credential
+// renewal, every 12 h, is followed by the authorizer refusing the old
+// credential at a refresh, and a reconnect) its CONNECT and SUBSCRIBE
+// messages, two lifecycle events through the rule and its SQS action, the
+// presence handler's two deliveries and the authorizer call, at the
+// per-call costs measured here; the authorizer's refresh
+// (space.PresenceRefresh) is one more authorizer call an hour.
+func BenchmarkAgentPresenceCost(b *testing.B) {
+	for b.Loop() {
+		measureAgentCost(b, true)
+	}
+}
+
+// IoT Core's prices, us-east-1 (https://aws.amazon.com/iot-core/pricing/):
+// connectivity per minute of connection, messaging per message (of up to
+// 5 KB; keep-alive pings are free:
+// https://aws.amazon.com/iot-core/pricing/additional-details/), and the
+// rules engine per rule triggered and per action executed.
+const (
+	priceIoTMinute  = 0.08 / 1e6
+	priceIoTMessage = 1.00 / 1e6
+	priceIoTRule    = 0.15 / 1e6
+	priceIoTAction  = 0.15 / 1e6
+	// reconnectsPerMonth: a forced reconnect after each credential
+	// renewal (client.DefaultRenewBefore: every 12 h), a hand count.
+	reconnectsPerMonth = 60
+)
+
+func measureAgentCost(b *testing.B, presence bool) {
 	const (
-		fleet  = 100
 		warmUp = 2 * time.Minute
 		window = 10 * time.Minute
 	)
+	// AGENT_SPACES sets the fleet (default 100): the prober's messages
+	// carry more spaces in a larger one.
+	fleet := 100
+	if v := os.Getenv("AGENT_SPACES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("AGENT_SPACES=%q is not a positive number", v)
+		}
+		fleet = n
+	}
 	dep := readTemplate(b)
 	ctx := context.Background()
 	env := emulatortest.Start(b)
@@ -83,8 +131,18 @@ func measureAgentCost(b *testing.B) {
 	c := newClock()
 	svc := &space.Service{Store: store, Now: c.Now, NewID: uuid.NewString, StaleAfter: space.DefaultStaleAfter}
 	agents := &space.Agents{Store: store, Spaces: store, Now: c.Now, Work: store, Revisions: store}
-	api := &httpapi.API{Spaces: svc, Agents: agents, Log: discardLogger()}
-	h := api.Handler()
+	// The agent function as deployed (shared/wiring/agents).
+	settings := agentfn.Settings{Common: parts.Common{Table: table, StaleAfter: space.DefaultStaleAfter}}
+	const clientPrefix = "bench-"
+	if presence {
+		settings.Presence = space.PresenceConfig{Endpoint: "iot.example:443", Authorizer: "bench-agent", ClientPrefix: clientPrefix}
+	}
+	fn := agentfn.NewHandlers(a, settings, agentfn.Options{Now: c.Now, Log: discardLogger()})
+	h := fn.HTTP
+	renewEvery := space.LeaseInterval
+	if presence {
+		renewEvery = space.PresenceFallback
+	}
 
 	org := "org-" + uuid.NewString()[:8]
 	acct, err := svc.CreateAccount(ctx, org, space.NewAccountInput{Provider: space.AWS, Name: "a",
@@ -118,7 +176,7 @@ func measureAgentCost(b *testing.B) {
 		}
 		// Agents start at their own moment: renewals spread over the interval.
 		fleetAgents = append(fleetAgents, &agent{id: s.ID, cred: cred.Credential,
-			next: c.Now().Add(time.Duration(i) * space.LeaseInterval / fleet)})
+			next: c.Now().Add(time.Duration(i) * renewEvery / time.Duration(fleet))})
 	}
 
 	log := discardLogger()
@@ -201,7 +259,7 @@ func measureAgentCost(b *testing.B) {
 				// The agent does the work the answer carries and reports it
 				// (agent/client): each report is a request of its own.
 				reports += doWork(ag.id, ag.cred, rec)
-				ag.next = ag.next.Add(space.LeaseInterval)
+				ag.next = ag.next.Add(renewEvery)
 			}
 			// The template's batching, as BenchmarkProbingCost models it: a
 			// batch opens with the first message due and is invoked when it
@@ -232,6 +290,57 @@ func measureAgentCost(b *testing.B) {
 			c.Advance(time.Second)
 		}
 	}
+	// The presence channel: each agent renews once over HTTP (the answer
+	// names the endpoint) and connects (the authorizer, then the connected
+	// event). Then, measured: a reconnect of each (the disconnected event,
+	// the authorizer, the connected event and the renewal a connection
+	// asks for), and an authorizer refresh of each.
+	var reconnect, refresh awscost.Usage
+	var reconnectFns, refreshFns []awscost.Lambda
+	if presence {
+		connect := func(ag *agent, version int64, fns *[]awscost.Lambda) {
+			req := lambdaevents.IoTCoreCustomAuthorizerRequest{Protocols: []string{"mqtt"}, ConnectionMetadata: &lambdaevents.IoTCoreConnectionMetadata{ID: uuid.NewString()},
+				ProtocolData: &lambdaevents.IoTCoreProtocolData{MQTT: &lambdaevents.IoTCoreMQTTContext{ClientID: clientPrefix + ag.id,
+					Username: "?x-amz-customauthorizer-name=bench-agent", Password: []byte(ag.cred)}}}
+			start := time.Now()
+			res, err := fn.Authorize(ctx, req)
+			(*fns)[0].Invocations++
+			(*fns)[0].Seconds += billed(time.Since(start))
+			if err != nil || !res.IsAuthenticated {
+				b.Fatalf("authorizer refused agent %s: %v", ag.id, err)
+			}
+			if version > 0 {
+				presenceEvent(b, fn, &(*fns)[1], billed, clientPrefix+ag.id, "connected", version, c.Now())
+			}
+		}
+		setup := []awscost.Lambda{{}, {}, {}}
+		for _, ag := range fleetAgents {
+			rec := call("PUT", "/agent/spaces/"+ag.id+"/lease", ag.cred, body)
+			if rec.Code != http.StatusOK {
+				b.Fatalf("first renewal: %d %s", rec.Code, rec.Body)
+			}
+			reports += doWork(ag.id, ag.cred, rec)
+			connect(ag, 1, &setup)
+		}
+		meter.Take()
+		reconnectFns = []awscost.Lambda{{}, {}, {}}
+		for _, ag := range fleetAgents {
+			presenceEvent(b, fn, &reconnectFns[1], billed, clientPrefix+ag.id, "disconnected", 1, c.Now())
+			connect(ag, 2, &reconnectFns)
+			start := time.Now()
+			if rec := call("PUT", "/agent/spaces/"+ag.id+"/lease", ag.cred, body); rec.Code != http.StatusOK {
+				b.Fatalf("renewal on connect: %d %s", rec.Code, rec.Body)
+			}
+			reconnectFns[2].Invocations++
+			reconnectFns[2].Seconds += billed(time.Since(start))
+		}
+		reconnect = meter.Take()
+		refreshFns = []awscost.Lambda{{}, {}}
+		for _, ag := range fleetAgents {
+			connect(ag, 0, &refreshFns)
+		}
+		refresh = meter.Take()
+	}
 	run(c.Now().Add(warmUp))
 	meter.Take()
 	warmReports := reports
@@ -258,12 +367,44 @@ func measureAgentCost(b *testing.B) {
 		base = base.Provisioned(u, dep.target)
 	}
 	base = base.Scale(scale)
+	// The presence channel's own costs a month per 1,000 (see
+	// BenchmarkAgentPresenceCost): what the reconnects and refreshes
+	// measured above cost on AWS, and what IoT Core bills.
+	var channel awscost.Cost
+	var iot float64
+	if presence {
+		perSpace := 1000 / float64(fleet) // the measured calls were one per agent
+		for _, part := range []struct {
+			u     awscost.Usage
+			fns   []awscost.Lambda
+			times float64
+		}{{reconnect, reconnectFns, reconnectsPerMonth}, {refresh, refreshFns, float64(30*24*time.Hour) / float64(space.PresenceRefresh)}} {
+			u := part.u
+			// Each lifecycle event: the rule's SQS SendMessage, and the event
+			// source's receive and delete (one each, an upper bound).
+			if len(part.fns) == 3 {
+				u.SQSRequests += 2 * 3 * float64(fleet)
+			}
+			for i := range part.fns {
+				part.fns[i].MemoryMB = agentMemoryMB(b)
+			}
+			cost := awscost.Price(u, part.fns, 0)
+			if dep.provisioned {
+				cost = cost.Provisioned(u, dep.target)
+			}
+			channel = addCost(channel, cost.Scale(part.times*perSpace))
+		}
+		minutes := 1000.0 * 30 * 24 * 60
+		// A reconnect: CONNECT and SUBSCRIBE (1 message each), its
+		// lifecycle events (2 rules triggered, 2 actions).
+		iot = minutes*priceIoTMinute + 1000*reconnectsPerMonth*(2*priceIoTMessage+2*priceIoTRule+2*priceIoTAction)
+	}
 	gateway := float64(renewals) * scale * priceHTTPAPIRequest
 	functionURL := float64(renewals) * scale * priceFunctionURLRequest
 
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%d agent spaces, %s measured: %d lease renewals (every %s), %d prober checks in %.0f invocations; table provisioned %t\n",
-		fleet, window, renewals, space.LeaseInterval, checks, prober.Invocations, dep.provisioned)
+		fleet, window, renewals, renewEvery, checks, prober.Invocations, dep.provisioned)
 	per := func(n float64, by int) float64 { return n / float64(by) }
 	for _, op := range u.Ops() {
 		fmt.Fprintf(&sb, "  %-50s %7.0f requests  RRU %8.1f  WRU %8.1f\n", op, u.Requests[op], u.RRU[op], u.WRU[op])
@@ -272,6 +413,12 @@ func measureAgentCost(b *testing.B) {
 		1000*per(agentFn.Seconds, renewals), 1000*per(prober.Seconds, checks))
 	fmt.Fprintf(&sb, "  $/month per 1,000 agent spaces: DynamoDB reads %.2f, writes %.2f, SQS %.2f, Lambda %.2f + %.2f, EventBridge %.2f = %.2f before the channel\n",
 		base.Reads, base.Writes, base.SQS, base.LambdaRequests, base.LambdaDuration, base.EventBridge, base.Total())
+	if presence {
+		fmt.Fprintf(&sb, "  presence channel: reconnects (%d a month) and authorizer refreshes (every %s) on AWS: DynamoDB reads %.2f, writes %.2f, SQS %.2f, Lambda %.2f + %.2f = %.2f; IoT Core (connection minutes, messages, rules) %.2f\n",
+			reconnectsPerMonth, space.PresenceRefresh, channel.Reads, channel.Writes, channel.SQS, channel.LambdaRequests, channel.LambdaDuration, channel.Total(), iot)
+		base = addCost(base, channel)
+		base.EventBridge += iot // (printed apart above; summed here)
+	}
 	fmt.Fprintf(&sb, "  channel: HTTP API route %.2f -> total %.2f; Lambda function URL %.2f -> total %.2f\n",
 		gateway, base.Total()+gateway, functionURL, base.Total()+functionURL)
 	fmt.Fprintf(&sb, "  work reports: %d in the warm-up (each agent's first namespace list), %d in the measured window (no work was asked for: the lease answer carries none, at no request of its own)\n",
@@ -319,13 +466,33 @@ func measureAgentCost(b *testing.B) {
 	}{{"a user's namespace list (discovery)", asked}, {"a revision handed (claimer)", handed}, {"renewal + reports (agent)", worked}} {
 		for _, op := range part.u.Ops() {
 			fmt.Fprintf(&sb, "    %-38s %-28s %6.2f requests  RRU %5.2f  WRU %5.2f per space\n", part.what, op,
-				part.u.Requests[op]/fleet, part.u.RRU[op]/fleet, part.u.WRU[op]/fleet)
+				part.u.Requests[op]/float64(fleet), part.u.RRU[op]/float64(fleet), part.u.WRU[op]/float64(fleet))
 		}
 	}
 	b.Log(sb.String())
 	b.ReportMetric(base.Total()+gateway, "usd/month/1000-agent-spaces-httpapi")
 	b.ReportMetric(base.Total()+functionURL, "usd/month/1000-agent-spaces-function-url")
 	b.ReportMetric(0, "ns/op")
+}
+
+// presenceEvent hands the agent function's presence handler one
+// lifecycle event as AgentPresenceQueue delivers it, timed into fn.
+func presenceEvent(b *testing.B, h *agentfn.Handlers, fn *awscost.Lambda, billed func(time.Duration) float64, clientID, typ string, version int64, at time.Time) {
+	body, _ := json.Marshal(map[string]any{"clientId": clientID, "timestamp": at.UnixMilli(), "eventType": typ,
+		"sessionIdentifier": uuid.NewString(), "principalIdentifier": "bench", "versionNumber": version,
+		"clientInitiatedDisconnect": false, "disconnectReason": "AUTH_ERROR"})
+	start := time.Now()
+	out, err := h.Presence(context.Background(), lambdaevents.SQSEvent{Records: []lambdaevents.SQSMessage{{MessageId: uuid.NewString(), Body: string(body)}}})
+	fn.Invocations++
+	fn.Seconds += billed(time.Since(start))
+	if err != nil || len(out.BatchItemFailures) > 0 {
+		b.Fatalf("presence event %s %s: %v %v", typ, clientID, err, out.BatchItemFailures)
+	}
+}
+
+func addCost(a, b awscost.Cost) awscost.Cost {
+	return awscost.Cost{Reads: a.Reads + b.Reads, Writes: a.Writes + b.Writes, SQS: a.SQS + b.SQS,
+		LambdaRequests: a.LambdaRequests + b.LambdaRequests, LambdaDuration: a.LambdaDuration + b.LambdaDuration, EventBridge: a.EventBridge + b.EventBridge}
 }
 
 // agentMemoryMB is AgentFunction's memory (the function that serves the
