@@ -3,8 +3,11 @@
 // credential bound to its space, keeps that credential in a Secret so a
 // restarted pod carries on without a new bootstrap, renews it before it
 // expires, and renews the space's lease on the cadence Spaces answers,
-// reporting the cluster's /version and its own version. It only ever
-// calls out: it opens no port.
+// reporting the cluster's /version and its own version; where the lease
+// answer names a presence channel it holds an MQTT connection to AWS IoT
+// Core instead and renews only when it connects, when woken and every
+// fallback interval (presence.go). It only ever calls out: it opens no
+// port.
 package client
 
 import (
