@@ -37,6 +37,16 @@ func TestCredentialPresenceFollowsTheDocument(t *testing.T) {
 	with, _ := json.Marshal(c)
 	check(t, with)
 
+	// The lease answer carries the same block (an agent restarted on a
+	// stored credential learns the channel from it).
+	lease, _ := json.Marshal(map[string]any{"lease_interval_seconds": 35, "presence": c.Presence,
+		"work": space.AgentWork{NamespaceCreates: []space.NamespaceCreate{}, Revisions: []space.AgentRevision{}}})
+	leaseReq := httptest.NewRequest("PUT", "/agent/spaces/"+id+"/lease", strings.NewReader(`{"agent_version":"0.1.0","server_version":{"gitVersion":"v1.37.2","platform":"linux/amd64"}}`))
+	leaseReq.Header.Set("Authorization", "Bearer "+c.Credential)
+	leaseReq.Header.Set("Content-Type", "application/json")
+	v.Check(t, leaseReq, []byte(`{"agent_version":"0.1.0","server_version":{"gitVersion":"v1.37.2","platform":"linux/amd64"}}`),
+		&http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"r"}}}, lease)
+
 	broken := bytes.Replace(with, []byte(`"wake_topic"`), []byte(`"wake"`), 1)
 	rec := &recorder{TB: t}
 	check(rec, broken)
