@@ -93,14 +93,15 @@ func (s *Scheduler) TickShards(ctx context.Context, r Shards) (FanOut, error) {
 	now, interval, pageSize := s.Now, s.Interval, s.PageSize
 	start := now()
 	var (
-		mu   sync.Mutex
-		out  FanOut
-		errs = make([]error, r.Last-r.First+1)
-		wg   sync.WaitGroup
+		mu     sync.Mutex
+		out    FanOut
+		errs   = make([]error, r.Last-r.First+2)
+		wg     sync.WaitGroup
+		agents = &packer{queue: s.Queue, interval: interval}
 	)
 	for shard := r.First; shard <= r.Last; shard++ {
 		wg.Go(func() {
-			n, msgs, pages, err := s.shard(ctx, shard, pageSize, interval)
+			n, msgs, pages, err := s.shard(ctx, shard, pageSize, interval, agents)
 			mu.Lock()
 			out.Spaces += n
 			out.Messages += msgs
@@ -112,6 +113,11 @@ func (s *Scheduler) TickShards(ctx context.Context, r Shards) (FanOut, error) {
 		})
 	}
 	wg.Wait()
+	if err := agents.flush(ctx, true); err != nil {
+		errs[len(errs)-1] = fmt.Errorf("agent spaces: %w", err)
+	}
+	out.Spaces += agents.sent
+	out.Messages += agents.messages
 	out.Duration = now().Sub(start)
 	err := errors.Join(errs...)
 	if err != nil {
@@ -131,24 +137,30 @@ func (s *Scheduler) TickShards(ctx context.Context, r Shards) (FanOut, error) {
 	return out, err
 }
 
-func (s *Scheduler) shard(ctx context.Context, shard, pageSize int, interval time.Duration) (sent, messages, pages int, err error) {
-	for _, list := range []struct {
-		targets  func(context.Context, int, string, int) ([]space.ProbeTarget, string, error)
-		messages func([]space.ProbeTarget, time.Duration) []Delayed
-	}{{s.Targets.ProbeTargets, pageMessages}, {s.Targets.AgentProbeTargets, packedMessages}} {
-		n, m, p, err := s.pages(ctx, shard, pageSize, interval, list.targets, list.messages)
-		sent, messages, pages = sent+n, messages+m, pages+p
-		if err != nil {
-			return sent, messages, pages, err
+// shard sends the shard's direct spaces page by page, and hands its
+// agent spaces to agents, which packs them with every shard's.
+func (s *Scheduler) shard(ctx context.Context, shard, pageSize int, interval time.Duration, agents *packer) (sent, messages, pages int, err error) {
+	sent, messages, pages, err = s.pages(ctx, shard, pageSize, s.Targets.ProbeTargets, func(targets []space.ProbeTarget) (int, error) {
+		msgs := pageMessages(targets, interval)
+		if len(msgs) == 0 {
+			return 0, nil
 		}
+		return len(msgs), s.Queue.Enqueue(ctx, msgs)
+	})
+	if err != nil {
+		return sent, messages, pages, err
 	}
-	return sent, messages, pages, nil
+	_, _, p, err := s.pages(ctx, shard, pageSize, s.Targets.AgentProbeTargets, func(targets []space.ProbeTarget) (int, error) {
+		return 0, agents.add(ctx, targets)
+	})
+	return sent, messages, pages + p, err
 }
 
-// pages sends every page of one list of the shard.
-func (s *Scheduler) pages(ctx context.Context, shard, pageSize int, interval time.Duration,
+// pages reads every page of one list of the shard and hands it to send,
+// which answers how many messages it sent.
+func (s *Scheduler) pages(ctx context.Context, shard, pageSize int,
 	list func(context.Context, int, string, int) ([]space.ProbeTarget, string, error),
-	messagesOf func([]space.ProbeTarget, time.Duration) []Delayed) (sent, messages, pages int, err error) {
+	send func([]space.ProbeTarget) (int, error)) (sent, messages, pages int, err error) {
 	after := ""
 	for {
 		targets, next, err := list(ctx, shard, after, pageSize)
@@ -156,13 +168,11 @@ func (s *Scheduler) pages(ctx context.Context, shard, pageSize int, interval tim
 			return sent, messages, pages, err
 		}
 		pages++
-		msgs := messagesOf(targets, interval)
-		if len(msgs) > 0 {
-			if err := s.Queue.Enqueue(ctx, msgs); err != nil {
-				return sent, messages, pages, err
-			}
+		n, err := send(targets)
+		if err != nil {
+			return sent, messages, pages, err
 		}
-		sent, messages = sent+len(targets), messages+len(msgs)
+		sent, messages = sent+len(targets), messages+n
 		if next == "" {
 			return sent, messages, pages, nil
 		}
@@ -170,10 +180,55 @@ func (s *Scheduler) pages(ctx context.Context, shard, pageSize int, interval tim
 	}
 }
 
-// packedMessages are the tick messages of one page of agent spaces:
-// MaxSpaces a message, each sent with the delay of its first space (the
-// lease checks need no spreading, only the fewest messages: one SQS
-// message and Lambda batch per 50 checks instead of per few).
+// packer gathers the agent spaces of every shard of a tick and sends them
+// MaxSpaces a message, ten messages (one SQS batch) at a time as they
+// fill and the rest when the tick's shards are read: a lease check calls
+// no cluster, so it needs no spreading over the minute, and spaces of any
+// shard can share a message (a small agent fleet spread over 16 shards
+// would otherwise fill messages with a few each).
+type packer struct {
+	queue    Queue
+	interval time.Duration
+
+	mu             sync.Mutex
+	buf            []space.ProbeTarget
+	sent, messages int
+}
+
+func (p *packer) add(ctx context.Context, targets []space.ProbeTarget) error {
+	p.mu.Lock()
+	p.buf = append(p.buf, targets...)
+	p.mu.Unlock()
+	return p.flush(ctx, false)
+}
+
+// flush sends the full batches gathered (all that is gathered, when
+// last).
+func (p *packer) flush(ctx context.Context, last bool) error {
+	const batch = 10 * MaxSpaces
+	p.mu.Lock()
+	n := len(p.buf) / batch * batch
+	if last {
+		n = len(p.buf)
+	}
+	ready := p.buf[:n:n]
+	p.buf = slices.Clone(p.buf[n:])
+	p.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	msgs := packedMessages(ready, p.interval)
+	if err := p.queue.Enqueue(ctx, msgs); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.sent, p.messages = p.sent+n, p.messages+len(msgs)
+	p.mu.Unlock()
+	return nil
+}
+
+// packedMessages are agent spaces' tick messages: MaxSpaces a message,
+// each sent with the delay of its first space.
 func packedMessages(targets []space.ProbeTarget, interval time.Duration) []Delayed {
 	var msgs []Delayed
 	for group := range slices.Chunk(targets, MaxSpaces) {

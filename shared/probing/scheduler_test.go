@@ -85,6 +85,17 @@ func TestAgentSpacesArePacked(t *testing.T) {
 	if sizes[50] != 2 || sizes[20] != 1 {
 		t.Errorf("message sizes %v, want two of 50 and one of 20 (the agent spaces)", sizes)
 	}
+
+	// Across shards too: 3 shards of 20 agent spaces are 2 messages (50
+	// and 10), not one a shard.
+	q2 := &clockQueue{clock: c}
+	s2 := probing.NewScheduler(probing.Scheduler{Targets: shardedLister{agents: 20}, Queue: q2, PageSize: 200, Now: c.Now, Log: discardLogger()})
+	if out, err := s2.Tick(t.Context()); err != nil || out.Spaces != 60 || out.Messages != 2 {
+		t.Errorf("3 shards of 20 agent spaces: %+v %v, want 60 spaces in 2 messages", out, err)
+	}
+	if q2.pending() != 60 {
+		t.Errorf("%d spaces queued, want 60", q2.pending())
+	}
 }
 
 // A failing shard does not stop the others, and the error names it.
