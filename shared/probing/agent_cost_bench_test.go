@@ -375,16 +375,15 @@ func measureAgentCost(b *testing.B, presence bool) {
 	if presence {
 		perSpace := 1000 / float64(fleet) // the measured calls were one per agent
 		for _, part := range []struct {
-			u     awscost.Usage
-			fns   []awscost.Lambda
-			times float64
-		}{{reconnect, reconnectFns, reconnectsPerMonth}, {refresh, refreshFns, float64(30*24*time.Hour) / float64(space.PresenceRefresh)}} {
+			u      awscost.Usage
+			fns    []awscost.Lambda
+			times  float64
+			events float64 // lifecycle events per agent
+		}{{reconnect, reconnectFns, reconnectsPerMonth, 2}, {refresh, refreshFns, float64(30*24*time.Hour) / float64(space.PresenceRefresh), 0}} {
 			u := part.u
 			// Each lifecycle event: the rule's SQS SendMessage, and the event
 			// source's receive and delete (one each, an upper bound).
-			if len(part.fns) == 3 {
-				u.SQSRequests += 2 * 3 * float64(fleet)
-			}
+			u.SQSRequests += part.events * 3 * float64(fleet)
 			for i := range part.fns {
 				part.fns[i].MemoryMB = agentMemoryMB(b)
 			}
