@@ -8,7 +8,9 @@
 //     context is cancelled, whatever it answers later is discarded, and the
 //     caller gets Lambda's answer, the function error "Task timed out after
 //     N.NN seconds" (an SQS batch fails whole; behind the HTTP API the
-//     gateway answers 500, Gateway).
+//     gateway answers 500, Gateway; a function URL 502, FunctionURL).
+//   - Function URLs (FunctionURL): no routes of their own (every path is
+//     the function's to answer), and the function's own Timeout.
 //   - Recursive loop detection (SQS, TraceHeader): the chain of invocations
 //     an SQS message carries, counted as Lambda counts it in the trace
 //     header's lineage; a message that would invoke a function a 17th time
@@ -63,6 +65,8 @@ type Function struct {
 	Async         Async
 	// Sources are its SQS events by name (its event source mappings).
 	Sources map[string]SQSSource
+	// URL is its function URL (nil: none).
+	URL *URL
 }
 
 // Async is a function's EventInvokeConfig.
@@ -91,16 +95,17 @@ func (fs Functions) Get(id string) Function {
 
 // Read reads every AWS::Serverless::Function of the template: Timeout
 // (the function's, else the Globals', else Lambda's default),
-// RecursiveLoop, EventInvokeConfig and its SQS events.
+// RecursiveLoop, EventInvokeConfig, its SQS events and its function URL.
 func Read(template []byte) (Functions, error) {
 	js, err := emulator.RawJSON(template)
 	if err != nil {
 		return nil, err
 	}
 	type props struct {
-		Timeout       *float64
-		RecursiveLoop string
-		Events        map[string]struct {
+		Timeout           *float64
+		RecursiveLoop     string
+		FunctionUrlConfig *struct{ AuthType, InvokeMode string }
+		Events            map[string]struct {
 			Type       string
 			Properties struct {
 				Queue                          any
@@ -168,6 +173,14 @@ func Read(template []byte) (Functions, error) {
 					return nil, fmt.Errorf("lambdarules: %s: the on-failure destination must be !GetAtt <queue>.Arn", id)
 				}
 			}
+		}
+		if c := p.FunctionUrlConfig; c != nil {
+			// AWS_IAM (SigV4-signed callers) and RESPONSE_STREAM are not
+			// modelled: the local stack would serve them wrongly.
+			if c.AuthType != "NONE" || (c.InvokeMode != "" && c.InvokeMode != "BUFFERED") {
+				return nil, fmt.Errorf("lambdarules: %s: FunctionUrlConfig %+v: only AuthType NONE, BUFFERED is modelled", id, *c)
+			}
+			f.URL = &URL{AuthType: c.AuthType}
 		}
 		for name, ev := range p.Events {
 			if ev.Type != "SQS" {

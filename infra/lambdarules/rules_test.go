@@ -57,6 +57,50 @@ func TestReadsTheTemplate(t *testing.T) {
 	if _, err := Read([]byte("Resources:\n  F:\n    Type: AWS::Serverless::Function\n    Properties:\n      RecursiveLoop: Sometimes\n")); err == nil {
 		t.Error("an unknown RecursiveLoop value was read")
 	}
+	// Only the agent's function has a function URL, public and buffered.
+	for id, f := range fs {
+		if want := id == "AgentFunction"; (f.URL != nil) != want || (want && f.URL.AuthType != "NONE") {
+			t.Errorf("%s: function URL %+v", id, f.URL)
+		}
+	}
+	if _, err := Read([]byte("Resources:\n  F:\n    Type: AWS::Serverless::Function\n    Properties:\n      FunctionUrlConfig: {AuthType: AWS_IAM}\n")); err == nil {
+		t.Error("a function URL with AWS_IAM auth was read, though not modelled")
+	}
+}
+
+// TestFunctionURL: a function URL has no routes (every path is the
+// function's to answer), runs each request as an invocation under the
+// function's Timeout and answers a timed-out one 502; a function without
+// FunctionUrlConfig in the template has no URL to serve.
+func TestFunctionURL(t *testing.T) {
+	fs := template(t)
+	if _, err := fs.Get("ApiFunction").FunctionURL(http.NotFoundHandler()); err == nil {
+		t.Error("ApiFunction, which has no function URL in the template, was served on one")
+	}
+	f := fs.Get("AgentFunction")
+	f.Timeout = 50 * time.Millisecond
+	h, err := f.FunctionURL(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			<-r.Context().Done()
+		}
+		w.Header().Set("X-Path", r.URL.Path)
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/", "/agent/exchange", "/no/such/route"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("DELETE", path, nil))
+		if rec.Code != http.StatusTeapot || rec.Header().Get("X-Path") != path {
+			t.Errorf("DELETE %s: %d %v, want the function's own answer", path, rec.Code, rec.Header())
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/slow", nil))
+	if rec.Code != http.StatusBadGateway || rec.Header().Get("X-Path") != "" {
+		t.Errorf("timed out on the function URL: %d %v %s, want 502", rec.Code, rec.Header(), rec.Body)
+	}
 }
 
 // TestTimeout: an invocation past its function's Timeout is answered
