@@ -147,17 +147,18 @@ clean:
 # once into the build cache by go run) without Docker into an OCI layout,
 # and its manifests rendered for it (infra/cmd/agentimage says how the
 # base image is made). AGENT_REPO is where you push the layout; the
-# manifests name the image there by digest. SPACES_API_URL is the API the
-# agent calls (https, except on loopback).
+# manifests name the image there by digest. SPACES_AGENT_URL is where the
+# agent calls Spaces: the stack's AgentUrl output, AgentFunction's function
+# URL (https, except on loopback; default the local stack's, make run).
 KO              := github.com/google/ko@v0.19.1
 AGENT_OUT       := $(LOCAL)/agent
 AGENT_REPO      ?= registry.example/spaces-agent
 AGENT_PLATFORMS ?= linux/amd64,linux/arm64
-SPACES_API_URL  ?= http://127.0.0.1:8080
+SPACES_AGENT_URL ?= http://127.0.0.1:8081
 
 ## agent-image: the agent's image (ko, no Docker) as an OCI layout in .local/agent/oci, and its manifests in .local/agent/spaces-agent.yaml
 agent-image: deps
-	GOFLAGS= $(GO) run ./infra/cmd/agentimage -out $(AGENT_OUT) -repo $(AGENT_REPO) -api-url $(SPACES_API_URL) \
+	GOFLAGS= $(GO) run ./infra/cmd/agentimage -out $(AGENT_OUT) -repo $(AGENT_REPO) -agent-url $(SPACES_AGENT_URL) \
 		-platforms $(AGENT_PLATFORMS) -ko $(KO)
 
 # ---- SAM: one target per function (sam build calls these) ----

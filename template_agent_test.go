@@ -6,43 +6,66 @@ import (
 	"strings"
 	"testing"
 
+	"spaces/shared/console"
 	"spaces/shared/httpapi"
 )
 
-// TestGatewayAuthorizerOffOnlyWhereTheFunctionAuthenticates: the HTTP
-// API's JWT authorizer is off (Authorizer: NONE) exactly on the public
-// routes and the agent's routes (which carry the agent's own secret,
-// checked by the function), and on no other route, so no user route is
-// left open and no agent route needs a JWT it cannot have.
-func TestGatewayAuthorizerOffOnlyWhereTheFunctionAuthenticates(t *testing.T) {
+// TestGatewayAuthorizerOffOnlyOnPublicRoutes: the HTTP API's JWT
+// authorizer is off (Authorizer: NONE) exactly on the public routes (the
+// API document and the console's pages), so no user route is left open; the agent's routes, which carry the
+// agent's own secret instead of a JWT, are not on the gateway at all.
+func TestGatewayAuthorizerOffOnlyOnPublicRoutes(t *testing.T) {
 	tpl := parseRaw(t)
-	open := append(slices.Clone(httpapi.PublicRoutes), httpapi.AgentRoutes()...)
+	public := append(slices.Clone(httpapi.PublicRoutes), console.Routes...)
 	seen := 0
-	// The catalog's routes and the agent's, which have a function of their
-	// own so that their unauthenticated traffic holds none of the API's
-	// concurrency: only agent routes go there.
-	for _, fn := range []string{"ApiFunction", "AgentFunction"} {
-		events, _ := tpl.Resources[fn].Properties["Events"].(map[string]any)
+	for fn, res := range tpl.Resources {
+		events, _ := res.Properties["Events"].(map[string]any)
 		for name, ev := range events {
 			if get(ev, "Type") != "HttpApi" {
 				continue
 			}
 			route := fmt.Sprint(get(ev, "Properties", "Method"), " ", get(ev, "Properties", "Path"))
 			none := get(ev, "Properties", "Auth", "Authorizer") == "NONE"
-			want := slices.Contains(open, route)
+			want := slices.Contains(public, route)
 			if none != want {
 				t.Errorf("%s.%s (%s): authorizer off %v, want %v", fn, name, route, none, want)
 			}
-			if agent := slices.Contains(httpapi.AgentRoutes(), route); agent != (fn == "AgentFunction") {
-				t.Errorf("%s.%s (%s): an agent route %v on %s", fn, name, route, agent, fn)
+			if slices.Contains(httpapi.AgentRoutes(), route) {
+				t.Errorf("%s.%s (%s): an agent route on the HTTP API; it belongs on AgentFunction's URL", fn, name, route)
 			}
 			if want {
 				seen++
 			}
 		}
 	}
-	if seen != len(open) {
-		t.Errorf("%d of the %d routes without the JWT authorizer are in template.yaml", seen, len(open))
+	if seen != len(public) {
+		t.Errorf("%d of the %d public routes are in template.yaml", seen, len(public))
+	}
+}
+
+// TestAgentRoutesOnTheFunctionURL: the agent's routes are AgentFunction's
+// function URL, public (the function checks the agent's secret) and
+// buffered, and only AgentFunction has one: any other function URL
+// would be a door past the gateway's JWT authorizer. The stack tells
+// its operator the URL (the AgentUrl output) to render the agent's
+// manifests with.
+func TestAgentRoutesOnTheFunctionURL(t *testing.T) {
+	tpl := parseRaw(t)
+	for fn, res := range tpl.Resources {
+		cfg := res.Properties["FunctionUrlConfig"]
+		if fn != "AgentFunction" {
+			if cfg != nil {
+				t.Errorf("%s has a function URL: %v", fn, cfg)
+			}
+			continue
+		}
+		if get(cfg, "AuthType") != "NONE" || get(cfg, "InvokeMode") != "BUFFERED" {
+			t.Errorf("AgentFunction's FunctionUrlConfig %v, want AuthType NONE, InvokeMode BUFFERED", cfg)
+		}
+	}
+	out := get(tpl.Outputs["AgentUrl"], "Value", "Fn::GetAtt")
+	if fmt.Sprint(out) != "AgentFunctionUrl.FunctionUrl" && fmt.Sprint(out) != "[AgentFunctionUrl FunctionUrl]" {
+		t.Errorf("output AgentUrl is %v, want !GetAtt AgentFunctionUrl.FunctionUrl", tpl.Outputs["AgentUrl"])
 	}
 }
 

@@ -26,6 +26,7 @@ type rawTemplate struct {
 	Parameters map[string]map[string]any
 	Mappings   map[string]map[string]map[string]any
 	Resources  map[string]rawResource
+	Outputs    map[string]map[string]any
 }
 
 type rawResource struct {

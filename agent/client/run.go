@@ -34,9 +34,10 @@ const (
 // Config is the agent's configuration (cmd/spaces-agent reads it from
 // the environment).
 type Config struct {
-	// APIURL is the base of Spaces' API (https; plain http only to a
-	// loopback host, for tests and make run).
-	APIURL *url.URL
+	// AgentURL is the base of Spaces' agent routes, AgentFunction's
+	// function URL (https; plain http only to a loopback host, for tests
+	// and make run).
+	AgentURL *url.URL
 	// BootstrapFile holds the one-time bootstrap token (a mounted Secret).
 	// It is read, never logged; once exchanged it may stay mounted.
 	BootstrapFile string
@@ -70,13 +71,13 @@ type Config struct {
 func CheckURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("SPACES_API_URL must be an absolute URL without credentials, query or fragment")
+		return nil, fmt.Errorf("SPACES_AGENT_URL must be an absolute URL without credentials, query or fragment")
 	}
 	switch h := u.Hostname(); {
 	case u.Scheme == "https":
 	case u.Scheme == "http" && (h == "127.0.0.1" || h == "::1" || h == "localhost"):
 	default:
-		return nil, fmt.Errorf("SPACES_API_URL must be https (plain http only to a loopback host)")
+		return nil, fmt.Errorf("SPACES_AGENT_URL must be https (plain http only to a loopback host)")
 	}
 	return u, nil
 }
@@ -87,7 +88,7 @@ func CheckURL(raw string) (*url.URL, error) {
 // retrying cannot mend at start (no state Secret, no usable bootstrap).
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
-	api := &spacesAPI{base: cfg.APIURL, http: cfg.HTTP}
+	api := &spacesAPI{base: cfg.AgentURL, http: cfg.HTTP}
 	store := stateSecret{kube: cfg.Kube, namespace: cfg.Namespace, name: cfg.StateSecret}
 	log := cfg.Log
 

@@ -31,8 +31,9 @@ const Namespace = "spaces-agent"
 type Values struct {
 	// Image is the agent's image reference (make agent-image prints it).
 	Image string
-	// APIURL is Spaces' API base URL the agent calls out to.
-	APIURL string
+	// AgentURL is the base URL of Spaces' agent routes, which the agent
+	// calls out to (the stack's AgentUrl output: AgentFunction's URL).
+	AgentURL string
 	// Namespace defaults to Namespace.
 	Namespace string
 	// BootstrapToken, when set, adds the bootstrap Secret; without it the
@@ -46,8 +47,8 @@ func Render(v Values) ([]byte, error) {
 	if v.Namespace == "" {
 		v.Namespace = Namespace
 	}
-	if v.Image == "" || v.APIURL == "" {
-		return nil, errors.New("manifests: Image and APIURL are required")
+	if v.Image == "" || v.AgentURL == "" {
+		return nil, errors.New("manifests: Image and AgentURL are required")
 	}
 	var b bytes.Buffer
 	if err := tmpl.Execute(&b, v); err != nil {

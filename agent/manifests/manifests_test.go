@@ -64,7 +64,7 @@ func keys(m map[string]*unstructured.Unstructured) []string {
 // apply answers the object), get/update of its one state Secret by name,
 // and nothing else is bound to its ServiceAccount.
 func TestLeastPrivilege(t *testing.T) {
-	objs := render(t, Values{Image: "example.test/agent@sha256:00", APIURL: "https://api.example.test", BootstrapToken: token})
+	objs := render(t, Values{Image: "example.test/agent@sha256:00", AgentURL: "https://api.example.test", BootstrapToken: token})
 	cr := as[rbacv1.ClusterRole](t, objs, "ClusterRole/spaces-agent")
 	if want := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/version"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list", "create"}}}; !reflect.DeepEqual(cr.Rules, want) {
@@ -118,7 +118,7 @@ func TestLeastPrivilege(t *testing.T) {
 // only in the bootstrap Secret.
 func TestDeployment(t *testing.T) {
 	exp := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
-	objs := render(t, Values{Image: "example.test/agent@sha256:00", APIURL: "https://api.example.test", BootstrapToken: token, BootstrapExpires: exp})
+	objs := render(t, Values{Image: "example.test/agent@sha256:00", AgentURL: "https://api.example.test", BootstrapToken: token, BootstrapExpires: exp})
 	d := as[appsv1.Deployment](t, objs, "Deployment/spaces-agent")
 	pod := d.Spec.Template.Spec
 	if *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
@@ -146,7 +146,7 @@ func TestDeployment(t *testing.T) {
 			t.Errorf("env %s carries the token", e.Name)
 		}
 	}
-	if env["SPACES_API_URL"] != "https://api.example.test" || env["SPACES_BOOTSTRAP_FILE"] != "/var/run/spaces-agent/bootstrap/token" ||
+	if env["SPACES_AGENT_URL"] != "https://api.example.test" || env["SPACES_BOOTSTRAP_FILE"] != "/var/run/spaces-agent/bootstrap/token" ||
 		env["SPACES_STATE_SECRET"] != "spaces-agent-state" {
 		t.Errorf("env %v", env)
 	}
@@ -162,10 +162,10 @@ func TestDeployment(t *testing.T) {
 	}
 
 	// Without a token, everything but the bootstrap Secret.
-	if objs := render(t, Values{Image: "i", APIURL: "https://a"}); objs["Secret/spaces-agent-bootstrap"] != nil || objs["Deployment/spaces-agent"] == nil {
+	if objs := render(t, Values{Image: "i", AgentURL: "https://a"}); objs["Secret/spaces-agent-bootstrap"] != nil || objs["Deployment/spaces-agent"] == nil {
 		t.Errorf("rendered without a token: %v", keys(objs))
 	}
-	if _, err := Render(Values{APIURL: "https://a"}); err == nil {
+	if _, err := Render(Values{AgentURL: "https://a"}); err == nil {
 		t.Error("rendered without an image")
 	}
 }

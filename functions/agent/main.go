@@ -1,8 +1,8 @@
 // Command agent serves the routes Spaces' in-cluster agents call (the
 // bootstrap exchange, credential and lease renewal, the reports of their
-// namespaces and revisions) behind the same API
-// Gateway HTTP API as the catalog, without its JWT authorizer: the agent's
-// own secret is checked here. A function of its own so that these
+// namespaces and revisions) on its own function URL, not the catalog's
+// HTTP API (a function URL has no request charge of its own), with no
+// JWT: the agent's own secret is checked here. A function of its own so that these
 // unauthenticated routes hold only its reserved concurrency (README,
 // "Concurrency"). It links neither client-go nor a cloud SDK.
 //
@@ -34,7 +34,8 @@ func main() {
 }
 
 // serve is the Lambda handler: each shape in the invocation's span; an
-// HTTP request through the API Gateway v2 adapter, then a span per
+// HTTP request (a function URL's, payload format 2.0) through the API
+// Gateway v2 adapter, then a span per
 // request.
 func serve(h *agents.Handlers, t *tracing.Tracing) func(context.Context, json.RawMessage) (any, error) {
 	return agents.Lambda{

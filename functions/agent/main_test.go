@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,10 +22,12 @@ import (
 )
 
 // TestSampleEventsThroughTheLambdaPath pushes every sample event in
-// events/agent through the API Gateway v2 adapter into the function's real
-// handler on the emulator: each agent route is there and checks the
-// agent's secret (the samples' secrets are no one's: 401), and a catalog
-// route is not served here (the gateway never sends one).
+// events/agent (function URL requests: payload format 2.0, routeKey
+// $default, no path parameters) through the v2 adapter into the
+// function's real handler on the emulator: each agent route is there and
+// checks the agent's secret (the samples' secrets are no one's: 401), and
+// a catalog route is the function's 404 (a function URL passes every
+// path on).
 func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 	env := emulatortest.Start(t)
 	s := agents.Settings{Common: parts.Common{Table: env.Name(t, "SpacesTable"), StaleAfter: space.DefaultStaleAfter},
@@ -31,10 +35,18 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 	h := agents.NewHandlers(parts.AWS{Config: env.Config, Endpoint: env.Endpoint}, s, agents.Options{Log: slog.New(slog.DiscardHandler)})
 	handle := httpOnly(serve(h, nil)) // nil: no tracing
 	files, _ := filepath.Glob("../../events/agent/*.json")
+	routes := http.NewServeMux()
+	for _, r := range httpapi.AgentRoutes() {
+		routes.Handle(r, http.NotFoundHandler())
+	}
 	var covered []string
 	for _, f := range files {
 		ev := sample(t, f)
-		covered = append(covered, ev.RouteKey)
+		if ev.RouteKey != "$default" || ev.RequestContext.RouteKey != "$default" {
+			t.Errorf("%s: route key %q, want a function URL's $default", f, ev.RouteKey)
+		}
+		_, pattern := routes.Handler(httptest.NewRequest(ev.RequestContext.HTTP.Method, ev.RawPath, nil))
+		covered = append(covered, pattern)
 		res, err := handle(t.Context(), ev)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)

@@ -50,14 +50,14 @@ type agentRun struct {
 	done   chan struct{}
 }
 
-// ServeAgents tells the demo where Spaces' API is (the agent calls out to
-// it) and which roots verify the presence channel's endpoint (the local
+// ServeAgents tells the demo where Spaces' agent routes are (the agent
+// calls out to them: the local AgentFunction's URL) and which roots verify the presence channel's endpoint (the local
 // IoT Core's CA), and, when the private cluster's state Secret holds a
 // credential from an earlier make run, starts its agent again, as the
 // cluster would restart its pod.
-func (d *Demo) ServeAgents(apiURL string, mqttRoots *x509.CertPool) error {
+func (d *Demo) ServeAgents(agentURL string, mqttRoots *x509.CertPool) error {
 	d.agentMu.Lock()
-	d.agentAPI, d.agentMQTT = apiURL, mqttRoots
+	d.agentURL, d.agentMQTT = agentURL, mqttRoots
 	d.agentMu.Unlock()
 	if d.Real == nil {
 		return nil
@@ -85,12 +85,12 @@ func (d *Demo) InstallAgent(ctx context.Context, token string) error {
 		return errors.New("the bootstrap token must be agent_bootstrap.token as POST /spaces answered it")
 	}
 	d.agentMu.Lock()
-	api := d.agentAPI
+	api := d.agentURL
 	d.agentMu.Unlock()
 	if api == "" {
 		return errors.New("the demo does not know Spaces' API yet")
 	}
-	rendered, err := manifests.Render(manifests.Values{Image: agentImage, APIURL: api, BootstrapToken: token,
+	rendered, err := manifests.Render(manifests.Values{Image: agentImage, AgentURL: api, BootstrapToken: token,
 		BootstrapExpires: time.Now().Add(time.Hour).UTC()})
 	if err != nil {
 		return err
@@ -139,7 +139,7 @@ func (d *Demo) startAgent(ctx context.Context) error {
 		<-d.agent.done
 		d.agent = nil
 	}
-	u, err := agent.CheckURL(d.agentAPI)
+	u, err := agent.CheckURL(d.agentURL)
 	roots := d.agentMQTT
 	if err != nil {
 		return err
@@ -199,7 +199,7 @@ func (d *Demo) startAgent(ctx context.Context) error {
 				}
 			}
 		}()
-		err := agent.Run(runCtx, agent.Config{APIURL: u, BootstrapFile: bootFile, Kube: kube, KubeConfig: rc, Namespace: ns,
+		err := agent.Run(runCtx, agent.Config{AgentURL: u, BootstrapFile: bootFile, Kube: kube, KubeConfig: rc, Namespace: ns,
 			StateSecret: agentState, Log: log, MQTTRoots: roots})
 		cancel()
 		switch {

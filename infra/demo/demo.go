@@ -191,7 +191,7 @@ type Demo struct {
 
 	// The agent on the private cluster (agent.go).
 	agentMu  sync.Mutex
-	agentAPI string
+	agentURL string
 	// agentMQTT trusts the local IoT Core's certificate (the agent's
 	// presence channel; nil: the system's roots).
 	agentMQTT *x509.CertPool

@@ -138,7 +138,7 @@ func TestAgentThroughPrivateCluster(t *testing.T) {
 
 	// Install: the rendered manifests, bootstrap included, applied to the
 	// real API server.
-	rendered, err := manifests.Render(manifests.Values{Image: "spaces-agent:test", APIURL: st.APIURL, BootstrapToken: boot})
+	rendered, err := manifests.Render(manifests.Values{Image: "spaces-agent:test", AgentURL: st.AgentURL, BootstrapToken: boot})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestAgentThroughPrivateCluster(t *testing.T) {
 	}
 	start := func(cfg agent.Config) run {
 		ctx, cancel := context.WithCancel(t.Context())
-		cfg.APIURL, err = agent.CheckURL(st.APIURL)
+		cfg.AgentURL, err = agent.CheckURL(st.AgentURL)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -461,7 +461,7 @@ func TestAgentInstallOrderAndReinstall(t *testing.T) {
 	boot1 := reg["agent_bootstrap"].(map[string]any)["token"].(string)
 
 	// The manifests as make agent-image renders them: no bootstrap Secret.
-	rendered, err := manifests.Render(manifests.Values{Image: "spaces-agent:test", APIURL: st.APIURL})
+	rendered, err := manifests.Render(manifests.Values{Image: "spaces-agent:test", AgentURL: st.AgentURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +476,7 @@ func TestAgentInstallOrderAndReinstall(t *testing.T) {
 	bootFile := filepath.Join(t.TempDir(), "token")
 	var logs syncBuffer
 	start := func() (context.CancelFunc, chan error) {
-		u, err := agent.CheckURL(st.APIURL)
+		u, err := agent.CheckURL(st.AgentURL)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -484,7 +484,7 @@ func TestAgentInstallOrderAndReinstall(t *testing.T) {
 		t.Cleanup(cancel)
 		done := make(chan error, 1)
 		go func() {
-			done <- agent.Run(ctx, agent.Config{APIURL: u, BootstrapFile: bootFile, Kube: kube, Namespace: ns,
+			done <- agent.Run(ctx, agent.Config{AgentURL: u, BootstrapFile: bootFile, Kube: kube, Namespace: ns,
 				StateSecret: "spaces-agent-state", RetryDelay: time.Second, Log: slog.New(slog.NewJSONHandler(&logs, nil))})
 		}()
 		return cancel, done

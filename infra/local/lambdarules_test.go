@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,5 +144,37 @@ func TestHungCloudAnswersAProblem(t *testing.T) {
 	}
 	if n := spaceCount(t, c); n != 0 {
 		t.Errorf("%d spaces registered", n)
+	}
+}
+
+// TestAgentRoutesOnTheFunctionURL: the agent's routes are AgentFunction's
+// function URL, as deployed, not the gateway's: on the API they are the
+// catalog's unknown route (404), on the function URL the agent function
+// answers them (a missing secret is its 401 problem) and every other path
+// too (a function URL has no routes: its own 404 problem, never a
+// catalog answer).
+func TestAgentRoutesOnTheFunctionURL(t *testing.T) {
+	st := startStack(t)
+	if st.AgentURL == "" || st.AgentURL == st.APIURL {
+		t.Fatalf("agent URL %q, API %q: want a listener of its own", st.AgentURL, st.APIURL)
+	}
+	post := func(url string) (int, string) {
+		t.Helper()
+		resp, err := http.Post(url, "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(st.APIURL + "/agent/exchange"); code != http.StatusNotFound {
+		t.Errorf("POST /agent/exchange on the API: %d %s, want 404", code, body)
+	}
+	if code, body := post(st.AgentURL + "/agent/exchange"); code != http.StatusUnauthorized || !strings.Contains(body, "urn:spaces:problem:") {
+		t.Errorf("POST /agent/exchange on the function URL without a token: %d %s, want a 401 problem", code, body)
+	}
+	if code, body := post(st.AgentURL + "/spaces"); code != http.StatusNotFound || !strings.Contains(body, "urn:spaces:problem:") {
+		t.Errorf("POST /spaces on the function URL: %d %s, want the agent function's 404 problem", code, body)
 	}
 }

@@ -48,6 +48,10 @@ type Config struct {
 	// APIAddr is where the REST API listens (default 127.0.0.1:8080; use
 	// 127.0.0.1:0 in tests).
 	APIAddr string
+	// AgentAddr is where AgentFunction's function URL listens, the agent's
+	// routes (default: an ephemeral port on APIAddr's host; make run
+	// fixes 127.0.0.1:8081).
+	AgentAddr string
 	// EmulatorAddr is a fixed loopback address that forwards to the emulator
 	// so `aws --endpoint-url` can inspect it (default 127.0.0.1:4566; empty
 	// with NoEmulatorPort).
@@ -99,6 +103,13 @@ func (c *Config) defaults() {
 	if c.APIAddr == "" {
 		c.APIAddr = "127.0.0.1:8080"
 	}
+	if c.AgentAddr == "" {
+		host, _, err := net.SplitHostPort(c.APIAddr)
+		if err != nil {
+			host = "127.0.0.1"
+		}
+		c.AgentAddr = net.JoinHostPort(host, "0")
+	}
 	if c.EmulatorAddr == "" && !c.NoEmulatorPort {
 		c.EmulatorAddr = "127.0.0.1:4566"
 	}
@@ -119,7 +130,10 @@ func (c *Config) defaults() {
 
 // Stack is a running local stack.
 type Stack struct {
-	APIURL      string
+	APIURL string
+	// AgentURL is AgentFunction's function URL, where agents call out to
+	// (the deployed stack's AgentUrl output).
+	AgentURL    string
 	EmulatorURL string // the in-process emulator
 	PublicURL   string // the fixed-port forwarder, if any
 	DataDir     string // where the emulator persists ("" in memory only)
@@ -275,15 +289,23 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err := st.startPresence(cfg, agentFn); err != nil {
 		return nil, err
 	}
-	agent := agentFn.HTTP
 	if st.APIURL, err = st.serve(cfg.APIAddr, st.withConsole(cfg, tracehttp.Handler(cfg.Tracing, routeByFunction(
 		st.Functions.Get("ApiFunction").Gateway(handler.Handler()),
-		st.Functions.Get("DiscoveryFunction").Gateway(disc.HTTP), st.Functions.Get("AgentFunction").Gateway(agent))))); err != nil {
+		st.Functions.Get("DiscoveryFunction").Gateway(disc.HTTP))))); err != nil {
 		return nil, fmt.Errorf("api listener: %w", err)
 	}
+	// The agent's routes are not the gateway's: AgentFunction's function
+	// URL, on a listener of its own, as deployed.
+	agentURL, err := st.Functions.Get("AgentFunction").FunctionURL(agentFn.HTTP)
+	if err != nil {
+		return nil, err
+	}
+	if st.AgentURL, err = st.serve(cfg.AgentAddr, tracehttp.Handler(cfg.Tracing, agentURL)); err != nil {
+		return nil, fmt.Errorf("agent listener: %w", err)
+	}
 	if st.Demo != nil {
-		// The demo's agent calls out to this API.
-		if err := st.Demo.ServeAgents(st.APIURL, st.MQTTRoots); err != nil {
+		// The demo's agent calls out to the agent's routes.
+		if err := st.Demo.ServeAgents(st.AgentURL, st.MQTTRoots); err != nil {
 			return nil, err
 		}
 	}
@@ -298,17 +320,13 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 }
 
 // routeByFunction sends the cluster-side routes to the discovery function's
-// handler, the agent's routes to the agent function's and everything else
-// to the catalog's, as the gateway's routes do. A request is only matched
+// handler and everything else to the catalog's, as the gateway's routes do. A request is only matched
 // against the route patterns here; the catalog's mux (which knows every
 // route) answers unknown paths and wrong methods.
-func routeByFunction(catalog, cluster, agent http.Handler) http.Handler {
+func routeByFunction(catalog, cluster http.Handler) http.Handler {
 	patterns := http.NewServeMux()
 	for _, r := range httpapi.ClusterRoutes() {
 		patterns.Handle(r, cluster)
-	}
-	for _, r := range httpapi.AgentRoutes() {
-		patterns.Handle(r, agent)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h, pattern := patterns.Handler(r); pattern != "" && canonicalPath(r.URL.Path) {

@@ -11,9 +11,10 @@ MD5), the SAM translator (the samtranslator package, the one `sam deploy`
 and cfn-lint use) transforms the template, and the CloudFormation template
 is written to OUT_JSON for cfn-lint. Then the transformed template is
 checked for what SAM generates and template.yaml cannot show: every
-trigger, schedule and HTTP API integration invokes a function's alias (no
-caller reaches an unpublished $LATEST past the gradual deployment), and
-every alias has a CodeDeploy deployment group with alarms.
+trigger, schedule, function URL and HTTP API integration invokes a
+function's alias (no caller reaches an unpublished $LATEST past the
+gradual deployment), every alias has a CodeDeploy deployment group with
+alarms, and a public function URL has both permissions AWS requires.
 
 The translator needs a managed policy map only for SAM Policies naming AWS
 managed policies; the template gives every function a role of its own, so
@@ -57,6 +58,29 @@ def targets_alias(v, aliases):
     """Whether v (a Ref, GetAtt or Sub) names one of the aliases."""
     text = json.dumps(v)
     return any(a in text for a in aliases)
+
+
+def public_url_permissions(url_id, url, rs):
+    """A function URL whose AuthType is NONE answers 403 unless the
+    function's resource policy lets anyone both invoke its URL and invoke
+    it through the URL: function URLs created since October 2025 need
+    lambda:InvokeFunctionUrl and lambda:InvokeFunction
+    (https://docs.aws.amazon.com/lambda/latest/dg/urls-auth.html)."""
+    if url.get("AuthType") != "NONE":
+        return []
+    granted = set()
+    for r in rs.values():
+        p = r.get("Properties", {})
+        if r["Type"] != "AWS::Lambda::Permission" or p.get("Principal") != "*":
+            continue
+        if p.get("FunctionName") != url["TargetFunctionArn"]:
+            continue
+        if p.get("Action") == "lambda:InvokeFunctionUrl" and p.get("FunctionUrlAuthType") == "NONE":
+            granted.add("lambda:InvokeFunctionUrl")
+        if p.get("Action") == "lambda:InvokeFunction" and p.get("InvokedViaFunctionUrl") is True:
+            granted.add("lambda:InvokeFunction")
+    return [f"{url_id}: public function URL without a public {a} permission on {url['TargetFunctionArn']}"
+            for a in ("lambda:InvokeFunctionUrl", "lambda:InvokeFunction") if a not in granted]
 
 
 def main(template, artifacts, out):
@@ -118,13 +142,18 @@ def main(template, artifacts, out):
                         callers += 1
                     if uri is not None and not targets_alias(uri, aliases):
                         problems.append(f"{method.upper()} {path}: integrates {uri}, not an alias")
+        if r["Type"] == "AWS::Lambda::Url":
+            callers += 1
+            if not targets_alias(p["TargetFunctionArn"], aliases):
+                problems.append(f"{i}: the function URL invokes {p['TargetFunctionArn']}, not an alias")
+            problems += public_url_permissions(i, p, rs)
         if r["Type"] == "AWS::Lambda::Function":
             for k, v in p.get("Environment", {}).get("Variables", {}).items():
                 if k.endswith("_FUNCTION") and not targets_alias(v, aliases):
                     problems.append(f"{i}: {k} = {v}, not an alias")
     if problems:
         sys.exit("\n".join(problems))
-    print(f"{template}: {len(functions)} functions built and packaged, transformed into {len(rs)} resources ({out}); all {callers} triggers, schedules, permissions and routes invoke an alias")
+    print(f"{template}: {len(functions)} functions built and packaged, transformed into {len(rs)} resources ({out}); all {callers} triggers, schedules, permissions, function URLs and routes invoke an alias")
 
 
 if __name__ == "__main__":

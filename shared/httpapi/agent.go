@@ -12,8 +12,8 @@ import (
 )
 
 // The agent's routes. An in-cluster agent of an agent-mode space calls
-// these, never a user: they take no platform JWT (the gateway routes them
-// without its authorizer) but the agent's own secret, in the Authorization
+// these, never a user: they take no platform JWT (they are on the agent
+// function's URL, not the HTTP API) but the agent's own secret, in the Authorization
 // header only (gateways and proxies log paths and queries). The secret
 // names its one space; a request naming another is answered 404, the same
 // as a space that does not exist. Each is one conditional write whose

@@ -32,6 +32,7 @@ type agentEnv struct {
 	h http.Handler
 	// cluster serves the cluster-side routes (/space-discovery/...).
 	cluster http.Handler
+	agent   http.Handler
 	store   *dynamostore.Store
 	now     time.Time
 	mu      sync.Mutex
@@ -79,6 +80,8 @@ func newAgentEnv(t *testing.T) *agentEnv {
 		Log:    log,
 		Probes: probeRecorder{e}}
 	e.h = api.Handler()
+	// The agent's routes (functions/agent, on its function URL).
+	e.agent = (&API{AgentSide: true, Agents: api.Agents, Log: log, Probes: api.Probes}).Handler()
 	// The cluster-side routes (functions/discovery) with no cloud: an
 	// agent space's namespaces are its agent's.
 	e.cluster = (&API{Spaces: svc, Auth: verifier, Log: log, ClusterSide: true,
@@ -107,9 +110,12 @@ func (e *agentEnv) do(method, path, org, bearer, body string) (int, map[string]a
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}
 	rec := httptest.NewRecorder()
-	if strings.HasPrefix(path, "/space-discovery/") {
+	switch {
+	case strings.HasPrefix(path, "/space-discovery/"):
 		e.cluster.ServeHTTP(rec, req)
-	} else {
+	case strings.HasPrefix(path, "/agent/"):
+		e.agent.ServeHTTP(rec, req)
+	default:
 		e.h.ServeHTTP(rec, req)
 	}
 	var m map[string]any
@@ -366,7 +372,7 @@ func TestHostileAgent(t *testing.T) {
 			req.Header.Set("Authorization", h)
 		}
 		rec := httptest.NewRecorder()
-		e.h.ServeHTTP(rec, req)
+		e.agent.ServeHTTP(rec, req)
 		if rec.Code != http.StatusUnauthorized || rec.Header().Get("WWW-Authenticate") == "" {
 			t.Errorf("Authorization %q: %d", h, rec.Code)
 		}

@@ -38,11 +38,13 @@ type API struct {
 	Discovery *Discovery // namespace discovery and the cluster picker (discovery.go); nil: 503
 	// ClusterSide serves only the routes that reach into clouds and
 	// clusters (ClusterRoutes): the discovery function's handler. The
-	// catalog API serves every route; the gateway never sends it these.
+	// catalog API serves them too; the gateway never sends it these.
 	ClusterSide bool
 	// AgentSide serves only the agent's routes (AgentRoutes): the agent
-	// function's handler, so that traffic on these unauthenticated routes
-	// holds that function's concurrency, never the catalog's.
+	// function's handler, on its own function URL, so that traffic on
+	// these unauthenticated routes holds that function's concurrency,
+	// never the catalog's. No other handler serves them: they are not on
+	// the gateway.
 	AgentSide bool
 	// Agents serves agent-mode spaces' bootstrap, credentials and leases
 	// (agent.go); nil: 503, and agent registrations are refused.
@@ -141,7 +143,7 @@ func (a *API) Handler() http.Handler {
 	for _, rt := range serve {
 		mux.Handle(rt.method+" "+rt.path, a.authenticated(rt.handle))
 	}
-	if !a.ClusterSide {
+	if a.AgentSide {
 		for _, rt := range agentRoutes {
 			mux.Handle(rt.method+" "+rt.path, a.agent(rt.handle))
 		}

@@ -63,7 +63,8 @@ const (
 // as in BenchmarkProbingCost. Lambda time is each handler call's wall
 // time rounded up to the millisecond, at the template's memory sizes. The
 // figure is priced for two channels carrying the agent's requests: the
-// HTTP API route (as deployed) and a Lambda function URL.
+// agent function's Lambda function URL (as deployed) and, for
+// comparison, an HTTP API route.
 func BenchmarkAgentLeaseCost(b *testing.B) {
 	for b.Loop() {
 		measureAgentCost(b, false)
@@ -418,8 +419,8 @@ func measureAgentCost(b *testing.B, presence bool) {
 		base = addCost(base, channel)
 		base.EventBridge += iot // (printed apart above; summed here)
 	}
-	fmt.Fprintf(&sb, "  channel: HTTP API route %.2f -> total %.2f; Lambda function URL %.2f -> total %.2f\n",
-		gateway, base.Total()+gateway, functionURL, base.Total()+functionURL)
+	fmt.Fprintf(&sb, "  channel: Lambda function URL (as deployed) %.2f -> total %.2f; HTTP API route %.2f -> total %.2f\n",
+		functionURL, base.Total()+functionURL, gateway, base.Total()+gateway)
 	fmt.Fprintf(&sb, "  work reports: %d in the warm-up (each agent's first namespace list), %d in the measured window (no work was asked for: the lease answer carries none, at no request of its own)\n",
 		warmReports, idleReports)
 

@@ -5,7 +5,7 @@
 //
 // Settings, from the environment (the manifests set them):
 //
-//	SPACES_API_URL         Spaces' API base URL (https)
+//	SPACES_AGENT_URL       base URL of Spaces' agent routes (https; the stack's AgentUrl output)
 //	SPACES_BOOTSTRAP_FILE  the mounted one-time bootstrap token
 //	                       (default /var/run/spaces-agent/bootstrap/token)
 //	SPACES_AGENT_NAMESPACE the agent's namespace (the downward API)
@@ -54,7 +54,7 @@ func run(log *slog.Logger) error {
 		Log:           log,
 	}
 	var err error
-	if cfg.APIURL, err = client.CheckURL(os.Getenv("SPACES_API_URL")); err != nil {
+	if cfg.AgentURL, err = client.CheckURL(os.Getenv("SPACES_AGENT_URL")); err != nil {
 		return err
 	}
 	if cfg.Namespace == "" {

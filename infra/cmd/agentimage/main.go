@@ -9,7 +9,7 @@
 // served to ko from an in-memory registry on loopback for the build's
 // duration (go-containerregistry's, which ko itself is built on).
 //
-//	go run ./infra/cmd/agentimage -out .local/agent -repo REPO -api-url URL -ko github.com/google/ko@vX
+//	go run ./infra/cmd/agentimage -out .local/agent -repo REPO -agent-url URL -ko github.com/google/ko@vX
 package main
 
 import (
@@ -40,15 +40,15 @@ import (
 func main() {
 	out := flag.String("out", ".local/agent", "folder for the OCI layout (oci/) and the manifests (spaces-agent.yaml)")
 	repo := flag.String("repo", "", "the repository the image will be pushed to; the manifests name it by digest")
-	apiURL := flag.String("api-url", "", "Spaces' API base URL, as the agent will call it")
+	agentURL := flag.String("agent-url", "", "base URL of Spaces' agent routes, as the agent will call it (the stack's AgentUrl output)")
 	ko := flag.String("ko", "", "ko's module at a pinned version, run with go run")
 	platforms := flag.String("platforms", "linux/amd64,linux/arm64", "the image's platforms")
 	caFile := flag.String("ca-file", "/etc/ssl/certs/ca-certificates.crt", "the CA bundle the base image carries")
 	flag.Parse()
-	if *repo == "" || *apiURL == "" || *ko == "" {
-		log.Fatal("-repo, -api-url and -ko are required")
+	if *repo == "" || *agentURL == "" || *ko == "" {
+		log.Fatal("-repo, -agent-url and -ko are required")
 	}
-	if err := run(*out, *repo, *apiURL, *ko, *platforms, *caFile); err != nil {
+	if err := run(*out, *repo, *agentURL, *ko, *platforms, *caFile); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -56,7 +56,7 @@ func main() {
 // fixedAddr is where the base image is served during a build.
 const fixedAddr = "127.0.0.1:39517"
 
-func run(out, repo, apiURL, ko, platforms, caFile string) error {
+func run(out, repo, agentURL, ko, platforms, caFile string) error {
 	ca, err := os.ReadFile(caFile)
 	if err != nil {
 		return fmt.Errorf("the base image's CA bundle: %w", err)
@@ -117,7 +117,7 @@ func run(out, repo, apiURL, ko, platforms, caFile string) error {
 		return fmt.Errorf("the layout holds %d images, want 1", len(im.Manifests))
 	}
 	image := repo + "@" + im.Manifests[0].Digest.String()
-	rendered, err := manifests.Render(manifests.Values{Image: image, APIURL: apiURL})
+	rendered, err := manifests.Render(manifests.Values{Image: image, AgentURL: agentURL})
 	if err != nil {
 		return err
 	}

@@ -106,7 +106,10 @@ func remoteWarning(addr string) string {
 // configure reads the environment once.
 func configure() (local.Config, error) {
 	env := config.FromOS()
-	cfg := local.Config{APIAddr: env.String("SPACES_ADDR", ""), EmulatorAddr: env.String("SPACES_EMULATOR_ADDR", ""), Persist: true}
+	cfg := local.Config{APIAddr: env.String("SPACES_ADDR", ""), EmulatorAddr: env.String("SPACES_EMULATOR_ADDR", ""), Persist: true,
+		// Fixed, so that manifests rendered by make agent-image (whose
+		// SPACES_AGENT_URL defaults to it) reach it across restarts.
+		AgentAddr: env.String("SPACES_AGENT_ADDR", "127.0.0.1:8081")}
 	if err := checkAddr(cfg.APIAddr, env.String("SPACES_ALLOW_REMOTE_SIGNIN", "") == "1"); err != nil {
 		return cfg, err
 	}
@@ -155,6 +158,7 @@ Spaces is running.
 
   API           %[1]s   (OpenAPI: %[1]s/openapi.yaml)
   Console       %[1]s/   (development sign-in for any org)
+  Agent routes  %[6]s   (AgentFunction's function URL: in-cluster agents call out here)
 %[5]s  AWS emulator  %[2]s   (aws --endpoint-url %[2]s dynamodb scan --table-name SpacesTable)
   data          %[4]s
 
@@ -162,7 +166,7 @@ A token for org "acme", valid 12 hours (more with: make -s token ORG=<org> [SCOP
 
   export API=%[1]s
   export TOKEN=%[3]s
-`, st.APIURL, st.PublicURL, token, dataLine(st), remoteWarning(cfg.APIAddr))
+`, st.APIURL, st.PublicURL, token, dataLine(st), remoteWarning(cfg.APIAddr), st.AgentURL)
 	if st.Demo == nil {
 		b.WriteString(`
 The demo is off (SPACES_DEMO=0): no cloud is reachable, so cloud accounts

@@ -1,9 +1,9 @@
 // Package agents assembles the agent function (functions/agent): the routes
 // an in-cluster agent calls (httpapi.AgentRoutes: the bootstrap exchange,
 // credential and lease renewal, and the reports of the work its lease
-// answers carry: namespaces listed and created, revisions applied). They
-// take no gateway JWT, so
-// anyone may call them; served by a function of their own, whatever their
+// answers carry: namespaces listed and created, revisions applied), on
+// the function's own URL, not the HTTP API. They take no JWT, so anyone
+// may call them; served by a function of their own, whatever their
 // traffic holds that function's reserved concurrency and none of the
 // catalog API's. It needs only the table and the probe queue: no cursor
 // key, no cloud.
