@@ -34,6 +34,15 @@ func TestCheckURL(t *testing.T) {
 			t.Errorf("CheckURL(%q): %v, want ok=%v", raw, err, ok)
 		}
 	}
+	// The stack's AgentUrl output, a function URL, ends in a slash; the
+	// agent's paths join onto it once.
+	u, err := CheckURL("https://a1b2c3.lambda-url.us-east-1.on.aws/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u.JoinPath("agent/exchange").String(); got != "https://a1b2c3.lambda-url.us-east-1.on.aws/agent/exchange" {
+		t.Errorf("joined %q", got)
+	}
 }
 
 // TestRefusal: a 401 is ErrRefused, and nothing else is; the secret

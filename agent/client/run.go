@@ -67,7 +67,7 @@ type Config struct {
 	refused string // the hash of a bootstrap Spaces refused
 }
 
-// CheckURL refuses an API URL the agent must not send a secret to.
+// CheckURL refuses a SPACES_AGENT_URL the agent must not send a secret to.
 func CheckURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {

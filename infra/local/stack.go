@@ -320,9 +320,10 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 }
 
 // routeByFunction sends the cluster-side routes to the discovery function's
-// handler and everything else to the catalog's, as the gateway's routes do. A request is only matched
-// against the route patterns here; the catalog's mux (which knows every
-// route) answers unknown paths and wrong methods.
+// handler and everything else to the catalog's, as the gateway's routes
+// do. A request is only matched against the route patterns here; the
+// catalog's mux answers unknown paths (the agent's among them: they are
+// on AgentFunction's URL) and wrong methods.
 func routeByFunction(catalog, cluster http.Handler) http.Handler {
 	patterns := http.NewServeMux()
 	for _, r := range httpapi.ClusterRoutes() {
