@@ -338,7 +338,10 @@ func clusterWork(t *testing.T, c *client, admin kubernetes.Interface, agentConfi
 	if created["name"] != "team-a" {
 		t.Fatalf("create answered %v", created)
 	}
-	c.must(409, c.do("POST", "/space-discovery/"+id+"/namespaces", map[string]any{"name": "team-a"}))
+	if r := c.do("POST", "/space-discovery/"+id+"/namespaces", map[string]any{"name": "team-a"}); r.status != http.StatusConflict {
+		_, list := names()
+		t.Fatalf("a second create of team-a: %d %s, want 409; the list %v; agent log:\n%s", r.status, r.body, list, logs())
+	}
 	until("team-a in the list", func() bool { n, _ := names(); return n["team-a"] })
 	ns, err := admin.CoreV1().Namespaces().Get(t.Context(), "team-a", metav1.GetOptions{})
 	if err != nil || ns.Labels["team"] != "a" {

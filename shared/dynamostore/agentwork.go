@@ -200,7 +200,10 @@ func (s *Store) ReportedNamespaces(ctx context.Context, org, spaceID string) (sp
 // transaction whose first write is authenticated like the lease (and
 // drops the creates the report answers: removing one no longer there does
 // nothing, so a repeated report changes nothing more), the second the
-// list.
+// list, unless the one stored is newer (by when its handling began,
+// observed_ns; a tie goes to the later write, as before): a report whose write lands late, after its
+// invocation timed out and a newer report was stored, changes nothing,
+// where it would bring back a list without the namespaces created since.
 func (s *Store) ReportNamespaces(ctx context.Context, spaceID, credHash string, r space.NamespacesReport, now time.Time) error {
 	at := now.UTC()
 	list := agentNSItem{ObservedAt: &at, Items: r.Namespaces()}
@@ -228,9 +231,9 @@ func (s *Store) ReportNamespaces(ctx context.Context, spaceID, credHash string, 
 		}
 	}
 	nowS := str(at.Format(time.RFC3339Nano))
-	set := "SET #items = :items, #oat = :now"
-	setNames := map[string]string{"#items": "items", "#oat": "observed_at"}
-	setVals := map[string]types.AttributeValue{":items": v["items"], ":now": nowS}
+	set := "SET #items = :items, #oat = :now, #ons = :ns"
+	setNames := map[string]string{"#items": "items", "#oat": "observed_at", "#ons": "observed_ns"}
+	setVals := map[string]types.AttributeValue{":items": v["items"], ":now": nowS, ":ns": num(at.UnixNano())}
 	if len(r.Creates) > 0 { // the outcome of this report's creates replaces the last
 		set += ", #failed = :failed"
 		setNames["#failed"] = "failed"
@@ -250,15 +253,24 @@ func (s *Store) ReportNamespaces(ctx context.Context, spaceID, credHash string, 
 		{Update: &types.Update{
 			TableName: s.table, Key: agentNSKey(spaceID),
 			UpdateExpression: aws.String(set), ExpressionAttributeNames: setNames, ExpressionAttributeValues: setVals,
+			ConditionExpression: aws.String("attribute_not_exists(#ons) OR #ons <= :ns"),
 		}},
 	}
-	return s.transact(ctx, "report namespaces", func() ([]types.TransactWriteItem, error) { return items, nil },
+	superseded := errors.New("a newer report is stored")
+	err = s.transact(ctx, "report namespaces", func() ([]types.TransactWriteItem, error) { return items, nil },
 		func(reasons []types.CancellationReason) error {
-			if failedCheck(reasons, 0) {
+			switch {
+			case failedCheck(reasons, 0):
 				return space.ErrAgentAuth(errors.New("report namespaces: no such credential, or expired"))
+			case failedCheck(reasons, 1):
+				return superseded
 			}
 			return nil
 		})
+	if errors.Is(err, superseded) { // authenticated, and nothing to store
+		return nil
+	}
+	return err
 }
 
 // ForgetHanded drops a handed revision that moved on (space.AgentWorkStore).

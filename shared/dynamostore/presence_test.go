@@ -165,3 +165,50 @@ func TestRecordPresenceRace(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleNamespacesReport: a report whose write lands after a newer one
+// (its invocation timed out, its request still reached the table) changes
+// nothing: not the list, not the creates it answers; a report from a
+// credential that is not the space's is refused whatever its time.
+func TestStaleNamespacesReport(t *testing.T) {
+	f := newFixture(t)
+	s, cred := f.agentSpace(t)
+	ctx := t.Context()
+	if err := f.store.RequestNamespace(ctx, s.OrgID, s.ID, space.NamespaceCreate{Name: "team-a", Labels: map[string]string{}}); err != nil {
+		t.Fatal(err)
+	}
+	report := func(names ...string) space.NamespacesReport {
+		var r space.NamespacesReport
+		for _, n := range names {
+			r.Items = append(r.Items, space.ReportedNamespace{Name: n, Phase: "Active", CreatedAt: now.Format(time.RFC3339)})
+		}
+		return r
+	}
+	newer := report("default", "team-a")
+	newer.Creates = []space.CreateOutcome{{Name: "team-a"}}
+	if err := f.store.ReportNamespaces(ctx, s.ID, cred.Hash(), newer, now.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	// The older report, taken before team-a was created, lands now.
+	if err := f.store.ReportNamespaces(ctx, s.ID, cred.Hash(), report("default"), now.Add(time.Second)); err != nil {
+		t.Fatalf("a superseded report: %v, want nothing done and no error", err)
+	}
+	got, err := f.store.ReportedNamespaces(ctx, s.OrgID, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Items) != 2 || got.Items[1].Name != "team-a" || len(got.Pending) != 0 || !got.ObservedAt.Equal(now.Add(2*time.Second)) {
+		t.Errorf("after a late, older report: %+v, want the newer list (default, team-a), nothing pending", got)
+	}
+	// A newer report still replaces it.
+	if err := f.store.ReportNamespaces(ctx, s.ID, cred.Hash(), report("default"), now.Add(3*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = f.store.ReportedNamespaces(ctx, s.OrgID, s.ID); err != nil || len(got.Items) != 1 {
+		t.Errorf("after a newer report: %+v %v, want its one namespace", got, err)
+	}
+	other := space.NewAgentCredential(s.ID)
+	if err := f.store.ReportNamespaces(ctx, s.ID, other.Hash(), report("x"), now.Add(time.Second)); space.KindOf(err) != space.KindUnauthenticated {
+		t.Errorf("an older report with another credential: %v, want unauthenticated", err)
+	}
+}
