@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"spaces"
@@ -60,16 +59,9 @@ func (st *Stack) startCascade(cfg Config) error {
 	if q, ok := st.Resources[src.OnFailure]; ok {
 		poller.Failures, poller.FailureQueueURL = awsclient.SQS(st.AWS, st.EmulatorURL), q.URL
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := poller.Start(ctx); err != nil {
-		cancel()
+	if err := poller.Start(context.Background()); err != nil {
 		return err
 	}
-	var wg sync.WaitGroup
-	wg.Go(func() { poller.Run(ctx) })
-	st.stopCascade = func() {
-		cancel()
-		wg.Wait()
-	}
+	st.stopCascade = inBackground(poller.Run)
 	return nil
 }

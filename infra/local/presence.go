@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -104,12 +103,6 @@ func (st *Stack) startPresence(cfg Config, h presenceHandlers) error {
 	poller := &lambdarules.Poller{SQS: awsclient.SQS(st.AWS, st.EmulatorURL), QueueURL: queue.URL, QueueARN: queue.ARN,
 		Function: st.function("AgentFunction"), DLQURL: st.Resources["AgentPresenceDLQ"].URL,
 		Handler: tracing.Handler(cfg.Tracing, "agent-presence", h.Presence), Log: cfg.Log}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { poller.Run(ctx) })
-	st.stopPresence = func() {
-		cancel()
-		wg.Wait()
-	}
+	st.stopPresence = inBackground(poller.Run)
 	return nil
 }

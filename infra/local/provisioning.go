@@ -1,9 +1,7 @@
 package local
 
 import (
-	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"spaces/infra/lambdarules"
@@ -72,12 +70,6 @@ func (st *Stack) startProvisioning(cfg Config) error {
 	st.Provisioner = wiring.Provisioner(st.aws, s, pc.Creator, checker, cfg.Log)
 	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
 	poller := &lambdarules.Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Function: st.function("ProvisionerFunction"), DLQURL: st.Resources["ProvisioningDLQ"].URL, Handler: st.Provisioner.HandleSQS, Wait: pc.Wait, Log: cfg.Log}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { poller.Run(ctx) })
-	st.stopProvisioning = func() {
-		cancel()
-		wg.Wait()
-	}
+	st.stopProvisioning = inBackground(poller.Run)
 	return nil
 }

@@ -1,9 +1,7 @@
 package local
 
 import (
-	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"spaces/infra/lambdarules"
@@ -57,12 +55,6 @@ func (st *Stack) startRevisions(cfg Config) error {
 	}, rc.Minter, &kubeapply.Applier{}, cfg.Log)
 	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
 	poller := &lambdarules.Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Function: st.function("RevisionsFunction"), DLQURL: st.Resources["RevisionsDLQ"].URL, Handler: tracing.Handler(cfg.Tracing, "revisions", claimer.HandleSQS), Wait: rc.Wait, Log: cfg.Log}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { poller.Run(ctx) })
-	st.stopRevisions = func() {
-		cancel()
-		wg.Wait()
-	}
+	st.stopRevisions = inBackground(poller.Run)
 	return nil
 }

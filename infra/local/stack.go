@@ -360,6 +360,22 @@ func (st *Stack) serve(addr string, h http.Handler) (string, error) {
 	return "http://" + ln.Addr().String(), nil
 }
 
+// inBackground runs run in a goroutine, as an event source's poller runs
+// beside the stack; the returned stop cancels run's context and returns
+// once run has.
+func inBackground(run func(context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // Err reports a listener that stopped unexpectedly.
 func (st *Stack) Err() <-chan error { return st.errc }
 
