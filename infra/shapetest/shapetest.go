@@ -30,6 +30,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden shape files from the code")
@@ -111,7 +112,13 @@ func fill(v reflect.Value, depth int) {
 		}
 	case reflect.Struct:
 		for i := range v.NumField() {
-			if f := v.Field(i); f.CanSet() {
+			f := v.Field(i)
+			if !f.CanSet() && v.Type().Field(i).Anonymous && f.Kind() == reflect.Struct {
+				// encoding/json promotes the exported fields of an
+				// unexported embedded struct, which reflect will not set.
+				f = reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+			}
+			if f.CanSet() {
 				fill(f, depth+1)
 			}
 		}
