@@ -1,7 +1,14 @@
 package dynamostore_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +141,75 @@ code would no longer read (and, for a domain type's json tag, the API's field na
 shared/httpapi's TestAPIShapes). If it is meant, migrate or backfill the stored items (dynamostore.Backfill),
 then regenerate with
   go test ./shared/dynamostore -run TestItemShapes -update`, got)
+}
+
+// TestItemShapesCoverEveryKey holds TestItemShapes to the package's keys:
+// every constant named prefix… or sk… (a sort key, or an attribute name
+// the data completes) must begin a kind or an attribute of the golden
+// file, so that a new kind of item fails here until the scenario writes
+// one.
+func TestItemShapesCoverEveryKey(t *testing.T) {
+	golden, err := os.ReadFile(itemsGolden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			d, ok := n.(*ast.GenDecl)
+			if !ok || d.Tok != token.CONST {
+				return true
+			}
+			for _, spec := range d.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, id := range vs.Names {
+					if !strings.HasPrefix(id.Name, "prefix") && !strings.HasPrefix(id.Name, "sk") || i >= len(vs.Values) {
+						continue
+					}
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						continue
+					}
+					v, _ := strconv.Unquote(lit.Value)
+					found++
+					if !coversKey(string(golden), v) {
+						t.Errorf("%s: %s = %q begins no kind or attribute of %s: write one such item in TestItemShapes, then -update",
+							name, id.Name, v, itemsGolden)
+					}
+				}
+			}
+			return false
+		})
+	}
+	if found < 17 {
+		t.Errorf("found %d key constants, want the 17 or more of keys.go, agents.go and agentwork.go", found)
+	}
+}
+
+// coversKey reports whether a section of golden is a kind with key part
+// v ("== ORG# SPACE#" for SPACE#) or one of its lines an attribute that
+// begins with v.
+func coversKey(golden, v string) bool {
+	for _, l := range strings.Split(golden, "\n") {
+		if kind, ok := strings.CutPrefix(l, "== "); ok && slices.Contains(strings.Fields(kind), v) {
+			return true
+		}
+		if strings.HasPrefix(l, v) {
+			return true
+		}
+	}
+	return false
 }
 
 func must(t *testing.T, what string, err error) {
