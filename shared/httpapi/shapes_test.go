@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"encoding/json"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -22,42 +24,45 @@ func filled[T any]() T {
 	return v
 }
 
-// bodies are the JSON bodies the API writes and the tagged types it
-// reads, by section name. A request body whose top-level fields the
-// handler names itself (readObject) is listed by the tagged types it
-// decodes inside them.
+// bodies are the JSON bodies the API writes, by section name.
 var bodies = map[string]func() any{
-	"Space":                 func() any { return filled[space.Space]() },
-	"Space list":            func() any { return filled[listResponse[space.Space]]() },
-	"Space registered":      func() any { return filled[registered]() },
-	"CloudAccount":          func() any { return filled[space.CloudAccount]() },
-	"CloudAccount list":     func() any { return filled[listResponse[space.CloudAccount]]() },
-	"Transition list":       func() any { return filled[listResponse[space.Transition]]() },
-	"Counts":                func() any { return filled[space.Counts]() },
-	"Environment":           func() any { return filled[space.Environment]() },
-	"Environment list":      func() any { return filled[listResponse[space.Environment]]() },
-	"AutoscalerPolicy":      func() any { return filled[space.AutoscalerPolicy]() },
-	"AutoscalerPolicy list": func() any { return filled[listResponse[space.AutoscalerPolicy]]() },
-	"Revision":              func() any { return filled[space.Revision]() },
-	"RevisionSummary list":  func() any { return filled[listResponse[space.RevisionSummary]]() },
-	"Job":                   func() any { return filled[provisioning.Job]() },
-	"Job list":              func() any { return filled[listResponse[provisioning.Job]]() },
-	"DiscoveredCluster list": func() any {
-		return filled[listResponse[space.DiscoveredCluster]]()
-	},
-	"NamespaceList":   func() any { return filled[space.NamespaceList]() },
-	"Namespace":       func() any { return filled[space.Namespace]() },
-	"NamespaceCreate": func() any { return filled[space.NamespaceCreate]() },
-	"Bootstrap":       func() any { return filled[bootstrapAnswer]() },
-	"AgentCredential": func() any { return filled[space.AgentCredential]() },
-	"Lease answer":    func() any { return filled[leaseAnswer]() },
-	"Problem":         func() any { return filled[problem]() },
+	"Space":                  func() any { return filled[space.Space]() },
+	"Space list":             func() any { return filled[listResponse[space.Space]]() },
+	"Space registered":       func() any { return filled[registered]() },
+	"CloudAccount":           func() any { return filled[space.CloudAccount]() },
+	"CloudAccount list":      func() any { return filled[listResponse[space.CloudAccount]]() },
+	"Transition list":        func() any { return filled[listResponse[space.Transition]]() },
+	"Counts":                 func() any { return filled[space.Counts]() },
+	"Environment":            func() any { return filled[space.Environment]() },
+	"Environment list":       func() any { return filled[listResponse[space.Environment]]() },
+	"AutoscalerPolicy":       func() any { return filled[space.AutoscalerPolicy]() },
+	"AutoscalerPolicy list":  func() any { return filled[listResponse[space.AutoscalerPolicy]]() },
+	"Revision":               func() any { return filled[space.Revision]() },
+	"RevisionSummary list":   func() any { return filled[listResponse[space.RevisionSummary]]() },
+	"Job":                    func() any { return filled[provisioning.Job]() },
+	"Job list":               func() any { return filled[listResponse[provisioning.Job]]() },
+	"DiscoveredCluster list": func() any { return filled[listResponse[space.DiscoveredCluster]]() },
+	"NamespaceList":          func() any { return filled[space.NamespaceList]() },
+	"Namespace":              func() any { return filled[space.Namespace]() },
+	"NamespaceCreate":        func() any { return filled[space.NamespaceCreate]() },
+	"Bootstrap":              func() any { return filled[bootstrapAnswer]() },
+	"AgentCredential":        func() any { return filled[space.AgentCredential]() },
+	"Lease answer":           func() any { return filled[leaseAnswer]() },
+	"Problem":                func() any { return filled[problem]() },
+}
 
-	"request CreateJob":                 func() any { return filled[jobBody]() },
-	"request PolicyTarget (target)":     func() any { return filled[policyTarget]() },
-	"request ServerVersion (lease)":     func() any { return filled[space.ServerVersion]() },
-	"request ReportedNamespace (items)": func() any { return filled[space.ReportedNamespace]() },
-	"request CreateOutcome (creates)":   func() any { return filled[space.CreateOutcome]() },
+// requests are the tagged types the API reads, by section name: a whole
+// body read by readStruct (strict), or a field's value inside a body whose
+// top-level fields the handler names itself (readObject, decodeField).
+var requests = map[string]struct {
+	value  func() any
+	strict bool
+}{
+	"request CreateJob":                 {func() any { return filled[jobBody]() }, true},
+	"request PolicyTarget (target)":     {func() any { return filled[policyTarget]() }, false},
+	"request ServerVersion (lease)":     {func() any { return filled[space.ServerVersion]() }, false},
+	"request ReportedNamespace (items)": {func() any { return filled[space.ReportedNamespace]() }, false},
+	"request CreateOutcome (creates)":   {func() any { return filled[space.CreateOutcome]() }, false},
 }
 
 // routeBodies names, for every route, the sections of its bodies (any
@@ -118,6 +123,9 @@ func TestAPIShapes(t *testing.T) {
 	for name, body := range bodies {
 		got[name] = shapetest.Marshal(t, body())
 	}
+	for name, req := range requests {
+		got[name] = shapetest.Marshal(t, req.value())
+	}
 	shapetest.Golden(t, apiGolden, `
 The JSON shape of every API body: a field path and its JSON type per line
 (<key>: a key the data chooses; []: a list's elements). Generated by
@@ -143,8 +151,10 @@ func TestAPIShapesCoverEveryRoute(t *testing.T) {
 			t.Errorf("routeBodies names %s, which the API does not serve", r)
 		}
 		for _, s := range sections {
-			if _, ok := bodies[s]; !ok {
-				t.Errorf("routeBodies[%s] names %q, which bodies does not have", r, s)
+			_, isBody := bodies[s]
+			_, isRequest := requests[s]
+			if !isBody && !isRequest {
+				t.Errorf("routeBodies[%s] names %q, which neither bodies nor requests has", r, s)
 			}
 			used[s] = true
 		}
@@ -152,6 +162,44 @@ func TestAPIShapesCoverEveryRoute(t *testing.T) {
 	for s := range bodies {
 		if !used[s] {
 			t.Errorf("bodies has %q, which no route of routeBodies names", s)
+		}
+	}
+	for s := range requests {
+		if !used[s] {
+			t.Errorf("requests has %q, which no route of routeBodies names", s)
+		}
+	}
+}
+
+// TestRequestShapesAreWhatHandlersRead reads each request value, written
+// with its json tags, back the way its handler reads it: the shape frozen
+// from the tags is then the shape accepted (policyTarget, for one, names
+// its fields again in its UnmarshalJSON).
+func TestRequestShapesAreWhatHandlersRead(t *testing.T) {
+	for name, req := range requests {
+		v := req.value()
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		back := reflect.New(reflect.TypeOf(v))
+		if req.strict {
+			raw, err := decodeObject(b)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			var d strictDecoder
+			d.object("", raw, back.Elem())
+			if len(d.bad) > 0 {
+				t.Errorf("%s: the handler refuses its own shape: %+v", name, d.bad)
+				continue
+			}
+		} else if err := decodeField(b, back.Interface()); err != nil {
+			t.Errorf("%s: the handler refuses its own shape %s: %v", name, b, err)
+			continue
+		}
+		if got := back.Elem().Interface(); !reflect.DeepEqual(got, v) {
+			t.Errorf("%s: read back %+v from %s, want %+v", name, got, b, v)
 		}
 	}
 }
