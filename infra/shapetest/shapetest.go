@@ -6,12 +6,13 @@
 // Why golden files and not wire and stored types apart from the domain:
 // the domain's types carry json tags that are at once the API's field
 // names and the table's attribute names (dynamostore encodes with the json
-// tag). Copies of some thirty types, each with its two mappers, would keep
-// the domain free of tags but make every new field a change in three
-// places, and a mapper that forgets a field fails nothing. A golden file
-// keeps one type per thing and still makes the coupling loud: a rename
-// shows, in the same failing run, both the API body and the stored item it
-// changes, and the diff of the golden file is what a reviewer reads.
+// tag). Wire and stored copies of the dozens of types the two share, each
+// with its two mappers, would keep the domain free of tags but make every
+// new field a change in three places, and a mapper that forgets a field
+// fails nothing. Golden files keep one type per thing and still make the
+// coupling loud: a renamed tag of a type both use fails the API's golden
+// test and the table's, each saying what it changes, and the golden
+// files' diff is what a reviewer reads.
 //
 // A shape is one line per field path and its type, from the real encoder's
 // output of a value that Fill populated completely (every omitempty field
