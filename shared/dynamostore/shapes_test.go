@@ -52,7 +52,8 @@ func filled[T any]() T {
 }
 
 // TestItemShapes writes every kind of item through the store, with every
-// field of the domain values set (shapetest.Fill), reads the table back
+// field of the domain values set (shapetest.Fill; the scenario fixes only
+// ids, states and what a first write must leave unset), reads the table back
 // as stored and compares each kind's attributes and their DynamoDB types
 // with testdata/items.golden. It reads twice: once with the space live
 // (its agent item is deleted by the deregistration) and once after the
