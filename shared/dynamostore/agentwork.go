@@ -27,19 +27,16 @@ import (
 // entries of a map: each write sets or removes exactly one, by name, with
 // conditions on that one alone (attribute_not_exists, equality), and
 // removing one that is gone does nothing. The last reported list is a
-// separate item, AGENTNS, so that its size never weighs on the lease
+// separate item (agentNSKey, keys.go), so that its size never weighs on the lease
 // renewals' write units (an UpdateItem costs by the larger of the item
 // before and after:
 // https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html#write-operation-consumption).
 const (
-	skAgentNS    = "AGENTNS"
 	prefixCreate = "nsc_"
 	prefixHanded = "rev_"
 )
 
 var _ space.AgentWorkStore = (*Store)(nil)
-
-func agentNSKey(spaceID string) map[string]types.AttributeValue { return linkKey(spaceID, skAgentNS) }
 
 // agentNSItem is the stored list.
 type agentNSItem struct {
