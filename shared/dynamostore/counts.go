@@ -25,7 +25,7 @@ import (
 // so a concurrent transition cannot make it subtract the wrong one); a
 // status change (UpdateSpace with a transition) moves 1 from the old status
 // to the new in its transaction. A heartbeat or a failure count changes no
-// status and touches no counter, so probing's cost stays as it was.
+// status and touches no counter, so the counters add nothing to probing's cost.
 // Reading the counts is one Query of the 16 small items.
 const (
 	attrTotal      = "total"

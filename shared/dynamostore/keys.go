@@ -62,7 +62,8 @@ import (
 //	                   (agentwork.go): ns_wanted_at, ns_observed_at,
 //	                   nsc_<namespace> and rev_<revision id>
 //	AGENTNS            the agent's last reported namespace list
-//	                   (agentwork.go): observed_at, items, failed
+//	                   (agentwork.go): observed_at, observed_ns, items,
+//	                   failed
 //
 // Why links and not a GSI: "everything bound to a space" is one strongly
 // consistent Query of its partition, which an eventually consistent index
