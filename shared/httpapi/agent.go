@@ -41,8 +41,9 @@ func AgentRoutes() []string {
 	return out
 }
 
-// agentToken reads the secret from "Authorization: Bearer <token>"; the
-// token itself is never logged.
+// agent wraps an agent route: it reads the agent's secret from the one
+// "Authorization: Bearer <token>" header (refused otherwise) and hands it
+// to h; the token itself is never logged.
 func (a *API) agent(h func(*API, http.ResponseWriter, *http.Request, string) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.Agents == nil {

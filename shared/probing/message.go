@@ -37,9 +37,9 @@ const MaxSpaces = 50
 // Message is the body of a probe message. One space: {"org_id", "id"} for
 // a tick, with a kind for the other messages and, for a re-probe, the
 // version the failed probe stored. Several spaces (a tick only):
-// {"spaces": [{"org_id",
-// "id"}, ...]}, at most MaxSpaces. Retry marks the spaces the prober sent
-// again after their part of a message failed (see HandleBatch).
+// {"spaces": [{"org_id", "id"}, ...]}, at most MaxSpaces. Retry marks the
+// spaces the prober sent again after their part of a message failed (see
+// HandleBatch).
 type Message struct {
 	OrgID   string `json:"org_id,omitempty"`
 	ID      string `json:"id,omitempty"`

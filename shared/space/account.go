@@ -52,7 +52,7 @@ const (
 const (
 	// ReasonNotVerified: the customer has not set up the trust yet.
 	ReasonNotVerified = "NotVerified"
-	// ReasonReverificationRequired: stored before verification existed.
+	// ReasonReverificationRequired: stored without a status (Legacy).
 	ReasonReverificationRequired = "ReverificationRequired"
 	// ReasonExternalIDNotRequired: the role can be assumed without the
 	// external id, so any other AWS customer of Spaces could reach it.
