@@ -199,8 +199,9 @@ func (s *Store) ReportedNamespaces(ctx context.Context, org, spaceID string) (sp
 // nothing, so a repeated report changes nothing more), the second the
 // list, unless the one stored is newer (by when its handling began,
 // observed_ns; a tie goes to the later write): a report whose write lands
-// late, after its invocation timed out and a newer report was stored, changes nothing,
-// where it would bring back a list without the namespaces created since.
+// late, after its invocation timed out and a newer report was stored,
+// changes nothing, where it would bring back a list without the namespaces
+// created since.
 func (s *Store) ReportNamespaces(ctx context.Context, spaceID, credHash string, r space.NamespacesReport, now time.Time) error {
 	at := now.UTC()
 	list := agentNSItem{ObservedAt: &at, Items: r.Namespaces()}
