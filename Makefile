@@ -31,7 +31,7 @@ run: deps
 ## test: the lints, then every test, after installing what they need (modules, kube-apiserver + etcd, chromium, the tour's curl and jq)
 # infra/local starts the whole stack in each test, and its tests mostly wait
 # (on Chromium, the stack's clock, a real kube-apiserver): one after another
-# they were most of the suite's time with the machine idle. So its browser
+# they would be most of the suite's time with the machine idle. So its browser
 # tests (TestConsole*) and its other tests are two more `go test` runs beside
 # the other packages' (infra/parallel.sh: each prints whole as it ends).
 TEST_FLAGS := -count=1 -timeout 20m

@@ -62,9 +62,8 @@ const (
 
 // Keep-alive bounds: IoT Core treats a keep-alive under 30 s as 30 s (the
 // quotas page, https://docs.aws.amazon.com/general/latest/gr/iot-core.html#message-broker-limits)
-// and 1200 s is its maximum and its value for 0; the search tool did not
-// return the page's wording for 0 and for values above 1200, so those two
-// follow awslabs/aws-c-mqtt's note "AWS IoT maxes out at (and defaults to)
+// and 1200 s is its maximum and its value for 0; those two are not quoted
+// from the page's own wording but follow awslabs/aws-c-mqtt's note "AWS IoT maxes out at (and defaults to)
 // 1200 seconds". A client silent for 1.5 x keep-alive is disconnected with
 // MQTT_KEEP_ALIVE_TIMEOUT (life-cycle-events.html).
 const (

@@ -19,7 +19,7 @@ import (
 	"spaces/shared/space"
 )
 
-// TestRealClusterThroughEveryCloud is the credentials issue's end-to-end
+// TestRealClusterThroughEveryCloud is the credentials' end-to-end
 // proof: one real kube-apiserver stands behind an EKS, a GKE and an AKS
 // cluster of the simulated clouds and authenticates every minted token
 // through the cloud's token-review webhook. Over real HTTP against the local

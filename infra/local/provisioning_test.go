@@ -203,7 +203,7 @@ func TestProvisioningJobEndToEnd(t *testing.T) {
 			t.Errorf("%s: second job: %v, want existing_job_id %s", provider, dup, id)
 		}
 		// One claim rule for every path that takes a cluster: a space,
-		// synthetic or not, cannot name it either (issue 20).
+		// synthetic or not, cannot name it either.
 		reg := registerBody(provider, acct, name)
 		reg["synthetic"] = true
 		if taken := c.must(409, c.do("POST", "/spaces", reg)); taken["existing_job_id"] != id {
@@ -445,8 +445,8 @@ func TestProvisioningBadRequests(t *testing.T) {
 		{"network an array", body("aws", func(_, s, _, _ map[string]any) { s["network"] = []string{} }), "spec.network", nil},
 		{"reserved AWS tag", body("aws", func(_, s, _, _ map[string]any) { s["tags"] = map[string]string{"aws:owner": "me"} }), "spec.tags.aws:owner", nil},
 		{"tag not a string", body("aws", func(_, s, _, _ map[string]any) { s["tags"] = map[string]any{"n": 1} }), "spec.tags.n", nil},
-		// Issue 20: null where a value is required, and characters no cloud
-		// takes, are refused before any cloud call.
+		// Null where a value is required, and characters no cloud takes,
+		// are refused before any cloud call.
 		{"min_nodes null", body("aws", func(_, _, p, _ map[string]any) { p["min_nodes"] = nil }), "spec.node_pool.min_nodes", nil},
 		{"desired_nodes null", body("gcp", func(_, _, p, _ map[string]any) { p["desired_nodes"] = nil }), "spec.node_pool.desired_nodes", nil},
 		{"azure tag with NUL, bidi override and BEL", body("azure", func(_, s, _, _ map[string]any) {
@@ -491,8 +491,9 @@ func TestProvisioningBadRequests(t *testing.T) {
 		}
 	}
 	// A synthetic space names a cluster too: only on a ready account of
-	// the org, like any other (issue 20: another org's failed copy of an
-	// account registered synthetic spaces naming the first org's clusters).
+	// the org, like any other, so that another org's failed copy of an
+	// account cannot register synthetic spaces naming the first org's
+	// clusters.
 	for name, acct := range map[string]string{"pending": pending, "unknown": uuid.NewString()} {
 		syn := registerBody("aws", acct, "placeholder")
 		syn["synthetic"] = true
@@ -527,7 +528,7 @@ func TestProvisioningBadRequests(t *testing.T) {
 		t.Errorf("%d clusters, %d spaces after a replayed request; want 1 and 1", clusters, spaceCount(t, c))
 	}
 
-	// The documented least-privilege roles (issue 20: refused as unknown).
+	// The documented least-privilege roles are known fields.
 	roles := jobBody("aws", accts["aws"], "roles")
 	roles["spec"].(map[string]any)["cluster_role_arn"] = "arn:aws:iam::123456789012:role/eks-cluster"
 	roles["spec"].(map[string]any)["node_role_arn"] = "arn:aws:iam::123456789012:role/eks-nodes"

@@ -160,8 +160,8 @@ type Stack struct {
 	// Functions are the template's functions' rules, under which every
 	// invocation runs (package lambdarules).
 	Functions lambdarules.Functions
-	// Leftovers are the test resources an earlier version's test runs had
-	// persisted into the data folder, removed at start.
+	// Leftovers are the test resources found persisted in the data folder
+	// (RemoveTestLeftovers), removed at start.
 	Leftovers []string
 	// Broker is the local AWS IoT Core of the agents' presence channel
 	// (presence.go); MQTTRoots trusts its certificate (an agent's

@@ -362,9 +362,10 @@ func (s *Store) queryOrg(ctx context.Context, org, prefix, after, filter string,
 }
 
 // UpdateSpace changes a live space (see space.Update): its mutable fields
-// (name, status, probe, updated_at, version) are written only if the stored
-// version is the one read and the space is not deregistered, together with
-// the status transition, if the change makes one, in its history. Identity,
+// (name, labels, status, probe, updated_at, version) are written only if the
+// stored version is the one read and the space is not deregistered, together
+// with the status transition, if the change makes one, in its history and on
+// the fleet counters. Identity,
 // account, type and the synthetic flag are fixed at registration, so the
 // claim, the account count and the probe shard stay as they were.
 func (s *Store) UpdateSpace(ctx context.Context, org, id string, u space.Update[space.Space]) (space.Updated[space.Space], error) {

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// The agent's presence channel (issue 21). Besides its HTTP lease, an
+// The agent's presence channel. Besides its HTTP lease, an
 // agent holds an MQTT connection to AWS IoT Core, authenticated by a
 // custom authorizer (Authorize) with its credential as the password. IoT
 // Core's lifecycle events (connected, disconnected) reach AgentFunction
@@ -17,8 +17,7 @@ import (
 // HTTP renewal; after a disconnect it ages from the moment the connection
 // was last known alive. The agent renews over HTTP on each (re)connect,
 // when woken on its wake topic, and every PresenceFallback; without a
-// presence block in its credential answer it renews every lease interval
-// as before.
+// presence block in its credential answer it renews every lease interval.
 
 const (
 	// PresenceKeepAlive is the MQTT keep-alive the agent asks. IoT Core
@@ -40,11 +39,10 @@ const (
 )
 
 // IoT Core's bounds on an authorizer's disconnectAfterInSeconds and
-// refreshAfterInSeconds: 300 to 86,400 seconds, as the contract (IOT.md)
-// gives them; the response is described on
-// https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth-lambda.html
-// (the search tool did not bring up the page's wording of the range; its
-// sample answers 86400 and 300).
+// refreshAfterInSeconds: 300 to 86,400 seconds. The response is described
+// on https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth-lambda.html,
+// whose sample answers 86400 and 300; the range is not quoted from the
+// page's own wording (infra/iotcore keeps the same bounds).
 const (
 	minAuthorizedSeconds = 300
 	maxAuthorizedSeconds = 86400
