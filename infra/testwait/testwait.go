@@ -11,8 +11,14 @@ import (
 	"time"
 )
 
-// Poll is how often Eventually asks its condition again.
-const Poll = 20 * time.Millisecond
+const (
+	// Poll is how often Eventually asks its condition again.
+	Poll = 20 * time.Millisecond
+	// Timeout is the bound of a wait that has no reason for another: long
+	// enough that only a hang reaches it on a machine whose every core is
+	// busy.
+	Timeout = time.Minute
+)
 
 // Eventually calls cond every Poll until it reports true and fails the test
 // (t.Fatalf, naming what it waited for) if it has not after timeout. A
@@ -29,12 +35,18 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 // after timeout: Eventually for code that is not the test's goroutine or
 // that reports more than the condition's name on failure.
 func Until(timeout time.Duration, cond func() bool) error {
+	return UntilEvery(timeout, Poll, cond)
+}
+
+// UntilEvery is Until asking every poll, for a condition that costs a
+// request or more to ask.
+func UntilEvery(timeout, poll time.Duration, cond func() bool) error {
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not within %s", timeout)
 		}
-		time.Sleep(Poll)
+		time.Sleep(poll)
 	}
 	return nil
 }
