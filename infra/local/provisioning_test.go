@@ -16,6 +16,7 @@ import (
 
 	"spaces/infra/staticminter"
 	"spaces/infra/testcluster"
+	"spaces/infra/testwait"
 	"spaces/shared/awsclient"
 	"spaces/shared/kubecred"
 	"spaces/shared/provisioning"
@@ -150,17 +151,14 @@ func jobBody(provider, account, cluster string) map[string]any {
 // bound (against hanging, not a timing goal).
 func waitJob(t *testing.T, c *client, id string, state provisioning.State) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		j := c.must(200, c.do("GET", "/provisioning-jobs/"+url.PathEscape(id), nil))
-		if j["state"] == string(state) {
-			return j
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s is %v (%v) after a minute, want %s", id, j["state"], j["failure"], state)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var j map[string]any
+	if err := testwait.UntilEvery(testwait.Timeout, 100*time.Millisecond, func() bool {
+		j = c.must(200, c.do("GET", "/provisioning-jobs/"+url.PathEscape(id), nil))
+		return j["state"] == string(state)
+	}); err != nil {
+		t.Fatalf("job %s is %v (%v) %s, want %s", id, j["state"], j["failure"], err, state)
 	}
+	return j
 }
 
 func stepStates(j map[string]any) []string {
