@@ -26,6 +26,7 @@ import (
 	"spaces"
 	"spaces/infra/demo"
 	"spaces/infra/openapitest"
+	"spaces/infra/testwait"
 	"spaces/shared/console"
 	"spaces/shared/space"
 )
@@ -203,19 +204,18 @@ func (p *page) until(what, expr string, limit time.Duration) {
 // the page changes are retried.
 func (p *page) untilAcrossLoads(what, expr string, limit time.Duration) {
 	p.t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		ctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
-		cancel()
-		if err == nil && ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			p.shot("failed-" + strings.ReplaceAll(what, " ", "-"))
-			p.t.Fatalf("waiting for %s (%s): %v", what, expr, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var err error
+	if testwait.UntilEvery(limit, 100*time.Millisecond, func() bool {
+		// An evaluation cut by the page's navigation never answers: each
+		// try has its own bound, one a busy machine does not reach.
+		ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+		defer cancel()
+		var ok bool
+		ok, err = chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+		return err == nil && ok
+	}) != nil {
+		p.shot("failed-" + strings.ReplaceAll(what, " ", "-"))
+		p.t.Fatalf("waiting %s for %s (%s): %v", limit, what, expr, err)
 	}
 }
 

@@ -554,15 +554,12 @@ func TestProvisioningDuplicateDeliveries(t *testing.T) {
 		}
 	}
 	seen := map[int64]bool{}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		j := c.must(200, c.do("GET", "/provisioning-jobs/"+id, nil))
+	var j map[string]any
+	if err := testwait.Until(testwait.Timeout, func() bool {
+		j = c.must(200, c.do("GET", "/provisioning-jobs/"+id, nil))
 		v := int64(j["version"].(float64))
-		if j["state"] == "succeeded" {
-			break
-		}
-		if j["state"] == "failed" || time.Now().After(deadline) {
-			t.Fatalf("job %v", j)
+		if j["state"] == "succeeded" || j["state"] == "failed" {
+			return true
 		}
 		if !seen[v] {
 			seen[v] = true
@@ -572,7 +569,9 @@ func TestProvisioningDuplicateDeliveries(t *testing.T) {
 				send(v - 1)
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}); err != nil || j["state"] != "succeeded" {
+		t.Fatalf("job %v (%v), want succeeded", j, err)
 	}
 	if len(seen) < 3 {
 		t.Errorf("duplicates were sent for only %d versions", len(seen))
