@@ -145,7 +145,7 @@ func TestConsoleFleetView(t *testing.T) {
 	p.run("forward", chromedp.NavigateForward())
 	p.until("page 2 again", page2, wait)
 	p.run("reload", chromedp.Reload())
-	p.until("page 2 after the reload", page2, wait)
+	p.untilAcrossLoads("page 2 after the reload", page2, wait) // the reload may still be replacing the page
 	p.shot("fleet-02-sorted")
 	p.audit("spaces (sorted)")
 
