@@ -1,6 +1,7 @@
 package testwait
 
 import (
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -25,6 +26,27 @@ func TestEventually(t *testing.T) {
 		}
 		if want := int(time.Second/Poll) + 1; calls < want {
 			t.Errorf("Until asked %d times in its second, want at least %d", calls, want)
+		}
+	})
+}
+
+// fatalTB records Fatalf instead of stopping the test.
+type fatalTB struct {
+	testing.TB
+	msg string
+}
+
+func (f *fatalTB) Helper()                        {}
+func (f *fatalTB) Fatalf(format string, a ...any) { f.msg = fmt.Sprintf(format, a...) }
+
+// TestEventuallyNamesWhatItWaitedFor: a condition that never holds fails
+// the test with what was awaited and the bound.
+func TestEventuallyNamesWhatItWaitedFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fatalTB{TB: t}
+		Eventually(f, time.Second, "the moon", func() bool { return false })
+		if want := "waited 1s for the moon: it never happened"; f.msg != want {
+			t.Errorf("Eventually failed with %q, want %q", f.msg, want)
 		}
 	})
 }
