@@ -12,6 +12,8 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 	pahopackets "github.com/eclipse/paho.mqtt.golang/packets"
 	"github.com/mochi-mqtt/server/v2/packets"
+
+	"spaces/infra/testwait"
 )
 
 // Rule 1: the username names the authorizer, which gets the request IoT
@@ -205,7 +207,7 @@ func TestPolicyOverMQTT(t *testing.T) {
 		if m != "spaces/spaces-p/wake wake" {
 			t.Fatalf("received %q", m)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testwait.Timeout):
 		t.Fatal("the wake message did not arrive")
 	}
 
@@ -338,7 +340,7 @@ func TestRules(t *testing.T) {
 		if p != "x" {
 			t.Fatalf("rule got %q", p)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testwait.Timeout):
 		t.Fatal("rule did not run")
 	}
 	select {
@@ -420,7 +422,7 @@ func TestDataPlane(t *testing.T) {
 		if m.Topic() != "spaces/spaces-dp2/wake" || string(m.Payload()) != `{"wake":true}` || m.Qos() != 1 {
 			t.Fatalf("delivered %s %q qos %d", m.Topic(), m.Payload(), m.Qos())
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testwait.Timeout):
 		t.Fatal("not delivered")
 	}
 }

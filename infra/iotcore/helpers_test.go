@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"spaces/infra/testcluster"
+	"spaces/infra/testwait"
 	"sync"
 	"testing"
 	"time"
@@ -193,8 +194,8 @@ func (f *fixture) next(t *testing.T) lifecycle {
 	select {
 	case ev := <-f.events:
 		return ev
-	case <-time.After(5 * time.Second):
-		t.Fatal("no lifecycle event within 5 s")
+	case <-time.After(testwait.Timeout):
+		t.Fatalf("no lifecycle event within %s", testwait.Timeout)
 	}
 	return lifecycle{}
 }
@@ -251,7 +252,7 @@ func (f *fixture) rawConnectV(t *testing.T, clientID string, version byte) (net.
 // readPacket reads one MQTT packet (remaining length under 128 bytes).
 func readPacket(t *testing.T, conn net.Conn) []byte {
 	t.Helper()
-	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(testwait.Timeout))
 	head := make([]byte, 2)
 	if _, err := io.ReadFull(conn, head); err != nil {
 		t.Fatalf("read packet: %v", err)
@@ -308,14 +309,8 @@ func (f *fixture) publishHTTP(t *testing.T, topic string, qos int32, retain bool
 	return resp.StatusCode, string(b)
 }
 
-// waitFor polls cond for up to 5 s.
+// waitFor waits for cond (testwait.Eventually).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Eventually(t, testwait.Timeout, what, cond)
 }

@@ -16,6 +16,7 @@ import (
 
 	"spaces/infra/staticminter"
 	"spaces/infra/testcluster"
+	"spaces/infra/testwait"
 	"spaces/shared/awsclient"
 	"spaces/shared/kubecred"
 	"spaces/shared/provisioning"
@@ -150,17 +151,14 @@ func jobBody(provider, account, cluster string) map[string]any {
 // bound (against hanging, not a timing goal).
 func waitJob(t *testing.T, c *client, id string, state provisioning.State) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		j := c.must(200, c.do("GET", "/provisioning-jobs/"+url.PathEscape(id), nil))
-		if j["state"] == string(state) {
-			return j
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s is %v (%v) after a minute, want %s", id, j["state"], j["failure"], state)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var j map[string]any
+	if err := testwait.UntilEvery(testwait.Timeout, 100*time.Millisecond, func() bool {
+		j = c.must(200, c.do("GET", "/provisioning-jobs/"+url.PathEscape(id), nil))
+		return j["state"] == string(state)
+	}); err != nil {
+		t.Fatalf("job %s is %v (%v) %s, want %s", id, j["state"], j["failure"], err, state)
 	}
+	return j
 }
 
 func stepStates(j map[string]any) []string {
@@ -557,15 +555,12 @@ func TestProvisioningDuplicateDeliveries(t *testing.T) {
 		}
 	}
 	seen := map[int64]bool{}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		j := c.must(200, c.do("GET", "/provisioning-jobs/"+id, nil))
+	var j map[string]any
+	if err := testwait.Until(testwait.Timeout, func() bool {
+		j = c.must(200, c.do("GET", "/provisioning-jobs/"+id, nil))
 		v := int64(j["version"].(float64))
-		if j["state"] == "succeeded" {
-			break
-		}
-		if j["state"] == "failed" || time.Now().After(deadline) {
-			t.Fatalf("job %v", j)
+		if j["state"] == "succeeded" || j["state"] == "failed" {
+			return true
 		}
 		if !seen[v] {
 			seen[v] = true
@@ -575,7 +570,9 @@ func TestProvisioningDuplicateDeliveries(t *testing.T) {
 				send(v - 1)
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}); err != nil || j["state"] != "succeeded" {
+		t.Fatalf("job %v (%v), want succeeded", j, err)
 	}
 	if len(seen) < 3 {
 		t.Errorf("duplicates were sent for only %d versions", len(seen))
