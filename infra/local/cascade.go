@@ -59,9 +59,10 @@ func (st *Stack) startCascade(cfg Config) error {
 	if q, ok := st.Resources[src.OnFailure]; ok {
 		poller.Failures, poller.FailureQueueURL = awsclient.SQS(st.AWS, st.EmulatorURL), q.URL
 	}
-	if err := poller.Start(context.Background()); err != nil {
+	// The mapping reads the stream with the function's role.
+	if err := poller.Start(lambdarules.WithFunction(context.Background(), cascadeFunction)); err != nil {
 		return err
 	}
-	st.stopCascade = inBackground(poller.Run)
+	st.stopCascade = inBackground(func(ctx context.Context) { poller.Run(lambdarules.WithFunction(ctx, cascadeFunction)) })
 	return nil
 }

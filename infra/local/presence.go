@@ -90,7 +90,7 @@ func (st *Stack) wakes() parts.Wakes {
 		return parts.Wakes{}
 	}
 	return parts.Wakes{Endpoint: st.Broker.DataURL(), Prefix: agentClientIDPre, HTTP: &http.Client{Timeout: 5 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: st.MQTTRoots, MinVersion: tls.VersionTLS12}}}}
+		Transport: recordWakes(&http.Transport{TLSClientConfig: &tls.Config{RootCAs: st.MQTTRoots, MinVersion: tls.VersionTLS12}})}}
 }
 
 // startPresence polls AgentPresenceQueue into AgentFunction's presence

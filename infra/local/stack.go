@@ -219,6 +219,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	// Messages sent within an invocation carry its trace header, as the
 	// SDK's do inside Lambda (loop detection counts on it).
 	st.AWS.APIOptions = append(st.AWS.APIOptions, lambdarules.CarryTraceHeader)
+	if err := st.recordIAM(cfg); err != nil {
+		return nil, err
+	}
 	st.aws = parts.AWS{Config: st.AWS, Endpoint: emu.URL}
 	st.Table = res["SpacesTable"].Name
 	if cfg.Demo != nil {
@@ -231,7 +234,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	// agents through it. Its authorizer is AgentFunction's, built below.
 	var agentFn *agents.Handlers
 	if err := st.startBroker(cfg, func(ctx context.Context, req events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error) {
-		return agentFn.Authorize(ctx, req)
+		return lambdarules.Handler(st.Functions.Get("AgentFunction"), agentFn.Authorize)(ctx, req)
 	}); err != nil {
 		return nil, err
 	}
