@@ -78,25 +78,24 @@ func TestEveryFunctionIsRecorded(t *testing.T) {
 // found unused.
 func TestRemovedGrantIsFound(t *testing.T) {
 	calls := readRecord(t)
-	// RevisionsFunction's table statement, without UpdateItem (the agent
-	// work's hand-over).
-	const from = "                Action: [dynamodb:GetItem, dynamodb:PutItem, dynamodb:UpdateItem]\n                Resource: !GetAtt SpacesTable.Arn"
+	// CascadeFunction's table statement, without DeleteItem (the grant's).
+	const from = "                Action: [dynamodb:GetItem, dynamodb:Query, dynamodb:UpdateItem, dynamodb:DeleteItem, dynamodb:PutItem]\n                Resource: !GetAtt SpacesTable.Arn"
 	if bytes.Count(spaces.Template, []byte(from)) != 1 {
 		t.Fatalf("template.yaml has no single %q", from)
 	}
-	fewer := bytes.Replace(spaces.Template, []byte(from), []byte(strings.Replace(from, ", dynamodb:UpdateItem", "", 1)), 1)
+	fewer := bytes.Replace(spaces.Template, []byte(from), []byte(strings.Replace(from, " dynamodb:DeleteItem,", "", 1)), 1)
 	denied := read(t, fewer).Denied(calls)
-	want := "RevisionsFunction dynamodb:UpdateItem arn:aws:dynamodb:us-east-1:000000000000:table/SpacesTable: RevisionsFunction's role RevisionsFunctionRole does not allow it; grant it in template.yaml"
+	want := "CascadeFunction dynamodb:DeleteItem arn:aws:dynamodb:us-east-1:000000000000:table/SpacesTable: CascadeFunction's role CascadeFunctionRole does not allow it; grant it in template.yaml"
 	if !slices.Contains(denied, want) {
 		t.Errorf("without the grant, denied %q; want %q among them", denied, want)
 	}
 
-	more := bytes.Replace(spaces.Template, []byte(from), []byte(strings.Replace(from, "dynamodb:UpdateItem]", "dynamodb:UpdateItem, dynamodb:DeleteItem]", 1)), 1)
+	more := bytes.Replace(spaces.Template, []byte(from), []byte(strings.Replace(from, "dynamodb:PutItem]", "dynamodb:PutItem, dynamodb:BatchWriteItem]", 1)), 1)
 	unused := read(t, more).Unused(calls)
 	if !slices.ContainsFunc(unused, func(s string) bool {
-		return strings.HasPrefix(s, "RevisionsFunctionRole RevisionsTable: dynamodb:DeleteItem on arn:aws:dynamodb:us-east-1:000000000000:table/SpacesTable is granted and no recorded call uses it")
+		return strings.HasPrefix(s, "CascadeFunctionRole CascadeWrites: dynamodb:BatchWriteItem on arn:aws:dynamodb:us-east-1:000000000000:table/SpacesTable is granted and no recorded call uses it")
 	}) {
-		t.Errorf("a grant of DeleteItem with no use: unused %q", unused)
+		t.Errorf("a grant of BatchWriteItem with no use: unused %q", unused)
 	}
 }
 
