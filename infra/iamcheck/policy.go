@@ -38,7 +38,7 @@ type Policies struct {
 // Read resolves template's function roles. Every function must run as an
 // AWS::IAM::Role of the template with inline Allow statements of Action and
 // Resource (no SAM policy templates, managed policies, NotAction or
-// Condition: they are not modelled, and template_ops_test keeps them out).
+// Condition: they are not modelled, and Read refuses them).
 func Read(template []byte) (Policies, error) {
 	js, err := emulator.RawJSON(template)
 	if err != nil {
