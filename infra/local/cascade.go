@@ -59,8 +59,9 @@ func (st *starting) startCascade(cfg *Config) (func(), error) {
 	if q, ok := st.Resources[src.OnFailure]; ok {
 		poller.Failures, poller.FailureQueueURL = awsclient.SQS(st.AWS, st.EmulatorURL), q.URL
 	}
-	if err := poller.Start(context.Background()); err != nil {
+	// The mapping reads the stream with the function's role.
+	if err := poller.Start(lambdarules.WithFunction(context.Background(), cascadeFunction)); err != nil {
 		return nil, err
 	}
-	return inBackground(poller.Run), nil
+	return inBackground(func(ctx context.Context) { poller.Run(lambdarules.WithFunction(ctx, cascadeFunction)) }), nil
 }

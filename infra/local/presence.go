@@ -50,7 +50,7 @@ func (st *starting) startPresence(cfg *Config) (func(), error) {
 	// The broker's authorizer is AgentFunction's, which is told the
 	// broker's address once it runs.
 	if err := st.startBroker(cfg, func(ctx context.Context, req events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error) {
-		return st.agents.Authorize(ctx, req)
+		return lambdarules.Handler(st.Functions.Get("AgentFunction"), st.agents.Authorize)(ctx, req)
 	}); err != nil {
 		return nil, err
 	}
@@ -116,5 +116,5 @@ func (st *Stack) wakes() parts.Wakes {
 		return parts.Wakes{}
 	}
 	return parts.Wakes{Endpoint: st.Broker.DataURL(), Prefix: agentClientIDPre, HTTP: &http.Client{Timeout: 5 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: st.MQTTRoots, MinVersion: tls.VersionTLS12}}}}
+		Transport: recordWakes(&http.Transport{TLSClientConfig: &tls.Config{RootCAs: st.MQTTRoots, MinVersion: tls.VersionTLS12}})}}
 }

@@ -279,6 +279,9 @@ func (st *starting) createResources(cfg *Config) (func(), error) {
 	// Messages sent within an invocation carry its trace header, as the
 	// SDK's do inside Lambda (loop detection counts on it).
 	st.AWS.APIOptions = append(st.AWS.APIOptions, lambdarules.CarryTraceHeader)
+	if err := st.recordIAM(*cfg); err != nil {
+		return nil, err
+	}
 	st.aws = parts.AWS{Config: st.AWS, Endpoint: st.EmulatorURL}
 	st.Table = st.Resources["SpacesTable"].Name
 	return nil, nil
