@@ -35,15 +35,17 @@ run: deps
 # tests (TestConsole*) and its other tests are two more `go test` runs beside
 # the other packages' (infra/parallel.sh: each prints whole as it ends).
 TEST_FLAGS := -count=1 -timeout 20m
-test: lint sam-check deps kube-bins browser tour-tools
-	unset KUMO_DATA_DIR && $(WITH_OVERLAY) $(GO) vet ./... && bash infra/parallel.sh \
+# The suite's three runs, one place for make test and make test-stress.
+RUN_TESTS = bash infra/parallel.sh \
 		"$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v '/infra/local$$' | tr '\n' ' ')" \
 		"$(GO) test $(TEST_FLAGS) -skip '^TestConsole' ./infra/local" \
 		"$(GO) test $(TEST_FLAGS) -run '^TestConsole' ./infra/local"
+test: lint sam-check deps kube-bins browser tour-tools
+	unset KUMO_DATA_DIR && $(WITH_OVERLAY) $(GO) vet ./... && $(RUN_TESTS)
 
 ## test-stress: the tests of make test N times (default 3) with a busy loop on every core beside them; prints ok/FAIL and the failed tests per run: make test-stress N=3
 # A test that passes only on an idle machine measures the machine: this
-# shakes such tests out. Its runs are make test's (keep the two alike); the
+# shakes such tests out. Its runs are make test's (RUN_TESTS); the
 # hogs are this recipe's children, stopped on any exit. Not part of make test.
 N ?= 3
 test-stress: deps kube-bins browser tour-tools
@@ -53,10 +55,7 @@ test-stress: deps kube-bins browser tour-tools
 	echo "test-stress: $(N) runs beside $${#hogs[@]} busy loops"; failed=0; \
 	for run in $$(seq 1 $(N)); do \
 		log=$$(mktemp); \
-		if bash infra/parallel.sh \
-			"$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v '/infra/local$$' | tr '\n' ' ')" \
-			"$(GO) test $(TEST_FLAGS) -skip '^TestConsole' ./infra/local" \
-			"$(GO) test $(TEST_FLAGS) -run '^TestConsole' ./infra/local" >"$$log" 2>&1; then \
+		if $(RUN_TESTS) >"$$log" 2>&1; then \
 			echo "run $$run/$(N): ok"; \
 		else \
 			failed=$$((failed + 1)); \
