@@ -50,8 +50,9 @@ func (s *Store) CheckCredential(ctx context.Context, spaceID, credHash string, n
 // space.Presence.Newer, so two events racing, or one delivered twice,
 // leave the newest. presence_ms, the event's time in epoch milliseconds,
 // is what the condition compares times on (presence_at, RFC 3339 with
-// trailing zeros cut, does not sort as a string); an item written without
-// it is ordered by version alone until its next event. The item must
+// trailing zeros cut, does not sort as a string); on an item stored
+// without it, events are ordered by version alone until one is stored
+// (which writes it). The item must
 // exist: a deregistered space's item is gone and is not brought back.
 func (s *Store) RecordPresence(ctx context.Context, spaceID string, p space.Presence) (space.PresenceRecorded, error) {
 	ms := p.At.UnixMilli()
