@@ -84,7 +84,8 @@ type fixture struct {
 	b      *Broker
 	clock  *fakeClock
 	client *tls.Config
-	events chan lifecycle
+	events chan lifecycle // connected and disconnected, by the presence rule
+	failed chan lifecycle // connect_failed, by a rule of its own
 
 	mu       sync.Mutex
 	requests []events.IoTCoreCustomAuthorizerRequest
@@ -106,18 +107,25 @@ func goodAnswer(req events.IoTCoreCustomAuthorizerRequest, _ int) (events.IoTCor
 func start(t *testing.T, rules ...Rule) *fixture {
 	t.Helper()
 	server, client := testTLS(t)
-	f := &fixture{clock: newClock(), client: client, events: make(chan lifecycle, 100), answer: goodAnswer}
-	rules = append(rules, Rule{
-		Name: "presence",
-		SQL:  "SELECT * FROM '$aws/events/presence/+/+' WHERE startswith(clientId, 'spaces-')",
-		Action: func(_ context.Context, payload []byte) error {
+	f := &fixture{clock: newClock(), client: client, events: make(chan lifecycle, 100), failed: make(chan lifecycle, 100), answer: goodAnswer}
+	collect := func(to chan lifecycle) func(context.Context, []byte) error {
+		return func(_ context.Context, payload []byte) error {
 			var ev lifecycle
 			if err := json.Unmarshal(payload, &ev); err != nil {
 				t.Errorf("lifecycle event %s: %v", payload, err)
 			}
-			f.events <- ev
+			to <- ev
 			return nil
-		},
+		}
+	}
+	rules = append(rules, Rule{
+		Name:   "presence", // as template.yaml's AgentPresenceRule
+		SQL:    "SELECT * FROM '$aws/events/presence/+/+' WHERE startswith(clientId, 'spaces-') AND eventType <> 'connect_failed'",
+		Action: collect(f.events),
+	}, Rule{
+		Name:   "failed",
+		SQL:    "SELECT * FROM '$aws/events/presence/connect_failed/+'",
+		Action: collect(f.failed),
 	})
 	b, err := Start(context.Background(), Config{
 		TLS: server,
@@ -198,6 +206,26 @@ func (f *fixture) next(t *testing.T) lifecycle {
 		t.Fatalf("no lifecycle event within %s", testwait.Timeout)
 	}
 	return lifecycle{}
+}
+
+// nextFailed waits for the next connect_failed event.
+func (f *fixture) nextFailed(t *testing.T) lifecycle {
+	t.Helper()
+	select {
+	case ev := <-f.failed:
+		return ev
+	case <-time.After(5 * time.Second):
+		t.Fatal("no connect_failed event within 5 s")
+	}
+	return lifecycle{}
+}
+
+// version is an event's versionNumber (-1 when absent).
+func version(ev lifecycle) int64 {
+	if ev.VersionNumber == nil {
+		return -1
+	}
+	return *ev.VersionNumber
 }
 
 // quiet asserts no lifecycle event arrives within a short real-time wait
