@@ -31,7 +31,7 @@ import (
 // Names of the local stack's presence channel: the stack is "spaces".
 const (
 	localStack       = "spaces"
-	agentClientIDPre = localStack + "-"
+	agentClientIDPre = localStack + "_"
 	agentAuthorizer  = localStack + "-agent"
 )
 
