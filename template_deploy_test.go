@@ -22,6 +22,9 @@ func TestSafeDeployments(t *testing.T) {
 	if g["AutoPublishAlias"] != "live" {
 		t.Errorf("Globals AutoPublishAlias = %v, want live", g["AutoPublishAlias"])
 	}
+	if g["AutoPublishAliasAllProperties"] != true {
+		t.Errorf("Globals AutoPublishAliasAllProperties = %v, want true: a change of Timeout, Role or LoggingConfig alone would publish no version", g["AutoPublishAliasAllProperties"])
+	}
 	if p := ref(get(g["DeploymentPreference"], "Type")); p != "DeploymentConfig" {
 		t.Errorf("Globals DeploymentPreference.Type refers to %q, want the DeploymentConfig parameter", p)
 	}
@@ -47,11 +50,42 @@ func TestSafeDeployments(t *testing.T) {
 		if own := strings.TrimSuffix(fn, "Function") + "ErrorsAlarm"; !slices.Contains(alarms, own) {
 			t.Errorf("%s: rolls back on %v, want its own %s", fn, alarms, own)
 		}
+		for _, a := range alarms {
+			if got := rollbackDimensions(tpl.Resources[a].Properties); !slices.Equal(got, executedVersion(fn)) {
+				t.Errorf("%s: rollback alarm %s measures %v, want the version the alias executed %v", fn, a, got, executedVersion(fn))
+			}
+		}
 	}
 	api := tpl.Resources["ApiFunction"].Properties
 	if got := ref(get(api, "Environment", "Variables", "DISCOVERY_FUNCTION")); got != "DiscoveryFunction.Alias" {
 		t.Errorf("ApiFunction DISCOVERY_FUNCTION refers to %q, want DiscoveryFunction.Alias", got)
 	}
+}
+
+// executedVersion is what a rollback alarm of fn measures: the alias
+// "live" and the version it executed, not every version of fn together.
+func executedVersion(fn string) []string {
+	return []string{"FunctionName=" + fn, "Resource=${" + fn + "}:live", "ExecutedVersion=" + fn + ".Version.Version"}
+}
+
+// rollbackDimensions lists an alarm's single metric's dimensions as
+// Name=value ("" for an alarm of metric math, which has none of its own).
+func rollbackDimensions(p map[string]any) []string {
+	var out []string
+	for _, d := range list(p["Dimensions"]) {
+		v := get(d, "Value")
+		s := ref(v)
+		if sub, ok := get(v, "Fn::Sub").(string); ok {
+			s = sub
+		}
+		if g, ok := get(v, "Fn::GetAtt").(string); ok {
+			s = g
+		} else if g := list(get(v, "Fn::GetAtt")); len(g) == 2 {
+			s = fmt.Sprint(g[0], ".", g[1])
+		}
+		out = append(out, fmt.Sprint(get(d, "Name"), "=", s))
+	}
+	return out
 }
 
 // TestLambdaLogsAreJSON: Lambda writes its own lines as JSON (the

@@ -156,6 +156,8 @@ func alarmMetrics(p map[string]any) []string {
 			v := get(d, "Value")
 			if r := ref(v); r != "" {
 				s += " " + r
+			} else if sub, ok := get(v, "Fn::Sub").(string); ok {
+				s += " " + sub
 			} else {
 				s += " " + fmt.Sprint(v)
 			}
@@ -229,7 +231,8 @@ func TestAlarmsReachSomeone(t *testing.T) {
 		"AWS/DynamoDB ReadThrottleEvents SpacesTable probe", "AWS/DynamoDB WriteThrottleEvents SpacesTable probe",
 	}
 	for _, fn := range tpl.ofType("AWS::Serverless::Function") {
-		want = append(want, "AWS/Lambda Errors "+fn)
+		// The alias's executed version (TestSafeDeployments).
+		want = append(want, "AWS/Lambda Errors "+fn+" ${"+fn+"}:live "+fn)
 	}
 	// Every dead-letter target of a queue, and every failure destination.
 	dlqs := map[string]bool{"SchedulerDLQ": true, "CascadeFailureQueue": true}
@@ -280,6 +283,38 @@ func TestAlarmsReachSomeone(t *testing.T) {
 	if !strings.Contains(expr, "100 * FILL(stale, 0) / FILL(ticks, 1)") || !strings.Contains(expr, "IF(FILL(fanout, 0) > 0, 100, 0)") ||
 		stale["TreatMissingData"] != "breaching" || ref(stale["Threshold"]) != "StaleProbeAlarmThreshold" {
 		t.Errorf("StaleStatusAlarm = %v, want 100 * StaleTicks / Ticks (100 when ticks stop while the fan-out goes on) against StaleProbeAlarmThreshold, missing data breaching", stale)
+	}
+}
+
+// TestEveryIndexThrottleIsWatched: every throttle metric an alarm reads
+// of the spaces table is read for the table and for each index the table
+// defines, so no index throttles unseen; no alarm's math reads more than
+// the 10 metrics CloudWatch allows.
+func TestEveryIndexThrottleIsWatched(t *testing.T) {
+	tpl := parseRaw(t)
+	sources := []string{""}
+	for _, g := range list(tpl.Resources["SpacesTable"].Properties["GlobalSecondaryIndexes"]) {
+		sources = append(sources, " "+fmt.Sprint(get(g, "IndexName")))
+	}
+	if len(sources) < 2 {
+		t.Fatal("SpacesTable defines no GlobalSecondaryIndexes")
+	}
+	watched := map[string]bool{}
+	for _, id := range tpl.ofType("AWS::CloudWatch::Alarm") {
+		p := tpl.Resources[id].Properties
+		if n := len(alarmMetrics(p)); p["Metrics"] != nil && n > 10 {
+			t.Errorf("%s reads %d metrics, more than an alarm's 10", id, n)
+		}
+		for _, m := range alarmMetrics(p) {
+			watched[m] = true
+		}
+	}
+	for _, metric := range []string{"ReadThrottleEvents", "WriteThrottleEvents"} {
+		for _, src := range sources {
+			if w := "AWS/DynamoDB " + metric + " SpacesTable" + src; !watched[w] {
+				t.Errorf("no alarm watches %s", w)
+			}
+		}
 	}
 }
 

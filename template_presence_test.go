@@ -74,7 +74,7 @@ func TestAgentPresenceChannel(t *testing.T) {
 	}
 	s := agents.Read(&config.Env{Lookup: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 	want := space.PresenceConfig{Endpoint: "abc-ats.iot.us-east-1.amazonaws.com:443", Authorizer: sub(auth.Properties["AuthorizerName"]),
-		ClientPrefix: stackName + "-"}
+		ClientPrefix: stackName + "_"}
 	if s.Presence != want || want.Authorizer != stackName+"-agent" {
 		t.Errorf("AgentFunction reads %+v from its environment, want %+v", s.Presence, want)
 	}
@@ -134,12 +134,12 @@ func TestAgentPresenceChannel(t *testing.T) {
 		if sub(vars["AGENT_CLIENT_PREFIX"]) != s.Presence.ClientPrefix {
 			t.Errorf("%s AGENT_CLIENT_PREFIX = %v, want the agent function's %q", id, vars["AGENT_CLIENT_PREFIX"], s.Presence.ClientPrefix)
 		}
-		wake := "iot:Publish arn:${AWS::Partition}:iot:${AWS::Region}:${AWS::AccountId}:topic/spaces/${AWS::StackName}-*"
+		wake := "iot:Publish arn:${AWS::Partition}:iot:${AWS::Region}:${AWS::AccountId}:topic/spaces/${AWS::StackName}_*"
 		if g := grants(tpl, ref(p["Role"])); !slices.Contains(g, wake) {
 			t.Errorf("%s's role lacks %s", id, wake)
 		}
-		if topic := space.WakeTopic(s.Presence.ClientPrefix, "11111111-1111-4111-8111-111111111111"); !strings.HasPrefix(topic, "spaces/"+stackName+"-") {
-			t.Errorf("wake topic %s is outside the granted topic/spaces/%s-*", topic, stackName)
+		if topic := space.WakeTopic(s.Presence.ClientPrefix, "11111111-1111-4111-8111-111111111111"); !strings.HasPrefix(topic, "spaces/"+stackName+"_") {
+			t.Errorf("wake topic %s is outside the granted topic/spaces/%s_*", topic, stackName)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"spaces/shared/space"
 )
 
 // physicalName is, for each resource type of the template, the property
@@ -201,6 +203,68 @@ func TestTwoStacksDoNotCollide(t *testing.T) {
 	for _, m := range alarmMetrics(tpl.Resources["ScheduleTargetErrorsAlarm"].Properties) {
 		if g := strings.Fields(m); len(g) != 3 || !slices.Contains(groups, g[2]) {
 			t.Errorf("ScheduleTargetErrorsAlarm watches %q, not the schedules' group %v", m, groups)
+		}
+	}
+}
+
+// TestStackPrefixesDoNotOverlap: the agent client id prefix, the presence
+// rule's match and the wake grant of one stack match its own agents'
+// client ids and wake topics and never another stack's, however the stack
+// names start one another.
+func TestStackPrefixesDoNotOverlap(t *testing.T) {
+	tpl := parseRaw(t)
+	subOf := func(v any) string {
+		s, _ := get(v, "Fn::Sub").(string)
+		if s == "" {
+			t.Fatalf("%v is not a !Sub", v)
+		}
+		return s
+	}
+	prefix := subOf(get(tpl.Resources["AgentFunction"].Properties, "Environment", "Variables", "AGENT_CLIENT_PREFIX"))
+	sql := subOf(get(tpl.Resources["AgentPresenceRule"].Properties, "TopicRulePayload", "Sql"))
+	m := regexp.MustCompile(`startswith\(clientId, '([^']*)'\)`).FindStringSubmatch(sql)
+	if m == nil {
+		t.Fatalf("AgentPresenceRule %q does not match client ids by prefix", sql)
+	}
+	rulePrefix := m[1]
+	var grant string
+	for _, g := range grants(tpl, ref(tpl.Resources["DiscoveryFunction"].Properties["Role"])) {
+		if a, res, _ := strings.Cut(g, " "); a == "iot:Publish" {
+			grant = res
+		}
+	}
+	if !strings.HasSuffix(grant, "*") {
+		t.Fatalf("DiscoveryFunction's iot:Publish grant %q is not a prefix", grant)
+	}
+	_, grantTopic, _ := strings.Cut(strings.TrimSuffix(grant, "*"), ":topic/")
+	type stack struct{ prefix, rule, grant, client, wake string }
+	at := func(name string) stack {
+		r := strings.NewReplacer("${AWS::StackName}", name)
+		s := stack{prefix: r.Replace(prefix), rule: r.Replace(rulePrefix), grant: r.Replace(grantTopic)}
+		s.client = space.AgentClientID(s.prefix, "11111111-1111-4111-8111-111111111111")
+		s.wake = space.WakeTopic(s.prefix, "11111111-1111-4111-8111-111111111111")
+		return s
+	}
+	names := []string{"spaces", "spaces-dev", "spaces-dev-2", "spaces-", "spaces--dev", "s"}
+	for _, a := range names {
+		sa := at(a)
+		if !strings.HasPrefix(sa.client, sa.rule) || !strings.HasPrefix(sa.wake, sa.grant) {
+			t.Errorf("stack %s: its rule %q or grant %q misses its own client %q or wake topic %q", a, sa.rule, sa.grant, sa.client, sa.wake)
+		}
+		if id, ok := space.SpaceOfClient(sa.prefix, sa.client); !ok || id != "11111111-1111-4111-8111-111111111111" {
+			t.Errorf("stack %s: its own client id %q is not its", a, sa.client)
+		}
+		for _, b := range names {
+			if a == b {
+				continue
+			}
+			sb := at(b)
+			if strings.HasPrefix(sb.client, sa.prefix) || strings.HasPrefix(sb.client, sa.rule) {
+				t.Errorf("stack %s's prefix %q or rule %q matches stack %s's client id %q", a, sa.prefix, sa.rule, b, sb.client)
+			}
+			if strings.HasPrefix(sb.wake, sa.grant) {
+				t.Errorf("stack %s may publish on stack %s's wake topic %q (granted %q)", a, b, sb.wake, sa.grant)
+			}
 		}
 	}
 }

@@ -33,7 +33,7 @@ import (
 // Names of the local stack's presence channel: the stack is "spaces".
 const (
 	localStack       = "spaces"
-	agentClientIDPre = localStack + "-"
+	agentClientIDPre = localStack + "_"
 	agentAuthorizer  = localStack + "-agent"
 )
 

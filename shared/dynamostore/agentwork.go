@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"maps"
@@ -217,11 +218,14 @@ func (s *Store) ReportNamespaces(ctx context.Context, spaceID, credHash string, 
 	if err != nil {
 		return err
 	}
-	update := "SET #obs = :obs"
+	// Each outcome answers a pending create: one never requested (or
+	// answered already) fails the condition and nothing is stored.
+	update, cond := "SET #obs = :obs", credentialValid
 	nm := credentialNames(map[string]string{"#obs": "ns_observed_at"})
 	for i, c := range r.Creates {
 		p := "#c" + strconv.Itoa(i)
 		nm[p] = prefixCreate + c.Name
+		cond += " AND attribute_exists(" + p + ")"
 		if i == 0 {
 			update += " REMOVE " + p
 		} else {
@@ -243,7 +247,7 @@ func (s *Store) ReportNamespaces(ctx context.Context, spaceID, credHash string, 
 	items := []types.TransactWriteItem{
 		{Update: &types.Update{
 			TableName: s.table, Key: agentKey(spaceID),
-			UpdateExpression: aws.String(update), ConditionExpression: aws.String(credentialValid),
+			UpdateExpression: aws.String(update), ConditionExpression: aws.String(cond),
 			ExpressionAttributeNames:            nm,
 			ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(at.Unix()), ":h": str(credHash), ":obs": nowS},
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -259,6 +263,13 @@ func (s *Store) ReportNamespaces(ctx context.Context, spaceID, credHash string, 
 		func(reasons []types.CancellationReason) error {
 			switch {
 			case failedCheck(reasons, 0):
+				old := reasons[0].Item
+				if old == nil && len(r.Creates) > 0 { // not every DynamoDB answers the item: read it
+					old, _ = s.getItem(ctx, agentKey(spaceID))
+				}
+				if missing := s.unrequested(old, credHash, at, r.Creates); len(missing) > 0 {
+					return space.ErrNotRequested(missing)
+				}
 				return space.ErrAgentAuth(errors.New("report namespaces: no such credential, or expired"))
 			case failedCheck(reasons, 1):
 				return superseded
@@ -269,6 +280,36 @@ func (s *Store) ReportNamespaces(ctx context.Context, spaceID, credHash string, 
 		return nil
 	}
 	return err
+}
+
+// unrequested names the outcomes of creates the AGENT item old does not
+// hold pending, if old holds the credential (nil otherwise: the refusal is
+// the credential's).
+func (s *Store) unrequested(old map[string]types.AttributeValue, credHash string, now time.Time, creates []space.CreateOutcome) []string {
+	if old == nil {
+		return nil
+	}
+	var it agentItem
+	if err := s.decode(old, &it); err != nil {
+		return nil
+	}
+	valid := false
+	for _, c := range []struct {
+		hash string
+		exp  int64
+	}{{it.CredentialHash, it.CredentialExpires}, {it.PreviousHash, it.PreviousExpires}} {
+		valid = valid || (c.hash != "" && subtle.ConstantTimeCompare([]byte(c.hash), []byte(credHash)) == 1 && c.exp > now.Unix())
+	}
+	if !valid {
+		return nil
+	}
+	var missing []string
+	for _, c := range creates {
+		if _, ok := old[prefixCreate+c.Name]; !ok {
+			missing = append(missing, c.Name)
+		}
+	}
+	return missing
 }
 
 // ForgetHanded drops a handed revision that moved on (space.AgentWorkStore).

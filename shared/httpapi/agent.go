@@ -103,6 +103,13 @@ type leaseAnswer struct {
 }
 
 func (a *API) agentLease(w http.ResponseWriter, r *http.Request, token string) error {
+	// The credential's form and space first (no read): a body is read
+	// for a credential of this space only; the renewal's write checks it.
+	if t, err := space.ParseAgentCredential(token); err != nil {
+		return err
+	} else if t.SpaceID != r.PathValue("spaceID") {
+		return space.ErrNotFound("space")
+	}
 	var rep space.LeaseReport
 	if err := readObject(w, r, map[string]any{"agent_version": &rep.AgentVersion, "server_version": &rep.ServerVersion}); err != nil {
 		return err
@@ -125,6 +132,10 @@ func (a *API) agentLease(w http.ResponseWriter, r *http.Request, token string) e
 // agentNamespaces: the agent's namespaces report, the cluster's whole
 // list after the creates it was handed, with each create's outcome.
 func (a *API) agentNamespaces(w http.ResponseWriter, r *http.Request, token string) error {
+	// The credential first: a body is read for its own agent only.
+	if err := a.Agents.Authenticate(r.Context(), token, r.PathValue("spaceID")); err != nil {
+		return err
+	}
 	var rep space.NamespacesReport
 	if err := readObjectMax(w, r, space.MaxNamespacesReportBody, map[string]any{"items": &rep.Items, "creates": &rep.Creates}); err != nil {
 		return err
@@ -138,6 +149,9 @@ func (a *API) agentNamespaces(w http.ResponseWriter, r *http.Request, token stri
 
 // agentRevision: the agent's result of a revision handed to it.
 func (a *API) agentRevision(w http.ResponseWriter, r *http.Request, token string) error {
+	if err := a.Agents.Authenticate(r.Context(), token, r.PathValue("spaceID")); err != nil {
+		return err
+	}
 	var rep space.RevisionReport
 	if err := readObject(w, r, map[string]any{"version": &rep.Version, "error": &rep.Error}); err != nil {
 		return err

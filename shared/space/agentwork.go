@@ -173,6 +173,8 @@ func (r NamespacesReport) Validate() error {
 		checkNamespaceName(&fe, at+".name", c.Name)
 		if len(c.Error) > 4096 {
 			fe.add(at+".error", "must be at most 4096 bytes")
+		} else {
+			checkText(&fe, at+".error", c.Error, 4096)
 		}
 	}
 	return fe.err("the namespaces report is not valid")
@@ -292,6 +294,8 @@ func (a *Agents) ReportRevision(ctx context.Context, raw, spaceID, revID string,
 	}
 	if len(r.Error) > 64<<10 {
 		fe.add("error", "must be at most 65536 bytes")
+	} else {
+		checkText(&fe, "error", r.Error, 64<<10)
 	}
 	if err := fe.err("the revision report is not valid"); err != nil {
 		return err
@@ -313,6 +317,29 @@ func (a *Agents) ReportRevision(ctx context.Context, raw, spaceID, revID string,
 		return rev, nil
 	}})
 	return err
+}
+
+// Authenticate checks that raw is a valid, unexpired credential of
+// spaceID (one read, no write), so that a report's body is read only for
+// its own agent; the report's write is still conditional on it.
+func (a *Agents) Authenticate(ctx context.Context, raw, spaceID string) error {
+	t, err := a.agentFor(raw, spaceID)
+	if err != nil {
+		return err
+	}
+	_, err = a.Store.CheckCredential(ctx, t.SpaceID, t.Hash(), a.Now().UTC())
+	return err
+}
+
+// ErrNotRequested answers a namespaces report carrying the outcome of a
+// create that is not pending (never requested, or answered already).
+func ErrNotRequested(names []string) error {
+	var fe fieldErrors
+	for _, n := range names {
+		fe.add("creates", "%s was not requested (or was answered already)", n)
+	}
+	return &Error{Kind: KindConflict, Reason: "NotRequested",
+		Message: "the report answers a namespace create that is not pending", Fields: fe}
 }
 
 // errNotAwaited answers a report of a revision that is not waiting for it.

@@ -1,0 +1,157 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"spaces/shared/space"
+)
+
+// countingBody is a request body that counts the bytes read from it.
+type countingBody struct {
+	r    io.Reader
+	read int
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	b.read += n
+	return n, err
+}
+
+// TestAgentAuthenticatesBeforeReading: a request to an agent route with
+// a large body and no credential, a malformed one, a forged one or
+// another space's is refused without a byte of its body read.
+func TestAgentAuthenticatesBeforeReading(t *testing.T) {
+	e := newAgentEnv(t)
+	org := "org-" + uuid.NewString()[:8]
+	mine, boot := e.register(org, "mine")
+	_, bootOther := e.register(org, "other")
+	if code, _ := e.do("POST", "/agent/exchange", "", boot, ""); code != http.StatusOK {
+		t.Fatal(code)
+	}
+	code, c := e.do("POST", "/agent/exchange", "", bootOther, "")
+	if code != http.StatusOK {
+		t.Fatal(code)
+	}
+	otherCred := c["credential"].(string)
+	big := `{"items":[` + strings.Repeat(`{"name":"a","phase":"Active","labels":{},"created_at":"2026-12-01T00:00:00Z"},`, 300<<10/79) + `]}`
+	if len(big) < 300_000 {
+		t.Fatalf("the body is %d bytes, want 300 KB", len(big))
+	}
+	type try struct {
+		name, path, auth string
+		code             int
+	}
+	var tries []try
+	for _, path := range []string{"/agent/spaces/" + mine + "/namespaces", "/agent/spaces/" + mine + "/revisions/" + uuid.NewString(), "/agent/spaces/" + mine + "/lease"} {
+		tries = append(tries,
+			try{"no credential", path, "", http.StatusUnauthorized},
+			try{"not a credential", path, "Bearer not-a-credential", http.StatusUnauthorized},
+			try{"another space's", path, "Bearer " + otherCred, http.StatusNotFound})
+		if !strings.HasSuffix(path, "/lease") { // the lease's renewal is its check
+			tries = append(tries, try{"forged", path, "Bearer " + space.NewAgentCredential(mine).Raw, http.StatusUnauthorized})
+		}
+	}
+	for _, tr := range tries {
+		body := &countingBody{r: strings.NewReader(big)}
+		req := httptest.NewRequest("PUT", tr.path, body)
+		req.ContentLength = int64(len(big))
+		req.Header.Set("Content-Type", "application/json")
+		if tr.auth != "" {
+			req.Header.Set("Authorization", tr.auth)
+		}
+		rec := httptest.NewRecorder()
+		e.agent.ServeHTTP(rec, req)
+		if rec.Code != tr.code || !strings.Contains(rec.Header().Get("Content-Type"), "problem+json") {
+			t.Errorf("PUT %s, %s: %d %s, want a %d problem", tr.path, tr.name, rec.Code, rec.Header().Get("Content-Type"), tr.code)
+		}
+		if body.read != 0 {
+			t.Errorf("PUT %s, %s: %d bytes of the body read before the credential was checked", tr.path, tr.name, body.read)
+		}
+	}
+}
+
+// TestAgentReportsRefuseWhatWasNotAsked: a create outcome Spaces never
+// asked for, and agent text holding control, bidi or zero-width
+// characters, are refused with a problem and store nothing.
+func TestAgentReportsRefuseWhatWasNotAsked(t *testing.T) {
+	e := newAgentEnv(t)
+	org := "org-" + uuid.NewString()[:8]
+	mine, boot := e.register(org, "mine")
+	code, c := e.do("POST", "/agent/exchange", "", boot, "")
+	if code != http.StatusOK {
+		t.Fatal(code)
+	}
+	cred := c["credential"].(string)
+	if code, body := e.do("POST", "/space-discovery/"+mine+"/namespaces", org, "", `{"name":"team-a"}`); code != http.StatusAccepted {
+		t.Fatalf("create: %d %v", code, body)
+	}
+	unchanged := func(what string) {
+		t.Helper()
+		code, l := e.do("GET", "/space-discovery/"+mine+"/namespaces", org, "", "")
+		if code != http.StatusOK || len(l["items"].([]any)) != 0 || l["observed_at"] != nil || l["failed"] != nil ||
+			len(l["pending"].([]any)) != 1 || l["pending"].([]any)[0].(map[string]any)["name"] != "team-a" {
+			t.Errorf("%s: the list is %d %v, want nothing reported and team-a pending", what, code, l)
+		}
+	}
+	items := `"items":[{"name":"default","phase":"Active","labels":{},"created_at":"2026-12-01T00:00:00Z"}]`
+	for name, creates := range map[string]string{
+		"never asked":                `[{"name":"never-asked","error":""}]`,
+		"never asked beside one was": `[{"name":"team-a","error":""},{"name":"never-asked","error":"refused"}]`,
+	} {
+		code, body := e.do("PUT", "/agent/spaces/"+mine+"/namespaces", "", cred, `{`+items+`,"creates":`+creates+`}`)
+		if code != http.StatusConflict || body["reason"] != "NotRequested" || body["status"] != float64(code) {
+			t.Errorf("%s: %d %v, want a 409 NotRequested problem", name, code, body)
+		}
+		unchanged(name)
+	}
+	texts := map[string]string{"a bidi override": "denied \u202e", "a zero-width space": "den\u200bied", "a control character": "denied\u0007",
+		"a line break": "denied\nby policy", "broken UTF-8": "denied \xff"}
+	for name, text := range texts {
+		code, body := e.do("PUT", "/agent/spaces/"+mine+"/namespaces", "", cred,
+			`{`+items+`,"creates":[{"name":"team-a","error":`+jsonString(text)+`}]}`)
+		if code != http.StatusUnprocessableEntity || body["status"] != float64(code) || !strings.Contains(fmt.Sprint(body), "creates[0].error") {
+			t.Errorf("a create error with %s: %d %v, want a 422 problem on creates[0].error", name, code, body)
+		}
+		unchanged(name)
+	}
+
+	// A revision's error: the same rules; the revision stays pending and
+	// handed.
+	r := space.Revision{ID: uuid.NewString(), OrgID: org, EnvironmentID: uuid.NewString(), SpaceID: mine, Namespace: "team-a",
+		Manifests: []map[string]any{{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "app", "namespace": "team-a"}}},
+		State:     space.RevisionPending, CreatedAt: e.now, UpdatedAt: e.now, Version: 1}
+	if err := e.store.CreateRevision(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.HandRevision(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range texts {
+		code, body := e.do("PUT", "/agent/spaces/"+mine+"/revisions/"+r.ID, "", cred, `{"version":1,"error":`+jsonString(text)+`}`)
+		if code != http.StatusUnprocessableEntity || body["status"] != float64(code) || !strings.Contains(fmt.Sprint(body), "error") {
+			t.Errorf("a revision error with %s: %d %v, want a 422 problem", name, code, body)
+		}
+		got, err := e.store.GetRevision(t.Context(), org, r.ID)
+		if err != nil || got.State != space.RevisionPending || got.Reason != "" {
+			t.Errorf("a revision error with %s: the revision reads %+v %v, want pending", name, got, err)
+		}
+	}
+	// Still handed: the agent's correct report is taken.
+	if code, body := e.do("PUT", "/agent/spaces/"+mine+"/revisions/"+r.ID, "", cred, `{"version":1,"error":"denied by policy"}`); code != http.StatusNoContent {
+		t.Fatalf("a valid report after the refused ones: %d %v", code, body)
+	}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
