@@ -20,7 +20,7 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 # recipe, loudly, when it cannot, so nothing ever runs unpatched.
 WITH_OVERLAY = modfile=$$(bash infra/emulator/kumo/overlay.sh) && export GOFLAGS="$(strip $(GOFLAGS)) -modfile=$$modfile" &&
 
-.PHONY: run test lint lint-tools sam-check token deps kube-bins browser tour-tools vet bench fuzz build clean overlay agent-image
+.PHONY: run test test-stress lint lint-tools sam-check token deps kube-bins browser tour-tools vet bench fuzz build clean overlay agent-image
 .DEFAULT_GOAL := run
 
 ## run: the whole service locally (embedded AWS emulator, API on 127.0.0.1:8080)
@@ -31,15 +31,41 @@ run: deps
 ## test: the lints, then every test, after installing what they need (modules, kube-apiserver + etcd, chromium, the tour's curl and jq)
 # infra/local starts the whole stack in each test, and its tests mostly wait
 # (on Chromium, the stack's clock, a real kube-apiserver): one after another
-# they were most of the suite's time with the machine idle. So its browser
+# they would be most of the suite's time with the machine idle. So its browser
 # tests (TestConsole*) and its other tests are two more `go test` runs beside
 # the other packages' (infra/parallel.sh: each prints whole as it ends).
 TEST_FLAGS := -count=1 -timeout 20m
-test: lint sam-check deps kube-bins browser tour-tools
-	unset KUMO_DATA_DIR && $(WITH_OVERLAY) $(GO) vet ./... && bash infra/parallel.sh \
+# The suite's three runs, one place for make test and make test-stress.
+RUN_TESTS = bash infra/parallel.sh \
 		"$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v '/infra/local$$' | tr '\n' ' ')" \
 		"$(GO) test $(TEST_FLAGS) -skip '^TestConsole' ./infra/local" \
 		"$(GO) test $(TEST_FLAGS) -run '^TestConsole' ./infra/local"
+test: lint sam-check deps kube-bins browser tour-tools
+	unset KUMO_DATA_DIR && $(WITH_OVERLAY) $(GO) vet ./... && $(RUN_TESTS)
+
+## test-stress: the tests of make test N times (default 3) with a busy loop on every core beside them; prints ok/FAIL and the failed tests per run: make test-stress N=3
+# A test that passes only on an idle machine measures the machine: this
+# shakes such tests out. Its runs are make test's (RUN_TESTS); the
+# hogs are this recipe's children, stopped on any exit. Not part of make test.
+N ?= 3
+test-stress: deps kube-bins browser tour-tools
+	@unset KUMO_DATA_DIR && $(WITH_OVERLAY) $(GO) vet ./... && \
+	hogs=(); for _ in $$(seq 1 $$(nproc)); do { while :; do :; done; } & hogs+=($$!); done; \
+	trap 'kill $${hogs[@]} 2>/dev/null' EXIT; \
+	echo "test-stress: $(N) runs beside $${#hogs[@]} busy loops"; failed=0; \
+	for run in $$(seq 1 $(N)); do \
+		log=$$(mktemp); \
+		if $(RUN_TESTS) >"$$log" 2>&1; then \
+			echo "run $$run/$(N): ok"; \
+		else \
+			failed=$$((failed + 1)); \
+			echo "run $$run/$(N): FAIL $$(grep -oE -- '--- FAIL: [^ ]+' "$$log" | sed 's/--- FAIL: //' | sort -u | tr '\n' ' ')(log $$log)"; \
+			grep -E -- '^(--- FAIL|FAIL|panic:)|_test\.go:[0-9]+:' "$$log" | head -40; \
+			continue; \
+		fi; \
+		rm -f "$$log"; \
+	done; \
+	echo "test-stress: $$(($(N) - failed))/$(N) runs ok"; [ $$failed -eq 0 ]
 
 # Lint tools, pinned. cfn-lint comes with the machine's Python (PyPI is out of
 # reach here); Redocly CLI from the npm registry through npx, cached after the

@@ -694,6 +694,7 @@ func TestProvisionerIsLeastPrivileged(t *testing.T) {
 		"dynamodb:PutItem":            {"SpacesTable"},
 		"dynamodb:UpdateItem":         {"SpacesTable"},
 		"dynamodb:DeleteItem":         {"SpacesTable"},
+		"dynamodb:ConditionCheckItem": {"SpacesTable"},
 		"sqs:ReceiveMessage":          {"ProvisioningQueue"},
 		"sqs:DeleteMessage":           {"ProvisioningQueue"},
 		"sqs:GetQueueAttributes":      {"ProvisioningQueue"},

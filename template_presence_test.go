@@ -86,7 +86,7 @@ func TestAgentPresenceChannel(t *testing.T) {
 	p := get(rule.Properties, "TopicRulePayload")
 	sql := sub(get(p, "Sql"))
 	if rule.Type != "AWS::IoT::TopicRule" ||
-		sql != "SELECT * FROM '$aws/events/presence/+/+' WHERE startswith(clientId, '"+s.Presence.ClientPrefix+"')" ||
+		sql != "SELECT * FROM '$aws/events/presence/+/+' WHERE startswith(clientId, '"+s.Presence.ClientPrefix+"') AND eventType <> 'connect_failed'" ||
 		get(p, "AwsIotSqlVersion") != "2016-03-23" || get(p, "RuleDisabled") != false {
 		t.Errorf("AgentPresenceRule = %v, want this stack's clients' lifecycle events (SQL %q)", p, sql)
 	}

@@ -28,10 +28,12 @@ import (
 // ALPN protocol "mqtt" on AWS), like the rest of the agent.
 
 // presence is one MQTT connection to one endpoint. Each (re)connect
-// presents the agent's newest credential: a renewed credential needs no
-// reconnect of its own (the old one works on for space.RenewOverlap, and
-// IoT Core re-asks the authorizer at its refresh, disconnecting when it is
-// refused, whereupon the reconnect presents the new one).
+// presents the credential use last stored (paho asks credentials() before
+// every CONNECT). A renewed credential needs no reconnect of its own: IoT
+// Core's refresh re-invokes the authorizer with the password the
+// connection was opened with, so the connection lasts while that
+// credential is valid (space.RenewOverlap after a renewal), is then
+// refused and dropped, and the reconnect presents the newest one.
 type presence struct {
 	ep        space.PresenceEndpoint
 	cred      atomic.Pointer[string]
@@ -61,10 +63,7 @@ func dialPresence(ep space.PresenceEndpoint, cred string, roots *x509.CertPool, 
 	opts := mqtt.NewClientOptions().
 		AddBroker("tls://" + ep.Endpoint).
 		SetClientID(ep.ClientID).
-		// The authorizer is named in the username's query:
-		// https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth.html
-		SetUsername("?x-amz-customauthorizer-name=" + url.QueryEscape(ep.Authorizer)).
-		SetPassword(cred).
+		SetCredentialsProvider(p.credentials).
 		SetTLSConfig(tc).
 		SetProtocolVersion(4).
 		SetKeepAlive(keepAlive).
@@ -124,6 +123,14 @@ func (p *presence) pokes() <-chan struct{} {
 // same: already connecting to ep.
 func (p *presence) same(ep *space.PresenceEndpoint) bool {
 	return p != nil && ep != nil && p.ep == *ep
+}
+
+// credentials is paho's CredentialsProvider: the authorizer is named in
+// the username's query
+// (https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth.html),
+// the password is the newest credential.
+func (p *presence) credentials() (username, password string) {
+	return "?x-amz-customauthorizer-name=" + url.QueryEscape(p.ep.Authorizer), *p.cred.Load()
 }
 
 // use makes cred the one the next (re)connect presents.

@@ -53,7 +53,8 @@ type Config struct {
 	// HTTP calls Spaces (default: a client with a 30 s timeout).
 	HTTP *http.Client
 	Log  *slog.Logger
-	Now  func() time.Time
+	// Clock is the agent's time (default the system's).
+	Clock Clock
 	// RenewBefore: the credential is renewed once less than this is left
 	// (default DefaultRenewBefore).
 	RenewBefore time.Duration
@@ -82,115 +83,198 @@ func CheckURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
+// Clock is the agent's time: when credentials expire and how long it
+// waits. Tests drive days of renewals through a clock of their own.
+type Clock interface {
+	Now() time.Time
+	// After is a channel that receives once d has passed.
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
 // Run connects the agent and keeps its lease until ctx ends (nil) or
 // Spaces refuses its credential (ErrRefused: the space is deregistered;
 // the caller stops cleanly). Any other failure is retried, except one that
 // retrying cannot mend at start (no state Secret, no usable bootstrap).
+// Each round is the same steps: credential, lease, presence, work, sleep.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
-	api := &spacesAPI{base: cfg.AgentURL, http: cfg.HTTP}
-	store := stateSecret{kube: cfg.Kube, namespace: cfg.Namespace, name: cfg.StateSecret}
-	log := cfg.Log
-
-	st, err := store.load(ctx)
-	if err != nil {
+	a := &agent{cfg: &cfg, api: &spacesAPI{base: cfg.AgentURL, http: cfg.HTTP}, log: cfg.Log,
+		store:    stateSecret{kube: cfg.Kube, namespace: cfg.Namespace, name: cfg.StateSecret},
+		interval: defaultLeaseInterval}
+	var err error
+	if a.st, err = a.store.load(ctx); err != nil {
 		return err
 	}
-	interval := defaultLeaseInterval
-	// Until it holds a credential, the agent waits for a bootstrap (the
-	// install command may create its Secret just after the Deployment).
+	if err := a.awaitCredential(ctx); err != nil || a.st.Credential == "" {
+		return stopped(ctx, err)
+	}
+	a.log.Info("agent started", "space_id", a.st.SpaceID, "agent_version", Version, "credential_expires_at", a.st.ExpiresAt)
+	defer func() { a.pres.close() }()
+	for {
+		next, err := a.round(ctx)
+		if err != nil {
+			return stopped(ctx, err)
+		}
+		if !a.sleep(ctx, next) {
+			return nil
+		}
+	}
+}
+
+// stopped is Run's answer to a step's error: nil when ctx ended (a call
+// cut short), except a refusal, which is the answer whatever the context.
+func stopped(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ErrRefused) {
+		return nil
+	}
+	return err
+}
+
+// agent is Run's state between rounds.
+type agent struct {
+	cfg      *Config
+	api      *spacesAPI
+	store    stateSecret
+	log      *slog.Logger
+	st       state
+	unsaved  bool          // a renewed credential is not in the state Secret yet
+	leasing  bool          // the last lease renewal succeeded
+	interval time.Duration // the lease interval Spaces last answered
+	pres     *presence     // the presence channel, while the lease answer names one (presence.go)
+}
+
+// awaitCredential: until it holds a credential, the agent waits for a
+// bootstrap (the install command may create its Secret just after the
+// Deployment). It returns with no credential only when ctx ends.
+func (a *agent) awaitCredential(ctx context.Context) error {
 	for waiting := false; ; waiting = true {
-		if st, err = cfg.exchange(ctx, api, store, st); err != nil {
-			if ctx.Err() != nil {
-				return nil // stopped while exchanging
-			}
+		st, err := a.cfg.exchange(ctx, a.api, a.store, a.st)
+		if err != nil {
 			return err
 		}
-		if st.Credential != "" {
-			break
+		if a.st = st; st.Credential != "" {
+			return nil
 		}
 		if !waiting {
-			log.Info("waiting for the bootstrap token", "file", cfg.BootstrapFile)
+			a.log.Info("waiting for the bootstrap token", "file", a.cfg.BootstrapFile)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(cfg.RetryDelay):
+		case <-a.cfg.Clock.After(a.cfg.RetryDelay):
 		}
 	}
+}
 
-	log.Info("agent started", "space_id", st.SpaceID, "agent_version", Version, "credential_expires_at", st.ExpiresAt)
-	unsaved, leasing := false, false
-	var pres *presence // the presence channel, while the lease answer names one (presence.go)
-	defer func() { pres.close() }()
-	for {
-		next := interval
-		// A new bootstrap (a reinstall) replaces the credential.
-		if st, err = cfg.exchange(ctx, api, store, st); err != nil {
-			if ctx.Err() != nil {
-				return nil // stopped while exchanging
-			}
-			return err
-		}
-		if st.ExpiresAt.Sub(cfg.Now()) < cfg.RenewBefore {
-			c, err := api.renew(ctx, st.Credential)
-			switch {
-			case errors.Is(err, ErrRefused):
-				return err
-			case err != nil:
-				log.Warn("cannot renew the credential; retrying", "error", err.Error(), "expires_at", st.ExpiresAt)
-				next = cfg.RetryDelay
-			default:
-				// The old credential works for an hour more (space.RenewOverlap),
-				// so a state write that fails here is retried below.
-				st.Credential, st.ExpiresAt, unsaved = c.Credential, c.ExpiresAt, true
-				log.Info("renewed the credential", "expires_at", c.ExpiresAt)
-			}
-		}
-		if unsaved {
-			if err := store.save(ctx, st); err != nil {
-				log.Warn("cannot store the renewed credential; retrying", "error", err.Error())
-				next = cfg.RetryDelay
-			} else {
-				unsaved = false
-			}
-		}
-		if d, w, ep, err := renewLease(ctx, api, cfg.Kube, st); errors.Is(err, ErrRefused) {
-			return err
-		} else if err != nil {
-			log.Warn("cannot renew the lease; retrying", "error", err.Error())
-			next, leasing = cfg.RetryDelay, false
-		} else {
-			if !leasing {
-				log.Info("lease renewed", "space_id", st.SpaceID, "interval", d.String())
-			}
-			leasing, interval = true, d
-			pres.use(st.Credential)
-			// A new endpoint (or none): connect afresh.
-			if !pres.same(ep) {
-				pres.close()
-				pres = nil
-				if ep != nil {
-					pres = dialPresence(*ep, st.Credential, cfg.MQTTRoots, log)
-				}
-			}
-			next = min(next, interval)
-			if pres.up() && next == interval {
-				// Connected: IoT Core's lifecycle events keep the lease.
-				next = pres.fallback()
-			}
-			if err := cfg.doWork(ctx, api, st, w); err != nil {
-				return err // ErrRefused
-			}
-		}
-		select {
-		case <-ctx.Done():
-			log.Info("agent stopping", "reason", context.Cause(ctx).Error())
-			return nil
-		case <-time.After(next):
-		case <-pres.pokes(): // connected, woken, or disconnected: renew now
+// round runs the steps once and answers how long to sleep: the lease
+// interval, the presence fallback while connected, or the retry delay
+// after a failure. An error ends Run.
+func (a *agent) round(ctx context.Context) (time.Duration, error) {
+	next := a.interval
+	retry, err := a.credential(ctx)
+	if err != nil {
+		return 0, err
+	}
+	w, ep, leased, err := a.lease(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if retry || !leased {
+		next = a.cfg.RetryDelay
+	}
+	if !leased {
+		return next, nil
+	}
+	a.presence(ep)
+	next = min(next, a.interval)
+	if a.pres.up() && next == a.interval {
+		// Connected: IoT Core's lifecycle events keep the lease.
+		next = a.pres.fallback()
+	}
+	return next, a.cfg.doWork(ctx, a.api, a.st, w) // only ErrRefused
+}
+
+// credential: a new bootstrap (a reinstall) replaces the credential; one
+// with less than RenewBefore left is renewed, and a renewed one stored.
+// retry: a renewal or its storing failed, and is tried again soon (the old
+// credential works for space.RenewOverlap more).
+func (a *agent) credential(ctx context.Context) (retry bool, err error) {
+	if a.st, err = a.cfg.exchange(ctx, a.api, a.store, a.st); err != nil {
+		return false, err
+	}
+	if a.st.ExpiresAt.Sub(a.cfg.Clock.Now()) < a.cfg.RenewBefore {
+		c, err := a.api.renew(ctx, a.st.Credential)
+		switch {
+		case errors.Is(err, ErrRefused):
+			return false, err
+		case err != nil:
+			a.log.Warn("cannot renew the credential; retrying", "error", err.Error(), "expires_at", a.st.ExpiresAt)
+			retry = true
+		default:
+			a.st.Credential, a.st.ExpiresAt, a.unsaved = c.Credential, c.ExpiresAt, true
+			a.log.Info("renewed the credential", "expires_at", c.ExpiresAt)
 		}
 	}
+	if a.unsaved {
+		if err := a.store.save(ctx, a.st); err != nil {
+			a.log.Warn("cannot store the renewed credential; retrying", "error", err.Error())
+			retry = true
+		} else {
+			a.unsaved = false
+		}
+	}
+	return retry, nil
+}
+
+// lease renews the lease (renewLease); leased is false after a failure
+// that is retried. Only ErrRefused is an error.
+func (a *agent) lease(ctx context.Context) (w space.AgentWork, ep *space.PresenceEndpoint, leased bool, err error) {
+	d, w, ep, err := renewLease(ctx, a.api, a.cfg.Kube, a.st)
+	if errors.Is(err, ErrRefused) {
+		return w, nil, false, err
+	}
+	if err != nil {
+		a.log.Warn("cannot renew the lease; retrying", "error", err.Error())
+		a.leasing = false
+		return w, nil, false, nil
+	}
+	if !a.leasing {
+		a.log.Info("lease renewed", "space_id", a.st.SpaceID, "interval", d.String())
+	}
+	a.leasing, a.interval = true, d
+	return w, ep, true, nil
+}
+
+// presence holds the channel the lease answer names: the newest credential
+// for its next (re)connect, and a fresh connection for a new endpoint (or
+// none).
+func (a *agent) presence(ep *space.PresenceEndpoint) {
+	a.pres.use(a.st.Credential)
+	if !a.pres.same(ep) {
+		a.pres.close()
+		a.pres = nil
+		if ep != nil {
+			a.pres = dialPresence(*ep, a.st.Credential, a.cfg.MQTTRoots, a.log)
+		}
+	}
+}
+
+// sleep waits next, or less when the presence channel asks for a renewal
+// (connected, woken, or disconnected); false when ctx ended.
+func (a *agent) sleep(ctx context.Context, next time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		a.log.Info("agent stopping", "reason", context.Cause(ctx).Error())
+		return false
+	case <-a.cfg.Clock.After(next):
+	case <-a.pres.pokes():
+	}
+	return true
 }
 
 // exchange trades the mounted bootstrap for a credential when it is not
@@ -208,7 +292,7 @@ func (cfg *Config) exchange(ctx context.Context, api *spacesAPI, store stateSecr
 		return st, nil
 	}
 	var c credential
-	err = retry(ctx, cfg.RetryDelay, cfg.Log, func() error {
+	err = retry(ctx, cfg.Clock, cfg.RetryDelay, cfg.Log, func() error {
 		var err error
 		c, err = api.exchange(ctx, boot)
 		return err
@@ -230,7 +314,7 @@ func (cfg *Config) exchange(ctx context.Context, api *spacesAPI, store stateSecr
 	st = state{Credential: c.Credential, ExpiresAt: c.ExpiresAt, SpaceID: c.SpaceID, BootstrapSHA256: h}
 	cfg.Log.Info("exchanged the bootstrap token for a credential", "space_id", c.SpaceID, "expires_at", c.ExpiresAt)
 	// Until the credential is stored, a restart would need a new bootstrap.
-	return st, retry(ctx, cfg.RetryDelay, cfg.Log, func() error { return store.save(ctx, st) })
+	return st, retry(ctx, cfg.Clock, cfg.RetryDelay, cfg.Log, func() error { return store.save(ctx, st) })
 }
 
 // renewLease reads the cluster's version, as the prober's GET /version
@@ -258,7 +342,7 @@ func leaseInterval(seconds int) time.Duration {
 
 // retry calls f until it succeeds, Spaces refuses (ErrRefused), or ctx
 // ends.
-func retry(ctx context.Context, delay time.Duration, log *slog.Logger, f func() error) error {
+func retry(ctx context.Context, clock Clock, delay time.Duration, log *slog.Logger, f func() error) error {
 	for {
 		err := f()
 		if err == nil || errors.Is(err, ErrRefused) {
@@ -268,7 +352,7 @@ func retry(ctx context.Context, delay time.Duration, log *slog.Logger, f func() 
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-time.After(delay):
+		case <-clock.After(delay):
 		}
 	}
 }
@@ -295,8 +379,8 @@ func (c *Config) defaults() {
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = realClock{}
 	}
 	if c.RenewBefore == 0 {
 		c.RenewBefore = DefaultRenewBefore

@@ -2,7 +2,7 @@
 // files and the sign-in config document) as a Lambda behind the HTTP API's
 // GET / and GET /console/{proxy+} routes, which take no authorizer: the page
 // must load before its user signs in, and it holds nothing secret. It links
-// neither the AWS SDK nor the API, so the API function stays as it was.
+// neither the AWS SDK nor the API, and the API function links no console.
 package main
 
 import (

@@ -1,6 +1,7 @@
 // Command prober is the SQS-triggered Lambda that probes spaces: for each
-// message it mints credentials, sends GET /version, stores the status and
-// publishes transitions. It reports only infrastructure failures back to
+// space of a message it mints credentials and sends GET /version (for an
+// agent space, reads its lease instead), stores the status and publishes
+// transitions. It reports only infrastructure failures back to
 // SQS (ReportBatchItemFailures).
 package main
 

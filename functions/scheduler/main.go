@@ -1,6 +1,6 @@
-// Command scheduler runs every minute (EventBridge Scheduler) and sends one
-// probe message per registered, non-synthetic space to the probe queue. It
-// does not link client-go.
+// Command scheduler runs every minute (EventBridge Scheduler) and sends a
+// probe of every registered, non-synthetic space to the probe queue, up to
+// probing.MaxSpaces spaces a message. It does not link client-go.
 package main
 
 import (

@@ -10,8 +10,8 @@
 // whole page for Query; at least one), half that when eventually
 // consistent; a write costs one unit per 1 KB of the item written, twice
 // that inside a transaction. Write units are counted as one per item
-// written: every item of the spaces table is under 1 KB (a benchmark checks
-// it with MaxItemBytes), so that is exact for this table.
+// written: every item of the spaces table is under 1 KB (BenchmarkProbingCost
+// checks it with ItemBytes), so that is exact for this table.
 package awscost
 
 import (

@@ -505,7 +505,7 @@ func (l *jsonLog) replay(apply func([]byte) error) error {
 }
 
 // applySetup applies a kept setup (a later one for the same role replaces
-// the trust policy, as it did when it was applied).
+// the trust policy, as it does when a setup is first applied).
 func applySetup(sc *simcloud.Cloud) func([]byte) error {
 	return func(line []byte) error {
 		var acct space.CloudAccount

@@ -17,8 +17,9 @@ import (
 )
 
 // RemoveTestLeftovers deletes the tables, queues and event buses that test
-// runs of earlier versions persisted into this emulator's data folder (tests
-// no longer persist anything). A leftover is named "<prefix>-<LogicalID>"
+// runs persisted into this emulator's data folder (the tests persist
+// nothing; a data folder may still hold resources older test runs left). A
+// leftover is named "<prefix>-<LogicalID>"
 // for a logical id of the template, as the tests name theirs; the local
 // stack's own resources are named by the logical id alone, and anything else
 // (a developer's own tables or queues) does not end in one, so both are

@@ -34,7 +34,16 @@ type Config struct {
 	// Region and Account of the policy resources' ARNs; default the
 	// emulator's us-east-1 and 000000000000.
 	Region, Account string
+	// VersionResetAfter is how long a client id stays disconnected before
+	// its lifecycle versionNumber starts again at 0 (default
+	// DefaultVersionReset), read from Now.
+	VersionResetAfter time.Duration
 }
+
+// DefaultVersionReset: "If a client is not connected for approximately one
+// hour, the version number is reset to 0"
+// (https://docs.aws.amazon.com/iot/latest/developerguide/life-cycle-events.html).
+const DefaultVersionReset = time.Hour
 
 // Disconnect reasons of lifecycle events
 // (https://docs.aws.amazon.com/iot/latest/developerguide/life-cycle-events.html).
@@ -62,9 +71,8 @@ const (
 
 // Keep-alive bounds: IoT Core treats a keep-alive under 30 s as 30 s (the
 // quotas page, https://docs.aws.amazon.com/general/latest/gr/iot-core.html#message-broker-limits)
-// and 1200 s is its maximum and its value for 0; the search tool did not
-// return the page's wording for 0 and for values above 1200, so those two
-// follow awslabs/aws-c-mqtt's note "AWS IoT maxes out at (and defaults to)
+// and 1200 s is its maximum and its value for 0; those two are not quoted
+// from the page's own wording but follow awslabs/aws-c-mqtt's note "AWS IoT maxes out at (and defaults to)
 // 1200 seconds". A client silent for 1.5 x keep-alive is disconnected with
 // MQTT_KEEP_ALIVE_TIMEOUT (life-cycle-events.html).
 const (
@@ -99,7 +107,8 @@ type Broker struct {
 	pending  map[*mqtt.Client]*conn // authorized, CONNACK not sent yet
 	conns    map[*mqtt.Client]*conn // established
 	live     map[string]*conn       // the established connection of each client id
-	versions map[string]int64       // last versionNumber of each client id
+	versions map[string]int64       // the next versionNumber of each client id
+	idle     map[string]time.Time   // since when a client id with no connection has had none
 
 	usage usage
 }
@@ -146,6 +155,9 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 	if cfg.Account == "" {
 		cfg.Account = "000000000000"
 	}
+	if cfg.VersionResetAfter <= 0 {
+		cfg.VersionResetAfter = DefaultVersionReset
+	}
 	b := &Broker{
 		cfg:      cfg,
 		log:      cfg.Log.With("component", "iotcore"),
@@ -155,6 +167,7 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		conns:    map[*mqtt.Client]*conn{},
 		live:     map[string]*conn{},
 		versions: map[string]int64{},
+		idle:     map[string]time.Time{},
 	}
 	for _, r := range cfg.Rules {
 		cr, err := compileRule(r)
@@ -275,15 +288,21 @@ func (b *Broker) authorize(name string, req events.IoTCoreCustomAuthorizerReques
 	return resp, nil
 }
 
+// errClientID refuses a CONNECT whose client id is over the limit: a
+// malformed request, not an authorization failure.
+var errClientID = errors.New("client id over the limit")
+
 // connect authenticates and authorizes a CONNECT; an error refuses it.
-func (b *Broker) connect(cl *mqtt.Client, pk packets.Packet) (*conn, error) {
+// principal is the authorizer's principalId when it accepted the password
+// and the policy refused the client id.
+func (b *Broker) connect(cl *mqtt.Client, pk packets.Packet) (c *conn, principal string, err error) {
 	id := cl.ID
 	if len(id) > MaxClientIDBytes {
-		return nil, fmt.Errorf("client id of %d bytes is over %d", len(id), MaxClientIDBytes)
+		return nil, "", fmt.Errorf("%w: %d bytes, over %d", errClientID, len(id), MaxClientIDBytes)
 	}
 	name := authorizerName(string(pk.Connect.Username))
 	if name == "" {
-		return nil, errors.New("no ?x-amz-customauthorizer-name= in the username (certificate and SigV4 authentication are not modelled)")
+		return nil, "", errors.New("no ?x-amz-customauthorizer-name= in the username (certificate and SigV4 authentication are not modelled)")
 	}
 	req := events.IoTCoreCustomAuthorizerRequest{
 		Protocols: []string{"mqtt"},
@@ -298,11 +317,11 @@ func (b *Broker) connect(cl *mqtt.Client, pk packets.Packet) (*conn, error) {
 	}
 	resp, err := b.authorize(name, req)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	pol := policy(resp.PolicyDocuments)
 	if !pol.allows(actConnect, b.arn("client", id)) {
-		return nil, fmt.Errorf("the policy does not allow iot:Connect for client %s", id)
+		return nil, resp.PrincipalID, fmt.Errorf("the policy does not allow iot:Connect for client %s", id)
 	}
 	now := b.now()
 	host, _, _ := net.SplitHostPort(cl.Net.Remote)
@@ -321,7 +340,7 @@ func (b *Broker) connect(cl *mqtt.Client, pk packets.Packet) (*conn, error) {
 		disconnectAt: now.Add(time.Duration(resp.DisconnectAfterInSeconds) * time.Second),
 		refreshAt:    now.Add(time.Duration(resp.RefreshAfterInSeconds) * time.Second),
 		subscribing:  map[string]int{},
-	}, nil
+	}, resp.PrincipalID, nil
 }
 
 // kick closes a connection for reason (the first reason given sticks). An
@@ -390,9 +409,15 @@ func (b *Broker) sweep() {
 	}
 }
 
-// refresh re-invokes the authorizer at refreshAfterInSeconds: a refusal
-// disconnects the client, an answer replaces its policy. The connection keeps
-// the deadline its first answer set.
+// refresh re-invokes the authorizer at refreshAfterInSeconds ("When this
+// interval passes, AWS IoT Core invokes the Lambda function to allow for
+// policy refreshes":
+// https://docs.aws.amazon.com/iot/latest/developerguide/custom-authorizer.html)
+// with the request of the CONNECT, the connection's original password: a
+// client cannot present another on a live connection. A refusal disconnects
+// the client (AUTH_ERROR), an answer replaces its policy. The connection
+// keeps the deadline its first answer set ("disconnectAfterInSeconds is for
+// the lifetime of a connection and doesn't get refreshed").
 func (b *Broker) refresh(c *conn) {
 	resp, err := b.authorize(c.authorizer, c.request)
 	if err != nil {
@@ -408,7 +433,9 @@ func (b *Broker) refresh(c *conn) {
 }
 
 // lifecycle is the JSON of a presence event
-// (https://docs.aws.amazon.com/iot/latest/developerguide/life-cycle-events.html).
+// (https://docs.aws.amazon.com/iot/latest/developerguide/life-cycle-events.html):
+// connected and disconnected carry versionNumber; connect_failed carries
+// connectFailureReason instead.
 type lifecycle struct {
 	ClientID                  string `json:"clientId"`
 	Timestamp                 int64  `json:"timestamp"`
@@ -418,12 +445,22 @@ type lifecycle struct {
 	IPAddress                 string `json:"ipAddress,omitempty"`
 	ClientInitiatedDisconnect *bool  `json:"clientInitiatedDisconnect,omitempty"`
 	DisconnectReason          string `json:"disconnectReason,omitempty"`
-	VersionNumber             int64  `json:"versionNumber"`
+	ConnectFailureReason      string `json:"connectFailureReason,omitempty"`
+	VersionNumber             *int64 `json:"versionNumber,omitempty"`
 }
 
+// EventConnectFailed is the eventType IoT Core publishes on
+// $aws/events/presence/connect_failed/<clientId> "when a client is not
+// authorized to connect", with connectFailureReason AUTHORIZATION_FAILED
+// (life-cycle-events.html, "Connect attempt failure event").
+const (
+	EventConnectFailed         = "connect_failed"
+	FailureAuthorizationFailed = "AUTHORIZATION_FAILED"
+)
+
 // publishEvent publishes a lifecycle event on
-// $aws/events/presence/<connected|disconnected>/<clientId>. "Client IDs that
-// contain # or + do not receive lifecycle events" (life-cycle-events.html).
+// $aws/events/presence/<eventType>/<clientId>. "Client IDs that contain #
+// or + do not receive lifecycle events" (life-cycle-events.html).
 func (b *Broker) publishEvent(ev lifecycle) {
 	if strings.ContainsAny(ev.ClientID, "#+") {
 		return

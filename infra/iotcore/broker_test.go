@@ -3,6 +3,7 @@ package iotcore
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 	pahopackets "github.com/eclipse/paho.mqtt.golang/packets"
 	"github.com/mochi-mqtt/server/v2/packets"
+
+	"spaces/infra/testwait"
 )
 
 // Rule 1: the username names the authorizer, which gets the request IoT
@@ -60,8 +63,15 @@ func TestConnectRunsTheNamedAuthorizer(t *testing.T) {
 		if name == "unknown authorizer" && f.calls() != before {
 			t.Errorf("%s: an authorizer was called", name)
 		}
+		// A refused CONNECT publishes connect_failed, in the page's shape.
+		ev := f.nextFailed(t)
+		if ev.ClientID != "spaces-b" || ev.EventType != EventConnectFailed || ev.ConnectFailureReason != FailureAuthorizationFailed ||
+			ev.SessionIdentifier == "" || ev.IPAddress != "127.0.0.1" || ev.VersionNumber != nil || ev.DisconnectReason != "" ||
+			ev.Timestamp != f.clock.Now().UnixMilli() {
+			t.Errorf("%s: connect_failed event %+v", name, ev)
+		}
 	}
-	f.quiet(t) // a refused CONNECT publishes no lifecycle event
+	f.quiet(t) // and no connected or disconnected event
 }
 
 // Rule 2: the response is validated; an invalid one refuses the connection.
@@ -205,7 +215,7 @@ func TestPolicyOverMQTT(t *testing.T) {
 		if m != "spaces/spaces-p/wake wake" {
 			t.Fatalf("received %q", m)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testwait.Timeout):
 		t.Fatal("the wake message did not arrive")
 	}
 
@@ -270,14 +280,14 @@ func TestKeepAlive(t *testing.T) {
 }
 
 // Rules 5 and 6: a second CONNECT with the same client id disconnects the
-// first (DUPLICATE_CLIENTID); versionNumber increases per connection and a
+// first (DUPLICATE_CLIENTID); versionNumber counts connections from 0 and a
 // disconnected event carries its connection's number, so a consumer can
 // order events that arrive out of order.
 func TestTakeoverAndVersions(t *testing.T) {
 	f := start(t)
 	f.mustDial(t, "spaces-t")
 	first := f.next(t)
-	if first.EventType != "connected" || first.VersionNumber != 1 || first.IPAddress != "127.0.0.1" ||
+	if first.EventType != "connected" || version(first) != 0 || first.IPAddress != "127.0.0.1" ||
 		first.PrincipalIdentifier != "agent1" || first.SessionIdentifier == "" || first.ClientInitiatedDisconnect != nil {
 		t.Fatalf("first connected %+v", first)
 	}
@@ -288,10 +298,10 @@ func TestTakeoverAndVersions(t *testing.T) {
 		byType[ev.EventType] = ev
 	}
 	d, c := byType["disconnected"], byType["connected"]
-	if d.DisconnectReason != ReasonDuplicateClient || d.VersionNumber != 1 || d.SessionIdentifier != first.SessionIdentifier {
+	if d.DisconnectReason != ReasonDuplicateClient || version(d) != 0 || d.SessionIdentifier != first.SessionIdentifier {
 		t.Fatalf("taken-over connection's event %+v", d)
 	}
-	if c.VersionNumber != 2 || c.SessionIdentifier == first.SessionIdentifier {
+	if version(c) != 1 || c.SessionIdentifier == first.SessionIdentifier {
 		t.Fatalf("new connection's event %+v", c)
 	}
 	if !second.IsConnected() {
@@ -301,7 +311,7 @@ func TestTakeoverAndVersions(t *testing.T) {
 	// Rule 6: a clean DISCONNECT is client-initiated.
 	second.Disconnect(100)
 	ev := f.next(t)
-	if ev.EventType != "disconnected" || ev.DisconnectReason != ReasonClientInitiated || !*ev.ClientInitiatedDisconnect || ev.VersionNumber != 2 {
+	if ev.EventType != "disconnected" || ev.DisconnectReason != ReasonClientInitiated || !*ev.ClientInitiatedDisconnect || version(ev) != 1 {
 		t.Fatalf("clean disconnect event %+v", ev)
 	}
 }
@@ -338,7 +348,7 @@ func TestRules(t *testing.T) {
 		if p != "x" {
 			t.Fatalf("rule got %q", p)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testwait.Timeout):
 		t.Fatal("rule did not run")
 	}
 	select {
@@ -350,7 +360,11 @@ func TestRules(t *testing.T) {
 	server, _ := testTLS(t)
 	for _, sql := range []string{
 		"SELECT clientId FROM 'a'",
-		"SELECT * FROM 'a' WHERE clientId = 'x'",
+		"SELECT * FROM 'a' WHERE clientId > 'x'",
+		"SELECT * FROM 'a' WHERE clientId = 'x' OR eventType = 'y'",
+		"SELECT * FROM 'a' WHERE clientId = 'x' AND",
+		"SELECT * FROM 'a' WHERE",
+		"SELECT * FROM 'a' WHERE clientId = x",
 		"SELECT * FROM 'a/#/b'",
 		"SELECT * FROM a",
 	} {
@@ -358,6 +372,41 @@ func TestRules(t *testing.T) {
 		if err == nil {
 			b.Close()
 			t.Errorf("Start accepted SQL %q", sql)
+		}
+	}
+}
+
+// Rule 7: WHERE conditions read top-level string attributes; all must
+// hold, and an absent attribute holds none (undefined is not true).
+func TestRuleWhere(t *testing.T) {
+	r, err := compileRule(Rule{Name: "r", Action: func(context.Context, []byte) error { return nil },
+		SQL: "SELECT * FROM '$aws/events/presence/+/+' where startswith(clientId, 'spaces-') and eventType <> 'connect_failed'"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq, err := compileRule(Rule{Name: "eq", Action: func(context.Context, []byte) error { return nil },
+		SQL: "SELECT * FROM 'a/where/+' WHERE eventType = 'connected'"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		r       compiledRule
+		topic   string
+		payload string
+		want    bool
+	}{
+		{r, "$aws/events/presence/connected/spaces-1", `{"clientId":"spaces-1","eventType":"connected"}`, true},
+		{r, "$aws/events/presence/disconnected/spaces-1", `{"clientId":"spaces-1","eventType":"disconnected"}`, true},
+		{r, "$aws/events/presence/connect_failed/spaces-1", `{"clientId":"spaces-1","eventType":"connect_failed"}`, false},
+		{r, "$aws/events/presence/connected/other-1", `{"clientId":"other-1","eventType":"connected"}`, false},
+		{r, "$aws/events/presence/connected/spaces-1", `{"clientId":"spaces-1"}`, false}, // undefined <> 'x' is undefined
+		{r, "$aws/events/presence/connected/spaces-1", `not json`, false},
+		{eq, "a/where/b", `{"eventType":"connected"}`, true},
+		{eq, "a/where/b", `{"eventType":"connected2"}`, false},
+		{eq, "a/where/b", `{"eventType":1}`, false},
+	} {
+		if got := c.r.selects(c.topic, []byte(c.payload)); got != c.want {
+			t.Errorf("%s selects %s %s = %v, want %v", c.r.Name, c.topic, c.payload, got, c.want)
 		}
 	}
 }
@@ -420,7 +469,7 @@ func TestDataPlane(t *testing.T) {
 		if m.Topic() != "spaces/spaces-dp2/wake" || string(m.Payload()) != `{"wake":true}` || m.Qos() != 1 {
 			t.Fatalf("delivered %s %q qos %d", m.Topic(), m.Payload(), m.Qos())
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(testwait.Timeout):
 		t.Fatal("not delivered")
 	}
 }
@@ -583,4 +632,111 @@ func TestMQTT5(t *testing.T) {
 		t.Fatalf("PUBACK %x, want reason 0x87", ack)
 	}
 	f.quiet(t) // still connected
+}
+
+// Rule 6: a client id disconnected for VersionResetAfter (by the broker's
+// clock) starts again at versionNumber 0; one back sooner counts on; a
+// connection that is up never resets its client id.
+func TestVersionReset(t *testing.T) {
+	f := start(t)
+	dialAndDrop := func(id string) (con, dis lifecycle) {
+		t.Helper()
+		c := f.mustDial(t, id)
+		con = f.next(t)
+		c.Disconnect(0)
+		dis = f.next(t)
+		return con, dis
+	}
+	for i := int64(0); i < 3; i++ {
+		if con, dis := dialAndDrop("spaces-reset"); version(con) != i || version(dis) != i {
+			t.Fatalf("connection %d: versions %d and %d", i, version(con), version(dis))
+		}
+	}
+	f.clock.Advance(DefaultVersionReset - time.Second)
+	if con, _ := dialAndDrop("spaces-reset"); version(con) != 3 {
+		t.Fatalf("back after just under an hour: version %d, want 3", version(con))
+	}
+	f.clock.Advance(DefaultVersionReset)
+	con, _ := dialAndDrop("spaces-reset")
+	if version(con) != 0 {
+		t.Fatalf("back after an hour: version %d, want 0", version(con))
+	}
+
+	// Up for two hours: no reset, whatever the clock says.
+	f.mustDial(t, "spaces-up")
+	f.next(t)
+	f.clock.Advance(2 * DefaultVersionReset)
+	f.mustDial(t, "spaces-up") // takes over
+	byType := map[string]lifecycle{}
+	for i := 0; i < 2; i++ {
+		ev := f.next(t)
+		byType[ev.EventType] = ev
+	}
+	if version(byType["connected"]) != 1 {
+		t.Fatalf("takeover after two hours up: version %d, want 1", version(byType["connected"]))
+	}
+
+	// The hour is a field.
+	server, client := testTLS(t)
+	short := make(chan lifecycle, 10)
+	b, err := Start(context.Background(), Config{TLS: server, Now: f.clock.Now, VersionResetAfter: time.Minute,
+		Authorizers: map[string]Authorizer{authName: func(_ context.Context, req events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error) {
+			return goodAnswer(req, 0)
+		}},
+		Rules: []Rule{{Name: "p", SQL: "SELECT * FROM '$aws/events/presence/+/+'", Action: func(_ context.Context, p []byte) error {
+			var ev lifecycle
+			_ = json.Unmarshal(p, &ev)
+			short <- ev
+			return nil
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	g := &fixture{b: b, clock: f.clock, client: client}
+	for i, wait := range []time.Duration{0, 59 * time.Second, time.Minute} {
+		f.clock.Advance(wait)
+		g.events = short
+		c := g.mustDial(t, "spaces-short")
+		ev := g.next(t)
+		c.Disconnect(0)
+		if dis := g.next(t); dis.EventType != "disconnected" {
+			t.Fatalf("event %+v", dis)
+		}
+		if want := []int64{0, 1, 0}[i]; version(ev) != want {
+			t.Fatalf("after %s away: version %d, want %d", wait, version(ev), want)
+		}
+	}
+}
+
+// Rule 2: a refresh presents the CONNECT's own password and connection id;
+// a refusal disconnects with AUTH_ERROR, and the next CONNECT of the client
+// id is let in with a password the authorizer accepts.
+func TestRefreshUsesTheOriginalPassword(t *testing.T) {
+	f := start(t)
+	f.setAnswer(func(req events.IoTCoreCustomAuthorizerRequest, n int) (events.IoTCoreCustomAuthorizerResponse, error) {
+		r := events.IoTCoreCustomAuthorizerResponse{IsAuthenticated: true, PrincipalID: "agent1",
+			DisconnectAfterInSeconds: 86400, RefreshAfterInSeconds: 300, PolicyDocuments: agentPolicy(req.ProtocolData.MQTT.ClientID)}
+		// "old" is valid for the CONNECT only: revoked before the refresh.
+		r.IsAuthenticated = string(req.ProtocolData.MQTT.Password) == "new" || (n == 1 && string(req.ProtocolData.MQTT.Password) == "old")
+		return r, nil
+	})
+	if _, err := f.dial(t, "spaces-orig", "old", 1200*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	f.next(t)
+	f.clock.Advance(300 * time.Second)
+	if ev := f.next(t); ev.EventType != "disconnected" || ev.DisconnectReason != ReasonAuthError {
+		t.Fatalf("event %+v, want disconnected %s", ev, ReasonAuthError)
+	}
+	f.mu.Lock()
+	reqs := append([]events.IoTCoreCustomAuthorizerRequest(nil), f.requests...)
+	f.mu.Unlock()
+	if len(reqs) != 2 || string(reqs[1].ProtocolData.MQTT.Password) != "old" ||
+		reqs[1].ConnectionMetadata.ID != reqs[0].ConnectionMetadata.ID || reqs[1].ProtocolData.MQTT.ClientID != "spaces-orig" {
+		t.Fatalf("refresh request %+v", reqs)
+	}
+	if _, err := f.dial(t, "spaces-orig", "new", 1200*time.Second); err != nil {
+		t.Fatalf("reconnect with the new password: %v", err)
+	}
 }

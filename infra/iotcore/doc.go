@@ -8,15 +8,18 @@
 //   - custom authorizers chosen by the MQTT username's
 //     ?x-amz-customauthorizer-name= query, their response validated, the
 //     connection's end at disconnectAfterInSeconds and the policy refresh at
-//     refreshAfterInSeconds;
+//     refreshAfterInSeconds, which re-sends the CONNECT's own password;
 //   - IoT policy evaluation of iot:Connect, iot:Subscribe, iot:Receive and
 //     iot:Publish (Allow/Deny, '*' and '?' wildcards, explicit Deny wins,
 //     default deny);
 //   - keep-alive (30-1200 s, disconnect after 1.5 x) read from Config.Now, so
 //     tests drive a fake clock;
-//   - client id takeover, lifecycle events with per-client version numbers;
-//   - topic rules of the form SELECT * FROM '<filter>' [WHERE
-//     startswith(clientId, '<literal>')], whose action is a Go function;
+//   - client id takeover, lifecycle events (connected, disconnected,
+//     connect_failed) with per-client version numbers from 0, reset to 0
+//     after Config.VersionResetAfter (an hour) disconnected;
+//   - topic rules of the form SELECT * FROM '<filter>' [WHERE <condition>
+//     [AND <condition>]...] with startswith(<attribute>, '<literal>'), = and
+//     <> on string attributes, whose action is a Go function;
 //   - the data plane's POST /topics/{topic}?qos=N;
 //   - the message broker's size limits, and metering as IoT Core bills it
 //     (Usage).

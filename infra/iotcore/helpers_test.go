@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"spaces/infra/testcluster"
+	"spaces/infra/testwait"
 	"sync"
 	"testing"
 	"time"
@@ -83,7 +84,8 @@ type fixture struct {
 	b      *Broker
 	clock  *fakeClock
 	client *tls.Config
-	events chan lifecycle
+	events chan lifecycle // connected and disconnected, by the presence rule
+	failed chan lifecycle // connect_failed, by a rule of its own
 
 	mu       sync.Mutex
 	requests []events.IoTCoreCustomAuthorizerRequest
@@ -105,18 +107,25 @@ func goodAnswer(req events.IoTCoreCustomAuthorizerRequest, _ int) (events.IoTCor
 func start(t *testing.T, rules ...Rule) *fixture {
 	t.Helper()
 	server, client := testTLS(t)
-	f := &fixture{clock: newClock(), client: client, events: make(chan lifecycle, 100), answer: goodAnswer}
-	rules = append(rules, Rule{
-		Name: "presence",
-		SQL:  "SELECT * FROM '$aws/events/presence/+/+' WHERE startswith(clientId, 'spaces-')",
-		Action: func(_ context.Context, payload []byte) error {
+	f := &fixture{clock: newClock(), client: client, events: make(chan lifecycle, 100), failed: make(chan lifecycle, 100), answer: goodAnswer}
+	collect := func(to chan lifecycle) func(context.Context, []byte) error {
+		return func(_ context.Context, payload []byte) error {
 			var ev lifecycle
 			if err := json.Unmarshal(payload, &ev); err != nil {
 				t.Errorf("lifecycle event %s: %v", payload, err)
 			}
-			f.events <- ev
+			to <- ev
 			return nil
-		},
+		}
+	}
+	rules = append(rules, Rule{
+		Name:   "presence", // as template.yaml's AgentPresenceRule
+		SQL:    "SELECT * FROM '$aws/events/presence/+/+' WHERE startswith(clientId, 'spaces-') AND eventType <> 'connect_failed'",
+		Action: collect(f.events),
+	}, Rule{
+		Name:   "failed",
+		SQL:    "SELECT * FROM '$aws/events/presence/connect_failed/+'",
+		Action: collect(f.failed),
 	})
 	b, err := Start(context.Background(), Config{
 		TLS: server,
@@ -193,10 +202,30 @@ func (f *fixture) next(t *testing.T) lifecycle {
 	select {
 	case ev := <-f.events:
 		return ev
-	case <-time.After(5 * time.Second):
-		t.Fatal("no lifecycle event within 5 s")
+	case <-time.After(testwait.Timeout):
+		t.Fatalf("no lifecycle event within %s", testwait.Timeout)
 	}
 	return lifecycle{}
+}
+
+// nextFailed waits for the next connect_failed event.
+func (f *fixture) nextFailed(t *testing.T) lifecycle {
+	t.Helper()
+	select {
+	case ev := <-f.failed:
+		return ev
+	case <-time.After(5 * time.Second):
+		t.Fatal("no connect_failed event within 5 s")
+	}
+	return lifecycle{}
+}
+
+// version is an event's versionNumber (-1 when absent).
+func version(ev lifecycle) int64 {
+	if ev.VersionNumber == nil {
+		return -1
+	}
+	return *ev.VersionNumber
 }
 
 // quiet asserts no lifecycle event arrives within a short real-time wait
@@ -251,7 +280,7 @@ func (f *fixture) rawConnectV(t *testing.T, clientID string, version byte) (net.
 // readPacket reads one MQTT packet (remaining length under 128 bytes).
 func readPacket(t *testing.T, conn net.Conn) []byte {
 	t.Helper()
-	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(testwait.Timeout))
 	head := make([]byte, 2)
 	if _, err := io.ReadFull(conn, head); err != nil {
 		t.Fatalf("read packet: %v", err)
@@ -308,14 +337,8 @@ func (f *fixture) publishHTTP(t *testing.T, topic string, qos int32, retain bool
 	return resp.StatusCode, string(b)
 }
 
-// waitFor polls cond for up to 5 s.
+// waitFor waits for cond (testwait.Eventually).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Eventually(t, testwait.Timeout, what, cond)
 }

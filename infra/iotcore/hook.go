@@ -2,8 +2,10 @@ package iotcore
 
 import (
 	"errors"
+	"net"
 	"strings"
 
+	"github.com/google/uuid"
 	mqtt "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
 )
@@ -27,14 +29,23 @@ func (h *hook) Provides(b byte) bool {
 }
 
 // OnConnect runs the custom authorizer. A refusal answers CONNACK "not
-// authorized" and publishes no lifecycle event.
+// authorized" and publishes a connect_failed event (none for a client id
+// over the limit, a malformed CONNECT).
 func (h *hook) OnConnect(cl *mqtt.Client, pk packets.Packet) error {
 	b := h.b
 	b.usage.messages.Add(units(len(pk.Connect.ClientIdentifier) + len(pk.Connect.Username) +
 		len(pk.Connect.Password) + len(pk.Connect.WillTopic) + len(pk.Connect.WillPayload)))
-	c, err := b.connect(cl, pk)
+	c, principal, err := b.connect(cl, pk)
 	if err != nil {
 		b.log.Info("CONNECT refused", "client", cl.ID, "error", err)
+		if !errors.Is(err, errClientID) {
+			host, _, _ := net.SplitHostPort(cl.Net.Remote)
+			b.publishEvent(lifecycle{
+				ClientID: cl.ID, Timestamp: b.now().UnixMilli(), EventType: EventConnectFailed,
+				SessionIdentifier: uuid.NewString(), PrincipalIdentifier: principal, IPAddress: host,
+				ConnectFailureReason: FailureAuthorizationFailed,
+			})
+		}
 		code := packets.ErrNotAuthorized
 		if cl.Properties.ProtocolVersion < 5 {
 			code = packets.ErrBadUsernameOrPassword // mochi sends it as 3.1.1's 5, "not authorized"
@@ -66,7 +77,11 @@ func (h *hook) OnConnectAuthenticate(cl *mqtt.Client, _ packets.Packet) bool {
 // connection" (security-best-practices.html,
 // https://docs.aws.amazon.com/iot/latest/developerguide/security-best-practices.html),
 // with reason DUPLICATE_CLIENTID (life-cycle-events.html). versionNumber
-// counts the connections of a client id.
+// counts the connections of a client id from 0, and starts again at 0 once
+// the client id has had no connection for Config.VersionResetAfter ("If a
+// client is not connected for approximately one hour, the version number is
+// reset to 0", life-cycle-events.html; persistent sessions, whose reset
+// waits for their TTL, are not modelled).
 func (h *hook) OnSessionEstablish(cl *mqtt.Client, _ packets.Packet) {
 	b := h.b
 	b.mu.Lock()
@@ -79,9 +94,13 @@ func (h *hook) OnSessionEstablish(cl *mqtt.Client, _ packets.Packet) {
 	if old := b.live[c.clientID]; old != nil && old.reason == "" {
 		old.reason = ReasonDuplicateClient
 	}
-	b.versions[c.clientID]++
-	c.version = b.versions[c.clientID]
 	now := b.now()
+	if since, ok := b.idle[c.clientID]; ok && now.Sub(since) >= b.cfg.VersionResetAfter {
+		delete(b.versions, c.clientID)
+	}
+	delete(b.idle, c.clientID)
+	c.version = b.versions[c.clientID]
+	b.versions[c.clientID] = c.version + 1
 	c.since, c.lastSeen = now, now
 	b.conns[cl] = c
 	b.live[c.clientID] = c
@@ -98,7 +117,7 @@ func (h *hook) OnSessionEstablished(cl *mqtt.Client, _ packets.Packet) {
 	b.publishEvent(lifecycle{
 		ClientID: c.clientID, Timestamp: b.now().UnixMilli(), EventType: "connected",
 		SessionIdentifier: c.session, PrincipalIdentifier: c.principal, IPAddress: c.ip,
-		VersionNumber: c.version,
+		VersionNumber: &c.version,
 	})
 }
 
@@ -119,6 +138,7 @@ func (h *hook) OnDisconnect(cl *mqtt.Client, _ error, _ bool) {
 	delete(b.conns, cl)
 	if b.live[c.clientID] == c {
 		delete(b.live, c.clientID)
+		b.idle[c.clientID] = now
 	}
 	b.usage.closedMinutes += billedMinutes(now.Sub(c.since))
 	reason := c.reason
@@ -136,7 +156,7 @@ func (h *hook) OnDisconnect(cl *mqtt.Client, _ error, _ bool) {
 	b.publishEvent(lifecycle{
 		ClientID: c.clientID, Timestamp: now.UnixMilli(), EventType: "disconnected",
 		SessionIdentifier: c.session, PrincipalIdentifier: c.principal,
-		ClientInitiatedDisconnect: &byClient, DisconnectReason: reason, VersionNumber: c.version,
+		ClientInitiatedDisconnect: &byClient, DisconnectReason: reason, VersionNumber: &c.version,
 	})
 }
 

@@ -14,10 +14,10 @@ import (
 // (https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth-lambda.html).
 var principalPattern = regexp.MustCompile(`^[a-zA-Z0-9]{1,128}$`)
 
-// Bounds of disconnectAfterInSeconds and refreshAfterInSeconds. The
-// custom-auth-lambda page lists both fields; its wording of the range was not
-// in what the search tool returned, so the contract's 300-86400 s is kept
-// (https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth-lambda.html).
+// Bounds of disconnectAfterInSeconds and refreshAfterInSeconds: 300-86400 s,
+// as space.Agents.Authorize keeps them. The custom-auth-lambda page lists both
+// fields (https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth-lambda.html);
+// the range is not quoted from its own wording.
 const (
 	minAuthSeconds = 300
 	maxAuthSeconds = 86400

@@ -16,8 +16,10 @@ import (
 type Rule struct {
 	Name string
 	// SQL as in AWS::IoT::TopicRule, in the subset
-	// SELECT * FROM '<filter>' [WHERE startswith(clientId, '<literal>')];
-	// anything else is an error at Start.
+	// SELECT * FROM '<filter>' [WHERE <condition> [AND <condition>]...],
+	// a condition being startswith(<attribute>, '<literal>'),
+	// <attribute> = '<literal>' or <attribute> <> '<literal>'; anything
+	// else is an error at Start.
 	SQL    string
 	Action func(ctx context.Context, payload []byte) error // e.g. SQS SendMessage
 }
@@ -25,20 +27,37 @@ type Rule struct {
 // ruleSQL is the subset of IoT SQL the model reads
 // (https://docs.aws.amazon.com/iot/latest/developerguide/iot-sql-reference.html):
 // SELECT * passes the JSON payload through; FROM names a topic filter with
-// MQTT wildcards; WHERE startswith(attr, 'prefix') is the one condition.
-var ruleSQL = regexp.MustCompile(`(?is)^\s*SELECT\s+\*\s+FROM\s+'([^']+)'(?:\s+WHERE\s+startswith\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,\s*'([^']*)'\s*\))?\s*$`)
+// MQTT wildcards; WHERE is a conjunction of conditions (whereCond) on
+// top-level string attributes (operators:
+// https://docs.aws.amazon.com/iot/latest/developerguide/iot-sql-operators.html;
+// the WHERE page's example uses color <> 'red':
+// https://docs.aws.amazon.com/iot/latest/developerguide/iot-sql-where.html).
+var (
+	ruleSQL   = regexp.MustCompile(`(?is)^\s*SELECT\s+\*\s+FROM\s+'([^']+)'(?:\s+WHERE\s+(.*?))?\s*$`)
+	whereCond = regexp.MustCompile(`(?is)^(?:startswith\(\s*([A-Za-z_][A-Za-z0-9_]*)\s*,\s*'([^']*)'\s*\)|([A-Za-z_][A-Za-z0-9_]*)\s*(=|<>)\s*'([^']*)')\s*`)
+	whereAnd  = regexp.MustCompile(`(?is)^AND\s+`)
+)
+
+// condition is one WHERE condition: op is "startswith", "=" or "<>".
+type condition struct{ attr, op, literal string }
 
 type compiledRule struct {
 	Rule
-	filter    string
-	whereAttr string // "" when there is no WHERE
-	prefix    string
+	filter string
+	where  []condition // all must hold; none: every message on the filter
 }
 
 func compileRule(r Rule) (compiledRule, error) {
-	m := ruleSQL.FindStringSubmatch(r.SQL)
-	if m == nil {
-		return compiledRule{}, fmt.Errorf("iotcore: rule %s: SQL %q is not SELECT * FROM '<filter>' [WHERE startswith(<attribute>, '<literal>')]", r.Name, r.SQL)
+	bad := fmt.Errorf("iotcore: rule %s: SQL %q is not SELECT * FROM '<filter>' [WHERE <condition> [AND <condition>]...] "+
+		"with conditions startswith(<attribute>, '<literal>'), <attribute> = '<literal>' or <attribute> <> '<literal>'", r.Name, r.SQL)
+	ix := ruleSQL.FindStringSubmatchIndex(r.SQL)
+	if ix == nil {
+		return compiledRule{}, bad
+	}
+	m := []string{r.SQL, r.SQL[ix[2]:ix[3]], ""}
+	hasWhere := ix[4] >= 0
+	if hasWhere {
+		m[2] = r.SQL[ix[4]:ix[5]]
 	}
 	if !validFilter(m[1]) {
 		return compiledRule{}, fmt.Errorf("iotcore: rule %s: %q is not a topic filter", r.Name, m[1])
@@ -46,26 +65,70 @@ func compileRule(r Rule) (compiledRule, error) {
 	if r.Action == nil {
 		return compiledRule{}, fmt.Errorf("iotcore: rule %s has no action", r.Name)
 	}
-	return compiledRule{Rule: r, filter: m[1], whereAttr: m[2], prefix: m[3]}, nil
+	cr := compiledRule{Rule: r, filter: m[1]}
+	rest := m[2]
+	if hasWhere && rest == "" {
+		return compiledRule{}, bad
+	}
+	for rest != "" {
+		c := whereCond.FindStringSubmatch(rest)
+		if c == nil {
+			return compiledRule{}, bad
+		}
+		if c[1] != "" {
+			cr.where = append(cr.where, condition{attr: c[1], op: "startswith", literal: c[2]})
+		} else {
+			cr.where = append(cr.where, condition{attr: c[3], op: c[4], literal: c[5]})
+		}
+		rest = rest[len(c[0]):]
+		if rest == "" {
+			break
+		}
+		and := whereAnd.FindString(rest)
+		if and == "" {
+			return compiledRule{}, bad
+		}
+		rest = rest[len(and):]
+		if rest == "" {
+			return compiledRule{}, bad
+		}
+	}
+	return cr, nil
 }
 
 // selects reports whether a message on topic with payload triggers the rule.
-// The WHERE attribute is read from the JSON payload; a payload that is not a
-// JSON object, or lacks the attribute as a string, does not match (IoT SQL's
-// undefined is not true).
+// WHERE attributes are read from the JSON payload; a payload that is not a
+// JSON object, or lacks an attribute as a string, does not match (IoT SQL's
+// undefined is not true, and comparing undefined is undefined).
 func (r compiledRule) selects(topic string, payload []byte) bool {
 	if !matchFilter(r.filter, topic) {
 		return false
 	}
-	if r.whereAttr == "" {
+	if len(r.where) == 0 {
 		return true
 	}
 	var doc map[string]any
 	if json.Unmarshal(payload, &doc) != nil {
 		return false
 	}
-	v, ok := doc[r.whereAttr].(string)
-	return ok && strings.HasPrefix(v, r.prefix)
+	for _, c := range r.where {
+		v, ok := doc[c.attr].(string)
+		if !ok {
+			return false
+		}
+		switch c.op {
+		case "startswith":
+			ok = strings.HasPrefix(v, c.literal)
+		case "=":
+			ok = v == c.literal
+		case "<>":
+			ok = v != c.literal
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // matchFilter matches an MQTT topic filter ('+' one level, '#' the rest)

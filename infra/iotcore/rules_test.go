@@ -2,10 +2,13 @@ package iotcore
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 const ruleTemplate = `
@@ -68,7 +71,8 @@ func TestTopicRulesFromTemplate(t *testing.T) {
 	}
 }
 
-// The project's template parses (it may declare no topic rule yet).
+// The project's template parses, and its rules send this stack's
+// connected and disconnected events to their queue, and no connect_failed.
 func TestTopicRulesFromProjectTemplate(t *testing.T) {
 	tmpl, err := os.ReadFile("../../template.yaml")
 	if err != nil {
@@ -78,9 +82,43 @@ func TestTopicRulesFromProjectTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	queued := make(chan string, 10) // "<queue> <eventType>"
+	var live []Rule
 	for _, r := range rules {
-		if _, err := compileRule(Rule{Name: r.Name, SQL: r.SQLFor("spaces"), Action: func(context.Context, []byte) error { return nil }}); err != nil {
-			t.Errorf("template rule %s: %v", r.Name, err)
+		live = append(live, Rule{Name: r.Name, SQL: r.SQLFor("spaces"), Action: func(_ context.Context, payload []byte) error {
+			var ev lifecycle
+			_ = json.Unmarshal(payload, &ev)
+			queued <- r.QueueLogicalID + " " + ev.EventType
+			return nil
+		}})
+	}
+	f := start(t, live...) // compiles them: an error fails here
+	if _, err := f.dial(t, "spaces-refused", "bad", 30*time.Second); err == nil {
+		t.Fatal("a bad password was let in")
+	}
+	if ev := f.nextFailed(t); ev.ClientID != "spaces-refused" {
+		t.Fatalf("connect_failed event %+v", ev)
+	}
+	c := f.mustDial(t, "spaces-ok")
+	f.next(t)
+	c.Disconnect(0)
+	f.next(t)
+	var got []string
+	for len(got) < 2 {
+		select {
+		case q := <-queued:
+			got = append(got, q)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("queued %q, want the connected and disconnected events", got)
 		}
+	}
+	select {
+	case q := <-queued:
+		got = append(got, q)
+	case <-time.After(5 * sweepEvery):
+	}
+	sort.Strings(got) // actions run concurrently
+	if want := []string{"AgentPresenceQueue connected", "AgentPresenceQueue disconnected"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("queued %q, want %q (no connect_failed)", got, want)
 	}
 }

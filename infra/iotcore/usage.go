@@ -10,9 +10,8 @@ import (
 type Usage struct {
 	// ConnectionMinutes: each connection's duration rounded up to whole
 	// minutes ("metered in 1-minute increments": the pricing page,
-	// https://aws.amazon.com/iot-core/pricing/; the search tool returned
-	// that rule only from a third-party summary of it), open connections up
-	// to Config.Now.
+	// https://aws.amazon.com/iot-core/pricing/; the rule is quoted from a
+	// third-party summary of it), open connections up to Config.Now.
 	ConnectionMinutes float64
 	// Messages in 5 KB units as the pricing page meters them
 	// (https://aws.amazon.com/iot-core/pricing/additional-details/): CONNECT

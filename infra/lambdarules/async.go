@@ -114,7 +114,9 @@ func (a *AsyncInvoker) Invoke(ctx context.Context, event json.RawMessage, h func
 			"responseContext": map[string]any{"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
 			"responsePayload": map[string]string{"errorMessage": msg},
 		})
-		if err := a.OnFailure(ctx, record); err != nil {
+		// Lambda sends the record with the function's execution role
+		// (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html).
+		if err := a.OnFailure(WithFunction(ctx, f.ID), record); err != nil {
 			res.Err = err
 		}
 	}

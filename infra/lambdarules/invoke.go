@@ -29,13 +29,15 @@ func IsTimeout(err error) bool {
 // deadline the Lambda runtime gives it (the Lambda-Runtime-Deadline-Ms of
 // the invocation, which lambda.Start turns into the context's deadline:
 // https://docs.aws.amazon.com/lambda/latest/dg/golang-context.html) and
-// the invocation's trace header (WithTraceHeader). If h has not returned
+// the invocation's trace header (WithTraceHeader), and names f as the
+// function whose execution role its calls are made with (WithFunction).
+// If h has not returned
 // by then, the invocation is over, as Lambda stops a function at its
 // timeout (https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html):
 // Run returns a *TimeoutError at once, cancels the context and discards
 // what h returns later.
 func Run[T any](ctx context.Context, f Function, trace TraceHeader, h func(context.Context) (T, error)) (T, error) {
-	ictx, cancel := context.WithTimeout(WithTraceHeader(ctx, trace), f.Timeout)
+	ictx, cancel := context.WithTimeout(WithFunction(WithTraceHeader(ctx, trace), f.ID), f.Timeout)
 	defer cancel()
 	deadline, _ := ictx.Deadline()
 	type result struct {
@@ -71,4 +73,23 @@ func Handler[E, R any](f Function, h func(context.Context, E) (R, error)) func(c
 	return func(ctx context.Context, e E) (R, error) {
 		return Run(ctx, f, TraceHeader("").Next(f.ID), func(ctx context.Context) (R, error) { return h(ctx, e) })
 	}
+}
+
+type functionKey struct{}
+
+// WithFunction is ctx for requests made with function id's execution
+// role: its invocations' (Run) and those Lambda makes for it, its event
+// source mappings' reads and its on-failure destination's sends
+// (https://docs.aws.amazon.com/lambda/latest/dg/lambda-intro-execution-role.html).
+// An SDK middleware can tell by it whose role a request would need
+// (infra/iamcheck); "" is no function's.
+func WithFunction(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, functionKey{}, id)
+}
+
+// FunctionOf is the function whose execution role ctx's requests are made
+// with ("": none, such as a test's own reads).
+func FunctionOf(ctx context.Context) string {
+	id, _ := ctx.Value(functionKey{}).(string)
+	return id
 }

@@ -109,6 +109,7 @@ type Poller struct {
 
 // Run polls until ctx ends.
 func (p *Poller) Run(ctx context.Context) {
+	ctx = p.withRole(ctx)
 	minimum := max(1, p.Pollers)
 	maximum := MaxPollers
 	if p.Source.MaximumConcurrency > 0 {
@@ -170,7 +171,7 @@ func (p *Poller) Run(ctx context.Context) {
 // and deletes what it acknowledged. It returns how many messages were
 // deleted.
 func (p *Poller) Poll(ctx context.Context) (int, error) {
-	n, _, _, err := p.poll(ctx, nil)
+	n, _, _, err := p.poll(p.withRole(ctx), nil)
 	return n, err
 }
 
@@ -315,7 +316,9 @@ func (p *Poller) invoke(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 		if p.DLQURL == "" {
 			continue
 		}
-		if _, serr := p.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(p.DLQURL), MessageBody: aws.String(r.Body)}); serr != nil {
+		// Lambda's own move, not a request of the function's role: the
+		// recursion page names no permission the role needs for it.
+		if _, serr := p.SQS.SendMessage(WithFunction(ctx, ""), &sqs.SendMessageInput{QueueUrl: aws.String(p.DLQURL), MessageBody: aws.String(r.Body)}); serr != nil {
 			// Not deleted either: it comes back and is stopped again.
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
 		}
@@ -332,6 +335,17 @@ func messageAttributes(in map[string]sqstypes.MessageAttributeValue) map[string]
 		out[k] = events.SQSMessageAttribute{DataType: aws.ToString(v.DataType), StringValue: v.StringValue, BinaryValue: v.BinaryValue}
 	}
 	return out
+}
+
+// withRole is ctx for the mapping's own requests: Lambda reads and
+// deletes the messages with the consumer's execution role
+// (https://docs.aws.amazon.com/lambda/latest/dg/with-sqs.html, "Execution
+// role permissions").
+func (p *Poller) withRole(ctx context.Context) context.Context {
+	if p.Function == nil {
+		return ctx
+	}
+	return WithFunction(ctx, p.Function.ID)
 }
 
 func (p *Poller) log() *slog.Logger {

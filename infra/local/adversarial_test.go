@@ -26,8 +26,8 @@ import (
 	"spaces/shared/auth"
 )
 
-// The adversarial suite attacks the local stack over real HTTP, the way
-// issue 9's outside test did, family by family: forged tokens, cross-org
+// The adversarial suite attacks the local stack over real HTTP, as an
+// outside tester would, family by family: forged tokens, cross-org
 // access, bad bodies, bad queries, bad paths and headers, and racing
 // writes (crashes: crash_test.go). Every answer must be below 500; every
 // 4xx a problem document, and every 400/401/413/415/422 naming the field

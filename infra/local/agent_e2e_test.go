@@ -30,6 +30,7 @@ import (
 	agent "spaces/agent/client"
 	"spaces/agent/manifests"
 	"spaces/infra/kubetest"
+	"spaces/infra/testwait"
 	"spaces/shared/kubeapply"
 	"spaces/shared/space"
 )
@@ -197,18 +198,16 @@ func TestAgentThroughPrivateCluster(t *testing.T) {
 		m := c.must(200, c.do("GET", "/spaces/"+id, nil))
 		return m, m["probe"].(map[string]any)
 	}
-	waitFor := func(want space.Status, within time.Duration) time.Time {
+	// within is what the lease allows; the wait is bounded by at least
+	// testwait.Timeout, which only a hang reaches on a busy machine.
+	waitFor := func(want space.Status, within time.Duration) {
 		t.Helper()
-		deadline := time.Now().Add(within)
-		for {
-			m, probe := space1()
-			if m["status"] == string(want) {
-				return time.Now()
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("still %v (%v) after %s, want %s; agent log:\n%s", m["status"], probe, within, want, logs.String())
-			}
-			time.Sleep(250 * time.Millisecond)
+		var m, probe map[string]any
+		if err := testwait.UntilEvery(max(within, testwait.Timeout), 250*time.Millisecond, func() bool {
+			m, probe = space1()
+			return m["status"] == string(want)
+		}); err != nil {
+			t.Fatalf("still %v (%v) %s, want %s; agent log:\n%s", m["status"], probe, err, want, logs.String())
 		}
 	}
 
@@ -289,7 +288,7 @@ func TestAgentThroughPrivateCluster(t *testing.T) {
 		if !errors.Is(err, agent.ErrRefused) {
 			t.Fatalf("after deregistration the agent stopped with %v, want ErrRefused", err)
 		}
-	case <-time.After(lease + 15*time.Second):
+	case <-time.After(max(lease+15*time.Second, testwait.Timeout)):
 		t.Fatalf("the agent runs on after its space was deregistered:\n%s", logs.String())
 	}
 
@@ -311,12 +310,8 @@ func clusterWork(t *testing.T, c *client, admin kubernetes.Interface, agentConfi
 	t.Helper()
 	until := func(what string, ok func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %s after 30s; agent log:\n%s", what, logs())
-			}
-			time.Sleep(250 * time.Millisecond)
+		if err := testwait.UntilEvery(testwait.Timeout, 250*time.Millisecond, ok); err != nil {
+			t.Fatalf("no %s %s; agent log:\n%s", what, err, logs())
 		}
 	}
 	names := func() (map[string]bool, map[string]any) {
@@ -501,12 +496,8 @@ func TestAgentInstallOrderAndReinstall(t *testing.T) {
 	}
 	until := func(what string, within time.Duration, ok func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(within)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %s after %s; agent log:\n%s", what, within, logs.String())
-			}
-			time.Sleep(250 * time.Millisecond)
+		if err := testwait.UntilEvery(max(within, testwait.Timeout), 250*time.Millisecond, ok); err != nil {
+			t.Fatalf("no %s %s; agent log:\n%s", what, err, logs.String())
 		}
 	}
 	status := func() any { return c.must(200, c.do("GET", "/spaces/"+id, nil))["status"] }
@@ -568,7 +559,7 @@ func TestAgentInstallOrderAndReinstall(t *testing.T) {
 		if err == nil || errors.Is(err, agent.ErrRefused) || !strings.Contains(err.Error(), "bootstrap token was refused") {
 			t.Fatalf("a spent bootstrap without a credential: %v", err)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(testwait.Timeout):
 		t.Fatal("the agent runs on a spent bootstrap")
 	}
 	if l := logs.String(); strings.Contains(l, "spa1.") || strings.Contains(l, "spb1.") {

@@ -34,15 +34,15 @@ const (
 // startCascade polls the spaces table's stream into the cascade handler, the
 // way the template's event source mapping does in AWS: same filter, batch
 // size, retries, bisection and failure queue.
-func (st *Stack) startCascade(cfg Config) error {
+func (st *starting) startCascade(cfg *Config) (func(), error) {
 	cc := cfg.Cascade
 	src, err := emulator.FunctionStreamSource(spaces.Template, cascadeFunction, cascadeEvent)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	table, ok := st.Resources[src.Table]
 	if !ok || table.StreamARN == "" {
-		return fmt.Errorf("the cascade reads %s, which has no stream in the emulator", src.Table)
+		return nil, fmt.Errorf("the cascade reads %s, which has no stream in the emulator", src.Table)
 	}
 	st.Cascade = wiring.Cascade(st.aws, wiring.CascadeSettings{Table: st.Table, EventBus: st.Resources["EventBus"].Name, Wakes: st.wakes()}, cfg.Log)
 	if cc.WrapEvents != nil {
@@ -50,7 +50,7 @@ func (st *Stack) startCascade(cfg Config) error {
 	}
 	st.CascadeSource = src
 	if cc.Disabled {
-		return nil
+		return nil, nil
 	}
 	poller := &StreamPoller{
 		Streams: emulator.Streams(st.AWS, st.EmulatorURL), StreamARN: table.StreamARN,
@@ -59,9 +59,9 @@ func (st *Stack) startCascade(cfg Config) error {
 	if q, ok := st.Resources[src.OnFailure]; ok {
 		poller.Failures, poller.FailureQueueURL = awsclient.SQS(st.AWS, st.EmulatorURL), q.URL
 	}
-	if err := poller.Start(context.Background()); err != nil {
-		return err
+	// The mapping reads the stream with the function's role.
+	if err := poller.Start(lambdarules.WithFunction(context.Background(), cascadeFunction)); err != nil {
+		return nil, err
 	}
-	st.stopCascade = inBackground(poller.Run)
-	return nil
+	return inBackground(func(ctx context.Context) { poller.Run(lambdarules.WithFunction(ctx, cascadeFunction)) }), nil
 }

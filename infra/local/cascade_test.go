@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"spaces/infra/emulator"
+	"spaces/infra/testwait"
 	"spaces/shared/awsclient"
 	"spaces/shared/cascade"
 	"spaces/shared/dynamostore"
@@ -65,17 +66,11 @@ func startCascadeStack(t testing.TB, pollInterval time.Duration) (*Stack, *count
 	return st, pub
 }
 
-// eventually polls cond every 20 ms until it holds, failing after a
-// generous deadline (a liveness bound, not a timing goal: see BENCHMARKS.md).
+// eventually waits for cond with the stack-level bound (testwait: a
+// liveness bound, not a timing goal; see BENCHMARKS.md).
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never happened: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.Eventually(t, testwait.Timeout, what, cond)
 }
 
 // TestDeregistrationCascades: a space with three environments, two

@@ -184,3 +184,51 @@ func BenchmarkConsoleList(b *testing.B) {
 	b.ReportMetric(float64(req1-req0), "requests/refresh")
 	b.ReportMetric(float64(nm1-nm0), "304s/refresh")
 }
+
+// BenchmarkConsoleIdleRequests: what an idle spaces list costs the API, in
+// headless chromium against the local stack at the console's default
+// refresh (5 s). Each op is one refresh tick that ran, read through the
+// page's own counters once nothing is out (page.quiet); requests/tick and
+// 304s/tick count what the ticks sent and how many came back 304, and
+// requests/min and ticks/min divide by the wall time they took: the figure
+// a test cannot hold (a busy machine ticks late), BENCHMARKS.md can.
+// -benchtime 12x is a minute.
+func BenchmarkConsoleIdleRequests(b *testing.B) {
+	prefix := fmt.Sprintf("b%s-", uuid.NewString()[:8])
+	st, err := Start(context.Background(), Config{
+		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: b.TempDir(),
+		Log:     slog.New(slog.DiscardHandler),
+		Names:   func(id string) string { return prefix + id },
+		Probing: ProbingConfig{Disabled: true},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(st.Close)
+	org := "org-" + uuid.NewString()[:8]
+	c := newClient(b, st, org)
+	acct := c.account("aws")
+	for i := range 60 {
+		if r := c.do("POST", "/spaces", registerBody("aws", acct, fmt.Sprintf("idle-%03d", i))); r.status != 201 {
+			b.Fatalf("register %d: %d %s", i, r.status, r.body)
+		}
+	}
+	// Straight to the stack: the checking proxy of the tests would add its
+	// own time to each tick.
+	p := &page{t: b, ctx: browser(b), base: st.APIURL, shots: b.TempDir()}
+	p.watchIdle()
+	p.signIn(org)
+	p.until("the first page", `document.querySelectorAll('#spaces-table tbody tr').length === 50`, time.Minute)
+	from := p.settled("the idle list")
+	to := from
+	start := time.Now()
+	for b.Loop() {
+		to = p.quiet("the idle list, one more tick run", to.Ran+1)
+	}
+	elapsed := time.Since(start)
+	ran := float64(to.Ran - from.Ran)
+	b.ReportMetric(float64(to.Requests-from.Requests)/ran, "requests/tick")
+	b.ReportMetric(float64(to.NotModified-from.NotModified)/ran, "304s/tick")
+	b.ReportMetric(float64(to.Requests-from.Requests)/elapsed.Minutes(), "requests/min")
+	b.ReportMetric(ran/elapsed.Minutes(), "ticks/min")
+}

@@ -80,7 +80,7 @@ func TestConsoleLabels(t *testing.T) {
 	p.shot("labels-01-filtered")
 	p.audit("spaces (label selector)")
 	p.run("reload", chromedp.Reload())
-	p.until("the filter after a reload", rows(2)+` && document.querySelector('#f-labels').value === 'env=prod'`, wait)
+	p.untilAcrossLoads("the filter after a reload", rows(2)+` && document.querySelector('#f-labels').value === 'env=prod'`, wait)
 
 	// Set-based, then malformed: the problem names the parameter.
 	p.visit("a set-based selector", "#/spaces?labels="+"env%20notin%20(prod)")

@@ -19,12 +19,14 @@ import (
 	"testing"
 	"time"
 
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
 	"spaces"
 	"spaces/infra/demo"
 	"spaces/infra/openapitest"
+	"spaces/infra/testwait"
 	"spaces/shared/console"
 	"spaces/shared/space"
 )
@@ -166,7 +168,7 @@ func browser(t testing.TB) context.Context {
 
 // page drives one browser tab in a test.
 type page struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	base    string
 	shots   string
@@ -202,20 +204,88 @@ func (p *page) until(what, expr string, limit time.Duration) {
 // the page changes are retried.
 func (p *page) untilAcrossLoads(what, expr string, limit time.Duration) {
 	p.t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		ctx, cancel := context.WithTimeout(p.ctx, 2*time.Second)
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
-		cancel()
-		if err == nil && ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			p.shot("failed-" + strings.ReplaceAll(what, " ", "-"))
-			p.t.Fatalf("waiting for %s (%s): %v", what, expr, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var err error
+	if testwait.UntilEvery(limit, 100*time.Millisecond, func() bool {
+		// An evaluation cut by the page's navigation never answers: each
+		// try has its own bound, one a busy machine does not reach.
+		ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+		defer cancel()
+		var ok bool
+		ok, err = chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+		return err == nil && ok
+	}) != nil {
+		p.shot("failed-" + strings.ReplaceAll(what, " ", "-"))
+		p.t.Fatalf("waiting %s for %s (%s): %v", limit, what, expr, err)
 	}
+}
+
+// idleScript, run in every document before the console's own code, counts
+// what an idle screen does in window.__net: the timer ticks (every
+// setInterval callback; the console's only interval is its refresh), the
+// ticks that ran (sent a request before returning: a tick that finds the
+// previous one still busy sends none), the ticks still running, and the
+// requests in flight. A request's count (__spacesStats) and its fetch start
+// in the same task and end in the same task, so whenever no request is out
+// and no tick is running, the counters agree with each other.
+const idleScript = `(() => {
+  const net = window.__net = { ticks: 0, ran: 0, running: 0, inflight: 0 };
+  const fetch = window.fetch.bind(window);
+  window.fetch = (...a) => { net.inflight++; return fetch(...a).finally(() => { net.inflight--; }); };
+  const every = window.setInterval.bind(window);
+  window.setInterval = (fn, ms, ...a) => every((...b) => {
+    net.ticks++;
+    const sent = window.__spacesStats ? window.__spacesStats.requests : 0;
+    const v = fn(...b);
+    if (window.__spacesStats && window.__spacesStats.requests !== sent) {
+      net.ran++;
+      if (v && typeof v.finally === 'function') { net.running++; v.finally(() => { net.running--; }); }
+    }
+    return v;
+  }, ms, ...a);
+})()`
+
+// watchIdle makes every document the page opens from now on keep
+// window.__net (idleScript); call it before the first navigation.
+func (p *page) watchIdle() {
+	p.t.Helper()
+	if _, err := chromedp.Call(p.ctx, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: idleScript}); err != nil {
+		p.t.Fatalf("install the idle counters: %v", err)
+	}
+}
+
+// idleCounts is one consistent reading of an idle screen's counters.
+type idleCounts struct {
+	Ticks, Ran, Requests, NotModified int
+}
+
+// quiet waits until at least ran ticks have run in the document and then
+// for a moment with no request out and no tick running, and reads the
+// counters there (a bound against hanging, not a timing goal).
+func (p *page) quiet(what string, ran int) idleCounts {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 2*time.Minute)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](fmt.Sprintf(`new Promise(done => {
+		const check = () => {
+			const n = window.__net, s = window.__spacesStats;
+			if (n && s && n.ran >= %d && n.inflight === 0 && n.running === 0) done([n.ticks, n.ran, s.requests, s.notModified]);
+			else setTimeout(check, 20);
+		};
+		check();
+	})`, ran), chromedp.EvalAwaitPromise))
+	if err != nil || len(v) != 4 {
+		p.shot("failed-" + strings.ReplaceAll(what, " ", "-"))
+		p.t.Fatalf("waiting for %s (%d ticks run, then nothing out): %v", what, ran, err)
+	}
+	return idleCounts{Ticks: v[0], Ran: v[1], Requests: v[2], NotModified: v[3]}
+}
+
+// settled waits until the screen on view has run a tick of its own after
+// the one it starts with (ticks never overlap, so its first answers are
+// in) and nothing is out, and reads the counters there.
+func (p *page) settled(what string) idleCounts {
+	p.t.Helper()
+	return p.quiet(what+", a tick run", p.quiet(what, 0).Ran+1)
 }
 
 // axeVersion is the axe-core release make test installs (make browser)

@@ -22,9 +22,8 @@ import (
 // of openapi.yaml and sends, through the real router of the local stack,
 // one body holding every documented field (nested ones too, with a value
 // of the documented JSON type): no answer may refuse a field the document
-// promises as unknown or mistyped (issue 20: spec.cluster_role_arn and
-// spec.node_role_arn were documented and refused with 400 "is not a known
-// field"). The values need not be valid: a 422 about a value is fine; a
+// promises as unknown or mistyped (400 "is not a known field"). The
+// values need not be valid: a 422 about a value is fine; a
 // 400 naming a documented field is drift.
 func TestEveryDocumentedRequestFieldIsKnown(t *testing.T) {
 	st, _ := provisioningStack(t, &fakeCreator{polls: 1000}, ProvisioningConfig{})
@@ -179,9 +178,8 @@ func fullBody(s *base.Schema, at string, depth int) (any, []string) {
 }
 
 // TestCloudAccountExampleIsARealAnswer: the 201 example of POST
-// /cloud-accounts is what make run answers a new AWS connection (issue
-// 20: the example said version 1; the answer is version 2, as the account
-// is written, then its first verification).
+// /cloud-accounts is what make run answers a new AWS connection (version
+// 2: the account is written, then its first verification).
 func TestCloudAccountExampleIsARealAnswer(t *testing.T) {
 	st := startDemoStack(t)
 	c := newClient(t, st, "acme")

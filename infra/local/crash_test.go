@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 		runCrashChild()
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(runCheckingIAM(m))
 }
 
 // runCrashChild starts a persisting stack on free ports, prints its

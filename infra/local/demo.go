@@ -2,17 +2,20 @@ package local
 
 import (
 	"errors"
-	"fmt"
 
 	"spaces/infra/demo"
-	"spaces/shared/dynamostore"
 )
 
-// startDemo starts the demo world (see package demo) and points the
-// stack's minter at its simulated cloud.
-func (st *Stack) startDemo(cfg *Config, store *dynamostore.Store) error {
+// startDemo starts the demo world (see package demo), if Config.Demo is
+// set, and points the minter at its simulated cloud; the stack's minter is
+// Config.Minter otherwise.
+func (st *starting) startDemo(cfg *Config) (func(), error) {
+	st.Minter = cfg.Minter
+	if cfg.Demo == nil {
+		return nil, nil
+	}
 	if cfg.Minter != nil {
-		return errors.New("Config.Demo brings its own minter: leave Config.Minter nil")
+		return nil, errors.New("Config.Demo brings its own minter: leave Config.Minter nil")
 	}
 	opts := *cfg.Demo
 	if opts.Log == nil {
@@ -20,9 +23,10 @@ func (st *Stack) startDemo(cfg *Config, store *dynamostore.Store) error {
 	}
 	d, err := demo.Start(opts)
 	if err != nil {
-		return fmt.Errorf("demo: %w", err)
+		return nil, err
 	}
 	st.Demo = d
-	cfg.Minter = d.Minter(store)
-	return nil
+	cfg.Minter = d.Minter(st.aws.Store(st.Table))
+	st.Minter = cfg.Minter
+	return d.Close, nil
 }

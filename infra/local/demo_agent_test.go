@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"spaces/infra/demo"
+	"spaces/infra/testwait"
 )
 
 // TestDemoAgentComesBack: the demo's agent (make run's agent-mode demo)
@@ -53,11 +54,10 @@ func TestDemoAgentComesBack(t *testing.T) {
 	if err := st.Demo.InstallAgent(t.Context(), reg["agent_bootstrap"].(map[string]any)["token"].(string)); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); c.must(200, c.do("GET", "/spaces/"+id, nil))["status"] != "active"; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent space is not active after 30 s:\n%s", logs.String())
-		}
-		time.Sleep(250 * time.Millisecond)
+	if err := testwait.UntilEvery(testwait.Timeout, 250*time.Millisecond, func() bool {
+		return c.must(200, c.do("GET", "/spaces/"+id, nil))["status"] == "active"
+	}); err != nil {
+		t.Fatalf("the agent space is not active %s:\n%s", err, logs.String())
 	}
 	st.Close()
 	if n := strings.Count(logs.String(), "exchanged the bootstrap token"); n != 1 {
@@ -66,11 +66,10 @@ func TestDemoAgentComesBack(t *testing.T) {
 
 	st = start()
 	t.Cleanup(st.Close)
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(logs.String(), "the agent stopped: its space is deregistered"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent did not come back on its stored credential:\n%s", logs.String())
-		}
-		time.Sleep(250 * time.Millisecond)
+	if err := testwait.Until(testwait.Timeout, func() bool {
+		return strings.Contains(logs.String(), "the agent stopped: its space is deregistered")
+	}); err != nil {
+		t.Fatalf("the agent did not come back on its stored credential (%s):\n%s", err, logs.String())
 	}
 	if l := logs.String(); strings.Count(l, "agent started") != 2 || strings.Count(l, "exchanged the bootstrap token") != 1 {
 		t.Errorf("after the restart the agent did not start once more on its stored credential:\n%s", l)

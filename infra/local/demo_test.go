@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"spaces/infra/demo"
+	"spaces/infra/testwait"
 	"spaces/shared/space"
 )
 
@@ -193,15 +194,12 @@ func waitActive(t *testing.T, c *client, id string) map[string]any {
 // (a bound against hanging, not a timing goal).
 func waitStatus(t *testing.T, c *client, id, status string, limit time.Duration) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		s := c.must(200, c.do("GET", "/spaces/"+url.PathEscape(id), nil))
-		if s["status"] == status {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("space %s is %v (%v) after %s, want %s", id, s["status"], s["probe"], limit, status)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var s map[string]any
+	if err := testwait.UntilEvery(limit, 200*time.Millisecond, func() bool {
+		s = c.must(200, c.do("GET", "/spaces/"+url.PathEscape(id), nil))
+		return s["status"] == status
+	}); err != nil {
+		t.Fatalf("space %s is %v (%v) %s, want %s", id, s["status"], s["probe"], err, status)
 	}
+	return s
 }

@@ -24,18 +24,24 @@ import (
 // at once locally (Lambda would start more instances).
 const discoveryHandlers = 4
 
-// startDiscovery runs the discovery function the way Lambda runs it: the
-// function exists in the emulator's Lambda under its template name, and
-// its handler takes invocations from the emulator's runtime API (the
-// protocol lambda.Start speaks), in-process. The catalog's cloud questions
-// therefore take the deployed path, an SDK Invoke. It returns the function's
-// name once an Invoke reaches the handler.
-func (st *Stack) startDiscovery(cfg Config, fn *discovery.Function) (string, error) {
+// startDiscovery builds the discovery function, the cluster side, its own
+// function as deployed. With a minter it runs the function the way Lambda
+// runs it: the function exists in the emulator's Lambda under its template
+// name, and its handler takes invocations from the emulator's runtime API
+// (the protocol lambda.Start speaks), in-process. The catalog's cloud
+// questions therefore take the deployed path, an SDK Invoke. It returns
+// once an Invoke reaches the handler. Without a minter no cloud is
+// reachable and the catalog asks none.
+func (st *starting) startDiscovery(cfg *Config) (func(), error) {
+	st.disc = discovery.New(st.aws, discovery.Settings{Common: st.common(cfg), Wakes: st.wakes()}, discovery.Options{Auth: st.verifier, Minter: cfg.Minter, Log: cfg.Log})
+	if cfg.Minter == nil {
+		return nil, nil
+	}
 	name := cfg.Names("DiscoveryFunction")
 	rules := st.Functions.Get("DiscoveryFunction")
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	st.stopDiscovery = func() {
+	stop := func() {
 		cancel()
 		wg.Wait()
 	}
@@ -49,22 +55,25 @@ func (st *Stack) startDiscovery(cfg Config, fn *discovery.Function) (string, err
 	})
 	var exists *lambdatypes.ResourceConflictException
 	if err != nil && !errors.As(err, &exists) { // a persisted emulator keeps it
-		return "", fmt.Errorf("create the discovery function: %w", err)
+		stop()
+		return nil, fmt.Errorf("create the discovery function: %w", err)
 	}
 	runtimeAPI := st.EmulatorURL + "/_runtime/" + name + "/2018-06-01/runtime/invocation/"
-	handle := fn.Lambda(cfg.Tracing)
+	handle := st.disc.Lambda(cfg.Tracing)
 	for range discoveryHandlers {
-		wg.Go(func() { serveRuntime(ctx, runtimeAPI, rules, handle, cfg) })
+		wg.Go(func() { serveRuntime(ctx, runtimeAPI, rules, handle, *cfg) })
 	}
 	// Invoke answers "no backend" until a handler has polled once; a
 	// request the handler refuses proves it is there.
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		_, err := client.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(name), Payload: []byte(`{"op":"local.ready"}`)})
 		if err == nil {
-			return name, nil
+			st.discoveryFunction = name
+			return stop, nil
 		}
 		if time.Now().After(deadline) {
-			return "", fmt.Errorf("the discovery function does not answer: %w", err)
+			stop()
+			return nil, fmt.Errorf("the discovery function does not answer: %w", err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

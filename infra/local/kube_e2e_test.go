@@ -13,13 +13,14 @@ import (
 	"spaces/infra/kubetest"
 	"spaces/infra/minttest"
 	"spaces/infra/simcloud"
+	"spaces/infra/testwait"
 	"spaces/shared/awsclient"
 	"spaces/shared/dynamostore"
 	"spaces/shared/mint"
 	"spaces/shared/space"
 )
 
-// TestRealClusterThroughEveryCloud is the credentials issue's end-to-end
+// TestRealClusterThroughEveryCloud is the credentials' end-to-end
 // proof: one real kube-apiserver stands behind an EKS, a GKE and an AKS
 // cluster of the simulated clouds and authenticates every minted token
 // through the cloud's token-review webhook. Over real HTTP against the local
@@ -72,23 +73,19 @@ func TestRealClusterThroughEveryCloud(t *testing.T) {
 	// waitFor polls every space until it reports want (bounded).
 	waitFor := func(want space.Status, reason string) {
 		t.Helper()
-		deadline := time.Now().Add(90 * time.Second)
 		for p, id := range ids {
-			for {
-				m := c.must(200, c.do("GET", "/spaces/"+id, nil))
-				probe := m["probe"].(map[string]any)
-				if m["status"] == string(want) && (reason == "" || probe["reason"] == reason) {
-					if want == space.Active {
-						if v := probe["server_version"].(map[string]any)["gitVersion"]; v != kubetest.KubernetesVersion {
-							t.Errorf("%s: version %v, want the real server's %s", p, v, kubetest.KubernetesVersion)
-						}
-					}
-					break
+			var m, probe map[string]any
+			if err := testwait.UntilEvery(90*time.Second, 200*time.Millisecond, func() bool {
+				m = c.must(200, c.do("GET", "/spaces/"+id, nil))
+				probe = m["probe"].(map[string]any)
+				return m["status"] == string(want) && (reason == "" || probe["reason"] == reason)
+			}); err != nil {
+				t.Fatalf("%s: still %v (%v) %s, want %s %s", p, m["status"], probe, err, want, reason)
+			}
+			if want == space.Active {
+				if v := probe["server_version"].(map[string]any)["gitVersion"]; v != kubetest.KubernetesVersion {
+					t.Errorf("%s: version %v, want the real server's %s", p, v, kubetest.KubernetesVersion)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s: still %v (%v), want %s %s", p, m["status"], probe, want, reason)
-				}
-				time.Sleep(200 * time.Millisecond)
 			}
 		}
 	}

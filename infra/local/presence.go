@@ -18,7 +18,9 @@ import (
 	"spaces/infra/lambdarules"
 	"spaces/infra/testcluster"
 	"spaces/shared/awsclient"
+	"spaces/shared/space"
 	"spaces/shared/tracing"
+	"spaces/shared/wiring/agents"
 	"spaces/shared/wiring/parts"
 )
 
@@ -35,17 +37,41 @@ const (
 	agentAuthorizer  = localStack + "-agent"
 )
 
-// presenceHandlers is what AgentFunction serves besides its routes.
-type presenceHandlers interface {
-	Authorize(ctx context.Context, req events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error)
-	Presence(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error)
+// startPresence starts the agents' presence channel: the local IoT Core,
+// AgentFunction's handlers (its custom authorizer among them), and the
+// poller of AgentPresenceQueue into their presence handler, as Lambda's SQS
+// source does in AWS. Stopping closes the broker first, so that its last
+// lifecycle events reach the queue while the poller still runs.
+func (st *starting) startPresence(cfg *Config) (func(), error) {
+	queue, ok := st.Resources["AgentPresenceQueue"]
+	if !ok {
+		return nil, errors.New("the template declares no AgentPresenceQueue")
+	}
+	// The broker's authorizer is AgentFunction's, which is told the
+	// broker's address once it runs.
+	if err := st.startBroker(cfg, func(ctx context.Context, req events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error) {
+		return lambdarules.Handler(st.Functions.Get("AgentFunction"), st.agents.Authorize)(ctx, req)
+	}); err != nil {
+		return nil, err
+	}
+	st.agents = agents.NewHandlers(st.aws, agents.Settings{Common: st.common(cfg), ProbeQueue: st.probeQueue(cfg),
+		Presence: space.PresenceConfig{Endpoint: st.Broker.MQTTAddr(), Authorizer: agentAuthorizer, ClientPrefix: agentClientIDPre}},
+		agents.Options{Log: cfg.Log})
+	poller := &lambdarules.Poller{SQS: awsclient.SQS(st.AWS, st.EmulatorURL), QueueURL: queue.URL, QueueARN: queue.ARN,
+		Function: st.function("AgentFunction"), DLQURL: st.Resources["AgentPresenceDLQ"].URL,
+		Handler: tracing.Handler(cfg.Tracing, "agent-presence", st.agents.Presence), Log: cfg.Log}
+	stopPoller := inBackground(poller.Run)
+	return func() {
+		st.Broker.Close()
+		stopPoller()
+	}, nil
 }
 
 // startBroker starts the local IoT Core with a certificate of a CA of its
 // own (Stack.MQTTRoots trusts it) and the template's topic rules, each
-// sending to its queue on the emulator. The authorizer is attached by
-// startPresence once AgentFunction is built.
-func (st *Stack) startBroker(cfg Config, authorize iotcore.Authorizer) error {
+// sending to its queue on the emulator, and authorize as the agents'
+// custom authorizer.
+func (st *Stack) startBroker(cfg *Config, authorize iotcore.Authorizer) error {
 	ca, err := testcluster.NewCA()
 	if err != nil {
 		return err
@@ -90,19 +116,5 @@ func (st *Stack) wakes() parts.Wakes {
 		return parts.Wakes{}
 	}
 	return parts.Wakes{Endpoint: st.Broker.DataURL(), Prefix: agentClientIDPre, HTTP: &http.Client{Timeout: 5 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: st.MQTTRoots, MinVersion: tls.VersionTLS12}}}}
-}
-
-// startPresence polls AgentPresenceQueue into AgentFunction's presence
-// handler, as Lambda's SQS source does in AWS.
-func (st *Stack) startPresence(cfg Config, h presenceHandlers) error {
-	queue, ok := st.Resources["AgentPresenceQueue"]
-	if !ok {
-		return errors.New("the template declares no AgentPresenceQueue")
-	}
-	poller := &lambdarules.Poller{SQS: awsclient.SQS(st.AWS, st.EmulatorURL), QueueURL: queue.URL, QueueARN: queue.ARN,
-		Function: st.function("AgentFunction"), DLQURL: st.Resources["AgentPresenceDLQ"].URL,
-		Handler: tracing.Handler(cfg.Tracing, "agent-presence", h.Presence), Log: cfg.Log}
-	st.stopPresence = inBackground(poller.Run)
-	return nil
+		Transport: recordWakes(&http.Transport{TLSClientConfig: &tls.Config{RootCAs: st.MQTTRoots, MinVersion: tls.VersionTLS12}})}}
 }

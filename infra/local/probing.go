@@ -42,16 +42,16 @@ type ProbingConfig struct {
 
 // startProbing ticks the scheduler and polls the probe queue into the
 // prober, the way EventBridge Scheduler and Lambda's SQS source do in AWS.
-func (st *Stack) startProbing(cfg Config) error {
+func (st *starting) startProbing(cfg *Config) (func(), error) {
 	pc := cfg.Probing
 	if pc.Disabled {
-		return nil
+		return nil, nil
 	}
 	if pc.Interval == 0 {
 		env := config.Env{Lookup: os.LookupEnv}
 		pc.Interval = env.Duration("SPACES_PROBE_INTERVAL", space.DefaultProbeInterval)
 		if err := env.Err(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	switch {
@@ -63,10 +63,10 @@ func (st *Stack) startProbing(cfg Config) error {
 	}
 	queue, ok := st.Resources["ProbeQueue"]
 	if !ok {
-		return errors.New("the template declares no ProbeQueue")
+		return nil, errors.New("the template declares no ProbeQueue")
 	}
 	settings := wiring.ProberSettings{
-		Common:     parts.Common{Table: st.Table, StaleAfter: cfg.StaleAfter, LeaseCadence: space.LeaseCadence(cfg.LeaseInterval)},
+		Common:     st.common(cfg),
 		ProbeQueue: queue.URL, EventBus: st.Resources["EventBus"].Name,
 		Heartbeat: space.DefaultHeartbeat, Interval: pc.Interval,
 	}
@@ -85,7 +85,7 @@ func (st *Stack) startProbing(cfg Config) error {
 	if fn.Async.OnFailure != "" {
 		dest, ok := st.Resources[fn.Async.OnFailure]
 		if !ok {
-			return fmt.Errorf("the scheduler's on-failure destination %s is not a queue the template declares", fn.Async.OnFailure)
+			return nil, fmt.Errorf("the scheduler's on-failure destination %s is not a queue the template declares", fn.Async.OnFailure)
 		}
 		async.OnFailure = func(ctx context.Context, record []byte) error {
 			_, err := sqsc.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(dest.URL), MessageBody: aws.String(string(record))})
@@ -111,12 +111,11 @@ func (st *Stack) startProbing(cfg Config) error {
 	poller := &lambdarules.Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Function: proberFn, Source: proberFn.Sources["Probes"],
 		Pollers: lambdarules.MinPollers, DLQURL: st.Resources["ProbeDLQ"].URL, Handler: tracing.Handler(cfg.Tracing, "prober", prober.HandleSQS), Log: cfg.Log}
 	wg.Go(func() { poller.Run(ctx) })
-	st.stopProbing = func() {
+	return func() {
 		cancel()
 		wg.Wait()
 		checker.Close()
-	}
-	return nil
+	}, nil
 }
 
 // tickEvery hands the scheduler an event at once and then every interval,

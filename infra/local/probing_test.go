@@ -7,6 +7,7 @@ import (
 
 	"spaces/infra/staticminter"
 	"spaces/infra/testcluster"
+	"spaces/infra/testwait"
 	"spaces/shared/kubecred"
 	"spaces/shared/space"
 )
@@ -49,19 +50,15 @@ func TestStackProbes(t *testing.T) {
 	}
 	wait := func(id string, status space.Status, reason string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			s, err := st.Service.Get(t.Context(), org, id)
-			if err != nil {
+		var s space.Space
+		if err := testwait.UntilEvery(testwait.Timeout, 100*time.Millisecond, func() bool {
+			var err error
+			if s, err = st.Service.Get(t.Context(), org, id); err != nil {
 				t.Fatal(err)
 			}
-			if s.Status == status && s.Probe.Reason == reason {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("space %s: %s %q (%s), want %s %q", s.Name, s.Status, s.Probe.Reason, s.Probe.Message, status, reason)
-			}
-			time.Sleep(100 * time.Millisecond)
+			return s.Status == status && s.Probe.Reason == reason
+		}); err != nil {
+			t.Fatalf("space %s: %s %q (%s) %s, want %s %q", s.Name, s.Status, s.Probe.Reason, s.Probe.Message, err, status, reason)
 		}
 	}
 	wait(up.ID, space.Active, "")

@@ -37,14 +37,14 @@ const DefaultLocalPollInterval = 2 * time.Second
 
 // startProvisioning polls the provisioning queue into the provisioner, as
 // Lambda's SQS source does in AWS.
-func (st *Stack) startProvisioning(cfg Config) error {
+func (st *starting) startProvisioning(cfg *Config) (func(), error) {
 	pc := cfg.Provisioning
 	queue, ok := st.Resources["ProvisioningQueue"]
 	if _, dlq := st.Resources["ProvisioningDLQ"]; !ok || !dlq {
-		return errors.New("the template declares no ProvisioningQueue and ProvisioningDLQ")
+		return nil, errors.New("the template declares no ProvisioningQueue and ProvisioningDLQ")
 	}
 	if pc.Disabled {
-		return nil
+		return nil, nil
 	}
 	if pc.Creator == nil {
 		pc.Creator = clouds.Creator(cfg.Minter)
@@ -58,10 +58,7 @@ func (st *Stack) startProvisioning(cfg Config) error {
 	s := wiring.ProvisionerSettings{
 		Common:            parts.Common{Table: st.Table, StaleAfter: cfg.StaleAfter},
 		ProvisioningQueue: queue.URL, EventBus: st.Resources["EventBus"].Name,
-		PollInterval: pc.PollInterval, MaxReceives: pc.MaxReceives,
-	}
-	if !cfg.Probing.Disabled {
-		s.ProbeQueue = st.Resources["ProbeQueue"].URL
+		PollInterval: pc.PollInterval, MaxReceives: pc.MaxReceives, ProbeQueue: st.probeQueue(cfg),
 	}
 	var checker space.ClusterChecker
 	if cfg.Minter != nil {
@@ -70,6 +67,5 @@ func (st *Stack) startProvisioning(cfg Config) error {
 	st.Provisioner = wiring.Provisioner(st.aws, s, pc.Creator, checker, cfg.Log)
 	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
 	poller := &lambdarules.Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Function: st.function("ProvisionerFunction"), DLQURL: st.Resources["ProvisioningDLQ"].URL, Handler: st.Provisioner.HandleSQS, Wait: pc.Wait, Log: cfg.Log}
-	st.stopProvisioning = inBackground(poller.Run)
-	return nil
+	return inBackground(poller.Run), nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"spaces/infra/staticminter"
 	"spaces/infra/testcluster"
+	"spaces/infra/testwait"
 	"spaces/shared/awsclient"
 	"spaces/shared/kubecred"
 	"spaces/shared/provisioning"
@@ -150,17 +151,14 @@ func jobBody(provider, account, cluster string) map[string]any {
 // bound (against hanging, not a timing goal).
 func waitJob(t *testing.T, c *client, id string, state provisioning.State) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		j := c.must(200, c.do("GET", "/provisioning-jobs/"+url.PathEscape(id), nil))
-		if j["state"] == string(state) {
-			return j
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s is %v (%v) after a minute, want %s", id, j["state"], j["failure"], state)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var j map[string]any
+	if err := testwait.UntilEvery(testwait.Timeout, 100*time.Millisecond, func() bool {
+		j = c.must(200, c.do("GET", "/provisioning-jobs/"+url.PathEscape(id), nil))
+		return j["state"] == string(state)
+	}); err != nil {
+		t.Fatalf("job %s is %v (%v) %s, want %s", id, j["state"], j["failure"], err, state)
 	}
+	return j
 }
 
 func stepStates(j map[string]any) []string {
@@ -203,7 +201,7 @@ func TestProvisioningJobEndToEnd(t *testing.T) {
 			t.Errorf("%s: second job: %v, want existing_job_id %s", provider, dup, id)
 		}
 		// One claim rule for every path that takes a cluster: a space,
-		// synthetic or not, cannot name it either (issue 20).
+		// synthetic or not, cannot name it either.
 		reg := registerBody(provider, acct, name)
 		reg["synthetic"] = true
 		if taken := c.must(409, c.do("POST", "/spaces", reg)); taken["existing_job_id"] != id {
@@ -445,8 +443,8 @@ func TestProvisioningBadRequests(t *testing.T) {
 		{"network an array", body("aws", func(_, s, _, _ map[string]any) { s["network"] = []string{} }), "spec.network", nil},
 		{"reserved AWS tag", body("aws", func(_, s, _, _ map[string]any) { s["tags"] = map[string]string{"aws:owner": "me"} }), "spec.tags.aws:owner", nil},
 		{"tag not a string", body("aws", func(_, s, _, _ map[string]any) { s["tags"] = map[string]any{"n": 1} }), "spec.tags.n", nil},
-		// Issue 20: null where a value is required, and characters no cloud
-		// takes, are refused before any cloud call.
+		// Null where a value is required, and characters no cloud takes,
+		// are refused before any cloud call.
 		{"min_nodes null", body("aws", func(_, _, p, _ map[string]any) { p["min_nodes"] = nil }), "spec.node_pool.min_nodes", nil},
 		{"desired_nodes null", body("gcp", func(_, _, p, _ map[string]any) { p["desired_nodes"] = nil }), "spec.node_pool.desired_nodes", nil},
 		{"azure tag with NUL, bidi override and BEL", body("azure", func(_, s, _, _ map[string]any) {
@@ -491,8 +489,9 @@ func TestProvisioningBadRequests(t *testing.T) {
 		}
 	}
 	// A synthetic space names a cluster too: only on a ready account of
-	// the org, like any other (issue 20: another org's failed copy of an
-	// account registered synthetic spaces naming the first org's clusters).
+	// the org, like any other, so that another org's failed copy of an
+	// account cannot register synthetic spaces naming the first org's
+	// clusters.
 	for name, acct := range map[string]string{"pending": pending, "unknown": uuid.NewString()} {
 		syn := registerBody("aws", acct, "placeholder")
 		syn["synthetic"] = true
@@ -527,7 +526,7 @@ func TestProvisioningBadRequests(t *testing.T) {
 		t.Errorf("%d clusters, %d spaces after a replayed request; want 1 and 1", clusters, spaceCount(t, c))
 	}
 
-	// The documented least-privilege roles (issue 20: refused as unknown).
+	// The documented least-privilege roles are known fields.
 	roles := jobBody("aws", accts["aws"], "roles")
 	roles["spec"].(map[string]any)["cluster_role_arn"] = "arn:aws:iam::123456789012:role/eks-cluster"
 	roles["spec"].(map[string]any)["node_role_arn"] = "arn:aws:iam::123456789012:role/eks-nodes"
@@ -556,15 +555,12 @@ func TestProvisioningDuplicateDeliveries(t *testing.T) {
 		}
 	}
 	seen := map[int64]bool{}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		j := c.must(200, c.do("GET", "/provisioning-jobs/"+id, nil))
+	var j map[string]any
+	if err := testwait.Until(testwait.Timeout, func() bool {
+		j = c.must(200, c.do("GET", "/provisioning-jobs/"+id, nil))
 		v := int64(j["version"].(float64))
-		if j["state"] == "succeeded" {
-			break
-		}
-		if j["state"] == "failed" || time.Now().After(deadline) {
-			t.Fatalf("job %v", j)
+		if j["state"] == "succeeded" || j["state"] == "failed" {
+			return true
 		}
 		if !seen[v] {
 			seen[v] = true
@@ -574,7 +570,9 @@ func TestProvisioningDuplicateDeliveries(t *testing.T) {
 				send(v - 1)
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}); err != nil || j["state"] != "succeeded" {
+		t.Fatalf("job %v (%v), want succeeded", j, err)
 	}
 	if len(seen) < 3 {
 		t.Errorf("duplicates were sent for only %d versions", len(seen))

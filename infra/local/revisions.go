@@ -9,10 +9,8 @@ import (
 	"spaces/shared/awsclient"
 	"spaces/shared/kubeapply"
 	"spaces/shared/kubecred"
-	"spaces/shared/space"
 	"spaces/shared/tracing"
 	"spaces/shared/wiring"
-	"spaces/shared/wiring/parts"
 )
 
 // RevisionsConfig is the local stack's revision claims; zero values take
@@ -32,15 +30,15 @@ type RevisionsConfig struct {
 
 // startRevisions polls the revisions queue into the claimer, as Lambda's
 // SQS source does in AWS.
-func (st *Stack) startRevisions(cfg Config) error {
+func (st *starting) startRevisions(cfg *Config) (func(), error) {
 	rc := cfg.Revisions
 	queue, ok := st.Resources["RevisionsQueue"]
 	dlq, ok2 := st.Resources["RevisionsDLQ"]
 	if !ok || !ok2 {
-		return errors.New("the template declares no RevisionsQueue and RevisionsDLQ")
+		return nil, errors.New("the template declares no RevisionsQueue and RevisionsDLQ")
 	}
 	if rc.Disabled {
-		return nil
+		return nil, nil
 	}
 	switch {
 	case rc.Minter != nil:
@@ -50,11 +48,10 @@ func (st *Stack) startRevisions(cfg Config) error {
 		rc.Minter = staticminter.Unconfigured{}
 	}
 	claimer := wiring.Claimer(st.aws, wiring.ClaimerSettings{
-		Common:         parts.Common{Table: st.Table, StaleAfter: cfg.StaleAfter, LeaseCadence: space.LeaseCadence(cfg.LeaseInterval)},
+		Common:         st.common(cfg),
 		RevisionsQueue: queue.URL, RevisionsDLQ: dlq.URL, Backoff: rc.Backoff, Wakes: st.wakes(),
 	}, rc.Minter, &kubeapply.Applier{}, cfg.Log)
 	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
 	poller := &lambdarules.Poller{SQS: sqsc, QueueURL: queue.URL, QueueARN: queue.ARN, Function: st.function("RevisionsFunction"), DLQURL: st.Resources["RevisionsDLQ"].URL, Handler: tracing.Handler(cfg.Tracing, "revisions", claimer.HandleSQS), Wait: rc.Wait, Log: cfg.Log}
-	st.stopRevisions = inBackground(poller.Run)
-	return nil
+	return inBackground(poller.Run), nil
 }

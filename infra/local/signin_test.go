@@ -9,7 +9,7 @@ import (
 // TestDevSignInRefusals: the development sign-in answers like the API
 // (nosniff, problems with type and instance naming the field) and takes
 // only JSON, so a cross-origin form or text/plain post (which a browser
-// sends without a preflight) cannot mint a token (issue 20).
+// sends without a preflight) cannot mint a token.
 func TestDevSignInRefusals(t *testing.T) {
 	st := startStack(t)
 	post := func(ctype, body string) *http.Response {

@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"spaces"
@@ -160,8 +159,8 @@ type Stack struct {
 	// Functions are the template's functions' rules, under which every
 	// invocation runs (package lambdarules).
 	Functions lambdarules.Functions
-	// Leftovers are the test resources an earlier version's test runs had
-	// persisted into the data folder, removed at start.
+	// Leftovers are the test resources found persisted in the data folder
+	// (RemoveTestLeftovers), removed at start.
 	Leftovers []string
 	// Broker is the local AWS IoT Core of the agents' presence channel
 	// (presence.go); MQTTRoots trusts its certificate (an agent's
@@ -169,154 +168,212 @@ type Stack struct {
 	Broker    *iotcore.Broker
 	MQTTRoots *x509.CertPool
 
-	tick             func(context.Context, json.RawMessage) lambdarules.AsyncResult
-	stopProbing      func()
-	stopCascade      func()
-	stopRevisions    func()
-	stopProvisioning func()
-	stopDiscovery    func()
-	stopPresence     func()
-	servers          []*http.Server
-	emu              *emulator.Emulator
-	errc             chan error
+	tick  func(context.Context, json.RawMessage) lambdarules.AsyncResult
+	stops []func() // the started parts' stops, in the order they started
+	emu   *emulator.Emulator
+	errc  chan error
 }
 
-// Start brings the stack up and returns once every listener is ready.
+// Start brings the stack up, one part after the other, and returns once
+// every listener is ready.
 func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	cfg.defaults()
 	if cfg.LeaseInterval != 0 && cfg.LeaseInterval < agent.MinLeaseInterval {
 		return nil, fmt.Errorf("LeaseInterval %s is below the agent's floor, %s", cfg.LeaseInterval, agent.MinLeaseInterval)
 	}
-	emu, err := emulator.StartWith(ctx, emulator.Options{Persist: cfg.Persist})
-	if err != nil {
-		return nil, fmt.Errorf("start emulator: %w", err)
-	}
-	st := &Stack{emu: emu, EmulatorURL: emu.URL, DataDir: emu.DataDir, errc: make(chan error, 4)}
-	ok := false
-	defer func() {
-		if !ok {
+	st := &starting{Stack: &Stack{errc: make(chan error, 4)}, ctx: ctx}
+	for _, p := range st.parts() {
+		stop, err := p.start(&cfg)
+		if err != nil {
 			st.Close()
+			return nil, fmt.Errorf("%s: %w", p.name, err)
 		}
-	}()
-	// Refuse to run on an emulator that would silently never cascade.
-	if err := emu.Check(ctx); err != nil {
+		if stop != nil {
+			st.stops = append(st.stops, stop)
+		}
+	}
+	return st.Stack, nil
+}
+
+// part is one piece of the stack. start brings it up and returns what
+// stops it (nil if nothing needs stopping); when it fails, it leaves
+// nothing of its own running. A part may set cfg for the parts after it.
+type part struct {
+	name  string
+	start func(cfg *Config) (stop func(), err error)
+}
+
+// starting is a stack while Start brings it up, with what one part builds
+// for a later one.
+type starting struct {
+	*Stack
+	ctx      context.Context
+	verifier *auth.LocalVerifier
+	// agents are AgentFunction's handlers: its routes, the presence
+	// channel's authorizer and its lifecycle events.
+	agents *agents.Handlers
+	// disc is the discovery function, and discoveryFunction its name in
+	// the emulator's Lambda ("" when no cloud is reachable).
+	disc              *discovery.Function
+	discoveryFunction string
+	catalog           http.Handler
+}
+
+// parts are the stack's parts in the order they start; Close stops them in
+// the reverse order.
+func (st *starting) parts() []part {
+	return []part{
+		{"emulator", st.startEmulator},
+		{"resources", st.createResources},
+		{"demo", st.startDemo},
+		// The agents' presence channel starts before the workflows: they
+		// wake agents through it.
+		{"presence", st.startPresence},
+		{"probing", st.startProbing},
+		{"cascade", st.startCascade},
+		{"revisions", st.startRevisions},
+		{"provisioning", st.startProvisioning},
+		{"keys", st.loadKeys},
+		{"discovery", st.startDiscovery},
+		{"catalog", st.buildCatalog},
+		{"api listener", st.serveAPI},
+		{"agent listener", st.serveAgentRoutes},
+		{"demo agents", st.startDemoAgents},
+		{"emulator listener", st.serveEmulator},
+	}
+}
+
+// startEmulator starts the embedded AWS emulator, persisting if
+// Config.Persist.
+func (st *starting) startEmulator(cfg *Config) (func(), error) {
+	emu, err := emulator.StartWith(st.ctx, emulator.Options{Persist: cfg.Persist})
+	if err != nil {
 		return nil, err
 	}
-	if emu.DataDir != "" {
-		if st.Leftovers, err = emu.RemoveTestLeftovers(ctx, spaces.Template); err != nil {
-			return nil, fmt.Errorf("remove test leftovers from %s: %w", emu.DataDir, err)
+	st.emu, st.EmulatorURL, st.DataDir = emu, emu.URL, emu.DataDir
+	// Refuse to run on an emulator that would silently never cascade.
+	if err := emu.Check(st.ctx); err != nil {
+		emu.Close()
+		return nil, err
+	}
+	return emu.Close, nil
+}
+
+// createResources creates the template's resources in the emulator (after
+// removing what earlier test runs persisted there) and reads its
+// functions' rules.
+func (st *starting) createResources(cfg *Config) (func(), error) {
+	var err error
+	if st.DataDir != "" {
+		if st.Leftovers, err = st.emu.RemoveTestLeftovers(st.ctx, spaces.Template); err != nil {
+			return nil, fmt.Errorf("remove test leftovers from %s: %w", st.DataDir, err)
 		}
 	}
-	res, err := emu.CreateResources(ctx, spaces.Template, cfg.Names)
-	if err != nil {
-		return nil, fmt.Errorf("create resources: %w", err)
+	if st.Resources, err = st.emu.CreateResources(st.ctx, spaces.Template, cfg.Names); err != nil {
+		return nil, err
 	}
-	st.Resources = res
 	if st.Functions, err = lambdarules.Read(spaces.Template); err != nil {
 		return nil, err
 	}
-	st.AWS = emu.Config()
+	st.AWS = st.emu.Config()
 	// Messages sent within an invocation carry its trace header, as the
 	// SDK's do inside Lambda (loop detection counts on it).
 	st.AWS.APIOptions = append(st.AWS.APIOptions, lambdarules.CarryTraceHeader)
-	st.aws = parts.AWS{Config: st.AWS, Endpoint: emu.URL}
-	st.Table = res["SpacesTable"].Name
-	if cfg.Demo != nil {
-		if err := st.startDemo(&cfg, st.aws.Store(st.Table)); err != nil {
-			return nil, err
-		}
-	}
-	st.Minter = cfg.Minter
-	// The agents' presence channel starts first: the workflows below wake
-	// agents through it. Its authorizer is AgentFunction's, built below.
-	var agentFn *agents.Handlers
-	if err := st.startBroker(cfg, func(ctx context.Context, req events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error) {
-		return agentFn.Authorize(ctx, req)
-	}); err != nil {
+	if err := st.recordIAM(*cfg); err != nil {
 		return nil, err
 	}
-	if err := st.startProbing(cfg); err != nil {
-		return nil, fmt.Errorf("probing: %w", err)
-	}
-	if err := st.startCascade(cfg); err != nil {
-		return nil, fmt.Errorf("cascade: %w", err)
-	}
-	if err := st.startRevisions(cfg); err != nil {
-		return nil, fmt.Errorf("revisions: %w", err)
-	}
-	if err := st.startProvisioning(cfg); err != nil {
-		return nil, fmt.Errorf("provisioning: %w", err)
-	}
+	st.aws = parts.AWS{Config: st.AWS, Endpoint: st.EmulatorURL}
+	st.Table = st.Resources["SpacesTable"].Name
+	return nil, nil
+}
 
+// common is what every function is told about the table and the clocks.
+func (st *starting) common(cfg *Config) parts.Common {
+	return parts.Common{Table: st.Table, StaleAfter: cfg.StaleAfter, LeaseCadence: space.LeaseCadence(cfg.LeaseInterval)}
+}
+
+// probeQueue is where registrations and the presence channel ask for
+// probes: the queue the local prober reads, if it runs.
+func (st *starting) probeQueue(cfg *Config) string {
+	if cfg.Probing.Disabled {
+		return ""
+	}
+	return st.Resources["ProbeQueue"].URL
+}
+
+// loadKeys loads the development JWT key (making it on first use): the
+// API verifies with it and Stack.Signer mints with it.
+func (st *starting) loadKeys(cfg *Config) (func(), error) {
 	keyCfg := auth.LocalConfig{KeyPath: filepath.Join(cfg.DataDir, "dev-jwt.pem")}
-	verifier, err := auth.NewLocalVerifier(keyCfg)
-	if err != nil {
+	var err error
+	if st.verifier, err = auth.NewLocalVerifier(keyCfg); err != nil {
 		return nil, err
 	}
-	if st.Signer, err = auth.NewSigner(keyCfg); err != nil {
-		return nil, err
-	}
+	st.Signer, err = auth.NewSigner(keyCfg)
+	return nil, err
+}
+
+// buildCatalog builds ApiFunction's handler, the catalog, which asks the
+// discovery function its cloud questions when a cloud is reachable.
+func (st *starting) buildCatalog(cfg *Config) (func(), error) {
 	settings := api.Settings{
-		Common:       parts.Common{Table: st.Table, StaleAfter: cfg.StaleAfter, LeaseCadence: space.LeaseCadence(cfg.LeaseInterval)},
-		CursorSecret: "spaces-local:" + verifier.KeyID(),
-		// Registration probes go where the local prober reads, if it runs.
-		RevisionsQueue:    res["RevisionsQueue"].URL,
-		ProvisioningQueue: res["ProvisioningQueue"].URL,
+		Common:            st.common(cfg),
+		CursorSecret:      "spaces-local:" + st.verifier.KeyID(),
+		RevisionsQueue:    st.Resources["RevisionsQueue"].URL,
+		ProvisioningQueue: st.Resources["ProvisioningQueue"].URL,
+		ProbeQueue:        st.probeQueue(cfg),
+		DiscoveryFunction: st.discoveryFunction,
 	}
-	if !cfg.Probing.Disabled {
-		settings.ProbeQueue = res["ProbeQueue"].URL
-	}
-	// The cluster side is its own function, as deployed; without a minter
-	// no cloud is reachable and the catalog asks none.
-	disc := discovery.New(st.aws, discovery.Settings{Common: settings.Common, Wakes: st.wakes()}, discovery.Options{Auth: verifier, Minter: cfg.Minter, Log: cfg.Log})
-	opts := api.Options{Auth: verifier, Log: cfg.Log}
+	opts := api.Options{Auth: st.verifier, Log: cfg.Log}
 	if cfg.Minter != nil {
-		if settings.DiscoveryFunction, err = st.startDiscovery(cfg, disc); err != nil {
-			return nil, err
-		}
 		opts.Cloud, opts.Trust = api.CloudCall(st.aws, settings), &cfg.Minter.Trust
 	}
 	handler, svc, err := api.New(st.aws, settings, opts)
 	if err != nil {
 		return nil, err
 	}
-	st.Service = svc
-	// The agent's routes are their own function's, as deployed, as are the
-	// presence channel's authorizer and lifecycle events.
-	agentFn = agents.NewHandlers(st.aws, agents.Settings{Common: settings.Common, ProbeQueue: settings.ProbeQueue,
-		Presence: space.PresenceConfig{Endpoint: st.Broker.MQTTAddr(), Authorizer: agentAuthorizer, ClientPrefix: agentClientIDPre}},
-		agents.Options{Log: cfg.Log})
-	if err := st.startPresence(cfg, agentFn); err != nil {
-		return nil, err
-	}
-	if st.APIURL, err = st.serve(cfg.APIAddr, st.withConsole(cfg, tracehttp.Handler(cfg.Tracing, routeByFunction(
-		st.Functions.Get("ApiFunction").Gateway(handler.Handler()),
-		st.Functions.Get("DiscoveryFunction").Gateway(disc.HTTP))))); err != nil {
-		return nil, fmt.Errorf("api listener: %w", err)
-	}
-	// The agent's routes are not the gateway's: AgentFunction's function
-	// URL, on a listener of its own, as deployed.
-	agentURL, err := st.Functions.Get("AgentFunction").FunctionURL(agentFn.HTTP)
+	st.catalog, st.Service = handler.Handler(), svc
+	return nil, nil
+}
+
+// serveAPI serves the gateway's routes: the catalog's and the discovery
+// function's, beside the console.
+func (st *starting) serveAPI(cfg *Config) (stop func(), err error) {
+	st.APIURL, stop, err = st.serve(cfg.APIAddr, st.withConsole(*cfg, tracehttp.Handler(cfg.Tracing, routeByFunction(
+		st.Functions.Get("ApiFunction").Gateway(st.catalog),
+		st.Functions.Get("DiscoveryFunction").Gateway(st.disc.HTTP)))))
+	return stop, err
+}
+
+// serveAgentRoutes serves the agent's routes, which are not the
+// gateway's: AgentFunction's function URL, on a listener of its own, as
+// deployed.
+func (st *starting) serveAgentRoutes(cfg *Config) (stop func(), err error) {
+	h, err := st.Functions.Get("AgentFunction").FunctionURL(st.agents.HTTP)
 	if err != nil {
 		return nil, err
 	}
-	if st.AgentURL, err = st.serve(cfg.AgentAddr, tracehttp.Handler(cfg.Tracing, agentURL)); err != nil {
-		return nil, fmt.Errorf("agent listener: %w", err)
+	st.AgentURL, stop, err = st.serve(cfg.AgentAddr, tracehttp.Handler(cfg.Tracing, h))
+	return stop, err
+}
+
+// startDemoAgents tells the demo where its agent calls out to, the agent's
+// routes.
+func (st *starting) startDemoAgents(*Config) (func(), error) {
+	if st.Demo == nil {
+		return nil, nil
 	}
-	if st.Demo != nil {
-		// The demo's agent calls out to the agent's routes.
-		if err := st.Demo.ServeAgents(st.AgentURL, st.MQTTRoots); err != nil {
-			return nil, err
-		}
+	return nil, st.Demo.ServeAgents(st.AgentURL, st.MQTTRoots)
+}
+
+// serveEmulator forwards Config.EmulatorAddr to the emulator, if set.
+func (st *starting) serveEmulator(cfg *Config) (stop func(), err error) {
+	if cfg.EmulatorAddr == "" {
+		return nil, nil
 	}
-	if cfg.EmulatorAddr != "" {
-		target, _ := url.Parse(emu.URL)
-		if st.PublicURL, err = st.serve(cfg.EmulatorAddr, httputil.NewSingleHostReverseProxy(target)); err != nil {
-			return nil, fmt.Errorf("emulator listener: %w", err)
-		}
-	}
-	ok = true
-	return st, nil
+	target, _ := url.Parse(st.EmulatorURL)
+	st.PublicURL, stop, err = st.serve(cfg.EmulatorAddr, httputil.NewSingleHostReverseProxy(target))
+	return stop, err
 }
 
 // routeByFunction sends the cluster-side routes to the discovery function's
@@ -342,22 +399,27 @@ func routeByFunction(catalog, cluster http.Handler) http.Handler {
 // answers it with its 404 problem instead.
 func canonicalPath(p string) bool { return p != "" && path.Clean(p) == p }
 
-func (st *Stack) serve(addr string, h http.Handler) (string, error) {
+// serve serves h on addr and returns its URL and what shuts it down,
+// letting requests in flight finish.
+func (st *Stack) serve(addr string, h http.Handler) (string, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	// ReadTimeout bounds the whole request, body included, so a client
 	// trickling a byte every few seconds cannot hold a connection (a body
 	// is at most 64 KiB); IdleTimeout closes idle keep-alive connections.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 20 * time.Second, IdleTimeout: time.Minute}
-	st.servers = append(st.servers, srv)
 	go func() {
 		if err := srv.Serve(problemconn.Listener{Listener: ln}); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			st.errc <- err
 		}
 	}()
-	return "http://" + ln.Addr().String(), nil
+	return "http://" + ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
 }
 
 // inBackground runs run in a goroutine, as an event source's poller runs
@@ -379,39 +441,14 @@ func inBackground(run func(context.Context)) (stop func()) {
 // Err reports a listener that stopped unexpectedly.
 func (st *Stack) Err() <-chan error { return st.errc }
 
-// Close stops the listeners (letting requests in flight finish), the demo
-// and the emulator.
+// Close stops the stack's parts in the reverse order they started: the
+// listeners first (letting requests in flight finish), the emulator last.
+// Closing again does nothing.
 func (st *Stack) Close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if st.stopProbing != nil {
-		st.stopProbing()
+	for i := len(st.stops) - 1; i >= 0; i-- {
+		st.stops[i]()
 	}
-	if st.stopCascade != nil {
-		st.stopCascade()
-	}
-	if st.stopRevisions != nil {
-		st.stopRevisions()
-	}
-	if st.stopProvisioning != nil {
-		st.stopProvisioning()
-	}
-	if st.stopDiscovery != nil {
-		st.stopDiscovery()
-	}
-	if st.Broker != nil {
-		st.Broker.Close() // its last lifecycle events reach the queue first
-	}
-	if st.stopPresence != nil {
-		st.stopPresence()
-	}
-	for _, s := range st.servers {
-		_ = s.Shutdown(ctx)
-	}
-	if st.Demo != nil {
-		st.Demo.Close()
-	}
-	st.emu.Close()
+	st.stops = nil
 }
 
 // function is the template's function id, whose rules its invocations run

@@ -19,6 +19,7 @@ import (
 	"spaces/infra/simcloud"
 	"spaces/infra/staticminter"
 	"spaces/infra/testcluster"
+	"spaces/infra/testwait"
 	"spaces/shared/awsclient"
 	"spaces/shared/cloudcall"
 	"spaces/shared/dynamostore"
@@ -136,12 +137,7 @@ func TestTracesOfARegistrationAProbeAndAClaim(t *testing.T) {
 	id := reg["id"].(string)
 
 	var regTrace, probeTrace string
-	deadline := time.Now().Add(60 * time.Second)
-	for regTrace == "" || probeTrace == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 60 s: registration trace %q, probe trace %q; spans: %+v", regTrace, probeTrace, readSpans(t, path))
-		}
-		time.Sleep(200 * time.Millisecond)
+	if err := testwait.UntilEvery(testwait.Timeout, 200*time.Millisecond, func() bool {
 		spans := readSpans(t, path)
 		byID := map[string]span{}
 		for _, s := range spans {
@@ -174,6 +170,9 @@ func TestTracesOfARegistrationAProbeAndAClaim(t *testing.T) {
 				probeTrace = s.SpanContext.TraceID
 			}
 		}
+		return regTrace != "" && probeTrace != ""
+	}); err != nil {
+		t.Fatalf("%s: registration trace %q, probe trace %q; spans: %+v", err, regTrace, probeTrace, readSpans(t, path))
 	}
 	if regTrace == probeTrace {
 		t.Errorf("the registration and the probe share trace %s", regTrace)
@@ -194,11 +193,8 @@ func TestTracesOfARegistrationAProbeAndAClaim(t *testing.T) {
 	envID := c.must(201, c.do("POST", "/environments", map[string]any{"name": "web", "space_id": id}))["id"].(string)
 	c.must(202, c.do("POST", "/environments/"+envID+"/revisions", map[string]any{"manifests": []map[string]any{
 		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "traced"}, "data": map[string]any{"a": "b"}}}}))
-	for claimed := false; !claimed; {
-		if time.Now().After(deadline.Add(30 * time.Second)) {
-			t.Fatalf("no claim span under the push's span: %+v", readSpans(t, path))
-		}
-		time.Sleep(200 * time.Millisecond)
+	claimed := false
+	if err := testwait.UntilEvery(testwait.Timeout, 200*time.Millisecond, func() bool {
 		spans := readSpans(t, path)
 		byID := map[string]span{}
 		for _, s := range spans {
@@ -211,6 +207,9 @@ func TestTracesOfARegistrationAProbeAndAClaim(t *testing.T) {
 				claimed = true
 			}
 		}
+		return claimed
+	}); err != nil {
+		t.Fatalf("no claim span under the push's span %s: %+v", err, readSpans(t, path))
 	}
 }
 

@@ -731,7 +731,7 @@ func TestRealAPIFollowsTheDocument(t *testing.T) {
 		{method: "PUT", path: "/spaces", authz: user, want: 405},
 		{method: "GET", path: "/spaces/", authz: user, want: 404},
 		{method: "GET", path: "/spaces/" + spaceID + "/status", authz: user, want: 405},
-		{method: "GET", path: "//spaces", authz: user, want: 404}, // no redirect to a cleaned path (issue 9)
+		{method: "GET", path: "//spaces", authz: user, want: 404}, // no redirect to a cleaned path
 
 		{method: "GET", path: "/spaces/" + spaceID + "/status-history", want: 401},
 		{method: "GET", path: "/cloud-accounts/" + spaceID + "/clusters?region=eu-west-1", want: 401},

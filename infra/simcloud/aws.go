@@ -37,7 +37,7 @@ type awsCaller struct {
 	session   *session // nil for the runtime's own credentials
 }
 
-// account is the caller's AWS account (from its role), "" for the runtime.
+// roleARN is the role the caller's session assumed, "" for the runtime.
 func (a awsCaller) roleARN() string {
 	if a.session == nil {
 		return ""

@@ -93,7 +93,7 @@ type webToken struct {
 	expires time.Time
 }
 
-// Token is the TokenSink a testcluster implements: simcloud pushes the
+// TokenSink is what a testcluster implements: simcloud pushes the
 // tokens it issues to the clusters that should accept them.
 type TokenSink interface {
 	AddToken(token string)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"spaces/infra/testcluster"
+	"spaces/infra/testwait"
 )
 
 var systemNamespaces = []string{"default", "kube-node-lease", "kube-public", "kube-system"}
@@ -573,11 +574,5 @@ func doRequest(t testing.TB, client *http.Client, c *testcluster.Cluster, method
 // waitFor polls cond: the server learns of a client's close asynchronously.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(t, testwait.Timeout, what, cond)
 }

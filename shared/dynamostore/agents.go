@@ -13,14 +13,13 @@ import (
 	"spaces/shared/space"
 )
 
-// An agent space's secrets and lease are one item in its own partition,
-// pk = SPACE#<id>, sk = AGENT (keys.go): hashes only, never a token.
+// An agent space's secrets and lease are one item in its own partition
+// (agentKey, keys.go): hashes only, never a token.
 // Every agent call is one conditional UpdateItem of that item, whose
 // condition is the authentication (the presented token's hash matches, it
 // has not expired): a refused token changes nothing, and no read precedes
 // the write. Deregister deletes the item in its transaction, so every
 // token of a deregistered space is refused from that commit on.
-const skAgent = "AGENT"
 
 // agentItem is the stored form. Times that conditions compare are epoch
 // seconds (N); renewed_at is RFC 3339 like every other time.
@@ -59,8 +58,6 @@ func (it agentItem) lease() space.Lease {
 }
 
 var _ space.AgentStore = (*Store)(nil)
-
-func agentKey(spaceID string) map[string]types.AttributeValue { return linkKey(spaceID, skAgent) }
 
 // revokeAgentItem is the Delete Deregister adds: no condition, a direct
 // space has no agent item.

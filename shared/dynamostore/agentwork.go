@@ -27,19 +27,16 @@ import (
 // entries of a map: each write sets or removes exactly one, by name, with
 // conditions on that one alone (attribute_not_exists, equality), and
 // removing one that is gone does nothing. The last reported list is a
-// separate item, AGENTNS, so that its size never weighs on the lease
+// separate item (agentNSKey, keys.go), so that its size never weighs on the lease
 // renewals' write units (an UpdateItem costs by the larger of the item
 // before and after:
 // https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html#write-operation-consumption).
 const (
-	skAgentNS    = "AGENTNS"
 	prefixCreate = "nsc_"
 	prefixHanded = "rev_"
 )
 
 var _ space.AgentWorkStore = (*Store)(nil)
-
-func agentNSKey(spaceID string) map[string]types.AttributeValue { return linkKey(spaceID, skAgentNS) }
 
 // agentNSItem is the stored list.
 type agentNSItem struct {
@@ -201,9 +198,10 @@ func (s *Store) ReportedNamespaces(ctx context.Context, org, spaceID string) (sp
 // drops the creates the report answers: removing one no longer there does
 // nothing, so a repeated report changes nothing more), the second the
 // list, unless the one stored is newer (by when its handling began,
-// observed_ns; a tie goes to the later write, as before): a report whose write lands late, after its
-// invocation timed out and a newer report was stored, changes nothing,
-// where it would bring back a list without the namespaces created since.
+// observed_ns; a tie goes to the later write): a report whose write lands
+// late, after its invocation timed out and a newer report was stored,
+// changes nothing, where it would bring back a list without the namespaces
+// created since.
 func (s *Store) ReportNamespaces(ctx context.Context, spaceID, credHash string, r space.NamespacesReport, now time.Time) error {
 	at := now.UTC()
 	list := agentNSItem{ObservedAt: &at, Items: r.Namespaces()}

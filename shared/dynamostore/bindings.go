@@ -96,7 +96,7 @@ func (s *Store) GetPolicy(ctx context.Context, org, id string) (space.Autoscaler
 	return p, err
 }
 
-// listOrg pages through org's items under prefix, decoding each with newItem.
+// listOrg pages through org's items under prefix, decoding each as a T.
 func listOrg[T any](ctx context.Context, s *Store, org, prefix string, page space.Page, id func(T) string) ([]T, string, error) {
 	if err := checkLimit(page.Limit); err != nil {
 		return nil, "", err

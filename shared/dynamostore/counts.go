@@ -14,7 +14,7 @@ import (
 )
 
 // The fleet counts (space.Counts) live in counter items COUNT#<shard> of the
-// org's partition, one per probe shard of the space counted (probeShard), so
+// org's partition, one per probe shard of the space counted (countSK), so
 // that the org's registrations, deregistrations and transitions spread over
 // 16 items instead of contending for one inside their transactions. Each
 // counter item holds number attributes: total, status_<status>,
@@ -25,7 +25,7 @@ import (
 // so a concurrent transition cannot make it subtract the wrong one); a
 // status change (UpdateSpace with a transition) moves 1 from the old status
 // to the new in its transaction. A heartbeat or a failure count changes no
-// status and touches no counter, so probing's cost stays as it was.
+// status and touches no counter, so the counters add nothing to probing's cost.
 // Reading the counts is one Query of the 16 small items.
 const (
 	attrTotal      = "total"
@@ -33,8 +33,6 @@ const (
 	attrProvPre    = "provider_"
 	attrAccountPre = "account_"
 )
-
-func countSK(spaceID string) string { return prefixCount + probeShard(spaceID) }
 
 // countDelta is the Update of a space's counter item adding each delta
 // (attribute name -> amount). Placeholders are #fc<i> and :fc<i>, fewer than

@@ -41,7 +41,7 @@ func (s *Store) grantItem(sp space.Space) (types.TransactWriteItem, error) {
 }
 
 // revokeGrantItem is the Delete that removes a space's grant. It has no
-// condition: a space registered before grants existed has none to delete.
+// condition: a space without a grant still deregisters.
 func (s *Store) revokeGrantItem(org, id string) types.TransactWriteItem {
 	return types.TransactWriteItem{Delete: &types.Delete{TableName: s.table, Key: itemKey(org, prefixGrant+id)}}
 }

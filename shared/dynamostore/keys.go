@@ -13,9 +13,14 @@ import (
 )
 
 // The key design of the one table, in one place: every item, its key and
-// what it holds. Attribute names are the json tags of the stored types
-// (space.Space, space.Environment, ...); stream records are decoded here too
-// (Deregistration), so no other package knows a key or an attribute name.
+// what it holds, every index and its range key. Every key prefix, sort key
+// constant and key builder is declared in this file; the other files only
+// join a prefix here with an id. Attribute names are the json tags of the
+// stored types (space.Space, space.Environment, ...), apart from the
+// per-entry attributes a file declares beside its item (counts.go's
+// counters, agentwork.go's nsc_ and rev_); stream records are decoded here
+// too (Deregistration), so no other package knows a key or an attribute
+// name.
 //
 // An org's items live in the org's partition, pk = ORG#<org_id>:
 //
@@ -30,7 +35,7 @@ import (
 //	GRANT#<space id>   the space's kubeauth grant  space_id, provider, cloud_account_id, created_at
 //	ENV#<id>           an environment              its fields, space_id, gate {reason, since} while gated
 //	POLICY#<id>        an autoscaler policy        its fields, space_id, state, state_reason
-//	CASCADE#<space>    the space's deregistration  cascaded_at
+//	CASCADE#<space>    the space's deregistration  space_id, cascaded_at
 //	                   cascade is done
 //	REV#<id>           a deployment revision       its fields, manifests, state, reason, attempts,
 //	                                               rev_key; stopped_key while stopped (revisions.go)
@@ -51,8 +56,14 @@ import (
 //	HIST#<at>#<to>     a status transition: org_id, space_id, from, to, reason,
 //	                   message, at, published, expires_at (at + 30 days, TTL)
 //	AGENT              an agent space's secrets and lease (agents.go):
-//	                   org_id, bootstrap/credential hashes and expiries,
-//	                   renewed_at, agent_version, server_version
+//	                   org_id, space_id, bootstrap/credential hashes and
+//	                   expiries, renewed_at, agent_version, server_version,
+//	                   presence_* (presence.go); its waiting work
+//	                   (agentwork.go): ns_wanted_at, ns_observed_at,
+//	                   nsc_<namespace> and rev_<revision id>
+//	AGENTNS            the agent's last reported namespace list
+//	                   (agentwork.go): observed_at, observed_ns, items,
+//	                   failed
 //
 // Why links and not a GSI: "everything bound to a space" is one strongly
 // consistent Query of its partition, which an eventually consistent index
@@ -92,10 +103,24 @@ const (
 	prefixJobIdem  = "JOBIDEMP#"
 	prefixCount    = "COUNT#"
 
+	skAgent   = "AGENT"
+	skAgentNS = "AGENTNS"
+
 	histTime = "2006-01-02T15:04:05.000000000Z"
 
 	probeIndex  = "probe"
 	probeShards = 16
+
+	namesIndex            = "names"
+	registeredIndex       = "registered"
+	statusIndex           = "status"
+	envRevisionsIndex     = "env-revisions"
+	stoppedRevisionsIndex = "stopped-revisions"
+
+	// nameSep ends the name in name_key: lower than any character a name
+	// may hold (names have no control characters), so "abc" sorts before
+	// "abc d" and "abc-d".
+	nameSep = "\x01"
 )
 
 func orgPK(org string) string { return prefixOrg + org }
@@ -112,6 +137,41 @@ func itemKey(org, sk string) map[string]types.AttributeValue {
 func linkKey(spaceID, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{"pk": str(spacePK(spaceID)), "sk": str(sk)}
 }
+
+// agentKey is the key of an agent space's AGENT item (agents.go).
+func agentKey(spaceID string) map[string]types.AttributeValue { return linkKey(spaceID, skAgent) }
+
+// agentNSKey is the key of an agent space's last reported namespace list
+// (agentwork.go).
+func agentNSKey(spaceID string) map[string]types.AttributeValue { return linkKey(spaceID, skAgentNS) }
+
+// countSK is the sort key of the org's counter item that counts the space
+// (counts.go): one per probe shard.
+func countSK(spaceID string) string { return prefixCount + probeShard(spaceID) }
+
+// nameKey is the position of s in name order.
+func nameKey(s space.Space) string { return space.FoldName(s.Name) + nameSep + s.ID }
+
+// regKey is the position of s in registration order: its creation time,
+// fixed width, and its id. The sparse GSI "registered" (org_id HASH,
+// reg_key RANGE, the same INCLUDE as names) holds the registered spaces in
+// that order; created_at never changes, so only a registration and a
+// deregistration write it.
+func regKey(s space.Space) string { return s.CreatedAt.UTC().Format(histTime) + nameSep + s.ID }
+
+// statusKey is the position of s in status order: its stored status, then
+// its name order. The sparse GSI "status" (org_id HASH, status_key RANGE,
+// the same INCLUDE as names) holds the registered spaces in that order; a
+// transition or a rename moves the entry (writeSpace), a heartbeat does
+// not. The order is the stored status: a space whose probe is stale is
+// listed under it while reported unknown (space.Space.Observed).
+func statusKey(s space.Space) string { return string(s.Status) + nameSep + nameKey(s) }
+
+// revKey is a revision's position among its environment's.
+func revKey(r space.Revision) string { return r.CreatedAt.UTC().Format(histTime) + "#" + r.ID }
+
+// stoppedKey is a stopped revision's position among its org's.
+func stoppedKey(r space.Revision) string { return r.UpdatedAt.UTC().Format(histTime) + "#" + r.ID }
 
 // HistoryKey is the key of a transition within its space's history; it is
 // also what a history page continues after.

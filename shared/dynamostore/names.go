@@ -29,14 +29,10 @@ import (
 // filter on the projected attributes) and one BatchGetItem of the page's
 // spaces, strongly consistent, which the status filters and pickers then
 // see whole.
+//
+// The indexes' names and their range keys (nameKey, regKey, statusKey) are
+// in keys.go.
 const (
-	namesIndex      = "names"
-	registeredIndex = "registered"
-	statusIndex     = "status"
-	// nameSep ends the name in name_key: lower than any character a name
-	// may hold (names have no control characters), so "abc" sorts before
-	// "abc d" and "abc-d".
-	nameSep = "\x01"
 	// batchGetMax is BatchGetItem's limit of keys per request.
 	batchGetMax = 100
 )
@@ -45,24 +41,6 @@ const (
 // its filter is selective: 10,000 entries of the names index (about 150
 // bytes each) stay under DynamoDB's 1 MB page.
 const indexReadMax = 10000
-
-// nameKey is the position of s in name order.
-func nameKey(s space.Space) string { return space.FoldName(s.Name) + nameSep + s.ID }
-
-// regKey is the position of s in registration order: its creation time,
-// fixed width, and its id. The sparse GSI "registered" (org_id HASH,
-// reg_key RANGE, the same INCLUDE as names) holds the registered spaces in
-// that order; created_at never changes, so only a registration and a
-// deregistration write it.
-func regKey(s space.Space) string { return s.CreatedAt.UTC().Format(histTime) + nameSep + s.ID }
-
-// statusKey is the position of s in status order: its stored status, then
-// its name order. The sparse GSI "status" (org_id HASH, status_key RANGE,
-// the same INCLUDE as names) holds the registered spaces in that order; a
-// transition or a rename moves the entry (writeSpace), a heartbeat does
-// not. The order is the stored status: a space whose probe is stale is
-// listed under it while reported unknown (space.Space.Observed).
-func statusKey(s space.Space) string { return string(s.Status) + nameSep + nameKey(s) }
 
 // setNameAttrs adds a live space's ordering attributes to its item.
 func setNameAttrs(item map[string]types.AttributeValue, s space.Space) {

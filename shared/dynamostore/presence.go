@@ -48,19 +48,29 @@ func (s *Store) CheckCredential(ctx context.Context, spaceID, credHash string, n
 // RecordPresence stores a lifecycle event if it is newer than the stored
 // one (space.AgentStore): one UpdateItem whose condition is
 // space.Presence.Newer, so two events racing, or one delivered twice,
-// leave the newest. The item must exist: a deregistered space's item is
-// gone and is not brought back.
+// leave the newest. presence_ms, the event's time in epoch milliseconds,
+// is what the condition compares times on (presence_at, RFC 3339 with
+// trailing zeros cut, does not sort as a string); on an item stored
+// without it, events are ordered by version alone until one is stored
+// (which writes it). The item must
+// exist: a deregistered space's item is gone and is not brought back.
 func (s *Store) RecordPresence(ctx context.Context, spaceID string, p space.Presence) (space.PresenceRecorded, error) {
-	cond := "attribute_exists(#sid) AND (attribute_not_exists(#pv) OR #pv < :v"
+	ms := p.At.UnixMilli()
+	window := space.PresenceVersionReset.Milliseconds()
+	// Newer: far later wins; otherwise, unless far earlier, a higher
+	// version, or at the same version a disconnect over a connect.
+	byVersion := "#pv < :v"
 	if !p.Connected {
-		cond += " OR (#pv = :v AND #pc = :true)"
+		byVersion += " OR (#pv = :v AND #pc = :true)"
 	}
-	cond += ")"
+	cond := "attribute_exists(#sid) AND (attribute_not_exists(#pv) OR #pms <= :later" +
+		" OR ((attribute_not_exists(#pms) OR #pms < :earlier) AND (" + byVersion + ")))"
 	names := map[string]string{"#sid": "space_id", "#pv": "presence_version", "#pc": "presence_connected",
-		"#pat": "presence_at", "#pr": "presence_reason"}
+		"#pat": "presence_at", "#pr": "presence_reason", "#pms": "presence_ms"}
 	values := map[string]types.AttributeValue{":v": num(p.Version), ":c": &types.AttributeValueMemberBOOL{Value: p.Connected},
-		":at": str(p.At.UTC().Format(time.RFC3339Nano))}
-	update := "SET #pv = :v, #pc = :c, #pat = :at"
+		":at": str(p.At.UTC().Format(time.RFC3339Nano)), ":ms": num(ms),
+		":later": num(ms - window), ":earlier": num(ms + window)}
+	update := "SET #pv = :v, #pc = :c, #pat = :at, #pms = :ms"
 	if p.Reason != "" {
 		update += ", #pr = :r"
 		values[":r"] = str(p.Reason)

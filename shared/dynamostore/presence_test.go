@@ -128,6 +128,60 @@ func TestRecordPresence(t *testing.T) {
 	}
 }
 
+// TestRecordPresenceVersionReset: after an hour away IoT restarts the
+// client id's versions at 0; the store takes the new run's events and
+// keeps every late event of the old run out, as space.Presence.Newer says.
+func TestRecordPresenceVersionReset(t *testing.T) {
+	f := newFixture(t)
+	s, _ := f.agentSpace(t)
+	base := now.Truncate(time.Millisecond).UTC()
+	ev := func(connected bool, v int64, d time.Duration) space.Presence {
+		p := space.Presence{Connected: connected, Version: v, At: base.Add(d)}
+		if !connected {
+			p.Reason = "CONNECTION_LOST"
+		}
+		return p
+	}
+	const up, down = true, false
+	steps := []struct {
+		p      space.Presence
+		stored bool
+	}{
+		{ev(up, 56, 0), true},
+		{ev(down, 56, time.Minute), true},
+		{ev(up, 57, 2*time.Minute), true},
+		{ev(down, 57, 3*time.Minute), true},
+		// Two hours away: the versions start again.
+		{ev(up, 0, 2*time.Hour), true},
+		{ev(down, 57, 3*time.Minute), false}, // the old run's disconnect, redelivered
+		{ev(up, 57, 2*time.Minute), false},   // and its connect
+		{ev(down, 0, 2*time.Hour+time.Minute), true},
+		{ev(up, 1, 2*time.Hour+2*time.Minute), true},
+		{ev(up, 0, 2*time.Hour), false}, // the new run's own late connect
+		// 26 hours away, the disconnect lost: the reset's connect still wins.
+		{ev(up, 0, 28*time.Hour), true},
+		{ev(down, 1, 2*time.Hour+5*time.Minute), false}, // the lost disconnect, at last
+	}
+	var stored *space.Presence
+	for i, st := range steps {
+		if got := st.p.Newer(stored); got != st.stored {
+			t.Fatalf("step %d: the domain says newer=%v, the table wants %v", i, got, st.stored)
+		}
+		res, err := f.store.RecordPresence(t.Context(), s.ID, st.p)
+		if err != nil || res.Stored != st.stored {
+			t.Fatalf("step %d (%+v): stored=%v %v, want %v", i, st.p, res.Stored, err, st.stored)
+		}
+		if st.stored {
+			p := st.p
+			stored = &p
+		}
+		if l, err := f.store.GetLease(t.Context(), s.ID); err != nil || l.Presence == nil || !l.Presence.At.Equal(stored.At) ||
+			l.Presence.Version != stored.Version || l.Presence.Connected != stored.Connected {
+			t.Fatalf("step %d: lease presence %+v %v, want %+v", i, l.Presence, err, stored)
+		}
+	}
+}
+
 // TestRecordPresenceRace: a connection's connect and disconnect, each
 // delivered twice, all at once: the disconnect is what stays, whatever
 // the order the writes land in.

@@ -116,10 +116,7 @@ func (s *Store) SpaceAsClaimed(ctx context.Context, org, id string) (space.Space
 // moment ago may show its previous state for a fraction of a second
 // (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html,
 // "Synchronizing data between tables and global secondary indexes").
-const (
-	envRevisionsIndex     = "env-revisions"
-	stoppedRevisionsIndex = "stopped-revisions"
-)
+// The indexes' names and range keys (revKey, stoppedKey) are in keys.go.
 
 // summaryAttrs are the attributes a listing reads: the indexes' projection
 // (template.yaml) and the Query's ProjectionExpression, so that the
@@ -127,12 +124,6 @@ const (
 // awscost meters) what DynamoDB's index holds.
 var summaryAttrs = []string{"id", "org_id", "environment_id", "space_id", "namespace", "state", "reason",
 	"attempts", "created_at", "updated_at", "version", "rev_key", "stopped_key"}
-
-// revKey is a revision's position among its environment's.
-func revKey(r space.Revision) string { return r.CreatedAt.UTC().Format(histTime) + "#" + r.ID }
-
-// stoppedKey is a stopped revision's position among its org's.
-func stoppedKey(r space.Revision) string { return r.UpdatedAt.UTC().Format(histTime) + "#" + r.ID }
 
 // revisionItem is the item of r with its keys and index attributes.
 func (s *Store) revisionItem(r space.Revision) (map[string]types.AttributeValue, error) {

@@ -49,82 +49,25 @@ func (s *Store) spaceItem(sp space.Space) (map[string]types.AttributeValue, erro
 // Register stores sp, claims its identity in the org and counts it against
 // its cloud account in one transaction (see space.Store).
 func (s *Store) Register(ctx context.Context, sp space.Space, idem space.Idempotency) error {
-	if sp.DeletedAt != nil {
-		return internal("register", errors.New("the space is already deregistered"))
+	if err := checkRegistration(sp, idem); err != nil {
+		return err
 	}
-	if len(idem.Key) > maxKeyLen {
-		return &space.Error{Kind: space.KindInvalid, Message: "the Idempotency-Key is not valid",
-			Fields: []space.FieldError{{Field: "Idempotency-Key", Reason: fmt.Sprintf("must be at most %d characters", maxKeyLen)}}}
-	}
-	spaceItem, err := s.spaceItem(sp)
+	put, err := s.registerSpace(sp)
 	if err != nil {
 		return err
 	}
-	claim := itemKey(sp.OrgID, prefixClaim+sp.Identity())
-	claim["space_id"] = str(sp.ID)
-
-	const (
-		iSpace = iota
-		iClaim
-		iAccount
-		iJobClaim
-		iIdem
-	)
-	absent := "attribute_not_exists(" + nPK + ")"
 	items := []types.TransactWriteItem{
-		iSpace: {Put: &types.Put{
-			TableName: s.table, Item: spaceItem,
-			ConditionExpression: aws.String(absent), ExpressionAttributeNames: names(nPK),
-		}},
-		iClaim: {Put: &types.Put{
-			TableName: s.table, Item: claim,
-			ConditionExpression: aws.String(absent), ExpressionAttributeNames: names(nPK),
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		}},
-		// The count is what lets DeleteAccount refuse an account in use; the
-		// account's own version is left alone (counting is not an edit).
-		iAccount: {Update: &types.Update{
-			TableName: s.table, Key: itemKey(sp.OrgID, prefixAccount+sp.CloudAccountID),
-			UpdateExpression:         aws.String("ADD " + nCount + " :one"),
-			ConditionExpression:      aws.String("attribute_exists(" + nPK + ") AND attribute_not_exists(" + nDeleted + ") AND " + nProv + " = :prov"),
-			ExpressionAttributeNames: names(nPK, nCount, nDeleted, nProv),
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":one": num(1), ":prov": str(string(sp.Provider)),
-			},
-		}},
-		// One claim rule for every path that takes a cluster: a live (or
-		// failed, retryable) provisioning job's claim keeps every
-		// registration out, synthetic ones too, but the job's own.
-		iJobClaim: {ConditionCheck: &types.ConditionCheck{
-			TableName: s.table, Key: itemKey(sp.OrgID, prefixJobClaim+sp.Identity()),
-			ConditionExpression: aws.String(absent), ExpressionAttributeNames: names(nPK),
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		}},
-	}
-	if sp.JobID != "" {
-		c := items[iJobClaim].ConditionCheck
-		c.ConditionExpression = aws.String(absent + " OR " + nJobID + " = :job")
-		c.ExpressionAttributeNames = names(nPK, nJobID)
-		c.ExpressionAttributeValues = map[string]types.AttributeValue{":job": str(sp.JobID)}
+		regSpace:    put,
+		regClaim:    s.registerClaim(sp),
+		regAccount:  s.registerOnAccount(sp),
+		regJobClaim: s.registerNoJobClaim(sp),
 	}
 	if idem.Key != "" {
-		rec, err := s.encode(idemRecord{Key: idem.Key, Hash: idem.Hash, Space: idem.Space,
-			ExpiresAt: s.now().Add(IdempotencyTTL).Unix()})
+		rec, err := s.registerIdempotency(sp.OrgID, idem)
 		if err != nil {
 			return err
 		}
-		for k, v := range itemKey(sp.OrgID, prefixIdem+idem.Key) {
-			rec[k] = v
-		}
-		// An expired record may linger until DynamoDB's TTL sweep removes it;
-		// it no longer holds the key.
-		items = append(items, types.TransactWriteItem{Put: &types.Put{
-			TableName: s.table, Item: rec,
-			ConditionExpression:                 aws.String(absent + " OR " + nExpires + " < :now"),
-			ExpressionAttributeNames:            names(nPK, nExpires),
-			ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(s.now().Unix())},
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		}})
+		items = append(items, rec) // regIdem
 	}
 	// The kubeauth grant goes last so that the indexes above stay fixed;
 	// registering and granting are one fact (see grants.go).
@@ -133,49 +76,157 @@ func (s *Store) Register(ctx context.Context, sp space.Space, idem space.Idempot
 		return err
 	}
 	items = append(items, grant, s.countSpace(sp, "1"))
-
 	return s.transact(ctx, "register", func() ([]types.TransactWriteItem, error) { return items, nil },
-		func(reasons []types.CancellationReason) error {
-			switch {
-			case idem.Key != "" && failedCheck(reasons, iIdem):
-				// A replay answers with the first result even though the claim
-				// (held by that first registration) failed too.
-				rec, found, err := s.idempotencyRecord(ctx, sp.OrgID, idem.Key, reasons[iIdem].Item)
-				if err != nil {
-					return err
-				}
-				if found {
-					return &space.ReplayError{Record: space.Idempotency{Key: rec.Key, Hash: rec.Hash, Space: rec.Space}}
-				}
-				return errRetry // the record expired or vanished meanwhile
-			case failedCheck(reasons, iAccount):
-				return &space.Error{Kind: space.KindInvalid, Message: "the space is not valid", Fields: []space.FieldError{{
-					Field: "cloud_account_id", Reason: fmt.Sprintf("no %s cloud account with this id in the org", sp.Provider),
-				}}}
-			case failedCheck(reasons, iJobClaim):
-				job, err := s.jobClaimHolder(ctx, sp.OrgID, sp.Identity(), reasons[iJobClaim].Item)
-				if err != nil {
-					return err
-				}
-				if job == "" {
-					return errRetry // released meanwhile
-				}
-				return jobClaimConflict(job)
-			case failedCheck(reasons, iClaim):
-				holder, err := s.claimHolder(ctx, sp.OrgID, sp.Identity(), reasons[iClaim].Item)
-				if err != nil {
-					return err
-				}
-				if holder != "" {
-					return &space.Error{Kind: space.KindConflict, ExistingID: holder,
-						Message: "this cluster is already registered in the org as space " + holder}
-				}
-				return errRetry // deregistered meanwhile: the identity is free again
-			case failedCheck(reasons, iSpace):
-				return internal("register", fmt.Errorf("space id %s is already taken", sp.ID))
-			}
-			return nil
-		})
+		func(reasons []types.CancellationReason) error { return s.registerRefused(ctx, sp, idem, reasons) })
+}
+
+// A registration's transaction items by index, which its cancellation
+// reasons share; regIdem is there only with an Idempotency-Key.
+const (
+	regSpace = iota
+	regClaim
+	regAccount
+	regJobClaim
+	regIdem
+)
+
+// itemAbsent is the condition on an item that must not exist yet.
+const itemAbsent = "attribute_not_exists(" + nPK + ")"
+
+// checkRegistration refuses what no transaction should be tried for.
+func checkRegistration(sp space.Space, idem space.Idempotency) error {
+	if sp.DeletedAt != nil {
+		return internal("register", errors.New("the space is already deregistered"))
+	}
+	if len(idem.Key) > maxKeyLen {
+		return &space.Error{Kind: space.KindInvalid, Message: "the Idempotency-Key is not valid",
+			Fields: []space.FieldError{{Field: "Idempotency-Key", Reason: fmt.Sprintf("must be at most %d characters", maxKeyLen)}}}
+	}
+	return nil
+}
+
+// registerSpace puts the space, under an id not taken yet.
+func (s *Store) registerSpace(sp space.Space) (types.TransactWriteItem, error) {
+	item, err := s.spaceItem(sp)
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName: s.table, Item: item,
+		ConditionExpression: aws.String(itemAbsent), ExpressionAttributeNames: names(nPK),
+	}}, nil
+}
+
+// registerClaim claims the cluster's identity in the org, only if no space
+// holds it; a refusal returns the holder.
+func (s *Store) registerClaim(sp space.Space) types.TransactWriteItem {
+	claim := itemKey(sp.OrgID, prefixClaim+sp.Identity())
+	claim["space_id"] = str(sp.ID)
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName: s.table, Item: claim,
+		ConditionExpression: aws.String(itemAbsent), ExpressionAttributeNames: names(nPK),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}
+}
+
+// registerOnAccount counts the space against its cloud account, which must
+// be a live one of the space's provider. The count is what lets
+// DeleteAccount refuse an account in use; the account's own version is left
+// alone (counting is not an edit).
+func (s *Store) registerOnAccount(sp space.Space) types.TransactWriteItem {
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName: s.table, Key: itemKey(sp.OrgID, prefixAccount+sp.CloudAccountID),
+		UpdateExpression:         aws.String("ADD " + nCount + " :one"),
+		ConditionExpression:      aws.String("attribute_exists(" + nPK + ") AND attribute_not_exists(" + nDeleted + ") AND " + nProv + " = :prov"),
+		ExpressionAttributeNames: names(nPK, nCount, nDeleted, nProv),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":one": num(1), ":prov": str(string(sp.Provider)),
+		},
+	}}
+}
+
+// registerNoJobClaim checks that no provisioning job claims the identity.
+// One claim rule for every path that takes a cluster: a live (or failed,
+// retryable) provisioning job's claim keeps every registration out,
+// synthetic ones too, but the job's own.
+func (s *Store) registerNoJobClaim(sp space.Space) types.TransactWriteItem {
+	c := &types.ConditionCheck{
+		TableName: s.table, Key: itemKey(sp.OrgID, prefixJobClaim+sp.Identity()),
+		ConditionExpression: aws.String(itemAbsent), ExpressionAttributeNames: names(nPK),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	if sp.JobID != "" {
+		c.ConditionExpression = aws.String(itemAbsent + " OR " + nJobID + " = :job")
+		c.ExpressionAttributeNames = names(nPK, nJobID)
+		c.ExpressionAttributeValues = map[string]types.AttributeValue{":job": str(sp.JobID)}
+	}
+	return types.TransactWriteItem{ConditionCheck: c}
+}
+
+// registerIdempotency puts the Idempotency-Key's record, only if absent or
+// expired: an expired record may linger until DynamoDB's TTL sweep removes
+// it, and no longer holds the key.
+func (s *Store) registerIdempotency(org string, idem space.Idempotency) (types.TransactWriteItem, error) {
+	rec, err := s.encode(idemRecord{Key: idem.Key, Hash: idem.Hash, Space: idem.Space,
+		ExpiresAt: s.now().Add(IdempotencyTTL).Unix()})
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
+	for k, v := range itemKey(org, prefixIdem+idem.Key) {
+		rec[k] = v
+	}
+	return types.TransactWriteItem{Put: &types.Put{
+		TableName: s.table, Item: rec,
+		ConditionExpression:                 aws.String(itemAbsent + " OR " + nExpires + " < :now"),
+		ExpressionAttributeNames:            names(nPK, nExpires),
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(s.now().Unix())},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}}, nil
+}
+
+// registerRefused says why a registration's transaction was canceled, the
+// Idempotency-Key first; errRetry when what refused it is gone meanwhile,
+// nil when no condition failed.
+func (s *Store) registerRefused(ctx context.Context, sp space.Space, idem space.Idempotency, reasons []types.CancellationReason) error {
+	switch {
+	case idem.Key != "" && failedCheck(reasons, regIdem):
+		// A replay answers with the first result even though the claim
+		// (held by that first registration) failed too.
+		rec, found, err := s.idempotencyRecord(ctx, sp.OrgID, idem.Key, reasons[regIdem].Item)
+		if err != nil {
+			return err
+		}
+		if found {
+			return &space.ReplayError{Record: space.Idempotency{Key: rec.Key, Hash: rec.Hash, Space: rec.Space}}
+		}
+		return errRetry // the record expired or vanished meanwhile
+	case failedCheck(reasons, regAccount):
+		return &space.Error{Kind: space.KindInvalid, Message: "the space is not valid", Fields: []space.FieldError{{
+			Field: "cloud_account_id", Reason: fmt.Sprintf("no %s cloud account with this id in the org", sp.Provider),
+		}}}
+	case failedCheck(reasons, regJobClaim):
+		job, err := s.jobClaimHolder(ctx, sp.OrgID, sp.Identity(), reasons[regJobClaim].Item)
+		if err != nil {
+			return err
+		}
+		if job == "" {
+			return errRetry // released meanwhile
+		}
+		return jobClaimConflict(job)
+	case failedCheck(reasons, regClaim):
+		holder, err := s.claimHolder(ctx, sp.OrgID, sp.Identity(), reasons[regClaim].Item)
+		if err != nil {
+			return err
+		}
+		if holder != "" {
+			return &space.Error{Kind: space.KindConflict, ExistingID: holder,
+				Message: "this cluster is already registered in the org as space " + holder}
+		}
+		return errRetry // deregistered meanwhile: the identity is free again
+	case failedCheck(reasons, regSpace):
+		return internal("register", fmt.Errorf("space id %s is already taken", sp.ID))
+	}
+	return nil
 }
 
 // idempotencyRecord returns the unexpired record of key, from a cancellation
@@ -362,9 +413,10 @@ func (s *Store) queryOrg(ctx context.Context, org, prefix, after, filter string,
 }
 
 // UpdateSpace changes a live space (see space.Update): its mutable fields
-// (name, status, probe, updated_at, version) are written only if the stored
-// version is the one read and the space is not deregistered, together with
-// the status transition, if the change makes one, in its history. Identity,
+// (name, labels, status, probe, updated_at, version) are written only if the
+// stored version is the one read and the space is not deregistered, together
+// with the status transition, if the change makes one, in its history and on
+// the fleet counters. Identity,
 // account, type and the synthetic flag are fixed at registration, so the
 // claim, the account count and the probe shard stay as they were.
 func (s *Store) UpdateSpace(ctx context.Context, org, id string, u space.Update[space.Space]) (space.Updated[space.Space], error) {

@@ -13,12 +13,18 @@
 //     equality filters on the server, starting after the last id returned.
 //   - register: one transaction puts the space and the identity claim (both
 //     only if absent), adds 1 to the account's space_count (only if the account
-//     exists for the same provider) and, with an Idempotency-Key, puts the
-//     key's record (only if absent or expired).
+//     exists for the same provider), checks that no provisioning job claims
+//     the cluster (but the registering job), with an Idempotency-Key puts the
+//     key's record (only if absent or expired), puts the kubeauth grant and
+//     counts the space on the fleet counters.
 //   - save a space (status, probe): UpdateItem of the mutable fields, only if
-//     the stored version is the previous one and the space is not deleted.
-//   - deregister: one transaction marks the space deleted (version check),
-//     deletes the claim and subtracts 1 from the account's space_count.
+//     the stored version is the previous one and the space is not deleted; a
+//     status change is one transaction with its history item and the fleet
+//     counters' move.
+//   - deregister: one transaction marks the space deleted (on the status
+//     read, and the version too when pinned by If-Match), deletes the claim,
+//     subtracts 1 from the account's space_count, deletes the grant and the
+//     agent's AGENT and AGENTNS items, and uncounts the space.
 //   - delete an account: DeleteItem only if no space counts against it.
 //   - the fleet counts: the org's COUNT# counter items, kept inside the
 //     register, deregister and transition transactions, read with one Query

@@ -16,8 +16,9 @@ import (
 // function's URL, not the HTTP API) but the agent's own secret, in the Authorization
 // header only (gateways and proxies log paths and queries). The secret
 // names its one space; a request naming another is answered 404, the same
-// as a space that does not exist. Each is one conditional write whose
-// condition is the authentication (dynamostore/agents.go).
+// as a space that does not exist. Each is authenticated by its first
+// conditional write, whose condition is the secret's hash: no read comes
+// first (dynamostore/agents.go).
 var agentRoutes = []agentRoute{
 	{"POST", "/agent/exchange", (*API).agentExchange},
 	{"POST", "/agent/credential", (*API).agentRenew},
@@ -41,8 +42,9 @@ func AgentRoutes() []string {
 	return out
 }
 
-// agentToken reads the secret from "Authorization: Bearer <token>"; the
-// token itself is never logged.
+// agent wraps an agent route: it reads the agent's secret from the one
+// "Authorization: Bearer <token>" header (refused otherwise) and hands it
+// to h; the token itself is never logged.
 func (a *API) agent(h func(*API, http.ResponseWriter, *http.Request, string) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.Agents == nil {

@@ -14,9 +14,9 @@ import (
 
 // readStruct reads a JSON object body into dst, a pointer to a struct whose
 // json tags are the body's fields: the known fields are the struct's, so the
-// decoder cannot drift from the type the domain uses (issue 20: a field
-// the domain, the validator and openapi.yaml took was refused as unknown by
-// a hand-kept list). Nested structs, maps and slices are read as strictly.
+// decoder cannot drift from the type the domain uses (no hand-kept list of
+// fields to fall behind the domain, the validator and openapi.yaml).
+// Nested structs, maps and slices are read as strictly.
 // It reports every unknown and mistyped field at once (400), and returns
 // the paths given as JSON null, which the decoder leaves at their zero
 // value: the caller's validation refuses them (422), as null is not a value

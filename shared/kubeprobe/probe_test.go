@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"spaces/infra/testcluster"
+	"spaces/infra/testwait"
 	"spaces/shared/kubecred"
 	"spaces/shared/kubeprobe"
 	"spaces/shared/space"
@@ -474,11 +475,5 @@ func TestProberReusesAndBoundsConnections(t *testing.T) {
 
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Eventually(t, testwait.Timeout, what, cond)
 }

@@ -14,6 +14,7 @@ import (
 	"spaces/infra/kubetest"
 	"spaces/infra/minttest"
 	"spaces/infra/simcloud"
+	"spaces/infra/testwait"
 	"spaces/shared/kubeapply"
 	"spaces/shared/mint/eks"
 	"spaces/shared/space"
@@ -24,12 +25,10 @@ import (
 func advance(t *testing.T, env *minttest.Env, acct space.CloudAccount, cfg space.Config, spec space.ClusterSpec, token string, p space.CreateProgress) []string {
 	t.Helper()
 	stages := []string{p.Operation.Stage}
-	deadline := time.Now().Add(60 * time.Second)
-	for !p.Done {
-		if time.Now().After(deadline) {
-			t.Fatalf("creation not done: %+v", p)
+	err := testwait.UntilEvery(testwait.Timeout, 200*time.Millisecond, func() bool {
+		if p.Done {
+			return true
 		}
-		time.Sleep(200 * time.Millisecond)
 		var err error
 		if p, err = env.Minter.Advance(t.Context(), acct, cfg, spec, token, p.Operation); err != nil {
 			t.Fatalf("advance: %v", err)
@@ -37,6 +36,10 @@ func advance(t *testing.T, env *minttest.Env, acct space.CloudAccount, cfg space
 		if stages[len(stages)-1] != p.Operation.Stage {
 			stages = append(stages, p.Operation.Stage)
 		}
+		return p.Done
+	})
+	if err != nil {
+		t.Fatalf("creation not done %s: %+v", err, p)
 	}
 	return stages
 }

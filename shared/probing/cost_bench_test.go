@@ -159,7 +159,7 @@ func readTemplate(b testing.TB) deployed {
 // capacity kept at the template's target use (awscost.Cost.Provisioned),
 // with the load's profile per simulated second to show it is steady.
 //
-// Variants, in one run: before (the template as issue 19 found it: batches
+// Variants, in one run: before (a baseline of one-space messages: batches
 // of 20 messages in a 1-second window, probed 20 at once, 512 MB, the table
 // on demand), and after (template.yaml as it is, priced by its billing
 // mode, its batches of up to BatchSize × MaxSpaces spaces). Every figure is

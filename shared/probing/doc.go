@@ -61,15 +61,15 @@
 // again: if it fails, SQS retries it whole, and its redrive policy
 // dead-letters what keeps failing. A message whose spaces all failed (the
 // store down, most likely), a message of one space, and a message whose
-// failed spaces cannot be sent again are retried whole by SQS, as before;
-// its siblings are then probed again when it comes back, as for any tick
-// SQS delivers twice (at-least-once; an unchanged result is not written
-// before the heartbeat). Old
-// one-space messages are read as before, so a deploy needs no draining; a
-// prober from before issue 23 fails a message of several spaces as
-// malformed, which SQS redelivers to the new prober after the visibility
-// timeout (each such receive counts toward the queue's maxReceiveCount:
-// a tick dead-lettered by a long deploy is replaced by the next minute's).
+// failed spaces cannot be sent again are retried whole by SQS; its
+// siblings are then probed again when it comes back, as for any tick SQS
+// delivers twice (at-least-once; an unchanged result is not written before
+// the heartbeat). The one-space form stays readable, so a deploy needs no
+// draining; a prober that reads only that form fails a message of several
+// spaces as malformed, which SQS redelivers to a prober that reads it after
+// the visibility timeout (each such receive counts toward the queue's
+// maxReceiveCount: a tick dead-lettered by a long deploy is replaced by the
+// next minute's).
 //
 // # Events
 //

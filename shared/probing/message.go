@@ -36,10 +36,10 @@ const MaxSpaces = 50
 
 // Message is the body of a probe message. One space: {"org_id", "id"} for
 // a tick, with a kind for the other messages and, for a re-probe, the
-// version the failed probe stored — the only form before issue 23, still
-// read as it was. Several spaces (a tick only): {"spaces": [{"org_id",
-// "id"}, ...]}, at most MaxSpaces. Retry marks the spaces the prober sent
-// again after their part of a message failed (see HandleBatch).
+// version the failed probe stored. Several spaces (a tick only):
+// {"spaces": [{"org_id", "id"}, ...]}, at most MaxSpaces. Retry marks the
+// spaces the prober sent again after their part of a message failed (see
+// HandleBatch).
 type Message struct {
 	OrgID   string `json:"org_id,omitempty"`
 	ID      string `json:"id,omitempty"`
@@ -56,8 +56,7 @@ type Message struct {
 }
 
 // TickOf is the tick message of targets (one or more; the caller keeps to
-// MaxSpaces): the one-space form for one, so that a tick alone at its
-// delay reads as before.
+// MaxSpaces): the one-space form for one, which every prober reads.
 func TickOf(targets []space.ProbeTarget) Message {
 	if len(targets) == 1 {
 		return Message{OrgID: targets[0].OrgID, ID: targets[0].ID}

@@ -152,8 +152,8 @@ const (
 //
 // A message whose spaces all succeeded is acknowledged. One whose spaces
 // all failed, a message of one space and a message the prober already
-// sent again (Retry) are named for SQS to deliver again, whole, as before
-// issue 23: a redelivery republishes, then the queue's redrive policy
+// sent again (Retry) are named for SQS to deliver again, whole: a
+// redelivery republishes, then the queue's redrive policy
 // dead-letters what keeps failing. A message of several spaces of which
 // only some failed is acknowledged, and those spaces are sent again as one
 // message (Retry, after ReprobeDelay), so that their siblings, already

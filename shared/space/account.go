@@ -31,7 +31,7 @@ type CloudAccount struct {
 	Setup     *TrustSetup `json:"setup,omitempty"`
 	CreatedAt time.Time   `json:"created_at"`
 	Version   int64       `json:"version"`
-	// Legacy marks an account stored before accounts had a status: it keeps
+	// Legacy marks an account stored without a status: it keeps
 	// minting for the spaces already on it, but takes no new registration
 	// until it is verified again.
 	Legacy bool `json:"-"`
@@ -52,7 +52,7 @@ const (
 const (
 	// ReasonNotVerified: the customer has not set up the trust yet.
 	ReasonNotVerified = "NotVerified"
-	// ReasonReverificationRequired: stored before verification existed.
+	// ReasonReverificationRequired: stored without a status (Legacy).
 	ReasonReverificationRequired = "ReverificationRequired"
 	// ReasonExternalIDNotRequired: the role can be assumed without the
 	// external id, so any other AWS customer of Spaces could reach it.
@@ -64,7 +64,7 @@ const (
 	ReasonAccountNotReady = "AccountNotReady"
 )
 
-// MarkLegacy reads an account stored before accounts had a status: it is
+// MarkLegacy reads an account stored without a status: it is
 // pending, says it needs verifying again, and keeps minting (CanMint).
 func (a *CloudAccount) MarkLegacy() {
 	if a.Status != "" {
@@ -80,7 +80,7 @@ func (a *CloudAccount) MarkLegacy() {
 func (a CloudAccount) Ready() bool { return a.Status == AccountReady }
 
 // CanMint reports whether credentials may be minted through the account: a
-// ready one, or a legacy one for the spaces registered before.
+// ready one, or a legacy one (for the spaces already on it).
 func (a CloudAccount) CanMint() bool { return a.Ready() || (a.Legacy && a.Status == AccountPending) }
 
 // NotReady is the error of using an account that is not ready, on field

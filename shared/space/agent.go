@@ -44,13 +44,13 @@ const (
 // renewal later than one interval plus LeaseGrace counts as one missed
 // interval, and FailureThreshold missed intervals make the space inactive.
 // With the prober's minute tick an agent that stops is seen inactive
-// within 3 × 35 s + 5 s + 60 s = 170 s of its last renewal (the issue's
-// bound is 180 s); a blip of 20 s costs at most one missed interval.
+// within 3 × 35 s + 5 s + 60 s = 170 s of its last renewal, inside the
+// 180 s the agent mode promises; a blip of 20 s costs at most one missed
+// interval.
 const (
 	LeaseInterval = 35 * time.Second
 	LeaseGrace    = 5 * time.Second
-	// BootstrapTTL bounds a bootstrap token's life (the issue: an hour at
-	// most).
+	// BootstrapTTL bounds a bootstrap token's life: an hour at most.
 	BootstrapTTL = time.Hour
 	// AgentCredentialTTL is an agent credential's life; the agent renews
 	// it at half-life, so a day of Spaces being unreachable is survived.

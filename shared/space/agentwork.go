@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// The cluster-side work of an agent space (issue 21). Spaces cannot call a
+// The cluster-side work of an agent space. Spaces cannot call a
 // private API server, so the work waits in the space's AGENT item until
 // the agent's next lease renewal, whose answer carries it (the renewal's
 // one conditional write returns the item it replaced: no extra request

@@ -54,7 +54,7 @@ type ClusterLister interface {
 // placeholder, so the cluster is not looked up, but it names a cluster
 // all the same: only within a ready account of the org, so that another
 // org's copy of an account (failed: the cloud does not trust that org)
-// cannot name the first org's clusters (issue 20). It is meant to run
+// cannot name the first org's clusters. It is meant to run
 // after in.Validate() and before the store registers s; it answers what
 // the cloud said of the cluster (nothing for a synthetic space, or
 // without a checker).

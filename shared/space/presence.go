@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// The agent's presence channel (issue 21). Besides its HTTP lease, an
+// The agent's presence channel. Besides its HTTP lease, an
 // agent holds an MQTT connection to AWS IoT Core, authenticated by a
 // custom authorizer (Authorize) with its credential as the password. IoT
 // Core's lifecycle events (connected, disconnected) reach AgentFunction
@@ -17,8 +17,7 @@ import (
 // HTTP renewal; after a disconnect it ages from the moment the connection
 // was last known alive. The agent renews over HTTP on each (re)connect,
 // when woken on its wake topic, and every PresenceFallback; without a
-// presence block in its credential answer it renews every lease interval
-// as before.
+// presence block in its credential answer it renews every lease interval.
 
 const (
 	// PresenceKeepAlive is the MQTT keep-alive the agent asks. IoT Core
@@ -40,11 +39,10 @@ const (
 )
 
 // IoT Core's bounds on an authorizer's disconnectAfterInSeconds and
-// refreshAfterInSeconds: 300 to 86,400 seconds, as the contract (IOT.md)
-// gives them; the response is described on
-// https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth-lambda.html
-// (the search tool did not bring up the page's wording of the range; its
-// sample answers 86400 and 300).
+// refreshAfterInSeconds: 300 to 86,400 seconds. The response is described
+// on https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth-lambda.html,
+// whose sample answers 86400 and 300; the range is not quoted from the
+// page's own wording (infra/iotcore keeps the same bounds).
 const (
 	minAuthorizedSeconds = 300
 	maxAuthorizedSeconds = 86400
@@ -79,8 +77,9 @@ func WakeTopic(prefix, spaceID string) string {
 
 // Presence is the last lifecycle event stored for an agent's connection.
 // Version is IoT Core's versionNumber: it increases with each connection
-// of a client id, and a connection's disconnected event carries its
-// connected event's number.
+// of a client id, a connection's disconnected event carries its connected
+// event's number, and it starts again at 0 once the client id has been
+// disconnected for about an hour (PresenceVersionReset).
 type Presence struct {
 	Connected bool
 	At        time.Time
@@ -88,17 +87,35 @@ type Presence struct {
 	Reason    string // the disconnectReason, for a disconnect
 }
 
+// PresenceVersionReset: lifecycle events of one client id at least this
+// far apart are ordered by their timestamps, nearer ones by versionNumber.
+// "If a client is not connected for approximately one hour, the version
+// number is reset to 0"
+// (https://docs.aws.amazon.com/iot/latest/developerguide/life-cycle-events.html),
+// so events either side of a reset are an hour or more apart, and a lower
+// version that much later is a new run of versions, not a stale event;
+// without a reset, versions and timestamps agree at that distance. Nearer
+// events are ordered by version alone: the timestamp is "an approximation
+// of when the event occurred", and two events of one connection, or of a
+// takeover, can carry the same millisecond or swap.
+const PresenceVersionReset = 30 * time.Minute
+
 // Newer reports whether p should replace than. Lifecycle events may
-// arrive out of order and more than once (life-cycle-events.html), so the
-// order is IoT's: a higher version wins; at the same version (one
-// connection) its disconnect wins over its connect; a duplicate is not
-// newer.
+// arrive out of order and more than once (life-cycle-events.html). An
+// event PresenceVersionReset or more after the stored one is newer and
+// one that much before it is not, whatever their versions; otherwise a
+// higher version wins, at the same version (one connection) its
+// disconnect wins over its connect, and a duplicate is not newer.
 func (p Presence) Newer(than *Presence) bool {
 	switch {
-	case than == nil || p.Version > than.Version:
+	case than == nil:
 		return true
-	case p.Version < than.Version:
+	case !p.At.Before(than.At.Add(PresenceVersionReset)):
+		return true
+	case !than.At.Before(p.At.Add(PresenceVersionReset)):
 		return false
+	case p.Version != than.Version:
+		return p.Version > than.Version
 	}
 	return !p.Connected && than.Connected
 }

@@ -62,6 +62,47 @@ func TestPresenceNewer(t *testing.T) {
 	}
 }
 
+// TestPresenceNewerAcrossAVersionReset: IoT restarts a client id's
+// versions at 0 after about an hour disconnected; the new run is newer,
+// and no event of the old run, however late it arrives, brings back its
+// state.
+func TestPresenceNewerAcrossAVersionReset(t *testing.T) {
+	at := func(v int64, d time.Duration, connected bool) *Presence {
+		p := &Presence{Connected: connected, Version: v, At: t0.Add(d)}
+		if !connected {
+			p.Reason = "CONNECTION_LOST"
+		}
+		return p
+	}
+	const up, down = true, false
+	hour := time.Hour
+	for _, c := range []struct {
+		name    string
+		p, than *Presence
+		newer   bool
+	}{
+		{"connect after the reset over the old run's disconnect", at(0, hour, up), at(57, 0, down), true},
+		{"connect after the reset at the old run's version", at(0, hour, up), at(0, 0, down), true},
+		{"connect after the reset, its last disconnect lost", at(0, 2*hour, up), at(57, -hour, up), true},
+		{"the new run's disconnect", at(0, hour+time.Minute, down), at(0, hour, up), true},
+		{"the old run's disconnect arriving after the new connect", at(57, 0, down), at(0, hour, up), false},
+		{"the old run's connect arriving after the new connect", at(57, -time.Minute, up), at(0, hour, up), false},
+		{"the old run's connect arriving after the new disconnect", at(57, -time.Minute, up), at(0, hour, down), false},
+		{"a day-old duplicate of a connect at the stored version", at(3, -24*hour, up), at(3, 0, down), false},
+		// Nearer than PresenceVersionReset: versions decide, timestamps
+		// notwithstanding.
+		{"a higher version stamped a little earlier", at(5, -time.Minute, up), at(4, 0, down), true},
+		{"a lower version stamped a little later", at(4, time.Minute, down), at(5, 0, up), false},
+		{"29 minutes later at a lower version", at(1, PresenceVersionReset-time.Minute, up), at(2, 0, down), false},
+		{"30 minutes later at a lower version", at(1, PresenceVersionReset, up), at(2, 0, down), true},
+		{"the same connection's disconnect, long after", at(7, 3*24*hour, down), at(7, 0, up), true},
+	} {
+		if got := c.p.Newer(c.than); got != c.newer {
+			t.Errorf("%s: Newer = %v, want %v", c.name, got, c.newer)
+		}
+	}
+}
+
 // TestPresenceOutcome: what a lease with a presence says, case by case.
 func TestPresenceOutcome(t *testing.T) {
 	v := &ServerVersion{GitVersion: "v1.31.4", Platform: "linux/amd64"}

@@ -13,7 +13,7 @@ type RegisterInput struct {
 	CloudAccountID string
 	Config         Config
 	Synthetic      bool
-	Labels         Labels `json:",omitempty"` // omitted: earlier requests keep their hash
+	Labels         Labels `json:",omitempty"` // omitted when empty, so stored hashes of label-less requests stay valid
 	// Connectivity defaults to Direct.
 	Connectivity Connectivity
 	// JobID is the provisioning job registering the cluster it created

@@ -6,7 +6,7 @@ import (
 )
 
 // Sort orders a listing of spaces. The zero value is id order, the
-// listing's order before sorting existed; the others order by name,
+// listing's default; the others order by name,
 // compared case-insensitively (FoldName), by registration time, or by
 // stored status (active, inactive, unknown) then name, ties broken by id;
 // "-" reverses them.

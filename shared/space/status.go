@@ -179,7 +179,7 @@ func (s Space) Observed(now time.Time, staleAfter time.Duration) Space {
 		s.Probe.Reason = ReasonNotProbed
 	}
 	if s.Connectivity == "" {
-		s.Connectivity = Direct // stored before connectivity existed
+		s.Connectivity = Direct // an item without connectivity is a direct space
 	}
 	return s
 }

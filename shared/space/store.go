@@ -24,7 +24,7 @@ type Store interface {
 	// KindConflict with ExistingID set; a missing account, or one of another
 	// provider, is KindInvalid on cloud_account_id. With a non-empty
 	// idem.Key the registration is recorded under that key; a replay of the key
-	// returns ErrIdempotentReplay carrying the first record.
+	// returns a *ReplayError carrying the first record.
 	Register(ctx context.Context, s Space, idem Idempotency) error
 	// GetSpace returns a live space of org.
 	GetSpace(ctx context.Context, org, id string) (Space, error)

@@ -9,8 +9,9 @@
 //
 // It links no client-go and no cloud SDK: the prober's Checker, the
 // claimer's Applier and every Minter are passed in, so that the scheduler
-// and the cascade, which build from here too, stay small. The API's
-// assembly, which needs them, is wiring/api.
+// and the cascade, which build from here too, stay small. The catalog
+// API's assembly is wiring/api (which links neither either); what needs a
+// minter or client-go to answer a route is wiring/discovery's.
 package wiring
 
 import (

@@ -5,7 +5,7 @@
 // service). Run it once after the first deploy that adds them, with the
 // deployer's AWS credentials:
 //
-//	go run ./infra/cmd/backfill -table <the stack's TableName output>
+//	go run ./infra/cmd/backfill -table <the stack's SpacesTableName output>
 //
 // It reads the whole table once, in parallel segments (a Scan costs half a
 // read unit per 4 KB read), and prints what it wrote.

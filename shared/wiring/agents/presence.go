@@ -94,7 +94,14 @@ func (h *Handlers) Presence(ctx context.Context, ev events.SQSEvent) (events.SQS
 
 func (h *Handlers) presence(ctx context.Context, body string) error {
 	var e lifecycleEvent
-	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Timestamp == nil || e.VersionNumber == nil ||
+	err := json.Unmarshal([]byte(body), &e)
+	if err == nil && e.EventType == "connect_failed" {
+		// A refused connect changes no presence; AgentPresenceRule
+		// selects none, so one here is a rule deployed without that.
+		h.log.DebugContext(ctx, "dropped a connect_failed lifecycle event", "client_id", e.ClientID)
+		return nil
+	}
+	if err != nil || e.Timestamp == nil || e.VersionNumber == nil ||
 		(e.EventType != "connected" && e.EventType != "disconnected") {
 		h.log.WarnContext(ctx, "dropped a malformed lifecycle event", "body_bytes", len(body))
 		return nil
@@ -109,7 +116,7 @@ func (h *Handlers) presence(ctx context.Context, body string) error {
 	if p.Connected {
 		p.Reason = ""
 	}
-	err := h.agents.RecordPresence(ctx, p, id)
+	err = h.agents.RecordPresence(ctx, p, id)
 	if space.KindOf(err) == space.KindNotFound {
 		h.log.DebugContext(ctx, "dropped the lifecycle event of a space that is gone", "id", id)
 		return nil

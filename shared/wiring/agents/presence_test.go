@@ -335,6 +335,33 @@ func TestPresence(t *testing.T) {
 	}
 }
 
+// TestPresenceAfterAVersionReset: back after two hours away, the agent's
+// connect carries versionNumber 0 again and is stored; a connect_failed
+// event is dropped without a word of it being malformed.
+func TestPresenceAfterAVersionReset(t *testing.T) {
+	e := newPresenceEnv(t, "")
+	s, _ := e.agentSpace()
+	client := space.AgentClientID(prefix, s.ID)
+	ms := e.now.UnixMilli()
+	failed := `{"clientId":"` + client + `","timestamp":` + strconv.FormatInt(ms+1000, 10) +
+		`,"eventType":"connect_failed","connectFailureReason":"AUTHORIZATION_FAILED","principalIdentifier":"","sessionIdentifier":"s"}`
+	if f := e.presence(
+		lifecycle(client, "connected", ms, 5, ""),
+		lifecycle(client, "disconnected", ms+60_000, 5, "CONNECTION_LOST"),
+		failed,
+	); len(f) != 0 {
+		t.Fatalf("failed %v", f)
+	}
+	e.presence(lifecycle(client, "connected", ms+2*3600_000, 0, ""))
+	l, err := e.store.GetLease(t.Context(), s.ID)
+	if err != nil || l.Presence == nil || !l.Presence.Connected || l.Presence.Version != 0 {
+		t.Fatalf("after the reset: %+v %v, want connected at version 0", l.Presence, err)
+	}
+	if strings.Contains(e.logs.String(), "malformed") {
+		t.Errorf("a connect_failed event was logged as malformed:\n%s", e.logs.String())
+	}
+}
+
 // TestPresenceStoreDown: a store outage is the one retried failure.
 func TestPresenceStoreDown(t *testing.T) {
 	e := newPresenceEnv(t, "no-such-table")

@@ -1,0 +1,148 @@
+package client
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"spaces/infra/iotcore"
+	"spaces/infra/testcluster"
+	"spaces/shared/space"
+)
+
+// clock is a settable time for the broker model.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// authorizerLog is a custom authorizer over a set of valid passwords that
+// records every password it is asked about, in order.
+type authorizerLog struct {
+	mu    sync.Mutex
+	valid map[string]bool
+	seen  []string
+}
+
+func (a *authorizerLog) authorize(_ context.Context, req events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error) {
+	m := req.ProtocolData.MQTT
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.seen = append(a.seen, string(m.Password))
+	if !a.valid[string(m.Password)] {
+		return events.IoTCoreCustomAuthorizerResponse{IsAuthenticated: false}, nil
+	}
+	allow := func(action, resource string) events.IAMPolicyStatement {
+		return events.IAMPolicyStatement{Effect: "Allow", Action: []string{action}, Resource: []string{"arn:aws:iot:*:*:" + resource}}
+	}
+	return events.IoTCoreCustomAuthorizerResponse{
+		IsAuthenticated: true, PrincipalID: "agent", DisconnectAfterInSeconds: 86400, RefreshAfterInSeconds: 600,
+		PolicyDocuments: []*events.IAMPolicyDocument{{Version: "2012-10-17", Statement: []events.IAMPolicyStatement{
+			allow("iot:Connect", "client/"+m.ClientID),
+			allow("iot:Subscribe", "topicfilter/spaces/"+m.ClientID+"/wake"),
+			allow("iot:Receive", "topic/spaces/"+m.ClientID+"/wake"),
+		}}},
+	}, nil
+}
+
+func (a *authorizerLog) set(password string, valid bool) {
+	a.mu.Lock()
+	a.valid[password] = valid
+	a.mu.Unlock()
+}
+
+func (a *authorizerLog) passwords() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.seen)
+}
+
+// TestPresenceReconnectsWithTheNewestCredential: after a renewal the
+// connection lives on until IoT Core's refresh re-asks the authorizer with
+// the connection's original password; once that is refused, the reconnect
+// presents the renewed credential and is let in.
+func TestPresenceReconnectsWithTheNewestCredential(t *testing.T) {
+	ca, err := testcluster.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.ServerCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.PEM())
+	clk := &clock{t: time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)}
+	auth := &authorizerLog{valid: map[string]bool{"first": true}}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b, err := iotcore.Start(context.Background(), iotcore.Config{
+		TLS:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		Authorizers: map[string]iotcore.Authorizer{"spaces-agent": auth.authorize},
+		Now:         clk.Now, Log: quiet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	ep := space.PresenceEndpoint{Endpoint: b.MQTTAddr(), Authorizer: "spaces-agent", ClientID: "spaces-agent1",
+		WakeTopic: "spaces/spaces-agent1/wake", KeepAliveSeconds: 1200, FallbackSeconds: 600}
+	p := dialPresence(ep, "first", roots, quiet)
+	defer p.close()
+	waitUntil(t, "the first connection", p.up)
+
+	// The renewal: the agent stores the new credential, and the old one
+	// is revoked (its overlap ends).
+	p.use("second")
+	auth.set("second", true)
+	auth.set("first", false)
+	if !p.up() {
+		t.Fatal("a renewal alone dropped the connection")
+	}
+	// The refresh re-asks with "first", is refused and drops the
+	// connection; paho reconnects.
+	clk.Advance(10 * time.Minute)
+	waitUntil(t, "a reconnect with the renewed credential", func() bool {
+		return slices.Contains(auth.passwords(), "second") && p.up()
+	})
+	got := auth.passwords()
+	if got[0] != "first" || got[1] != "first" {
+		t.Fatalf("authorizer asked %q, want the connect and the refresh with the original password first", got)
+	}
+	if i := slices.Index(got, "second"); slices.Contains(got[i:], "first") {
+		t.Fatalf("authorizer asked %q: the old credential presented after the new one", got)
+	}
+}
+
+// waitUntil polls cond for up to 15 s of real time (paho's reconnect waits
+// a second or more).
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

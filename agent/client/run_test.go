@@ -1,0 +1,188 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"spaces/shared/space"
+)
+
+// jumpClock is simulated time that passes only while the agent waits:
+// After moves it on by d and fires at once.
+type jumpClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *jumpClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *jumpClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	c.mu.Unlock()
+	return ch
+}
+
+// fakeSpaces is Spaces' agent routes on the simulated clock: a credential
+// lives space.AgentCredentialTTL, a renewed one space.RenewOverlap more,
+// and anything else is refused with 401, as Spaces does.
+type fakeSpaces struct {
+	clock    *jumpClock
+	interval int // lease_interval_seconds answered
+	stopAt   time.Time
+	stop     context.CancelFunc
+
+	mu       sync.Mutex
+	valid    map[string]time.Time // credential -> expiry
+	issued   int
+	renewals int
+	leases   []time.Time
+	refused  []string
+}
+
+func (f *fakeSpaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.clock.Now()
+	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	issue := func() {
+		f.issued++
+		c := "cred-" + strconv.Itoa(f.issued)
+		f.valid[c] = now.Add(space.AgentCredentialTTL)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(credential{Credential: c, ExpiresAt: f.valid[c], SpaceID: presenceSpaceID})
+	}
+	if r.URL.Path == "/agent/exchange" && token == "boot" && f.issued == 0 {
+		issue()
+		return
+	}
+	if exp, ok := f.valid[token]; !ok || !now.Before(exp) {
+		f.refused = append(f.refused, r.Method+" "+r.URL.Path+" at "+now.Format(time.RFC3339))
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"status":401,"title":"Unauthorized","detail":"the agent token is not valid"}`))
+		return
+	}
+	switch {
+	case r.URL.Path == "/agent/credential":
+		f.renewals++
+		if end := now.Add(space.RenewOverlap); end.Before(f.valid[token]) {
+			f.valid[token] = end
+		}
+		issue()
+	case r.URL.Path == "/agent/spaces/"+presenceSpaceID+"/lease":
+		f.leases = append(f.leases, now)
+		if !now.Before(f.stopAt) {
+			f.stop()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(leaseAnswer{LeaseIntervalSeconds: f.interval})
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+const presenceSpaceID = "0a1b2c3d-0000-4000-8000-000000000000"
+
+// fakeKube is the API server calls the agent makes with no work to do:
+// GET /version and its state Secret.
+func fakeKube(t *testing.T) kubernetes.Interface {
+	var mu sync.Mutex
+	secret := corev1.Secret{}
+	secret.Name, secret.Namespace, secret.ResourceVersion = "state", "agent", "1"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/version":
+			_, _ = w.Write([]byte(`{"gitVersion":"v1.31.0","platform":"linux/amd64"}`))
+		case r.URL.Path == "/api/v1/namespaces/agent/secrets/state" && r.Method == http.MethodGet:
+			_ = json.NewEncoder(w).Encode(secret)
+		case r.URL.Path == "/api/v1/namespaces/agent/secrets/state" && r.Method == http.MethodPut:
+			var s corev1.Secret
+			if err := json.NewDecoder(r.Body).Decode(&s); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			n, _ := strconv.Atoi(secret.ResourceVersion)
+			s.ResourceVersion = strconv.Itoa(n + 1)
+			secret = s
+			_ = json.NewEncoder(w).Encode(secret)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	k, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL, QPS: -1, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}) // no real-time rate limit
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// TestRunForAWeek: seven simulated days of an agent without a presence
+// channel, in well under a second of real time per day: it renews its
+// credential every half-life and never presents an expired one, and
+// renews its lease every interval Spaces answers, without a gap.
+func TestRunForAWeek(t *testing.T) {
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	clk := &jumpClock{now: start}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	spaces := &fakeSpaces{clock: clk, interval: 600, stopAt: start.Add(7 * 24 * time.Hour), stop: cancel, valid: map[string]time.Time{}}
+	srv := httptest.NewServer(spaces)
+	defer srv.Close()
+	base, _ := url.Parse(srv.URL)
+	boot := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(boot, []byte("boot\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := Run(ctx, Config{AgentURL: base, BootstrapFile: boot, Kube: fakeKube(t), Namespace: "agent", StateSecret: "state",
+		Clock: clk, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatalf("Run: %v (refused: %q)", err, spaces.refused)
+	}
+	spaces.mu.Lock()
+	defer spaces.mu.Unlock()
+	if len(spaces.refused) != 0 {
+		t.Fatalf("Spaces refused %q", spaces.refused)
+	}
+	// A credential lives 24 h and is renewed with under 12 h left: 13
+	// renewals in 7 days (at 12 h, 24 h, ..., 156 h).
+	if spaces.renewals != 13 {
+		t.Errorf("%d renewals in 7 days, want 13", spaces.renewals)
+	}
+	// The first answer's interval applies from the second renewal on
+	// (until then the default 35 s): then one every 10 minutes.
+	if n := len(spaces.leases); n < 7*24*6 || n > 7*24*6+2 {
+		t.Errorf("%d lease renewals, want one every 10 minutes (about %d)", n, 7*24*6)
+	}
+	for i := 1; i < len(spaces.leases); i++ {
+		if gap := spaces.leases[i].Sub(spaces.leases[i-1]); gap > 10*time.Minute || gap < defaultLeaseInterval {
+			t.Fatalf("lease renewals %s apart at %s", gap, spaces.leases[i-1])
+		}
+	}
+}
