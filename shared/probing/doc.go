@@ -19,7 +19,7 @@
 // deletes fall by the spaces a message holds), and the
 // messages of a page are sent in order of delay, so that every
 // SendMessageBatch becomes visible at one instant and Lambda's pollers
-// receive it whole (BENCHMARKS.md, "The event source's SQS requests"). A
+// receive it whole (BENCHMARKS.md, "Monthly cost per 1,000 spaces"). A
 // re-probe and a registration probe name one space. A failed probe that leaves the
 // space short of FailureThreshold failures enqueues a re-probe after
 // ReprobeDelay (12 s), so three consecutive failures take about 25 s after

@@ -2,6 +2,7 @@ package probing_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strconv"
@@ -12,7 +13,7 @@ import (
 	"time"
 
 	lambdaevents "github.com/aws/aws-lambda-go/events"
-	"go.yaml.in/yaml/v3"
+	"github.com/awslabs/goformation/v7/intrinsics"
 
 	"spaces"
 	"spaces/infra/awscost"
@@ -60,10 +61,13 @@ const minutesPerMonth = 30 * 24 * 60
 //     pollers cost a stack with no space.
 //
 // Fixed costs per stack, computed from the template and awscost's prices,
-// not measured: the table's and probe index's capacity minimums, as far as
-// probing's load does not use them (provisioned capacity is the larger of
-// the minimum and the load at the target use); the alarms and the
+// not measured: the table's capacity minimums, as far as probing's load
+// does not use them (provisioned capacity is the larger of the minimum and
+// the load at the target use); every index's minimums whole (probing's
+// only index load, the scheduler's Query of the probe index, is under 1 %
+// of its reads and is priced with the table's); the alarms and the
 // dashboard; the ProbeSchedules schedules and their scheduler invocations.
+// The idle stack's figure adds the event source's idle polls (3).
 func BenchmarkProbingCostAtScale(b *testing.B) {
 	sizes := []int{1000, 10000}
 	if s := os.Getenv("ESM_SIZES"); s != "" {
@@ -188,41 +192,78 @@ func measureEventSource(b *testing.B, n, minutes int, batchTime time.Duration) e
 
 // fixedCosts are what the template fixes per stack, whatever the fleet.
 type fixedCosts struct {
-	readMin, writeMin  float64 // capacity units, the table's and the index's
-	alarms, dashboards int
-	schedules          float64 // ProbeSchedules
+	// The table's own capacity minimums, which probing's load uses, and
+	// the sum of its global secondary indexes' (indexes of them), which
+	// it is not counted against: provisioned throughput is billed per
+	// table and per index.
+	tableRead, tableWrite float64
+	indexRead, indexWrite float64
+	indexes               int
+	alarms, dashboards    int
+	schedules             float64 // ProbeSchedules
 }
 
+// readFixed reads the fixed costs from template.yaml's defaults: every
+// DynamoDB table's ProvisionedThroughput and each of its indexes', whose
+// numbers are the minimums auto scaling keeps (a Ref names a parameter).
 func readFixed(b *testing.B) fixedCosts {
-	var root struct {
-		Parameters map[string]struct {
-			Default string `yaml:"Default"`
-		} `yaml:"Parameters"`
-		Resources map[string]struct {
-			Type string `yaml:"Type"`
-		} `yaml:"Resources"`
-	}
-	if err := yaml.Unmarshal(spaces.Template, &root); err != nil {
+	js, err := intrinsics.ProcessYAML(spaces.Template, &intrinsics.ProcessorOptions{NoProcess: true})
+	if err != nil {
 		b.Fatal(err)
 	}
-	param := func(name string) float64 {
-		v, err := strconv.ParseFloat(root.Parameters[name].Default, 64)
-		if err != nil {
-			b.Fatalf("template parameter %s: %v", name, err)
+	type throughput struct{ ReadCapacityUnits, WriteCapacityUnits any }
+	var root struct {
+		Parameters map[string]struct{ Default any }
+		Resources  map[string]struct {
+			Type       string
+			Properties struct {
+				BillingMode            string
+				ProvisionedThroughput  *throughput
+				GlobalSecondaryIndexes []struct {
+					IndexName             string
+					ProvisionedThroughput *throughput
+				}
+			}
 		}
-		return v
 	}
-	f := fixedCosts{
-		readMin:   param("TableReadMinimum") + param("ProbeIndexReadMinimum"),
-		writeMin:  param("TableWriteMinimum") + param("ProbeIndexWriteMinimum"),
-		schedules: param("ProbeSchedules"),
+	if err := json.Unmarshal(js, &root); err != nil {
+		b.Fatal(err)
 	}
-	for _, r := range root.Resources {
+	value := func(v any) float64 {
+		if ref, ok := v.(map[string]any); ok {
+			v = root.Parameters[fmt.Sprint(ref["Ref"])].Default
+		}
+		n, err := strconv.ParseFloat(fmt.Sprint(v), 64)
+		if err != nil {
+			b.Fatalf("template capacity %v: %v", v, err)
+		}
+		return n
+	}
+	param := func(name string) float64 { return value(root.Parameters[name].Default) }
+	f := fixedCosts{schedules: param("ProbeSchedules")}
+	for name, r := range root.Resources {
 		switch r.Type {
 		case "AWS::CloudWatch::Alarm":
 			f.alarms++
 		case "AWS::CloudWatch::Dashboard":
 			f.dashboards++
+		case "AWS::DynamoDB::Table":
+			if r.Properties.BillingMode != "PROVISIONED" {
+				continue
+			}
+			if r.Properties.ProvisionedThroughput == nil {
+				b.Fatalf("%s: provisioned without ProvisionedThroughput", name)
+			}
+			f.tableRead += value(r.Properties.ProvisionedThroughput.ReadCapacityUnits)
+			f.tableWrite += value(r.Properties.ProvisionedThroughput.WriteCapacityUnits)
+			for _, ix := range r.Properties.GlobalSecondaryIndexes {
+				if ix.ProvisionedThroughput == nil {
+					b.Fatalf("%s: index %s has no ProvisionedThroughput", name, ix.IndexName)
+				}
+				f.indexRead += value(ix.ProvisionedThroughput.ReadCapacityUnits)
+				f.indexWrite += value(ix.ProvisionedThroughput.WriteCapacityUnits)
+				f.indexes++
+			}
 		}
 	}
 	return f
@@ -237,11 +278,13 @@ func report(b *testing.B, dep deployed, f fixedCosts, rest measured, idle esmRun
 		idle.minutes, idle.esm.Requests["SQS ReceiveMessage"], idle.esm.EmptyReceives, idle.esm.Requests["SQS DeleteMessageBatch"], idleCost)
 	// Per stack and month, whatever the fleet (computed from the template).
 	capacity := func(units, price float64) float64 { return units * price * awscost.HoursPerMonth }
-	readMin, writeMin := capacity(f.readMin, awscost.PriceRCUHour), capacity(f.writeMin, awscost.PriceWCUHour)
-	other := float64(f.alarms)*awscost.PriceAlarmMonth + float64(f.dashboards)*awscost.PriceDashboardMonth +
+	readMin, writeMin := capacity(f.tableRead, awscost.PriceRCUHour), capacity(f.tableWrite, awscost.PriceWCUHour)
+	indexMin := capacity(f.indexRead, awscost.PriceRCUHour) + capacity(f.indexWrite, awscost.PriceWCUHour)
+	other := indexMin + float64(f.alarms)*awscost.PriceAlarmMonth + float64(f.dashboards)*awscost.PriceDashboardMonth +
 		f.schedules*minutesPerMonth*(awscost.PriceSchedulerInvoke+awscost.PriceLambdaRequest)
-	fmt.Fprintf(&sb, "fixed per stack a month (computed from template.yaml's defaults): capacity minimums %.0f RCU $%.2f, %.0f WCU $%.2f; %d alarms, %d dashboard, %.0f schedules: $%.2f\n",
-		f.readMin, readMin, f.writeMin, writeMin, f.alarms, f.dashboards, f.schedules, other)
+	fmt.Fprintf(&sb, "fixed per stack a month (computed from template.yaml's defaults): table minimums %.0f RCU $%.2f, %.0f WCU $%.2f; %d indexes' minimums %.0f RCU, %.0f WCU $%.2f; %d alarms, %d dashboard, %.0f schedules: $%.2f; idle stack $%.2f\n",
+		f.tableRead, readMin, f.tableWrite, writeMin, f.indexes, f.indexRead, f.indexWrite, indexMin, f.alarms, f.dashboards, f.schedules,
+		other-indexMin, readMin+writeMin+other+idleCost)
 	// Per 1,000 spaces a month, apart from the event source (measured at
 	// 1,000): its scheduler sends and prober invocations are replaced by
 	// those measured at each size, where messages name more spaces and

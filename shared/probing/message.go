@@ -31,7 +31,7 @@ const (
 // (7.1 spaces each, in batches of 5 messages) still left the event
 // source's receives at 0.11 a space; one message a batch of up to 50 takes
 // one receive and one delete per message (BENCHMARKS.md, "Monthly cost per
-// 1,000 spaces at 10³, 10⁴ and 10⁶").
+// 1,000 spaces").
 const MaxSpaces = 50
 
 // Message is the body of a probe message. One space: {"org_id", "id"} for
