@@ -51,10 +51,6 @@ func TestToursPastedTwice(t *testing.T) {
 		Probing:      ProbingConfig{Interval: 2 * time.Second},
 		Provisioning: ProvisioningConfig{PollInterval: time.Second, Wait: time.Second},
 	})
-	if st.Demo.Real == nil {
-		t.Fatalf("the demo has no real API server (step 12 deploys there): %s", st.Demo.RealMissing)
-	}
-
 	// The folder make run leaves behind, as the tours read it.
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, ".local"), 0o755); err != nil {
@@ -82,13 +78,13 @@ func TestToursPastedTwice(t *testing.T) {
 }
 `, mint("acme"), mint("globex"), mint("acme", "spaces:internal"))
 	const apiLine = "export API=http://127.0.0.1:8080"
-	script := func(name, blocks, summary string) string {
+	script := func(t *testing.T, name, blocks, summary string) string {
 		if !strings.Contains(blocks, apiLine) {
 			t.Fatalf("%s's tour no longer starts with %q: update this test", name, apiLine)
 		}
 		return prelude + strings.Replace(blocks, apiLine, "export API="+st.APIURL, 1) + "\n" + summary + "\n"
 	}
-	paste := func(n int, script string) string {
+	paste := func(t *testing.T, n int, script string) string {
 		cmd := exec.Command("bash", "-c", script)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "LC_ALL=C")
@@ -102,7 +98,7 @@ func TestToursPastedTwice(t *testing.T) {
 	id := `[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`
 	seen := map[string]bool{}
 	// fresh fails when a paste reports an id an earlier paste reported.
-	fresh := func(n int, line string) {
+	fresh := func(t *testing.T, n int, line string) {
 		for _, field := range strings.Fields(line)[1:] {
 			k, v, _ := strings.Cut(field, "=")
 			if !strings.HasSuffix(k, "status") && !strings.HasSuffix(k, "state") {
@@ -115,10 +111,10 @@ func TestToursPastedTwice(t *testing.T) {
 	}
 
 	t.Run("README.md", func(t *testing.T) {
-		s := script("README.md", short, `echo "SHORT account=$ACCOUNT space=$SPACE status=$STATUS"`)
+		s := script(t, "README.md", short, `echo "SHORT account=$ACCOUNT space=$SPACE status=$STATUS"`)
 		want := regexp.MustCompile(`(?m)^SHORT account=` + id + ` space=` + id + ` status=active$`)
 		for n := 1; n <= 2; n++ {
-			out := paste(n, s)
+			out := paste(t, n, s)
 			line := want.FindString(out)
 			if line == "" {
 				t.Fatalf("paste %d did not end as the tour says:\n%s", n, out)
@@ -129,16 +125,19 @@ func TestToursPastedTwice(t *testing.T) {
 			if !strings.Contains(out, "\n204\n404\n") {
 				t.Errorf("paste %d: deregistering did not answer 204, then 404:\n%s", n, out)
 			}
-			fresh(n, line)
+			fresh(t, n, line)
 		}
 	})
 
 	t.Run("docs/tour.md", func(t *testing.T) {
-		s := script("docs/tour.md", long, `echo "TOUR space=$SPACE status=$STATUS job=$JOB job_state=$(jq -r .state job.json) new=$NEW env=$ENV rev=$REV rev_state=$REVSTATE agent=$AGENT_SPACE agent_status=$AGENT_STATUS"`)
+		if st.Demo.Real == nil {
+			t.Fatalf("the demo has no real API server (step 12 deploys there): %s", st.Demo.RealMissing)
+		}
+		s := script(t, "docs/tour.md", long, `echo "TOUR space=$SPACE status=$STATUS job=$JOB job_state=$(jq -r .state job.json) new=$NEW env=$ENV rev=$REV rev_state=$REVSTATE agent=$AGENT_SPACE agent_status=$AGENT_STATUS"`)
 		want := regexp.MustCompile(`(?m)^TOUR space=` + id + ` status=active job=` + id + ` job_state=succeeded new=` + id +
 			` env=` + id + ` rev=` + id + ` rev_state=deployed agent=` + id + ` agent_status=active$`)
 		for n := 1; n <= 2; n++ {
-			out := paste(n, s)
+			out := paste(t, n, s)
 			line := want.FindString(out)
 			if line == "" {
 				t.Fatalf("paste %d did not end as the tour says:\n%s", n, out)
@@ -152,7 +151,7 @@ func TestToursPastedTwice(t *testing.T) {
 			if c := strings.Count(out, "\nready\n"); c < 2 {
 				t.Errorf("paste %d: %d accounts of the GCP/Azure block turned ready, want 2:\n%s", n, c, out)
 			}
-			fresh(n, line)
+			fresh(t, n, line)
 		}
 	})
 }
