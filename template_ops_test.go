@@ -400,7 +400,7 @@ func statements(tpl rawTemplate) map[string][]map[string]any {
 // AWSLambdaDynamoDBExecutionRole grant their actions on "*"); no statement
 // grants anything on "*" but X-Ray's trace uploads, which have no resource
 // type (no function asks STS for a web identity token as itself: AKS
-// minting goes through the Azure federation role, README "Deploying");
+// minting goes through the Azure federation role, docs/deploying.md);
 // queue, stream, log, table, bus and secret actions name this stack's
 // resources.
 func TestLeastPrivilege(t *testing.T) {
