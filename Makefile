@@ -154,7 +154,7 @@ browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 	@test -f $(AXE_DIR)/node_modules/axe-core/axe.min.js || npm install --no-audit --no-fund --silent --prefix $(AXE_DIR) axe-core@$(AXE_VERSION)
 
-## tour-tools: curl and jq, which the README's tour needs (TestReadmeTourPastedTwice pastes it)
+## tour-tools: curl and jq, which the tours of README.md and docs/tour.md need (TestToursPastedTwice pastes them)
 tour-tools:
 	@command -v curl >/dev/null && command -v jq >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl jq; }
 

@@ -174,11 +174,11 @@ func samconfig(t *testing.T) map[string]map[string][]string {
 // TestSamConfigEnvironments: samconfig.toml has a dev and a prod
 // environment, each its own stack, each naming every parameter that has
 // no default; every override is a parameter of the template with a value
-// it accepts, and the README documents it.
+// it accepts, and docs/deploying.md documents it.
 func TestSamConfigEnvironments(t *testing.T) {
 	tpl := parseRaw(t)
 	cfg := samconfig(t)
-	readme, err := os.ReadFile("README.md")
+	deploying, err := os.ReadFile("docs/deploying.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,8 +206,8 @@ func TestSamConfigEnvironments(t *testing.T) {
 				t.Errorf("%s: overrides %s, not a parameter of the template", env, name)
 				continue
 			}
-			if !strings.Contains(string(readme), "`"+name+"`") {
-				t.Errorf("%s: the README does not document %s", env, name)
+			if !strings.Contains(string(deploying), "`"+name+"`") {
+				t.Errorf("%s: docs/deploying.md does not document %s", env, name)
 			}
 			if allowed := list(p["AllowedValues"]); allowed != nil && !slices.ContainsFunc(allowed, func(a any) bool { return fmt.Sprint(a) == value }) {
 				t.Errorf("%s: %s=%s is not one of %v", env, name, value, allowed)

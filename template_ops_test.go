@@ -194,16 +194,16 @@ func TestAlarmsReachSomeone(t *testing.T) {
 	if d, ok := tpl.Parameters["AlarmEmail"]["Default"]; !ok || d != "" {
 		t.Errorf("AlarmEmail default = %v, want empty (optional)", d)
 	}
-	readme, err := os.ReadFile("README.md")
+	operating, err := os.ReadFile("docs/operating.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	watched := map[string]bool{}
 	for _, id := range tpl.ofType("AWS::CloudWatch::Alarm") {
 		p := tpl.Resources[id].Properties
-		// README's Operating Spaces says what each alarm means and what to do.
-		if !strings.Contains(string(readme), "`"+id+"`") {
-			t.Errorf("%s: README.md does not explain it", id)
+		// docs/operating.md says what each alarm means and what to do.
+		if !strings.Contains(string(operating), "`"+id+"`") {
+			t.Errorf("%s: docs/operating.md does not explain it", id)
 		}
 		for _, key := range []string{"AlarmActions", "OKActions"} {
 			acts := list(p[key])
@@ -435,7 +435,7 @@ func statements(tpl rawTemplate) map[string][]map[string]any {
 // AWSLambdaDynamoDBExecutionRole grant their actions on "*"); no statement
 // grants anything on "*" but X-Ray's trace uploads, which have no resource
 // type (no function asks STS for a web identity token as itself: AKS
-// minting goes through the Azure federation role, README "Deploying");
+// minting goes through the Azure federation role, docs/deploying.md);
 // queue, stream, log, table, bus and secret actions name this stack's
 // resources.
 func TestLeastPrivilege(t *testing.T) {

@@ -3,7 +3,7 @@
 // namespaces and revisions) on its own function URL, not the catalog's
 // HTTP API (a function URL has no request charge of its own), with no
 // JWT: the agent's own secret is checked here. A function of its own so that these
-// unauthenticated routes hold only its reserved concurrency (README,
+// unauthenticated routes hold only its reserved concurrency (docs/operating.md,
 // "Concurrency"). It links neither client-go nor a cloud SDK.
 //
 // It is also the agents' presence channel over AWS IoT Core: the custom

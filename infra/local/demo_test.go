@@ -25,7 +25,7 @@ func startDemoStack(t *testing.T) *Stack {
 	return st
 }
 
-// The README tour, over real HTTP against the demo: connect an account per
+// The tour (docs/tour.md), over real HTTP against the demo: connect an account per
 // cloud with the demo identity, pick a cluster, register it, watch it turn
 // active with the cluster's version, list and create namespaces, and see the
 // transition in the status history.

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// TestRegistryTour walks the README tour over real HTTP: register one space
+// TestRegistryTour walks the tour (docs/tour.md) over real HTTP: register one space
 // per provider, list, get, filter, pick, patch the status with its ETag,
 // deregister, and register the same cluster again.
 func TestRegistryTour(t *testing.T) {

@@ -45,7 +45,7 @@ const (
 )
 
 // AllowCreation plays the customer who lets the connected identities
-// create clusters (the README's creation permissions) and has the networks
+// create clusters (docs/trust.md, "Creating clusters") and has the networks
 // above.
 func AllowCreation(sc *simcloud.Cloud) { creator.Allow(sc) }
 

@@ -18,7 +18,7 @@ import (
 
 // TestPublishJob: a succeeded and a failed job each publish one event of
 // their detail-type (source spaces) on the emulated bus, with the detail
-// README documents (its sample decodes to the same keys); a canceled job
+// docs/provisioning.md documents (its sample decodes to the same keys); a canceled job
 // publishes nothing.
 func TestPublishJob(t *testing.T) {
 	env := emulatortest.Start(t)
@@ -58,14 +58,14 @@ func TestPublishJob(t *testing.T) {
 		failed["failure"].(map[string]any)["reason"] != "CloudRefused" || failed["cluster_name"] != "prod-eu" {
 		t.Fatalf("details %v", details)
 	}
-	// README's sample is this very event.
-	readme, err := os.ReadFile("../../README.md")
+	// docs/provisioning.md's sample is this very event.
+	doc, err := os.ReadFile("../../docs/provisioning.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile("(?s)```json\n(\\{\"source\": \"spaces\", \"detail-type\": \"Provisioning Job Failed\".*?)\n```").FindSubmatch(readme)
+	m := regexp.MustCompile("(?s)```json\n(\\{\"source\": \"spaces\", \"detail-type\": \"Provisioning Job Failed\".*?)\n```").FindSubmatch(doc)
 	if m == nil {
-		t.Fatal("README has no Provisioning Job Failed sample")
+		t.Fatal("docs/provisioning.md has no Provisioning Job Failed sample")
 	}
 	var sample struct {
 		Detail map[string]any `json:"detail"`
@@ -74,6 +74,6 @@ func TestPublishJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(sample.Detail, failed) {
-		t.Errorf("README's sample detail\n%v\nis not what is published\n%v", sample.Detail, failed)
+		t.Errorf("docs/provisioning.md's sample detail\n%v\nis not what is published\n%v", sample.Detail, failed)
 	}
 }

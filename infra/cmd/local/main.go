@@ -204,7 +204,7 @@ Stop with Ctrl-C.
 			"on the real kube-apiserver: they take revisions.\n", cfg.Demo.CreateDelay)
 		b.WriteString("Agent mode: register demo-eks-apps with \"connectivity\":\"agent\" and POST the answer to\n" +
 			"$SIMCLOUD/console/install-agent: the demo installs the agent on the real kube-apiserver and runs it\n" +
-			"in this process (README, \"A private cluster, through the agent\").\n")
+			"in this process (docs/tour.md, \"A private cluster, through the agent\").\n")
 	} else {
 		fmt.Fprintf(&b, "\nNo demo cluster takes revisions: %s.\n"+
 			"Clusters the simulated cloud creates are light too. Build the real API server once, then restart.\n", st.Demo.RealMissing)
@@ -216,7 +216,7 @@ account's setup), is at %[3]s (CA in %[4]s):
 
   export SIMCLOUD=%[3]s
 
-Try (README.md, "A five-minute tour", walks through all of it):
+Try (docs/tour.md walks through all of it; README.md has a five-minute tour):
 
   # connect the demo AWS account: pending, with the external id Spaces
   # generated and the trust policy for the role
@@ -236,7 +236,7 @@ Try (README.md, "A five-minute tour", walks through all of it):
   # register one (POST /spaces with a config from the list), then watch it
   curl -s $API/spaces -H "Authorization: Bearer $TOKEN" | jq '.items[] | {id, name, status}'
 
-  # or provision a new cluster and watch the job (README, "Provision a new cluster")
+  # or provision a new cluster and watch the job (docs/tour.md, "Provision a new cluster")
   curl -s -X POST $API/provisioning-jobs -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d '{"provider":"aws","cloud_account_id":"'$ACCOUNT'","config":{"clusterName":"tour-eks","region":"%[2]s"},"spec":{"kubernetes_version":"1.31","node_pool":{"machine_type":"m5.large","min_nodes":1,"max_nodes":3,"desired_nodes":2},"network":{"subnet_ids":["%[5]s","%[6]s"],"security_group_ids":["%[7]s"]}}}' | jq '{id, state}'
   curl -s $API/provisioning-jobs -H "Authorization: Bearer $TOKEN" | jq '.items[] | {id, state, space_id, failure}'
 

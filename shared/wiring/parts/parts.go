@@ -99,8 +99,8 @@ func (q ProvisioningQueue) Postpone(ctx context.Context, receiptHandle string, d
 	return q.Q.Postpone(ctx, receiptHandle, d)
 }
 
-// Clouds name the federation the deployed functions use (README,
-// "Deploying"). They are read here, apart from the minter (wiring/clouds),
+// Clouds name the federation the deployed functions use
+// (docs/deploying.md). They are read here, apart from the minter (wiring/clouds),
 // so that the catalog API can show each account's trust setup without
 // linking a cloud SDK.
 type Clouds struct {
