@@ -111,6 +111,9 @@ func TestItemShapes(t *testing.T) {
 	must(t, "RecordPresence", err)
 	must(t, "WantNamespaces", st.WantNamespaces(ctx, shapeOrg, shapeSpace, at))
 	must(t, "RequestNamespace", st.RequestNamespace(ctx, shapeOrg, shapeSpace, space.NamespaceCreate{Name: shapeNS, Labels: map[string]string{shapetest.Key: "x"}}))
+	// "other" is asked for too, so that the report below answers a pending
+	// create while shapeNS stays pending in the item.
+	must(t, "RequestNamespace (other)", st.RequestNamespace(ctx, shapeOrg, shapeSpace, space.NamespaceCreate{Name: "other"}))
 	must(t, "HandRevision", st.HandRevision(ctx, rev))
 	must(t, "PutBootstrap (a reinstall)", st.PutBootstrap(ctx, up.After, "bootstrap2", later))
 	must(t, "ReportNamespaces", st.ReportNamespaces(ctx, shapeSpace, "credential2", space.NamespacesReport{
