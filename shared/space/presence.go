@@ -147,6 +147,14 @@ func (p Presence) lastAlive() time.Time {
 	return p.At
 }
 
+// Disconnecter ends a space's agent MQTT connection at once
+// (shared/agentwake: IoT Core's DeleteConnection), so a deregistered
+// space's connection does not live until the next policy refresh
+// (PresenceRefresh).
+type Disconnecter interface {
+	Disconnect(ctx context.Context, spaceID string) error
+}
+
 // PresenceConfig is the stack's presence channel, told to agents in their
 // credential answer. Endpoint "" turns it off: agents renew over HTTP.
 type PresenceConfig struct {
