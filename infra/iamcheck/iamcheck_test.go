@@ -193,8 +193,8 @@ func TestRecorder(t *testing.T) {
 
 // TestIoTDataCalls: the data plane's Publish and DeleteConnection, made in
 // a function's context, are recorded as iot:Publish on the topic and
-// iot:DeleteConnection on the client; a request outside any function's
-// context is not recorded.
+// iot:DeleteConnection on the client, a space id in either as
+// SpaceIDMark; a request outside any function's context is not recorded.
 func TestIoTDataCalls(t *testing.T) {
 	r := iamcheck.NewRecorder()
 	rt := r.IoTData(roundTrip(func(*http.Request) (*http.Response, error) {
@@ -204,6 +204,7 @@ func TestIoTDataCalls(t *testing.T) {
 	for _, req := range []struct{ method, path string }{
 		{http.MethodPost, "/topics/spaces%2Fspaces_a%2Fwake?qos=1"},
 		{http.MethodDelete, "/connections/spaces_a?cleanSession=true"},
+		{http.MethodDelete, "/connections/spaces_62d9de27-02db-404d-8964-a4b558e0f8ec"},
 	} {
 		q, err := http.NewRequestWithContext(ctx, req.method, "https://iot.example"+req.path, nil)
 		if err != nil {
@@ -220,6 +221,7 @@ func TestIoTDataCalls(t *testing.T) {
 	got := r.Calls()
 	want := []iamcheck.Call{
 		{Function: "CascadeFunction", Action: "iot:DeleteConnection", Resource: "arn:aws:iot:us-east-1:000000000000:client/spaces_a"},
+		{Function: "CascadeFunction", Action: "iot:DeleteConnection", Resource: "arn:aws:iot:us-east-1:000000000000:client/spaces_" + iamcheck.SpaceIDMark},
 		{Function: "CascadeFunction", Action: "iot:Publish", Resource: "arn:aws:iot:us-east-1:000000000000:topic/spaces/spaces_a/wake"},
 	}
 	if !slices.Equal(got, want) {

@@ -65,6 +65,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -161,7 +162,9 @@ func (r *Recorder) APIOption(l Local) func(*middleware.Stack) error {
 // context: Publish (POST /topics/<topic>) as iot:Publish on the topic,
 // DeleteConnection (DELETE /connections/<client id>) as iot:DeleteConnection
 // on the client. Any other request is recorded as iot:Publish with no
-// resource, which Denied reports as not modelled.
+// resource, which Denied reports as not modelled. A space id in the topic
+// or client id is recorded as SpaceIDMark: each test's spaces are new, and
+// the record names each call once.
 func (r *Recorder) IoTData(next http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
 		if fn := lambdarules.FunctionOf(req.Context()); fn != "" {
@@ -169,12 +172,12 @@ func (r *Recorder) IoTData(next http.RoundTripper) http.RoundTripper {
 			path := req.URL.EscapedPath()
 			if topic, ok := strings.CutPrefix(path, "/topics/"); ok && req.Method == http.MethodPost {
 				if t, err := url.PathUnescape(topic); err == nil {
-					q.resource = arn("iot", "topic/"+t)
+					q.resource = arn("iot", "topic/"+spaceIDs.ReplaceAllString(t, SpaceIDMark))
 				}
 			} else if client, ok := strings.CutPrefix(path, "/connections/"); ok && req.Method == http.MethodDelete {
 				q.action = "iot:DeleteConnection"
 				if c, err := url.PathUnescape(client); err == nil {
-					q.resource = arn("iot", "client/"+c)
+					q.resource = arn("iot", "client/"+spaceIDs.ReplaceAllString(c, SpaceIDMark))
 				}
 			}
 			r.add(fn, []request{q})
@@ -182,6 +185,11 @@ func (r *Recorder) IoTData(next http.RoundTripper) http.RoundTripper {
 		return next.RoundTrip(req)
 	})
 }
+
+// SpaceIDMark stands for the space id in an IoT resource's name.
+const SpaceIDMark = "{space_id}"
+
+var spaceIDs = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
 type roundTripper func(*http.Request) (*http.Response, error)
 
