@@ -190,3 +190,45 @@ func TestRecorder(t *testing.T) {
 		t.Errorf("recorded %v, want %v", got, want)
 	}
 }
+
+// TestIoTDataCalls: the data plane's Publish and DeleteConnection, made in
+// a function's context, are recorded as iot:Publish on the topic and
+// iot:DeleteConnection on the client, a space id in either as
+// SpaceIDMark; a request outside any function's context is not recorded.
+func TestIoTDataCalls(t *testing.T) {
+	r := iamcheck.NewRecorder()
+	rt := r.IoTData(roundTrip(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	}))
+	ctx := lambdarules.WithFunction(t.Context(), "CascadeFunction")
+	for _, req := range []struct{ method, path string }{
+		{http.MethodPost, "/topics/spaces%2Fspaces_a%2Fwake?qos=1"},
+		{http.MethodDelete, "/connections/spaces_a?cleanSession=true"},
+		{http.MethodDelete, "/connections/spaces_62d9de27-02db-404d-8964-a4b558e0f8ec"},
+	} {
+		q, err := http.NewRequestWithContext(ctx, req.method, "https://iot.example"+req.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rt.RoundTrip(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q, _ := http.NewRequestWithContext(t.Context(), http.MethodDelete, "https://iot.example/connections/spaces_b", nil)
+	if _, err := rt.RoundTrip(q); err != nil {
+		t.Fatal(err)
+	}
+	got := r.Calls()
+	want := []iamcheck.Call{
+		{Function: "CascadeFunction", Action: "iot:DeleteConnection", Resource: "arn:aws:iot:us-east-1:000000000000:client/spaces_a"},
+		{Function: "CascadeFunction", Action: "iot:DeleteConnection", Resource: "arn:aws:iot:us-east-1:000000000000:client/spaces_" + iamcheck.SpaceIDMark},
+		{Function: "CascadeFunction", Action: "iot:Publish", Resource: "arn:aws:iot:us-east-1:000000000000:topic/spaces/spaces_a/wake"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("recorded %v, want %v", got, want)
+	}
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -65,6 +65,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -157,15 +158,26 @@ func (r *Recorder) APIOption(l Local) func(*middleware.Stack) error {
 }
 
 // IoTData wraps next, the transport of IoT Core's data plane
-// (shared/agentwake), recording each Publish (POST /topics/<topic>) made
-// within a function's context as iot:Publish on the topic.
+// (shared/agentwake), recording each request made within a function's
+// context: Publish (POST /topics/<topic>) as iot:Publish on the topic,
+// DeleteConnection (DELETE /connections/<client id>) as iot:DeleteConnection
+// on the client. Any other request is recorded as iot:Publish with no
+// resource, which Denied reports as not modelled. A space id in the topic
+// or client id is recorded as SpaceIDMark: each test's spaces are new, and
+// the record names each call once.
 func (r *Recorder) IoTData(next http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
 		if fn := lambdarules.FunctionOf(req.Context()); fn != "" {
 			q := request{action: "iot:Publish"}
-			if topic, ok := strings.CutPrefix(req.URL.EscapedPath(), "/topics/"); ok && req.Method == http.MethodPost {
+			path := req.URL.EscapedPath()
+			if topic, ok := strings.CutPrefix(path, "/topics/"); ok && req.Method == http.MethodPost {
 				if t, err := url.PathUnescape(topic); err == nil {
-					q.resource = arn("iot", "topic/"+t)
+					q.resource = arn("iot", "topic/"+spaceIDs.ReplaceAllString(t, SpaceIDMark))
+				}
+			} else if client, ok := strings.CutPrefix(path, "/connections/"); ok && req.Method == http.MethodDelete {
+				q.action = "iot:DeleteConnection"
+				if c, err := url.PathUnescape(client); err == nil {
+					q.resource = arn("iot", "client/"+spaceIDs.ReplaceAllString(c, SpaceIDMark))
 				}
 			}
 			r.add(fn, []request{q})
@@ -173,6 +185,11 @@ func (r *Recorder) IoTData(next http.RoundTripper) http.RoundTripper {
 		return next.RoundTrip(req)
 	})
 }
+
+// SpaceIDMark stands for the space id in an IoT resource's name.
+const SpaceIDMark = "{space_id}"
+
+var spaceIDs = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
 type roundTripper func(*http.Request) (*http.Response, error)
 

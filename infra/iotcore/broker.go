@@ -56,6 +56,7 @@ const (
 	ReasonClientError      = "CLIENT_ERROR"
 	ReasonServerInitiated  = "SERVER_INITIATED_DISCONNECT"
 	ReasonCustomAuthTTL    = "CUSTOMAUTH_TTL_EXPIRATION"
+	ReasonAPIInitiated     = "API_INITIATED_DISCONNECT" // "disconnected using the DeleteConnection API"
 )
 
 // Limits of the message broker

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -739,4 +742,83 @@ func TestRefreshUsesTheOriginalPassword(t *testing.T) {
 	if _, err := f.dial(t, "spaces-orig", "new", 1200*time.Second); err != nil {
 		t.Fatalf("reconnect with the new password: %v", err)
 	}
+}
+
+// deleteConnection sends the data plane's DeleteConnection: DELETE
+// /connections/{clientId} with the client id escaped as a path label.
+func (f *fixture) deleteConnection(t *testing.T, clientID, query string) (int, string) {
+	t.Helper()
+	u := f.b.DataURL() + "/connections/" + url.PathEscape(clientID)
+	if query != "" {
+		u += "?" + query
+	}
+	req, err := http.NewRequest(http.MethodDelete, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: f.client}, Timeout: 5 * time.Second}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("X-Amzn-Errortype") + " " + string(b)
+}
+
+// DeleteConnection closes a client's connection at once, with no clock
+// advanced (no keep-alive, TTL or refresh due): an MQTT 5 client first gets
+// a DISCONNECT (administrative action), and the disconnected event carries
+// API_INITIATED_DISCONNECT and the connection's principal. A client id with
+// no connection is ResourceNotFoundException; a malformed request is
+// InvalidRequestException.
+func TestDeleteConnection(t *testing.T) {
+	f := start(t)
+	conn, code := f.rawConnectV(t, "spaces-del5", 5)
+	defer conn.Close()
+	if code != 0 {
+		t.Fatalf("CONNACK reason %#x", code)
+	}
+	connected := f.next(t)
+	if status, body := f.deleteConnection(t, "spaces-del5", "cleanSession=true"); status != http.StatusOK {
+		t.Fatalf("DeleteConnection: %d %s", status, body)
+	}
+	if p := readPacket(t, conn); p[0]>>4 != packets.Disconnect || len(p) < 3 || p[2] != packets.ErrAdministrativeAction.Code {
+		t.Fatalf("packet %x, want DISCONNECT with reason %#x", p, packets.ErrAdministrativeAction.Code)
+	}
+	ev := f.next(t)
+	if ev.EventType != "disconnected" || ev.DisconnectReason != ReasonAPIInitiated ||
+		ev.ClientInitiatedDisconnect == nil || *ev.ClientInitiatedDisconnect ||
+		ev.PrincipalIdentifier != "agent1" || version(ev) != version(connected) {
+		t.Fatalf("event %+v, want disconnected %s of principal agent1 at version %d", ev, ReasonAPIInitiated, version(connected))
+	}
+	if status, body := f.deleteConnection(t, "spaces-del5", ""); status != http.StatusNotFound || !strings.HasPrefix(body, "ResourceNotFoundException") {
+		t.Errorf("a second DeleteConnection: %d %s, want 404 ResourceNotFoundException", status, body)
+	}
+
+	// MQTT 3.1.1 has no server DISCONNECT: the connection is just closed.
+	c := f.mustDial(t, "spaces-del4")
+	f.next(t)
+	if status, body := f.deleteConnection(t, "spaces-del4", "preventWillMessage=false"); status != http.StatusOK {
+		t.Fatalf("DeleteConnection: %d %s", status, body)
+	}
+	if ev := f.next(t); ev.EventType != "disconnected" || ev.ClientID != "spaces-del4" || ev.DisconnectReason != ReasonAPIInitiated {
+		t.Fatalf("event %+v, want disconnected %s", ev, ReasonAPIInitiated)
+	}
+	waitFor(t, "the 3.1.1 client to see its connection closed", func() bool { return !c.IsConnectionOpen() })
+
+	for _, bad := range []struct{ client, query string }{
+		{"$aws", ""},
+		{strings.Repeat("x", MaxClientIDBytes+1), ""},
+		{"spaces-del4", "cleanSession=maybe"},
+		{"spaces-del4", "preventWillMessage=2"},
+	} {
+		if status, body := f.deleteConnection(t, bad.client, bad.query); status != http.StatusBadRequest || !strings.HasPrefix(body, "InvalidRequestException") {
+			t.Errorf("DeleteConnection %.20q?%s: %d %s, want 400 InvalidRequestException", bad.client, bad.query, status, body)
+		}
+	}
+	if status, _ := f.deleteConnection(t, "spaces-never", ""); status != http.StatusNotFound {
+		t.Errorf("a client never connected: %d, want 404", status)
+	}
+	f.quiet(t)
 }

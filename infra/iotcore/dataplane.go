@@ -9,14 +9,20 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mochi-mqtt/server/v2/packets"
 )
 
 // dataPlane serves IoT Core's HTTPS Publish
 // (https://docs.aws.amazon.com/iot/latest/apireference/API_iotdata_Publish.html):
-// POST /topics/{topic}?qos=0|1[&retain=true] with the payload as body. The
-// request's SigV4 signature is not verified, as in the emulator.
+// POST /topics/{topic}?qos=0|1[&retain=true] with the payload as body; and
+// DeleteConnection
+// (https://docs.aws.amazon.com/iot/latest/apireference/API_iotdata_DeleteConnection.html):
+// DELETE /connections/{clientId}. The requests' SigV4 signatures are not
+// verified, as in the emulator.
 type dataPlane struct {
 	ln  net.Listener
 	srv *http.Server
@@ -29,6 +35,7 @@ func startDataPlane(b *Broker, tlsCfg *tls.Config) (*dataPlane, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /topics/", b.publishHTTP)
+	mux.HandleFunc("DELETE /connections/", b.deleteConnectionHTTP)
 	d := &dataPlane{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
 	go func() { _ = d.srv.Serve(ln) }()
 	return d, nil
@@ -80,6 +87,46 @@ func (b *Broker) publishHTTP(w http.ResponseWriter, r *http.Request) {
 		dataError(w, http.StatusInternalServerError, "InternalFailureException", err.Error())
 		return
 	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// deleteConnectionHTTP disconnects a connected client at once: the broker
+// sends an MQTT 5 client a DISCONNECT ("The message broker sends a
+// DISCONNECT packet to the device",
+// https://docs.aws.amazon.com/iot/latest/developerguide/mqtt.html) and
+// closes the connection, whose disconnected lifecycle event carries
+// disconnectReason API_INITIATED_DISCONNECT (life-cycle-events.html). The
+// client id is 1-128 characters and does not start with '$'; one with no
+// connection is ResourceNotFoundException (404). cleanSession and
+// preventWillMessage must be booleans when given and change nothing else:
+// mochi publishes the closed client's will, as IoT Core does by default,
+// and keeps or drops its session as on any disconnect.
+func (b *Broker) deleteConnectionHTTP(w http.ResponseWriter, r *http.Request) {
+	id, err := url.PathUnescape(strings.TrimPrefix(r.URL.EscapedPath(), "/connections/"))
+	if err != nil || id == "" || len(id) > MaxClientIDBytes || strings.HasPrefix(id, "$") {
+		dataError(w, http.StatusBadRequest, "InvalidRequestException", "the client id is not valid")
+		return
+	}
+	for _, param := range []string{"cleanSession", "preventWillMessage"} {
+		if v := r.URL.Query().Get(param); v != "" {
+			if _, err := strconv.ParseBool(v); err != nil {
+				dataError(w, http.StatusBadRequest, "InvalidRequestException", param+" must be true or false")
+				return
+			}
+		}
+	}
+	b.mu.Lock()
+	c := b.live[id]
+	if c != nil && c.reason != "" {
+		c = nil // already being closed
+	}
+	b.mu.Unlock()
+	if c == nil {
+		dataError(w, http.StatusNotFound, "ResourceNotFoundException", "no connection of client "+id)
+		return
+	}
+	b.log.Debug("disconnecting", "client", id, "reason", ReasonAPIInitiated)
+	b.kick(c, ReasonAPIInitiated, packets.ErrAdministrativeAction)
 	w.WriteHeader(http.StatusOK)
 }
 

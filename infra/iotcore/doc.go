@@ -20,7 +20,7 @@
 //   - topic rules of the form SELECT * FROM '<filter>' [WHERE <condition>
 //     [AND <condition>]...] with startswith(<attribute>, '<literal>'), = and
 //     <> on string attributes, whose action is a Go function;
-//   - the data plane's POST /topics/{topic}?qos=N;
+//   - the data plane's POST /topics/{topic}?qos=N and DELETE /connections/{clientId};
 //   - the message broker's size limits, and metering as IoT Core bills it
 //     (Usage).
 //

@@ -13,6 +13,9 @@
 //   - an agent space's agent is woken (Agents, best effort): its next
 //     renewal is refused and it stops, instead of at its next fallback
 //     renewal (the presence channel, space.PresenceFallback);
+//   - an agent space's MQTT connection is ended at once (Connections, IoT
+//     Core's DeleteConnection, best effort), instead of at its next policy
+//     refresh (space.PresenceRefresh), whose authorizer call refuses it;
 //   - the marker CASCADE#<space> is written, only if absent.
 //
 // Idempotency: a record whose marker exists changes nothing and publishes
@@ -74,6 +77,9 @@ type Cascade struct {
 	Log     *slog.Logger
 	// Agents wakes agent spaces' agents (nil: none are woken).
 	Agents space.Waker
+	// Connections ends agent spaces' MQTT connections (nil: none are
+	// ended; each lives until its next policy refresh).
+	Connections space.Disconnecter
 }
 
 // Result is what one cascade did.
@@ -145,6 +151,11 @@ func (c *Cascade) Run(ctx context.Context, d space.Deregistered) (Result, error)
 	if d.Connectivity == space.ViaAgent && c.Agents != nil {
 		if err := c.Agents.Wake(ctx, d.SpaceID); err != nil {
 			c.Log.WarnContext(ctx, "cannot wake the deregistered space's agent; it stops at its next renewal", "error", err.Error())
+		}
+	}
+	if d.Connectivity == space.ViaAgent && c.Connections != nil {
+		if err := c.Connections.Disconnect(ctx, d.SpaceID); err != nil {
+			c.Log.WarnContext(ctx, "cannot end the deregistered space's agent connection; it ends at its next policy refresh", "error", err.Error())
 		}
 	}
 	if _, err := c.Store.MarkCascaded(ctx, d.OrgID, d.SpaceID, now); err != nil {

@@ -227,16 +227,35 @@ func (w *waker) Wake(_ context.Context, spaceID string) error {
 	return nil
 }
 
+// disconnecter records the spaces whose agents' connections were ended,
+// and fails while failing is set.
+type disconnecter struct {
+	mu      sync.Mutex
+	failing bool
+	ended   []string
+}
+
+func (d *disconnecter) Disconnect(_ context.Context, spaceID string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.failing {
+		return errors.New("IoT Core is down")
+	}
+	d.ended = append(d.ended, spaceID)
+	return nil
+}
+
 // TestAgentIsWoken: an agent space's deregistration wakes its agent (so
-// that its next renewal is refused now); a direct space's wakes nobody; a
-// wake that fails does not fail the cascade, which still marks itself.
+// that its next renewal is refused now) and ends its MQTT connection; a
+// direct space's touches nobody; a wake or disconnect that fails does not
+// fail the cascade, which still marks itself.
 func TestAgentIsWoken(t *testing.T) {
 	w := newWorld(t)
 	ctx := t.Context()
 	agentSpace, _, _ := w.deregistered(t, "agent-cluster", 0, 0)
 	direct, _, _ := w.deregistered(t, "direct-cluster", 0, 0)
-	wk := &waker{}
-	c := cascade.New(cascade.Cascade{Store: w.store, Events: &publisher{}, Agents: wk})
+	wk, dc := &waker{}, &disconnecter{}
+	c := cascade.New(cascade.Cascade{Store: w.store, Events: &publisher{}, Agents: wk, Connections: dc})
 	if _, err := c.Run(ctx, space.Deregistered{OrgID: "acme", SpaceID: agentSpace.ID, Connectivity: space.ViaAgent}); err != nil {
 		t.Fatal(err)
 	}
@@ -246,13 +265,16 @@ func TestAgentIsWoken(t *testing.T) {
 	if len(wk.woken) != 1 || wk.woken[0] != agentSpace.ID {
 		t.Errorf("woken %v, want only %s", wk.woken, agentSpace.ID)
 	}
+	if len(dc.ended) != 1 || dc.ended[0] != agentSpace.ID {
+		t.Errorf("connections ended %v, want only %s's", dc.ended, agentSpace.ID)
+	}
 	failing, _, _ := w.deregistered(t, "agent-unwoken", 0, 0)
-	wk.failing = true
+	wk.failing, dc.failing = true, true
 	if _, err := c.Run(ctx, space.Deregistered{OrgID: "acme", SpaceID: failing.ID, Connectivity: space.ViaAgent}); err != nil {
-		t.Fatalf("a failed wake failed the cascade: %v", err)
+		t.Fatalf("a failed wake and disconnect failed the cascade: %v", err)
 	}
 	if done, err := w.store.Cascaded(ctx, "acme", failing.ID); err != nil || !done {
-		t.Errorf("cascade not marked after a failed wake: %v %v", done, err)
+		t.Errorf("cascade not marked after a failed wake and disconnect: %v %v", done, err)
 	}
 }
 

@@ -479,7 +479,7 @@ func measureAgentCost(b *testing.B, presence bool) {
 // lifecycle event as AgentPresenceQueue delivers it, timed into fn.
 func presenceEvent(b *testing.B, h *agentfn.Handlers, fn *awscost.Lambda, billed func(time.Duration) float64, clientID, typ string, version int64, at time.Time) {
 	body, _ := json.Marshal(map[string]any{"clientId": clientID, "timestamp": at.UnixMilli(), "eventType": typ,
-		"sessionIdentifier": uuid.NewString(), "principalIdentifier": "bench", "versionNumber": version,
+		"sessionIdentifier": uuid.NewString(), "principalIdentifier": space.PrincipalOf(clientID[len(clientID)-36:]), "versionNumber": version,
 		"clientInitiatedDisconnect": false, "disconnectReason": "AUTH_ERROR"})
 	start := time.Now()
 	out, err := h.Presence(context.Background(), lambdaevents.SQSEvent{Records: []lambdaevents.SQSMessage{{MessageId: uuid.NewString(), Body: string(body)}}})

@@ -69,6 +69,24 @@ func SpaceOfClient(prefix, clientID string) (string, bool) {
 	return id, true
 }
 
+// PrincipalOf is the principalId the authorizer gives a space's agent
+// connection: the space id without dashes (IoT wants 1-128 alphanumerics,
+// https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth-lambda.html).
+func PrincipalOf(spaceID string) string { return strings.ReplaceAll(spaceID, "-", "") }
+
+// PrincipalMatches reports whether a lifecycle event's principalIdentifier
+// is the principal Authorize gives spaceID's connection: only such an event
+// is about a connection the authorizer accepted for that space, whatever
+// its client id says. The lifecycle page defines principalIdentifier as
+// "the credential used to authenticate" and spells it out only for
+// certificates and IAM
+// (https://docs.aws.amazon.com/iot/latest/developerguide/life-cycle-events.html);
+// for a custom-authorizer connection it is taken to be the authorizer's
+// principalId, as infra/iotcore publishes it.
+func PrincipalMatches(spaceID, principalIdentifier string) bool {
+	return spaceID != "" && principalIdentifier == PrincipalOf(spaceID)
+}
+
 // WakeTopic is the topic Spaces publishes on when work waits for the
 // agent (the agent then renews its lease at once).
 func WakeTopic(prefix, spaceID string) string {
@@ -127,6 +145,14 @@ func (p Presence) lastAlive() time.Time {
 		return p.At.Add(-PresenceKeepAlive * 3 / 2)
 	}
 	return p.At
+}
+
+// Disconnecter ends a space's agent MQTT connection at once
+// (shared/agentwake: IoT Core's DeleteConnection), so a deregistered
+// space's connection does not live until the next policy refresh
+// (PresenceRefresh).
+type Disconnecter interface {
+	Disconnect(ctx context.Context, spaceID string) error
 }
 
 // PresenceConfig is the stack's presence channel, told to agents in their
@@ -198,7 +224,7 @@ func (a *Agents) Authorize(ctx context.Context, clientID, username string, passw
 		return AuthorizeResult{}, ErrAgentAuth(errors.New("the credential expires within 300 s"))
 	}
 	left = min(left, maxAuthorizedSeconds)
-	return AuthorizeResult{SpaceID: t.SpaceID, PrincipalID: strings.ReplaceAll(t.SpaceID, "-", ""),
+	return AuthorizeResult{SpaceID: t.SpaceID, PrincipalID: PrincipalOf(t.SpaceID),
 		ClientID: clientID, WakeTopic: WakeTopic(prefix, t.SpaceID),
 		DisconnectAfterSeconds: left, RefreshAfterSeconds: min(left, int(PresenceRefresh/time.Second))}, nil
 }

@@ -37,6 +37,34 @@ func TestPresenceNames(t *testing.T) {
 	}
 }
 
+// TestPrincipalMatches: a lifecycle event counts for a space only with
+// the principal its authorizer answer carries, the id without dashes.
+func TestPrincipalMatches(t *testing.T) {
+	const other = "22222222-2222-4222-8222-222222222222"
+	principal := "11111111111141118111111111111111"
+	if p := PrincipalOf(presenceSpace); p != principal {
+		t.Fatalf("PrincipalOf = %q, want %q", p, principal)
+	}
+	for _, c := range []struct {
+		space, principal string
+		ok               bool
+	}{
+		{presenceSpace, principal, true},
+		{presenceSpace, PrincipalOf(other), false},             // another space's connection
+		{presenceSpace, presenceSpace, false},                  // the id with its dashes
+		{presenceSpace, "", false},                             // none
+		{presenceSpace, principal + "1", false},                // longer
+		{presenceSpace, "123456789012:" + principal, false},    // not bare
+		{presenceSpace, "AROAEXAMPLE:" + presenceSpace, false}, // an IAM principal
+		{"", "", false}, // no space
+		{"aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee", "AAAAAAAABBBB4CCC8DDDEEEEEEEEEEEE", false}, // case matters
+	} {
+		if ok := PrincipalMatches(c.space, c.principal); ok != c.ok {
+			t.Errorf("PrincipalMatches(%q, %q) = %v, want %v", c.space, c.principal, ok, c.ok)
+		}
+	}
+}
+
 func TestPresenceNewer(t *testing.T) {
 	con := func(v int64) *Presence { return &Presence{Connected: true, Version: v, At: t0} }
 	dis := func(v int64) *Presence { return &Presence{Version: v, At: t0, Reason: "CONNECTION_LOST"} }

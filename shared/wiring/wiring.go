@@ -131,7 +131,8 @@ func ReadCascade(env *config.Env) CascadeSettings {
 
 // Cascade builds the cascade.
 func Cascade(a parts.AWS, s CascadeSettings, log *slog.Logger) *cascade.Cascade {
-	return cascade.New(cascade.Cascade{Store: a.Store(s.Table), Events: publisher(a, s.EventBus), Log: log, Agents: a.Waker(s.Wakes)})
+	return cascade.New(cascade.Cascade{Store: a.Store(s.Table), Events: publisher(a, s.EventBus), Log: log,
+		Agents: a.Waker(s.Wakes), Connections: a.Connections(s.Wakes)})
 }
 
 // ClaimerSettings configure the revision claims.

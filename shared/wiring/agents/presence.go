@@ -70,17 +70,20 @@ func AgentPolicy(clientID, wakeTopic string) *events.IAMPolicyDocument {
 // AgentPresenceRule's SELECT * passes it on
 // (https://docs.aws.amazon.com/iot/latest/developerguide/life-cycle-events.html).
 type lifecycleEvent struct {
-	ClientID         string `json:"clientId"`
-	Timestamp        *int64 `json:"timestamp"` // epoch milliseconds
-	EventType        string `json:"eventType"`
-	VersionNumber    *int64 `json:"versionNumber"`
-	DisconnectReason string `json:"disconnectReason"`
+	ClientID            string `json:"clientId"`
+	PrincipalIdentifier string `json:"principalIdentifier"`
+	Timestamp           *int64 `json:"timestamp"` // epoch milliseconds
+	EventType           string `json:"eventType"`
+	VersionNumber       *int64 `json:"versionNumber"`
+	DisconnectReason    string `json:"disconnectReason"`
 }
 
 // Presence stores the lifecycle events AgentPresenceQueue delivers, with
 // partial batch failures (ReportBatchItemFailures): only a store outage
-// is retried. A malformed event, another stack's client or a space that
-// is gone is logged and dropped: retrying cannot mend it.
+// is retried. A malformed event, another stack's client, an event whose
+// principal is not the one the authorizer gives its client's space
+// (space.PrincipalMatches) or a space that is gone is logged and dropped:
+// retrying cannot mend it.
 func (h *Handlers) Presence(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	var resp events.SQSEventResponse
 	for _, r := range ev.Records {
@@ -109,6 +112,11 @@ func (h *Handlers) presence(ctx context.Context, body string) error {
 	id, ok := space.SpaceOfClient(h.prefix, e.ClientID)
 	if !ok {
 		h.log.DebugContext(ctx, "dropped the lifecycle event of another stack's client", "client_id", e.ClientID)
+		return nil
+	}
+	if !space.PrincipalMatches(id, e.PrincipalIdentifier) {
+		h.log.WarnContext(ctx, "dropped a lifecycle event whose principal is not its client's space's",
+			"client_id", e.ClientID, "principal", e.PrincipalIdentifier)
 		return nil
 	}
 	p := space.Presence{Connected: e.EventType == "connected", At: time.UnixMilli(*e.Timestamp).UTC(),

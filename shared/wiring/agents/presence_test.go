@@ -226,9 +226,15 @@ func TestAuthorizeStoreDown(t *testing.T) {
 	}
 }
 
+// lifecycle is IoT Core's event for client, with the principal the
+// authorizer gives the client's space.
 func lifecycle(client, kind string, ms, version int64, reason string) string {
+	return lifecycleAs(client, space.PrincipalOf(client[max(0, len(client)-36):]), kind, ms, version, reason)
+}
+
+func lifecycleAs(client, principal, kind string, ms, version int64, reason string) string {
 	m := map[string]any{"clientId": client, "timestamp": ms, "eventType": kind, "sessionIdentifier": uuid.NewString(),
-		"principalIdentifier": "p", "versionNumber": version}
+		"principalIdentifier": principal, "versionNumber": version}
 	if kind == "connected" {
 		m["ipAddress"] = "127.0.0.1"
 	} else {
@@ -332,6 +338,49 @@ func TestPresence(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), "dropped a malformed lifecycle event") {
 		t.Errorf("the malformed event is not logged:\n%s", e.logs.String())
+	}
+}
+
+// TestPresenceChecksThePrincipal: an event whose principalIdentifier is
+// not the principal the authorizer gives its client id's space (another
+// space's, the id with its dashes, none) changes nothing and is logged;
+// the right principal's events are stored as before.
+func TestPresenceChecksThePrincipal(t *testing.T) {
+	e := newPresenceEnv(t, "")
+	s, _ := e.agentSpace()
+	other, _ := e.agentSpace()
+	client := space.AgentClientID(prefix, s.ID)
+	ms := e.now.UnixMilli()
+	presence := func() *space.Presence {
+		l, err := e.store.GetLease(t.Context(), s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Presence
+	}
+	if f := e.presence(
+		lifecycleAs(client, space.PrincipalOf(other.ID), "connected", ms, 1, ""),
+		lifecycleAs(client, s.ID, "connected", ms, 2, ""),
+		lifecycleAs(client, "", "connected", ms, 3, ""),
+	); len(f) != 0 {
+		t.Fatalf("failed %v", f)
+	}
+	if p := presence(); p != nil {
+		t.Fatalf("a connect of another principal was stored: %+v", p)
+	}
+	if n := strings.Count(e.logs.String(), "dropped a lifecycle event whose principal is not its client"); n != 3 {
+		t.Errorf("%d mismatched events logged, want 3:\n%s", n, e.logs.String())
+	}
+	// The agent's own connect is stored; a later disconnect of another
+	// principal does not end it.
+	e.presence(lifecycle(client, "connected", ms, 1, ""))
+	e.presence(lifecycleAs(client, space.PrincipalOf(other.ID), "disconnected", ms+60_000, 1, "CLIENT_INITIATED_DISCONNECT"))
+	if p := presence(); p == nil || !p.Connected || p.Version != 1 {
+		t.Fatalf("after a foreign disconnect: %+v, want connected at version 1", p)
+	}
+	e.presence(lifecycle(client, "disconnected", ms+60_000, 1, "CLIENT_INITIATED_DISCONNECT"))
+	if p := presence(); p == nil || p.Connected {
+		t.Fatalf("after its own disconnect: %+v, want disconnected", p)
 	}
 }
 

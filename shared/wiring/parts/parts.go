@@ -161,6 +161,15 @@ func (a AWS) Waker(w Wakes) space.Waker {
 	return &agentwake.Publisher{Endpoint: w.Endpoint, Prefix: w.Prefix, AWS: a.Config, HTTP: w.HTTP}
 }
 
+// Connections ends agents' MQTT connections through the data endpoint
+// (nil without one).
+func (a AWS) Connections(w Wakes) space.Disconnecter {
+	if w.Endpoint == "" {
+		return nil
+	}
+	return &agentwake.Publisher{Endpoint: w.Endpoint, Prefix: w.Prefix, AWS: a.Config, HTTP: w.HTTP}
+}
+
 // WakingWork is store's agent work, waking the agent after each piece
 // recorded (store itself without a waker).
 func WakingWork(store space.AgentWorkStore, w space.Waker, log *slog.Logger) space.AgentWorkStore {

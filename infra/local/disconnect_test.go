@@ -1,0 +1,91 @@
+package local
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"spaces/infra/testwait"
+	"spaces/shared/space"
+)
+
+// TestDeregistrationEndsThePresenceConnection: an agent space's MQTT
+// connection to the local IoT Core, accepted by the stack's authorizer,
+// is closed by the space's deregistration cascade (IoT Core's
+// DeleteConnection) with no policy refresh due, and the credential it
+// presented connects no more.
+func TestDeregistrationEndsThePresenceConnection(t *testing.T) {
+	st := startStack(t)
+	c := newClient(t, st, "acme")
+	reg := c.must(201, c.do("POST", "/spaces", map[string]any{"provider": "aws", "space_type": "kubernetes",
+		"cloud_account_id": c.account("aws"), "config": configFor("aws", "private-dc"), "connectivity": "agent"}))
+	id := reg["id"].(string)
+	boot := reg["agent_bootstrap"].(map[string]any)["token"].(string)
+
+	// The agent's exchange, as agent/client makes it: the answer names
+	// the presence channel.
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, st.AgentURL+"/agent/exchange", bytes.NewReader(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+boot)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var ex struct {
+		Credential string                  `json:"credential"`
+		Presence   *space.PresenceEndpoint `json:"presence"`
+	}
+	if err := json.Unmarshal(body, &ex); err != nil || resp.StatusCode != http.StatusOK || ex.Presence == nil {
+		t.Fatalf("exchange: %d %s", resp.StatusCode, body)
+	}
+
+	lost := make(chan error, 1)
+	dial := func() (paho.Client, error) {
+		host, _, _ := net.SplitHostPort(ex.Presence.Endpoint)
+		opts := paho.NewClientOptions().AddBroker("tls://" + ex.Presence.Endpoint).
+			SetClientID(ex.Presence.ClientID).
+			SetUsername("?x-amz-customauthorizer-name=" + url.QueryEscape(ex.Presence.Authorizer)).
+			SetPassword(ex.Credential).
+			SetTLSConfig(&tls.Config{RootCAs: st.MQTTRoots, ServerName: host, MinVersion: tls.VersionTLS12}).
+			SetProtocolVersion(4).SetKeepAlive(space.PresenceKeepAlive).
+			SetAutoReconnect(false).SetConnectRetry(false).SetConnectTimeout(5 * time.Second).
+			SetConnectionLostHandler(func(_ paho.Client, err error) { lost <- err })
+		m := paho.NewClient(opts)
+		tok := m.Connect()
+		if !tok.WaitTimeout(testwait.Timeout) {
+			t.Fatal("CONNECT timed out")
+		}
+		return m, tok.Error()
+	}
+	m, err := dial()
+	if err != nil {
+		t.Fatalf("the agent's connection was refused: %v", err)
+	}
+	defer m.Disconnect(0)
+
+	// Deregistered: the cascade ends the connection now, an hour before
+	// the authorizer's refresh would have refused it.
+	c.deregister(id)
+	select {
+	case err := <-lost:
+		t.Logf("connection lost: %v", err)
+	case <-time.After(testwait.Timeout):
+		t.Fatalf("the deregistered space's connection is still open after %s", testwait.Timeout)
+	}
+	if m2, err := dial(); err == nil {
+		m2.Disconnect(0)
+		t.Fatal("the deregistered space's credential connects again")
+	}
+}
