@@ -14,27 +14,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"spaces/infra/iotcore"
+	"spaces/infra/testclock"
 	"spaces/infra/testcluster"
 	"spaces/shared/space"
 )
-
-// clock is a settable time for the broker model.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // authorizerLog is a custom authorizer over a set of valid passwords that
 // records every password it is asked about, in order.
@@ -92,7 +75,7 @@ func TestPresenceReconnectsWithTheNewestCredential(t *testing.T) {
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(ca.PEM())
-	clk := &clock{t: time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)}
+	clk := testclock.New(time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC))
 	auth := &authorizerLog{valid: map[string]bool{"first": true}}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	b, err := iotcore.Start(context.Background(), iotcore.Config{

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"spaces/infra/testclock"
 	"spaces/infra/testcluster"
 	"spaces/infra/testwait"
 	"sync"
@@ -45,25 +46,8 @@ func testTLS(t *testing.T) (server, client *tls.Config) {
 		&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 }
 
-// fakeClock is Config.Now under the test's control.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{t: time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// newClock is Config.Now under the test's control.
+func newClock() *testclock.Clock { return testclock.New(time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)) }
 
 // agentPolicy is what Spaces' authorizer grants an agent: connect as itself,
 // subscribe to and receive its wake topic.
@@ -82,7 +66,7 @@ func agentPolicy(clientID string) []*events.IAMPolicyDocument {
 // fixture is a running broker whose presence rule collects lifecycle events.
 type fixture struct {
 	b      *Broker
-	clock  *fakeClock
+	clock  *testclock.Clock
 	client *tls.Config
 	events chan lifecycle // connected and disconnected, by the presence rule
 	failed chan lifecycle // connect_failed, by a rule of its own

@@ -22,6 +22,7 @@ import (
 	"spaces/infra/emulator/emulatortest"
 	"spaces/infra/minttest"
 	"spaces/infra/simcloud"
+	"spaces/infra/testclock"
 	"spaces/infra/testcluster"
 	"spaces/shared/awsclient"
 	"spaces/shared/kubecred"
@@ -258,7 +259,7 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	// real time, so that every EKS token (15 minutes, minted in the
 	// warm-up) is re-minted once in the window, as it would be in any 14
 	// minutes.
-	c := &clock{now: time.Now().UTC().Truncate(time.Second).Add(4 * time.Minute)}
+	c := testclock.New(time.Now().UTC().Truncate(time.Second).Add(4 * time.Minute))
 	sc := simcloud.StartForTest(b, simcloud.Options{})
 	minter := sc.Minter(store)
 	minter.Now = c.Now

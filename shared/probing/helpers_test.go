@@ -18,6 +18,7 @@ import (
 
 	"spaces/infra/emulator/emulatortest"
 	"spaces/infra/staticminter"
+	"spaces/infra/testclock"
 	"spaces/shared/awsclient"
 	"spaces/shared/dynamostore"
 	"spaces/shared/kubeprobe"
@@ -27,27 +28,12 @@ import (
 )
 
 // clock is a fake clock that only moves when told to.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type clock = testclock.Clock
 
 // newClock starts at the present: history items expire 30 days after their
 // time, and the emulator sweeps expired items every 30 s, so a clock in the
 // past would lose them in the middle of a test.
-func newClock() *clock { return &clock{now: time.Now().UTC().Truncate(time.Second)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newClock() *clock { return testclock.New(time.Now().UTC().Truncate(time.Second)) }
 
 // clockQueue is the probe queue as SQS would behave on the fake clock: a
 // message becomes deliverable DelaySeconds after it was sent.

@@ -180,9 +180,7 @@ func simulateAgents(t *testing.T, presence bool) {
 	ctx := context.Background()
 	nextTick := start
 	for now := start; now.Before(end); now = now.Add(time.Second) {
-		c.mu.Lock()
-		c.now = now
-		c.mu.Unlock()
+		c.Set(now)
 		for _, a := range agents {
 			_, down := in(a.outages, now)
 			_, blip := in(a.blips, now)

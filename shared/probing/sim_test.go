@@ -321,9 +321,7 @@ func simulate(t testing.TB, n int, d time.Duration, faults bool, window time.Dur
 		if next.After(end) {
 			break
 		}
-		c.mu.Lock()
-		c.now = next
-		c.mu.Unlock()
+		c.Set(next)
 		if next.Equal(nextTick) {
 			if _, err := sched.Tick(ctx); err != nil {
 				t.Fatal(err)

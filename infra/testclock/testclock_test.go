@@ -1,0 +1,25 @@
+package testclock_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"spaces/infra/testclock"
+)
+
+func TestClockMovesOnlyWhenTold(t *testing.T) {
+	at := time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC)
+	c := testclock.New(at)
+	if !c.Now().Equal(at) || !c.Now().Equal(at) {
+		t.Fatalf("Now = %v, want %v until advanced", c.Now(), at)
+	}
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() { c.Advance(time.Minute) })
+	}
+	wg.Wait()
+	if want := at.Add(10 * time.Minute); !c.Now().Equal(want) {
+		t.Fatalf("after ten concurrent advances of a minute: %v, want %v", c.Now(), want)
+	}
+}
