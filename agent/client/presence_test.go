@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"io"
 	"log/slog"
 	"slices"
@@ -69,17 +67,15 @@ func TestPresenceReconnectsWithTheNewestCredential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := ca.ServerCertificate()
+	server, roots, err := ca.LoopbackTLS()
 	if err != nil {
 		t.Fatal(err)
 	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(ca.PEM())
 	clk := testclock.New(time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC))
 	auth := &authorizerLog{valid: map[string]bool{"first": true}}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	b, err := iotcore.Start(context.Background(), iotcore.Config{
-		TLS:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		TLS:         server,
 		Authorizers: map[string]iotcore.Authorizer{"spaces-agent": auth.authorize},
 		Now:         clk.Now, Log: quiet,
 	})

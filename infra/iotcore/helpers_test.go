@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -36,14 +35,11 @@ func testTLS(t *testing.T) (server, client *tls.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := ca.ServerCertificate()
+	server, roots, err := ca.LoopbackTLS()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca.PEM())
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return server, &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 }
 
 // newClock is Config.Now under the test's control.

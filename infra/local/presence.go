@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -76,12 +75,11 @@ func (st *Stack) startBroker(cfg *Config, authorize iotcore.Authorizer) error {
 	if err != nil {
 		return err
 	}
-	cert, err := ca.ServerCertificate()
+	server, roots, err := ca.LoopbackTLS()
 	if err != nil {
 		return err
 	}
-	st.MQTTRoots = x509.NewCertPool()
-	st.MQTTRoots.AppendCertsFromPEM(ca.PEM())
+	st.MQTTRoots = roots
 	trs, err := iotcore.TopicRulesFromTemplate(spaces.Template)
 	if err != nil {
 		return err
@@ -100,7 +98,7 @@ func (st *Stack) startBroker(cfg *Config, authorize iotcore.Authorizer) error {
 			}})
 	}
 	if st.Broker, err = iotcore.Start(context.Background(), iotcore.Config{
-		TLS:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		TLS:         server,
 		Authorizers: map[string]iotcore.Authorizer{agentAuthorizer: authorize},
 		Rules:       rules, Log: cfg.Log,
 	}); err != nil {

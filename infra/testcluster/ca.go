@@ -102,3 +102,16 @@ func serial() *big.Int {
 	}
 	return n
 }
+
+// LoopbackTLS is a server configuration serving ServerCertificate and the
+// pool of roots a client trusts it with: what a local TLS server of the
+// tests (the broker model, a cluster) and its clients are given.
+func (ca *CA) LoopbackTLS() (server *tls.Config, roots *x509.CertPool, err error) {
+	cert, err := ca.ServerCertificate()
+	if err != nil {
+		return nil, nil, err
+	}
+	roots = x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.PEM())
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, roots, nil
+}
