@@ -82,9 +82,19 @@ func PrincipalOf(spaceID string) string { return strings.ReplaceAll(spaceID, "-"
 // certificates and IAM
 // (https://docs.aws.amazon.com/iot/latest/developerguide/life-cycle-events.html);
 // for a custom-authorizer connection it is taken to be the authorizer's
-// principalId, as infra/iotcore publishes it.
+// principalId, as infra/iotcore publishes it, bare or after the account id
+// ("<12 digits>/<principalId>", the shape IoT gives principals elsewhere):
+// the page does not say which, and refusing the form AWS sends would drop
+// every real event, while either form still names this space's principal.
 func PrincipalMatches(spaceID, principalIdentifier string) bool {
-	return spaceID != "" && principalIdentifier == PrincipalOf(spaceID)
+	if spaceID == "" {
+		return false
+	}
+	want := PrincipalOf(spaceID)
+	if account, p, ok := strings.Cut(principalIdentifier, "/"); ok {
+		return p == want && len(account) == 12 && strings.Trim(account, "0123456789") == ""
+	}
+	return principalIdentifier == want
 }
 
 // WakeTopic is the topic Spaces publishes on when work waits for the

@@ -50,11 +50,16 @@ func TestPrincipalMatches(t *testing.T) {
 		ok               bool
 	}{
 		{presenceSpace, principal, true},
-		{presenceSpace, PrincipalOf(other), false},             // another space's connection
-		{presenceSpace, presenceSpace, false},                  // the id with its dashes
-		{presenceSpace, "", false},                             // none
-		{presenceSpace, principal + "1", false},                // longer
-		{presenceSpace, "123456789012:" + principal, false},    // not bare
+		{presenceSpace, PrincipalOf(other), false},          // another space's connection
+		{presenceSpace, presenceSpace, false},               // the id with its dashes
+		{presenceSpace, "", false},                          // none
+		{presenceSpace, principal + "1", false},             // longer
+		{presenceSpace, "123456789012:" + principal, false}, // not bare
+		{presenceSpace, "123456789012/" + principal, true},  // after the account id
+		{presenceSpace, "12345/" + principal, false},        // not an account id
+		{presenceSpace, "12345678901a/" + principal, false}, // not an account id
+		{presenceSpace, "123456789012/" + PrincipalOf(other), false},
+		{presenceSpace, "/" + principal, false},
 		{presenceSpace, "AROAEXAMPLE:" + presenceSpace, false}, // an IAM principal
 		{"", "", false}, // no space
 		{"aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee", "AAAAAAAABBBB4CCC8DDDEEEEEEEEEEEE", false}, // case matters
