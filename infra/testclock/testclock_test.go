@@ -11,9 +11,15 @@ import (
 func TestClockMovesOnlyWhenTold(t *testing.T) {
 	at := time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC)
 	c := testclock.New(at)
-	if !c.Now().Equal(at) || !c.Now().Equal(at) {
-		t.Fatalf("Now = %v, want %v until advanced", c.Now(), at)
+	first, second := c.Now(), c.Now()
+	if !first.Equal(at) || !second.Equal(at) {
+		t.Fatalf("Now = %v then %v, want %v until advanced", first, second, at)
 	}
+	c.Set(at.Add(time.Hour))
+	if want := at.Add(time.Hour); !c.Now().Equal(want) {
+		t.Fatalf("after Set: %v, want %v", c.Now(), want)
+	}
+	c.Set(at)
 	var wg sync.WaitGroup
 	for range 10 {
 		wg.Go(func() { c.Advance(time.Minute) })
