@@ -138,7 +138,7 @@ func TestDiscoveryEndToEnd(t *testing.T) {
 			}
 			priv := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "priv"}, Spec: corev1.PodSpec{
 				Containers: []corev1.Container{{Name: "c", Image: "example.test/x"}},
-				Volumes: []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}}}
+				Volumes:    []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}}}
 			if _, err := admin.CoreV1().Pods(ns).Create(t.Context(), priv, metav1.CreateOptions{}); !apierrors.IsForbidden(err) ||
 				!strings.Contains(err.Error(), "baseline") {
 				t.Errorf("a hostPath pod in a namespace Spaces created: %v, want refused by Pod Security baseline", err)
