@@ -181,11 +181,13 @@ AGENT_OUT       := $(LOCAL)/agent
 AGENT_REPO      ?= registry.example/spaces-agent
 AGENT_PLATFORMS ?= linux/amd64,linux/arm64
 SPACES_AGENT_URL ?= http://127.0.0.1:8081
+# AGENT_OPT_IN: comma-separated namespaces the agent may apply revisions in.
+AGENT_OPT_IN    ?=
 
 ## agent-image: the agent's image (ko, no Docker) as an OCI layout in .local/agent/oci, and its manifests in .local/agent/spaces-agent.yaml
 agent-image: deps
 	GOFLAGS= $(GO) run ./infra/cmd/agentimage -out $(AGENT_OUT) -repo $(AGENT_REPO) -agent-url $(SPACES_AGENT_URL) \
-		-platforms $(AGENT_PLATFORMS) -ko $(KO)
+		-opt-in "$(AGENT_OPT_IN)" -platforms $(AGENT_PLATFORMS) -ko $(KO)
 
 # ---- SAM: one target per function (sam build calls these) ----
 build-ApiFunction:

@@ -40,11 +40,15 @@ func (cfg *Config) doWork(ctx context.Context, api *spacesAPI, st state, w space
 	log := cfg.Log
 	var outcomes []space.CreateOutcome
 	for _, c := range w.NamespaceCreates {
-		_, err := cfg.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Labels: c.Labels}},
-			metav1.CreateOptions{FieldManager: kubeapply.FieldManager})
 		o := space.CreateOutcome{Name: c.Name}
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			o.Error = err.Error()
+		if why := cfg.refuseCreate(c); why != "" {
+			o.Error = why
+		} else {
+			_, err := cfg.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Labels: space.NamespaceLabels(c.Labels)}},
+				metav1.CreateOptions{FieldManager: kubeapply.FieldManager})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				o.Error = err.Error()
+			}
 		}
 		outcomes = append(outcomes, o)
 		log.Info("namespace create", "name", c.Name, "error", o.Error)
@@ -63,7 +67,9 @@ func (cfg *Config) doWork(ctx context.Context, api *spacesAPI, st state, w space
 		msg := ""
 		if cfg.KubeConfig == nil {
 			msg = "the agent has no cluster configuration to apply with"
-		} else if err := (&kubeapply.Applier{}).ApplyConfig(ctx, cfg.KubeConfig, r.Namespace, r.Manifests); err != nil {
+		} else if err := (&kubeapply.Applier{Refuse: []string{cfg.Namespace}}).ApplyConfig(ctx, cfg.KubeConfig, r.Namespace, r.Manifests); apierrors.IsForbidden(err) {
+			msg = err.Error() + "; " + forbiddenHint
+		} else if err != nil {
 			msg = err.Error()
 		}
 		err := api.reportRevision(ctx, st.Credential, st.SpaceID, r.ID, r.Version, msg)
@@ -81,6 +87,33 @@ func (cfg *Config) doWork(ctx context.Context, api *spacesAPI, st state, w space
 		}
 	}
 	return nil
+}
+
+// forbiddenHint ends a revision the cluster refused to the agent's
+// ServiceAccount: its rights are the workload kinds of the ClusterRole
+// spaces-agent-apply, bound only in namespaces the cluster's owner opted
+// in (agent/README.md, "Least privilege").
+const forbiddenHint = "the agent may apply only the kinds its ClusterRole spaces-agent-apply lists, and only in a namespace its owner opted in " +
+	"(a RoleBinding spaces-agent-apply there: kubectl create rolebinding spaces-agent-apply --clusterrole=spaces-agent-apply " +
+	"--serviceaccount=<agent namespace>:spaces-agent --namespace=<namespace>)"
+
+// refuseCreate says why the agent refuses a namespace create whatever
+// Spaces asked (Spaces refuses the same before it records one): a
+// reserved name, its own namespace, or a label below Pod Security
+// baseline. "" means create it, with space.NamespaceLabels.
+func (cfg *Config) refuseCreate(c space.NamespaceCreate) string {
+	if why := space.ReservedNamespace(c.Name); why != "" {
+		return "refused by the agent: namespace " + c.Name + " " + why
+	}
+	if c.Name == cfg.Namespace {
+		return "refused by the agent: namespace " + c.Name + " is its own"
+	}
+	var fe []space.FieldError
+	space.CheckNamespaceLabels(&fe, "labels", c.Labels)
+	if len(fe) > 0 {
+		return "refused by the agent: " + fe[0].Field + " " + fe[0].Reason
+	}
+	return ""
 }
 
 // listNamespaces reads the cluster's namespaces as the report carries them.

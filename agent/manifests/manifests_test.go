@@ -29,6 +29,9 @@ func render(t *testing.T, v Values) map[string]*unstructured.Unstructured {
 	m := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {
 		key := o.GetKind() + "/" + o.GetName()
+		if key == "RoleBinding/spaces-agent-apply" {
+			key += "@" + o.GetNamespace()
+		}
 		if m[key] != nil {
 			t.Fatalf("%s twice", key)
 		}
@@ -61,10 +64,12 @@ func keys(m map[string]*unstructured.Unstructured) []string {
 // TestLeastPrivilege: the agent's RBAC grants exactly what its code uses,
 // GET /version and list/create of namespaces cluster-wide, create/patch
 // (server-side apply) of the listed workload kinds (never Secrets: an
-// apply answers the object), get/update of its one state Secret by name,
-// and nothing else is bound to its ServiceAccount.
+// apply answers the object) only in the namespaces opted in (a
+// RoleBinding each, never a ClusterRoleBinding), get/update of its one
+// state Secret by name, and nothing else is bound to its ServiceAccount.
 func TestLeastPrivilege(t *testing.T) {
-	objs := render(t, Values{Image: "example.test/agent@sha256:00", AgentURL: "https://api.example.test", BootstrapToken: token})
+	objs := render(t, Values{Image: "example.test/agent@sha256:00", AgentURL: "https://api.example.test", BootstrapToken: token,
+		OptIn: []string{"team-a", "team-b"}})
 	cr := as[rbacv1.ClusterRole](t, objs, "ClusterRole/spaces-agent")
 	if want := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/version"}, Verbs: []string{"get"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list", "create"}}}; !reflect.DeepEqual(cr.Rules, want) {
@@ -81,16 +86,19 @@ func TestLeastPrivilege(t *testing.T) {
 	if len(apply.Rules) == 0 {
 		t.Error("ClusterRole spaces-agent-apply grants nothing: revisions cannot be applied")
 	}
-	applyB := as[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding/spaces-agent-apply")
-	if applyB.RoleRef != (rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "spaces-agent-apply"}) {
-		t.Errorf("ClusterRoleBinding spaces-agent-apply %+v", applyB)
+	sa := rbacv1.Subject{Kind: "ServiceAccount", Name: "spaces-agent", Namespace: Namespace}
+	for _, ns := range []string{"team-a", "team-b"} {
+		rb := as[rbacv1.RoleBinding](t, objs, "RoleBinding/spaces-agent-apply@"+ns)
+		if rb.RoleRef != (rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "spaces-agent-apply"}) ||
+			!reflect.DeepEqual(rb.Subjects, []rbacv1.Subject{sa}) || rb.Namespace != ns {
+			t.Errorf("opt-in RoleBinding of %s: %+v", ns, rb)
+		}
 	}
 	role := as[rbacv1.Role](t, objs, "Role/spaces-agent-state")
 	if want := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"},
 		ResourceNames: []string{"spaces-agent-state"}, Verbs: []string{"get", "update"}}}; !reflect.DeepEqual(role.Rules, want) {
 		t.Errorf("Role rules %+v, want %+v", role.Rules, want)
 	}
-	sa := rbacv1.Subject{Kind: "ServiceAccount", Name: "spaces-agent", Namespace: Namespace}
 	crb := as[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding/spaces-agent")
 	if crb.RoleRef != (rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "spaces-agent"}) ||
 		!reflect.DeepEqual(crb.Subjects, []rbacv1.Subject{sa}) {
@@ -101,14 +109,57 @@ func TestLeastPrivilege(t *testing.T) {
 		!reflect.DeepEqual(rb.Subjects, []rbacv1.Subject{sa}) || rb.Namespace != Namespace {
 		t.Errorf("RoleBinding %+v", rb)
 	}
-	var bindings int
+	var bindings, clusterBindings int
 	for k := range objs {
 		if strings.Contains(k, "Binding/") {
 			bindings++
 		}
+		if strings.HasPrefix(k, "ClusterRoleBinding/") {
+			clusterBindings++
+		}
 	}
-	if bindings != 3 {
-		t.Errorf("%d bindings, want the 3 above: %v", bindings, keys(objs))
+	if bindings != 4 || clusterBindings != 1 {
+		t.Errorf("%d bindings (%d cluster-wide), want the 4 above, 1 cluster-wide: %v", bindings, clusterBindings, keys(objs))
+	}
+	// Without opt-ins, the agent can write nowhere.
+	if objs := render(t, Values{Image: "i", AgentURL: "https://a"}); len(keys(objs)) != len(keys(render(t, Values{Image: "i", AgentURL: "https://a", OptIn: []string{"x"}})))-1 {
+		t.Errorf("rendered without opt-ins: %v", keys(objs))
+	}
+}
+
+// TestOptIn: one namespace's opt-in is the same RoleBinding the install
+// renders; Kubernetes' namespaces, default and the agent's own cannot be
+// opted in (the agent would refuse to apply there anyway).
+func TestOptIn(t *testing.T) {
+	out, err := OptIn("", "team-c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Objects(out)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("%v %v", objs, err)
+	}
+	var rb rbacv1.RoleBinding
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(objs[0].Object, &rb, true); err != nil {
+		t.Fatal(err)
+	}
+	if rb.Name != "spaces-agent-apply" || rb.Namespace != "team-c" || rb.RoleRef.Kind != "ClusterRole" || rb.RoleRef.Name != "spaces-agent-apply" ||
+		!reflect.DeepEqual(rb.Subjects, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "spaces-agent", Namespace: Namespace}}) {
+		t.Errorf("opt-in %+v", rb)
+	}
+	if out, err := OptIn("agents", "team-c"); err != nil || !strings.Contains(string(out), "namespace: agents") {
+		t.Errorf("opt-in for an agent in agents: %s %v", out, err)
+	}
+	for _, ns := range []string{"kube-system", "default", Namespace, "Bad_Name"} {
+		if _, err := OptIn("", ns); err == nil {
+			t.Errorf("opted in %s", ns)
+		}
+		if _, err := Render(Values{Image: "i", AgentURL: "https://a", OptIn: []string{ns}}); err == nil {
+			t.Errorf("rendered an opt-in of %s", ns)
+		}
+	}
+	if _, err := OptIn("agents", "agents"); err == nil {
+		t.Error("opted in the agent's own namespace")
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -214,7 +215,13 @@ func TestCreatedClustersSurviveARestart(t *testing.T) {
 	}
 	creds, err := gke.Mint(t.Context(), acct, s)
 	if err == nil {
-		err = (&kubeapply.Applier{}).Apply(t.Context(), creds, "default", []map[string]any{{"apiVersion": "v1", "kind": "ConfigMap",
+		// Spaces applies into no shared namespace (default included).
+		_, err = kubernetes.NewForConfigOrDie(&rest.Config{Host: creds.Server, BearerToken: creds.Token,
+			TLSClientConfig: rest.TLSClientConfig{CAData: creds.CAData}}).CoreV1().Namespaces().Create(t.Context(),
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}, metav1.CreateOptions{})
+	}
+	if err == nil {
+		err = (&kubeapply.Applier{}).Apply(t.Context(), creds, "kept", []map[string]any{{"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"name": "kept"}, "data": map[string]any{"k": "v"}}})
 	}
 	d.Close()
@@ -239,7 +246,7 @@ func TestCreatedClustersSurviveARestart(t *testing.T) {
 		t.Fatalf("mint after the restart: %v", err)
 	}
 	cm, err := kubernetes.NewForConfigOrDie(&rest.Config{Host: creds.Server, BearerToken: creds.Token,
-		TLSClientConfig: rest.TLSClientConfig{CAData: creds.CAData}}).CoreV1().ConfigMaps("default").Get(t.Context(), "kept", metav1.GetOptions{})
+		TLSClientConfig: rest.TLSClientConfig{CAData: creds.CAData}}).CoreV1().ConfigMaps("kept").Get(t.Context(), "kept", metav1.GetOptions{})
 	if err != nil || cm.Data["k"] != "v" {
 		t.Fatalf("after the restart the cluster holds %v %v", cm, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,8 +20,11 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -126,24 +130,20 @@ func TestAgentThroughPrivateCluster(t *testing.T) {
 		"cloud_account_id": c.account("aws"), "config": configFor("aws", "private-1"), "connectivity": "agent"}))
 	id := reg["id"].(string)
 	boot := reg["agent_bootstrap"].(map[string]any)["token"].(string)
-	// The one install command the answer gives names the manifests' own
-	// namespace and bootstrap Secret (kubectl is not run here: the same
-	// objects are applied below with client-go).
+	// The install: the rendered manifests, then the answer's bootstrap
+	// manifest on standard input (kubectl is not run here: the same objects
+	// are applied below with client-go, in that order). The token is in
+	// the manifest, never in the command.
 	install := reg["agent_bootstrap"].(map[string]any)["install"].(string)
-	for _, want := range []string{"--namespace " + manifests.Namespace + " ", "create secret generic spaces-agent-bootstrap ",
-		"--from-literal=token=" + boot + " ", "kubectl apply -f spaces-agent.yaml -f -"} {
-		if !strings.Contains(install, want) {
-			t.Errorf("the install command %q lacks %q", install, want)
-		}
+	bootManifest := reg["agent_bootstrap"].(map[string]any)["manifest"].(string)
+	if install != "kubectl apply -f spaces-agent.yaml -f -" || strings.Contains(install, boot) {
+		t.Errorf("the install command %q", install)
 	}
-
-	// Install: the rendered manifests, bootstrap included, applied to the
-	// real API server.
-	rendered, err := manifests.Render(manifests.Values{Image: "spaces-agent:test", AgentURL: st.AgentURL, BootstrapToken: boot})
+	rendered, err := manifests.Render(manifests.Values{Image: "spaces-agent:test", AgentURL: st.AgentURL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	applyManifests(t, kc.RESTConfig(), rendered)
+	applyManifests(t, kc.RESTConfig(), append(append(rendered, "\n---\n"...), bootManifest...))
 	ns := manifests.Namespace
 	bs, err := admin.CoreV1().Secrets(ns).Get(t.Context(), "spaces-agent-bootstrap", metav1.GetOptions{})
 	if err != nil {
@@ -302,10 +302,16 @@ func TestAgentThroughPrivateCluster(t *testing.T) {
 // the local stack and the running agent, on the real API server that
 // Spaces cannot reach: the namespaces list (the agent's report, with when
 // it was observed) → a namespace created (202, then on the API server and
-// in the list) → an environment bound in it → a revision deployed, its
-// object on the API server applied by the "spaces" field manager → a
-// revision the applier refuses fails with the applier's own message → one
-// the agent's RBAC does not grant (a Secret) fails with the cluster's 403.
+// in the list, enforcing Pod Security baseline) → reserved namespaces and
+// a Pod Security downgrade refused (422, nothing recorded) → an
+// environment bound in it (reserved namespaces 422) → a manifest of
+// another namespace refused at push → a revision before the owner opted
+// the namespace in fails with the cluster's 403 and how to opt in → opted
+// in, a revision deployed, its object on the API server applied by the
+// "spaces" field manager → a revision over a field the owner's field
+// manager holds fails with the applier's own message, the field kept →
+// one the agent's RBAC does not grant (a Secret) fails with the cluster's
+// 403.
 func clusterWork(t *testing.T, c *client, admin kubernetes.Interface, agentConfig *rest.Config, id string, logs func() string) {
 	t.Helper()
 	until := func(what string, ok func() bool) {
@@ -346,8 +352,20 @@ func clusterWork(t *testing.T, c *client, admin kubernetes.Interface, agentConfi
 	}
 	until("team-a in the list", func() bool { n, _ := names(); return n["team-a"] })
 	ns, err := admin.CoreV1().Namespaces().Get(t.Context(), "team-a", metav1.GetOptions{})
-	if err != nil || ns.Labels["team"] != "a" {
+	if err != nil || ns.Labels["team"] != "a" || ns.Labels[space.PodSecurityEnforce] != space.PodSecurityBaseline {
 		t.Fatalf("team-a on the API server: %v %v", ns, err)
+	}
+	// What Spaces never asks of the agent is refused by Spaces first: 422,
+	// nothing recorded.
+	for _, body := range []map[string]any{{"name": "kube-spaces"}, {"name": "default"}, {"name": manifests.Namespace},
+		{"name": "team-p", "labels": map[string]any{space.PodSecurityEnforce: "privileged"}}} {
+		c.must(422, c.do("POST", "/space-discovery/"+id+"/namespaces", body))
+	}
+	if _, m := names(); m["pending"] != nil {
+		t.Fatalf("a refused create was recorded: %v", m)
+	}
+	for _, ns := range []string{"kube-system", "default", manifests.Namespace} {
+		c.must(422, c.do("POST", "/environments", map[string]any{"name": "web", "space_id": id, "namespace": ns}))
 	}
 	if _, m := names(); m["pending"] != nil {
 		t.Fatalf("a create still pending after it was carried out: %v", m)
@@ -374,10 +392,40 @@ func clusterWork(t *testing.T, c *client, admin kubernetes.Interface, agentConfi
 		}
 		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": map[string]any{"greeting": "hello"}}
 	}
+	// A manifest of another namespace is refused at push.
+	c.must(422, c.do("POST", "/environments/"+env["id"].(string)+"/revisions", map[string]any{"manifests": []map[string]any{cm("stray", "elsewhere")}}))
+	// team-a was created by the agent but not opted in: the agent may not
+	// write there (the cluster's 403, saying how to opt it in).
+	if r := settled(push(cm("early", ""))); r["state"] != "failed" || !strings.Contains(fmt.Sprint(r["reason"]), "opted in") {
+		t.Fatalf("revision before the opt-in %v, want failed, saying how to opt in", r)
+	}
+	// The cluster's owner opts team-a in, and owns a ConfigMap there.
+	optIn, err := manifests.OptIn("", "team-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := manifests.Objects(optIn)
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("opt-in %v %v", objs, err)
+	}
+	var rb rbacv1.RoleBinding
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, &rb); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().RoleBindings("team-a").Create(t.Context(), &rb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	theirs, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "theirs"},
+		"data": map[string]any{"greeting": "from the owner"}})
+	if _, err := admin.CoreV1().ConfigMaps("team-a").Patch(t.Context(), "theirs", types.ApplyPatchType, theirs,
+		metav1.PatchOptions{FieldManager: "owner"}); err != nil {
+		t.Fatal(err)
+	}
 	// Three revisions at once (each is handed to the agent on its own
 	// claim and carried by the same renewals): one that deploys, one the
-	// applier refuses, one of a kind the agent's RBAC does not grant.
-	bad := cm("stray", "elsewhere")
+	// applier refuses (a field the owner's field manager holds: never
+	// forced), one of a kind the agent's RBAC does not grant.
+	bad := cm("theirs", "")
 	secret := map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s"}}
 	ok, refused, forbidden := push(cm("web-config", "")), push(bad), push(secret)
 	if r := settled(ok); r["state"] != "deployed" || r["reason"] != nil {
@@ -389,10 +437,15 @@ func clusterWork(t *testing.T, c *client, admin kubernetes.Interface, agentConfi
 		t.Fatalf("the deployed object: %+v %v", got, err)
 	}
 	// The applier's refusal, word for word: the agent applies with the
-	// claimer's own code (shared/kubeapply), here as its ServiceAccount.
+	// claimer's own code (shared/kubeapply), here as its ServiceAccount;
+	// the owner's field keeps its value.
 	want := (&kubeapply.Applier{}).ApplyConfig(t.Context(), agentConfig, "team-a", []map[string]any{bad})
-	if r := settled(refused); want == nil || r["state"] != "failed" || r["reason"] != space.FailureReason(want.Error()) {
+	if r := settled(refused); want == nil || r["state"] != "failed" || r["reason"] != space.FailureReason(want.Error()) ||
+		!strings.Contains(want.Error(), "Spaces never overwrites") {
 		t.Fatalf("revision %v, want failed with %v", r, want)
+	}
+	if got, err := admin.CoreV1().ConfigMaps("team-a").Get(t.Context(), "theirs", metav1.GetOptions{}); err != nil || got.Data["greeting"] != "from the owner" {
+		t.Fatalf("the owner's ConfigMap: %v %v", got, err)
 	}
 	// A kind its RBAC does not grant: the cluster's 403, as the reason.
 	if r := settled(forbidden); r["state"] != "failed" || !strings.Contains(fmt.Sprint(r["reason"]), "forbidden") {

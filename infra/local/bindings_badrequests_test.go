@@ -3,6 +3,12 @@ package local
 import (
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
+
+	"spaces/shared/awsclient"
+	"spaces/shared/dynamostore"
+	"spaces/shared/space"
 )
 
 // TestBindingBadRequestsChangeNothing: every bad request to the environment
@@ -27,6 +33,14 @@ func TestBindingBadRequestsChangeNothing(t *testing.T) {
 	env := c.must(201, c.do("POST", "/environments", map[string]any{"name": "prod", "space_id": live}))["id"].(string)
 	c.must(201, c.do("POST", "/environments", map[string]any{"name": "on-synthetic", "space_id": synthetic}))
 	const unknown = "00000000-0000-4000-8000-000000000000"
+	// An environment stored before namespaces were reserved: a push to it
+	// is refused (409 NamespaceReserved), nothing stored.
+	now := time.Now().UTC()
+	legacy := space.Environment{ID: uuid.NewString(), OrgID: "acme", Name: "legacy", SpaceID: live, Namespace: "kube-system",
+		CreatedAt: now, UpdatedAt: now, Version: 1}
+	if err := dynamostore.New(awsclient.DynamoDB(st.AWS, st.EmulatorURL), st.Table).CreateEnvironment(t.Context(), legacy); err != nil {
+		t.Fatal(err)
+	}
 
 	target := map[string]any{"namespace": "web", "kind": "Deployment", "name": "api"}
 	policy := func(edit func(m map[string]any)) map[string]any {
@@ -59,6 +73,10 @@ func TestBindingBadRequestsChangeNothing(t *testing.T) {
 		{"env deregistered space", "POST", "/environments", map[string]any{"name": "x", "space_id": gone}, nil, 422, "space_id"},
 		{"env unknown field", "POST", "/environments", map[string]any{"name": "x", "space_id": live, "color": "red"}, nil, 400, "color"},
 		{"env name not a string", "POST", "/environments", map[string]any{"name": 7, "space_id": live}, nil, 400, "name"},
+		{"env in kube-system", "POST", "/environments", map[string]any{"name": "x", "space_id": live, "namespace": "kube-system"}, nil, 422, "namespace"},
+		{"env in a kube-* namespace", "POST", "/environments", map[string]any{"name": "x", "space_id": live, "namespace": "kube-web"}, nil, 422, "namespace"},
+		{"env in the agent's namespace", "POST", "/environments", map[string]any{"name": "x", "space_id": live, "namespace": "spaces-agent"}, nil, 422, "namespace"},
+		{"env named default", "POST", "/environments", map[string]any{"name": "default", "space_id": live}, nil, 422, "namespace"},
 		{"env not json", "POST", "/environments", "name=x", []string{"Content-Type: text/plain"}, 415, ""},
 		{"env empty body", "POST", "/environments", "", nil, 400, ""},
 		{"env list bad limit", "GET", "/environments?limit=0", nil, nil, 400, "limit"},
@@ -91,6 +109,7 @@ func TestBindingBadRequestsChangeNothing(t *testing.T) {
 		{"policy kind", "POST", "/autoscaler-policies", policy(setTarget("kind", "Pod")), nil, 422, "target.kind"},
 		{"policy namespace", "POST", "/autoscaler-policies", policy(setTarget("namespace", "Web_NS")), nil, 422, "target.namespace"},
 		{"policy name", "POST", "/autoscaler-policies", policy(setTarget("name", "API")), nil, 422, "target.name"},
+		{"policy in kube-system", "POST", "/autoscaler-policies", policy(setTarget("namespace", "kube-system")), nil, 422, "target.namespace"},
 		{"policy id not a uuid", "GET", "/autoscaler-policies/x", nil, nil, 404, ""},
 		{"policy unknown", "GET", "/autoscaler-policies/" + unknown, nil, nil, 404, ""},
 		{"policy list bad limit", "GET", "/autoscaler-policies?limit=x", nil, nil, 400, "limit"},
@@ -103,6 +122,9 @@ func TestBindingBadRequestsChangeNothing(t *testing.T) {
 			map[string]any{"apiVersion": "v1", "metadata": map[string]any{"name": "a"}}}}, nil, 422, "manifests[0].kind"},
 		{"push manifest without name", "POST", "/environments/" + env + "/revisions", map[string]any{"manifests": []any{
 			map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{}}}}, nil, 422, "manifests[0].metadata.name"},
+		{"push manifest of another namespace", "POST", "/environments/" + env + "/revisions", map[string]any{"manifests": []any{
+			map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c", "namespace": "kube-system"}}}}, nil, 422, "manifests[0].metadata.namespace"},
+		{"push to an environment in kube-system", "POST", "/environments/" + legacy.ID + "/revisions", map[string]any{"manifests": manyManifests(1)}, nil, 409, ""},
 		{"push too many manifests", "POST", "/environments/" + env + "/revisions", map[string]any{"manifests": manyManifests(51)}, nil, 422, "manifests"},
 		{"push unknown field", "POST", "/environments/" + env + "/revisions", map[string]any{"manifests": manyManifests(1), "wait": true}, nil, 400, "wait"},
 		{"push unknown env", "POST", "/environments/" + unknown + "/revisions", map[string]any{"manifests": manyManifests(1)}, nil, 404, ""},
@@ -129,6 +151,9 @@ func TestBindingBadRequestsChangeNothing(t *testing.T) {
 			}
 			if tc.field != "" && !hasField(m, tc.field) {
 				t.Errorf("problem does not name %s: %s", tc.field, r.body)
+			}
+			if tc.path == "/environments/"+legacy.ID+"/revisions" && m["reason"] != space.ReasonNamespaceReserved {
+				t.Errorf("problem reason %v, want %s: %s", m["reason"], space.ReasonNamespaceReserved, r.body)
 			}
 		})
 	}

@@ -15,9 +15,10 @@ import (
 
 // TestConsoleAgentMode registers a cluster in agent mode from the console
 // and watches its space turn active: the picker offers the connectivity
-// choice; the space's page shows the install command once (the token it
-// carries is kept nowhere: not in storage, not in the URL, not on the page
-// once left), says it waits for the first connection (unknown,
+// choice; the space's page shows the install command and its bootstrap
+// Secret once (the token is in the Secret's manifest, never in the
+// command, and kept nowhere: not in storage, not in the URL, not on the
+// page once left), says it waits for the first connection (unknown,
 // AgentNotConnected); the agent is then started with the token the page
 // showed, as the proof test does (the demo's InstallAgent: the rendered
 // manifests applied to the real kube-apiserver, the agent in-process as
@@ -69,10 +70,10 @@ func TestConsoleAgentMode(t *testing.T) {
 	p.until("waiting for the first connection", `document.querySelector('h1 .badge').dataset.status === 'unknown' &&
 		!!document.querySelector('h1 [data-reason="AgentNotConnected"]') && !!document.querySelector('h1 [data-connectivity="agent"]') &&
 		document.querySelector('#agent-state').dataset.state === 'unknown'`, wait)
-	install := p.text("#install-command")
-	m := regexp.MustCompile(`--from-literal=token=(\S+) `).FindStringSubmatch(install)
-	if m == nil || !strings.Contains(install, "kubectl apply -f spaces-agent.yaml -f -") {
-		t.Fatalf("the page shows %q, not the install command", install)
+	install, manifest := p.text("#install-command"), p.text("#install-manifest")
+	m := regexp.MustCompile(`\n  token: "(spb1\.[^"]+)"`).FindStringSubmatch(manifest)
+	if m == nil || install != "kubectl apply -f spaces-agent.yaml -f -" || !strings.Contains(manifest, "name: spaces-agent-bootstrap") {
+		t.Fatalf("the page shows %q and %q, not the install command and its bootstrap Secret", install, manifest)
 	}
 	token := m[1]
 	if note := p.text("#install-note"); strings.Contains(note, " ago") {
@@ -117,7 +118,7 @@ func TestConsoleAgentMode(t *testing.T) {
 	// A new command can be issued (a reinstall), shown once the same way.
 	p.run("issue a new install command", chromedp.Click(chromedp.CSS("#agent-reissue")))
 	p.until("the new install command", `!!document.querySelector('#install-command')`, wait)
-	if again := p.text("#install-command"); !strings.Contains(again, "--from-literal=token=spb1.") || strings.Contains(again, token) {
+	if again := p.text("#install-manifest"); !strings.Contains(again, `token: "spb1.`) || strings.Contains(again, token) {
 		t.Errorf("the re-issued command is %q", again)
 	}
 	p.audit("agent space (re-issued install command)")

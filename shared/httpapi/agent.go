@@ -200,20 +200,3 @@ type registered struct {
 	space.Space
 	AgentBootstrap *bootstrapAnswer `json:"agent_bootstrap,omitempty"`
 }
-
-// bootstrapAnswer is a bootstrap as answered: the token, and the one
-// command that installs the agent with it. The command puts the token in
-// the bootstrap Secret of the agent's manifests (agent/manifests, rendered
-// by make agent-image into spaces-agent.yaml) and applies both; the names
-// are those manifests' (the local agent test checks they agree). The
-// token stands on a command line (shell history): it works once, for an
-// hour at most, and the agent spends it within seconds of starting.
-type bootstrapAnswer struct {
-	space.Bootstrap
-	Install string `json:"install"`
-}
-
-func answerBootstrap(b space.Bootstrap) *bootstrapAnswer {
-	return &bootstrapAnswer{Bootstrap: b, Install: "kubectl --namespace spaces-agent create secret generic spaces-agent-bootstrap" +
-		" --from-literal=token=" + b.Token + " --dry-run=client --output=yaml | kubectl apply -f spaces-agent.yaml -f -"}
-}

@@ -155,8 +155,13 @@ func (e *agentEnv) register(org, cluster string) (string, string) {
 	if tok == "" || err != nil || exp.After(e.now.Add(time.Hour)) || !exp.After(e.now) {
 		e.t.Fatalf("bootstrap %v", b)
 	}
-	if install, _ := b["install"].(string); !strings.Contains(install, " --from-literal=token="+tok+" ") || !strings.Contains(install, "kubectl apply -f spaces-agent.yaml") {
+	// The token is in the bootstrap Secret's manifest, never in the
+	// command (shell history, ps, CI logs), which reads it on stdin.
+	if install, _ := b["install"].(string); install != "kubectl apply -f spaces-agent.yaml -f -" {
 		e.t.Fatalf("install command %q", install)
+	}
+	if m, _ := b["manifest"].(string); !strings.Contains(m, "\n  token: \""+tok+"\"\n") || !strings.Contains(m, "\nkind: Secret\n") {
+		e.t.Fatalf("bootstrap manifest %q", m)
 	}
 	return body["id"].(string), tok
 }
@@ -257,7 +262,7 @@ func TestAgentBootstrapExchangeRenewLease(t *testing.T) {
 
 	// A re-issued bootstrap reinstalls the agent.
 	code, nb := e.do("POST", "/spaces/"+id+"/agent-bootstrap", org, "", "")
-	if install, _ := nb["install"].(string); code != http.StatusCreated || !strings.Contains(install, "token="+nb["token"].(string)+" ") {
+	if m, _ := nb["manifest"].(string); code != http.StatusCreated || !strings.Contains(m, "token: \""+nb["token"].(string)+"\"") {
 		t.Fatalf("reissue: %d %v", code, nb)
 	}
 	code, cred3 := e.do("POST", "/agent/exchange", "", nb["token"].(string), "")

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -124,8 +126,22 @@ func TestDiscoveryEndToEnd(t *testing.T) {
 				t.Fatalf("create: %d %v", code, doc)
 			}
 			got, err := admin.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
-			if err != nil || got.Labels["team"] != "a" || got.Labels["spaces.dev/owner"] != "x" {
+			if err != nil || got.Labels["team"] != "a" || got.Labels["spaces.dev/owner"] != "x" ||
+				got.Labels[space.PodSecurityEnforce] != space.PodSecurityBaseline {
 				t.Fatalf("namespace on the API server: %v %v", got, err)
+			}
+			// It enforces Pod Security baseline: the real API server refuses
+			// a hostPath pod there (even to its admin; no controller makes
+			// the default ServiceAccount here, so the test does).
+			if _, err := admin.CoreV1().ServiceAccounts(ns).Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			priv := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "priv"}, Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "c", Image: "example.test/x"}},
+				Volumes:    []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}}}
+			if _, err := admin.CoreV1().Pods(ns).Create(t.Context(), priv, metav1.CreateOptions{}); !apierrors.IsForbidden(err) ||
+				!strings.Contains(err.Error(), "baseline") {
+				t.Errorf("a hostPath pod in a namespace Spaces created: %v, want refused by Pod Security baseline", err)
 			}
 			if code, doc = api.do("POST", path, `{"name":"`+ns+`"}`); code != 409 {
 				t.Errorf("create again: %d %v", code, doc)
@@ -137,6 +153,23 @@ func TestDiscoveryEndToEnd(t *testing.T) {
 			errs, _ := doc["errors"].([]any)
 			if code != 422 || len(errs) != 3 {
 				t.Errorf("bad namespace: %d %v", code, doc)
+			}
+			// Reserved names and a Pod Security downgrade: 422 naming the
+			// field, nothing created or changed.
+			for body, field := range map[string]string{
+				`{"name":"kube-spaces"}`:  "name",
+				`{"name":"default"}`:      "name",
+				`{"name":"spaces-agent"}`: "name",
+				`{"name":"priv-` + string(p) + `","labels":{"pod-security.kubernetes.io/enforce":"privileged"}}`: "labels.pod-security.kubernetes.io/enforce",
+			} {
+				code, doc := api.do("POST", path, body)
+				errs, _ := doc["errors"].([]any)
+				if code != 422 || len(errs) != 1 || errs[0].(map[string]any)["field"] != field {
+					t.Errorf("%s: %d %v, want 422 naming %s", body, code, doc, field)
+				}
+			}
+			if d, _ := admin.CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{}); d.Labels[space.PodSecurityEnforce] != "" {
+				t.Errorf("default was relabelled: %v", d.Labels)
 			}
 			after, _ := admin.CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{})
 			if len(after.Items) != len(before.Items) {

@@ -2,15 +2,18 @@
 // apply (field manager "spaces") through client-go's dynamic client, with
 // freshly minted credentials and a short timeout per call. The agent
 // (spaces/agent) applies through it too (ApplyConfig): it imports only
-// client-go and shared/kubecred (the standard library), no AWS.
+// client-go, shared/kubecred (the standard library) and the domain's
+// namespace rule (space.ReservedNamespace), no AWS.
 package kubeapply
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,6 +26,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"spaces/shared/kubecred"
+	"spaces/shared/space"
 )
 
 // FieldManager owns the fields Spaces applies.
@@ -34,11 +38,17 @@ const DefaultTimeout = 10 * time.Second
 // Applier applies manifests. The zero Timeout means DefaultTimeout.
 type Applier struct {
 	Timeout time.Duration
+	// Refuse names namespaces refused besides space.ReservedNamespace's
+	// (the agent's own, wherever it is installed).
+	Refuse []string
 }
 
 // Apply server-side-applies each manifest in order into namespace (a
-// cluster-scoped kind or a manifest naming another namespace is refused). The
-// first error stops it and carries the cluster's message.
+// reserved namespace, a cluster-scoped kind or a manifest naming another
+// namespace is refused before any write). The apply is never forced: a
+// field another field manager owns is a conflict, refused with the
+// owner's name, not taken over. The first error stops it and carries the
+// cluster's message.
 func (a *Applier) Apply(ctx context.Context, c kubecred.Credentials, namespace string, manifests []map[string]any) error {
 	return a.ApplyConfig(ctx, &rest.Config{
 		Host: c.Server, BearerToken: c.Token, TLSClientConfig: rest.TLSClientConfig{CAData: c.CAData},
@@ -52,6 +62,12 @@ func (a *Applier) Apply(ctx context.Context, c kubecred.Credentials, namespace s
 // (field manager, the namespace rules, the error messages that become a
 // failed revision's reason).
 func (a *Applier) ApplyConfig(ctx context.Context, base *rest.Config, namespace string, manifests []map[string]any) error {
+	if why := space.ReservedNamespace(namespace); why != "" {
+		return fmt.Errorf("namespace %q %s", namespace, why)
+	}
+	if slices.Contains(a.Refuse, namespace) {
+		return fmt.Errorf("namespace %q is the Spaces agent's own namespace; it applies nothing there", namespace)
+	}
 	timeout := a.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -88,8 +104,14 @@ func (a *Applier) ApplyConfig(ctx context.Context, base *rest.Config, namespace 
 		if err != nil {
 			return fmt.Errorf("manifest %d: %w", i, err)
 		}
-		force := true
-		if _, err := ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
+		// Never Force: an object (or a field of one) that someone else
+		// manages stays theirs (https://kubernetes.io/docs/reference/using-api/server-side-apply/#conflicts).
+		_, err = ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("manifest %d (%s %s): another field manager owns fields it sets, and Spaces never overwrites them: "+
+				"leave those fields out of the revision, or have their owner give them up: %w", i, gvk.Kind, obj.GetName(), err)
+		}
+		if err != nil {
 			return fmt.Errorf("manifest %d (%s %s): %w", i, gvk.Kind, obj.GetName(), err)
 		}
 	}

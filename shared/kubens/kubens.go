@@ -54,18 +54,25 @@ type (
 	NewNamespace = space.NewNamespace
 )
 
-// Validate reports every bad field of n at once: a DNS-1123 label name and
-// valid Kubernetes label keys and values (as many as Kubernetes takes).
+// Validate reports every bad field of n at once: a DNS-1123 label name
+// that is not reserved (space.ReservedNamespace: kube-*, default, the
+// agent's), valid Kubernetes label keys and values (as many as Kubernetes
+// takes), and no Pod Security label below baseline
+// (space.CheckNamespaceLabels). The namespace is created with
+// space.NamespaceLabels: enforcing baseline unless the labels say more.
 func Validate(n NewNamespace) error {
 	var fe []space.FieldError
 	if n.Name == "" {
 		fe = append(fe, space.FieldError{Field: "name", Reason: "is required"})
 	} else if errs := validation.IsDNS1123Label(n.Name); len(errs) > 0 {
 		fe = append(fe, space.FieldError{Field: "name", Reason: "must be a DNS-1123 label: " + errs[0]})
+	} else if why := space.ReservedNamespace(n.Name); why != "" {
+		fe = append(fe, space.FieldError{Field: "name", Reason: why})
 	}
 	// The one label rule, shared with spaces' labels; TestLabelRuleIsKubernetes
 	// holds it to k8s.io/apimachinery's.
 	space.CheckLabels(&fe, "labels", n.Labels)
+	space.CheckNamespaceLabels(&fe, "labels", n.Labels)
 	if len(fe) == 0 {
 		return nil
 	}
@@ -131,7 +138,7 @@ func (s *Service) Create(ctx context.Context, org, spaceID string, in NewNamespa
 	var out Namespace
 	err = s.do(ctx, sp, func(ctx context.Context, cs kubernetes.Interface) error {
 		ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
-			ObjectMeta: metav1.ObjectMeta{Name: in.Name, Labels: in.Labels},
+			ObjectMeta: metav1.ObjectMeta{Name: in.Name, Labels: space.NamespaceLabels(in.Labels)},
 		}, metav1.CreateOptions{FieldManager: "spaces"})
 		if err != nil {
 			return err
@@ -155,11 +162,7 @@ func (s *Service) createViaAgent(ctx context.Context, org, spaceID string, in Ne
 	if len(list.Pending) >= space.MaxPendingNamespaceCreates {
 		return Created{}, space.Errorf(space.KindConflict, "%d namespace creates are already waiting for the agent; retry once it has carried them out", len(list.Pending))
 	}
-	labels := in.Labels
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	c := space.NamespaceCreate{Name: in.Name, Labels: labels}
+	c := space.NamespaceCreate{Name: in.Name, Labels: space.NamespaceLabels(in.Labels)}
 	if err := s.Agent.RequestNamespace(ctx, org, spaceID, c); err != nil {
 		return Created{}, err
 	}

@@ -48,23 +48,32 @@ func (a *agentWork) RequestNamespace(_ context.Context, _, _ string, c space.Nam
 // namespace is 409 (recording nothing), any other is recorded as pending.
 func TestAgentSpaceGoesThroughItsAgent(t *testing.T) {
 	at := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
-	work := &agentWork{list: space.NamespaceList{Items: []space.Namespace{{Name: "default"}}, ObservedAt: &at}}
+	work := &agentWork{list: space.NamespaceList{Items: []space.Namespace{{Name: "default"}, {Name: "team-b"}}, ObservedAt: &at}}
 	svc := &Service{Spaces: oneSpace{space.Space{ID: "s", OrgID: "o", Connectivity: space.ViaAgent}}, Minter: noMint{t}, Agent: work}
 	list, err := svc.List(t.Context(), "o", "s")
-	if err != nil || len(list.Items) != 1 || list.ObservedAt != &at || work.wanted != 1 {
+	if err != nil || len(list.Items) != 2 || list.ObservedAt != &at || work.wanted != 1 {
 		t.Fatalf("list: %+v %v (wanted %d)", list, err, work.wanted)
 	}
 	if _, err := svc.Create(t.Context(), "o", "s", space.NewNamespace{Name: "Bad_Name"}); space.KindOf(err) != space.KindInvalid {
 		t.Fatalf("bad create: %v", err)
 	}
-	if _, err := svc.Create(t.Context(), "o", "s", space.NewNamespace{Name: "default"}); space.KindOf(err) != space.KindConflict {
+	if _, err := svc.Create(t.Context(), "o", "s", space.NewNamespace{Name: "team-b"}); space.KindOf(err) != space.KindConflict {
 		t.Fatalf("duplicate create: %v", err)
+	}
+	// Reserved names and a Pod Security downgrade are refused as invalid,
+	// whether or not the agent reported them.
+	for _, n := range []space.NewNamespace{{Name: "default"}, {Name: "kube-system"}, {Name: "kube-new"}, {Name: space.AgentNamespace},
+		{Name: "team-c", Labels: map[string]string{space.PodSecurityEnforce: "privileged"}}} {
+		if _, err := svc.Create(t.Context(), "o", "s", n); space.KindOf(err) != space.KindInvalid {
+			t.Fatalf("create %+v: %v", n, err)
+		}
 	}
 	if len(work.requested) != 0 {
 		t.Fatalf("refused creates were recorded: %+v", work.requested)
 	}
 	c, err := svc.Create(t.Context(), "o", "s", space.NewNamespace{Name: "team-a", Labels: map[string]string{"team": "a"}})
-	if err != nil || c.Pending == nil || c.Pending.Name != "team-a" || len(work.requested) != 1 || work.requested[0].Labels["team"] != "a" {
+	if err != nil || c.Pending == nil || c.Pending.Name != "team-a" || len(work.requested) != 1 || work.requested[0].Labels["team"] != "a" ||
+		work.requested[0].Labels[space.PodSecurityEnforce] != space.PodSecurityBaseline {
 		t.Fatalf("create: %+v %v; recorded %+v", c, err, work.requested)
 	}
 	// Where agent work is not served, an agent space's namespaces are 503.

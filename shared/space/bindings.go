@@ -147,6 +147,8 @@ func (in NewEnvironmentInput) Validate() error {
 		fe.add("namespace", "is required when the name is not a DNS label")
 	case !dnsLabel.MatchString(ns):
 		fe.add("namespace", "must be a DNS label (lowercase letters, digits and '-', at most 63)")
+	case ReservedNamespace(ns) != "":
+		fe.add("namespace", "%s", ReservedNamespace(ns))
 	}
 	return fe.err("the environment is not valid")
 }
@@ -173,6 +175,8 @@ func (in NewPolicyInput) Validate() error {
 		fe.add("target.namespace", "is required")
 	case !dnsLabel.MatchString(t.Namespace):
 		fe.add("target.namespace", "must be a DNS label (lowercase letters, digits and '-', at most 63)")
+	case ReservedNamespace(t.Namespace) != "":
+		fe.add("target.namespace", "%s", ReservedNamespace(t.Namespace))
 	}
 	switch {
 	case t.Kind == "":

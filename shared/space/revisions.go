@@ -33,6 +33,10 @@ const MaxClaimAttempts = 3
 // unknown space.
 const ReasonSpaceInactive = "Space inactive"
 
+// ReasonNamespaceReserved is the reason of a push refused because its
+// environment names a namespace Spaces never touches (ReservedNamespace).
+const ReasonNamespaceReserved = "NamespaceReserved"
+
 // MaxManifests bounds the manifests of one revision.
 const MaxManifests = 50
 
@@ -147,6 +151,14 @@ func (rv *Revisions) Push(ctx context.Context, org, envID string, manifests []ma
 		return Revision{}, &Error{Kind: KindConflict, Reason: e.Gate.Reason,
 			Message: "the environment is gated (" + e.Gate.Reason + "): bind it to a registered space first"}
 	}
+	// An environment stored before the rule may name a reserved namespace.
+	if why := ReservedNamespace(e.Namespace); why != "" {
+		return Revision{}, &Error{Kind: KindConflict, Reason: ReasonNamespaceReserved,
+			Message: "the environment's namespace " + e.Namespace + " " + why + "; create an environment in a namespace of its own"}
+	}
+	if err := checkManifestNamespaces(e.Namespace, manifests); err != nil {
+		return Revision{}, err
+	}
 	now := rv.Bindings.Spaces.Now().UTC()
 	r := Revision{ID: rv.Bindings.Spaces.NewID(), OrgID: org, EnvironmentID: e.ID, SpaceID: e.SpaceID, Namespace: e.Namespace,
 		Manifests: manifests, State: RevisionPending, CreatedAt: now, UpdatedAt: now, Version: 1}
@@ -199,6 +211,21 @@ func checkManifest(fe *fieldErrors, i int, m map[string]any) int {
 		fe.add(at("metadata.namespace"), "must be a string")
 	}
 	return checkManifestValues(fe, "manifests["+strconv.Itoa(i)+"]", m)
+}
+
+// checkManifestNamespaces refuses a manifest that names a namespace other
+// than its environment's: a revision never escapes its namespace (the
+// applier refuses it again, and a cluster-scoped kind, before any call).
+func checkManifestNamespaces(namespace string, manifests []map[string]any) error {
+	var fe fieldErrors
+	for i, m := range manifests {
+		meta, _ := m["metadata"].(map[string]any)
+		if ns, _ := meta["namespace"].(string); ns != "" && ns != namespace {
+			fe.add("manifests["+strconv.Itoa(i)+"].metadata.namespace",
+				"is %q; a revision may only hold objects in its environment's namespace %q (leave it out)", ns, namespace)
+		}
+	}
+	return fe.err("the revision is not valid")
 }
 
 // Get returns one revision of org.

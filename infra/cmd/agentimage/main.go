@@ -44,11 +44,16 @@ func main() {
 	ko := flag.String("ko", "", "ko's module at a pinned version, run with go run")
 	platforms := flag.String("platforms", "linux/amd64,linux/arm64", "the image's platforms")
 	caFile := flag.String("ca-file", "/etc/ssl/certs/ca-certificates.crt", "the CA bundle the base image carries")
+	optIn := flag.String("opt-in", "", "comma-separated namespaces the agent may apply revisions in (a RoleBinding each); none: it applies nowhere until one is opted in")
 	flag.Parse()
 	if *repo == "" || *agentURL == "" || *ko == "" {
 		log.Fatal("-repo, -agent-url and -ko are required")
 	}
-	if err := run(*out, *repo, *agentURL, *ko, *platforms, *caFile); err != nil {
+	var namespaces []string
+	if *optIn != "" {
+		namespaces = strings.Split(*optIn, ",")
+	}
+	if err := run(*out, *repo, *agentURL, *ko, *platforms, *caFile, namespaces); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -56,7 +61,7 @@ func main() {
 // fixedAddr is where the base image is served during a build.
 const fixedAddr = "127.0.0.1:39517"
 
-func run(out, repo, agentURL, ko, platforms, caFile string) error {
+func run(out, repo, agentURL, ko, platforms, caFile string, optIn []string) error {
 	ca, err := os.ReadFile(caFile)
 	if err != nil {
 		return fmt.Errorf("the base image's CA bundle: %w", err)
@@ -117,7 +122,7 @@ func run(out, repo, agentURL, ko, platforms, caFile string) error {
 		return fmt.Errorf("the layout holds %d images, want 1", len(im.Manifests))
 	}
 	image := repo + "@" + im.Manifests[0].Digest.String()
-	rendered, err := manifests.Render(manifests.Values{Image: image, AgentURL: agentURL})
+	rendered, err := manifests.Render(manifests.Values{Image: image, AgentURL: agentURL, OptIn: optIn})
 	if err != nil {
 		return err
 	}

@@ -404,8 +404,9 @@ export async function spaceDetail(root, [id], ctx) {
       p.message ? kv('Message', p.message) : null));
   }
 
-  // The agent: the install command, shown once (the token it carries is
-  // kept in this page's memory only), and the wait for its first lease.
+  // The agent: the install command and its bootstrap Secret, shown once
+  // (the token it carries is kept in this page's memory only), and the
+  // wait for its first lease.
   let boot = bootstraps.get(id);
   bootstraps.delete(id);
   const agentState = h('p', { id: 'agent-state', role: 'status' });
@@ -421,14 +422,19 @@ export async function spaceDetail(root, [id], ctx) {
       install.replaceChildren(h('p', { class: 'muted' }, 'The install command is shown once, when it is issued. A new one replaces an unused one; an installed agent keeps its credential.'), err, h('p', null, again));
       return;
     }
+    // The token travels in the bootstrap Secret's manifest, on kubectl's
+    // standard input: never on a command line (shell history, ps).
     const cmd = h('pre', { class: 'copy', id: 'install-command', tabindex: '0', 'aria-label': 'Command that installs the agent' }, boot.install);
-    const copy = h('button', { type: 'button', id: 'install-copy' }, 'Copy the install command');
+    const manifest = h('pre', { class: 'copy', id: 'install-manifest', tabindex: '0', 'aria-label': 'The agent’s bootstrap Secret' }, boot.manifest);
+    const copy = h('button', { type: 'button', id: 'install-copy' }, 'Copy the bootstrap Secret');
     copy.addEventListener('click', async () => {
-      try { await navigator.clipboard.writeText(boot.install); flash('Install command copied.'); } catch { flash('Copying was refused: select the text and copy it.', 'warn'); }
+      try { await navigator.clipboard.writeText(boot.manifest); flash('Bootstrap Secret copied.'); } catch { flash('Copying was refused: select the text and copy it.', 'warn'); }
     });
     install.replaceChildren(
-      h('p', null, 'Run this where kubectl reaches the cluster, with the agent’s manifests ', h('code', null, 'spaces-agent.yaml'), ' (', h('code', null, 'make agent-image'), ' renders them) in the current folder.'),
-      cmd, h('p', null, copy),
+      h('p', null, 'Run this where kubectl reaches the cluster, with the agent’s manifests ', h('code', null, 'spaces-agent.yaml'), ' (', h('code', null, 'make agent-image'), ' renders them) in the current folder,'),
+      cmd,
+      h('p', null, 'and give it this bootstrap Secret on its standard input (paste it, then Ctrl-D), so that its token never stands on a command line:'),
+      manifest, h('p', null, copy),
       h('p', { class: 'muted', id: 'install-note' }, `Its token works once, until ${stamp(boot.expires_at)}. It is shown only now: leaving this page forgets it.`));
   }
   function renderAgent() {
