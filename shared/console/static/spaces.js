@@ -21,6 +21,76 @@ const trails = new Map();
 // selector (label_selector).
 const STATE = ['q', 'provider', 'status', 'account', 'sort', 'labels'];
 
+// SORTS are the orders the API offers (openapi.yaml, SpaceSort), each
+// offered by a column header; '' is the console's own default, problems
+// first (problemsFirst).
+const SORTS = ['', 'name', '-name', 'registered', '-registered', 'status', '-status'];
+
+// SEGMENTS is the default order, problems first: the API has no order by
+// status then status change, so the console lists each status in turn
+// (status filter, the status the list reports) and orders each page's
+// rows of one status by their status change, newest first.
+const SEGMENTS = ['inactive', 'unknown', 'active'];
+
+// since is when a space's status last changed (its probe's
+// last_transition_at), else its registration.
+const since = sp => Date.parse((sp.probe && sp.probe.last_transition_at) || sp.created_at) || 0;
+
+// selectorError checks a label selector the way the API parses it
+// (space.ParseSelector): '' when it is well formed, else what is wrong,
+// in the server's words, so a malformed one is explained before any
+// request and the rows of another filter are never shown under it.
+export function selectorError(text) {
+  if (text.length > 1024) return 'must be at most 1024 characters';
+  const key = k => {
+    const i = k.indexOf('/');
+    const ok = i < 0 ? labelName(k) : dnsSub(k.slice(0, i)) && labelName(k.slice(i + 1));
+    return ok ? '' : `names ${quoteShort(k)}, which ${KEY_HINT}`;
+  };
+  const value = v => v === '' || labelName(v) ? '' : `compares with ${quoteShort(v)}, which ${VALUE_HINT}`;
+  const parts = [];
+  let depth = 0, start = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '(' && ++depth > 1) return 'must not nest parentheses';
+    if (c === ')' && --depth < 0) return "has a ')' without its '('";
+    if (c === ',' && depth === 0) { parts.push(text.slice(start, i)); start = i + 1; }
+  }
+  if (depth !== 0) return "has a '(' without its ')'";
+  parts.push(text.slice(start));
+  for (const raw of parts) {
+    const s = raw.trim();
+    if (!s) return "has an empty requirement (a stray ',' or nothing at all)";
+    if (s.startsWith('!')) { const m = key(s.slice(1).trim()); if (m) return m; continue; }
+    const op = ['!=', '==', '='].find(o => s.includes(o));
+    if (op) {
+      const i = s.indexOf(op);
+      const m = key(s.slice(0, i).trim()) || value(s.slice(i + op.length).trim());
+      if (m) return m;
+      continue;
+    }
+    const end = s.search(/[ \t(]/);
+    if (end < 0) { const m = key(s); if (m) return m; continue; }
+    const k = s.slice(0, end);
+    let rest = s.slice(end).trim();
+    const km = key(k);
+    if (km) return km;
+    if (rest.startsWith('in') && rest.slice(2).trim().startsWith('(')) rest = rest.slice(2).trim();
+    else if (rest.startsWith('notin') && rest.slice(5).trim().startsWith('(')) rest = rest.slice(5).trim();
+    else return `has ${quoteShort(s)}: expected k=v, k!=v, k, !k, k in (a,b) or k notin (a,b)`;
+    if (!rest.endsWith(')')) return `has text after the ')' of ${quoteShort(k)}`;
+    const inner = rest.slice(1, -1);
+    for (const v of inner.split(',')) { const m = value(v.trim()); if (m) return m; }
+    if (!inner.trim()) return `has an empty set of values for ${quoteShort(k)}`;
+  }
+  return '';
+}
+const labelName = v => v.length <= 63 && /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(v);
+const dnsSub = v => v.length <= 253 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(v);
+const quoteShort = v => `"${new TextEncoder().encode(v).length > 64 ? v.slice(0, 64) + '…' : v}"`;
+const KEY_HINT = "must be a Kubernetes label key: an optional DNS subdomain prefix (at most 253 lowercase letters, digits, '-' and '.') and '/', then 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
+const VALUE_HINT = "must be a Kubernetes label value: empty, or 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
+
 // labelChips shows a space's labels as small chips; with link, each one
 // filters the list by itself.
 function labelChips(labels, link) {
@@ -55,11 +125,11 @@ export async function spacesList(root, _, ctx) {
   // router hands it the new URL: onHash), keeping its controls, its counts
   // and its accounts; only the rows are asked again.
   const state = {};
-  let pageNo = 1, cursor = '', trail = [''], filter = {};
+  let pageNo = 1, cursor = '', trail = [''], filter = {}, badSelector = '';
   function read() {
     const params = hashParams();
     for (const k of STATE) state[k] = params.get(k) || '';
-    if (!['', 'name', '-name'].includes(state.sort)) state.sort = '';
+    if (!SORTS.includes(state.sort)) state.sort = '';
     pageNo = Math.max(1, parseInt(params.get('page') || '1', 10) || 1);
     cursor = pageNo > 1 ? (params.get('cursor') || '') : '';
     const trailKey = STATE.map(k => state[k]).join('\u0000');
@@ -69,6 +139,8 @@ export async function spacesList(root, _, ctx) {
     // A search lists in name order unless another order is chosen: the
     // name index then reads only the names it shows, at any fleet size.
     filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: state.q, sort: state.sort || (state.q ? 'name' : ''), label_selector: state.labels };
+    // A malformed selector is never sent: the view says what is wrong.
+    badSelector = state.labels ? selectorError(state.labels) : '';
   }
   read();
   let page = null;               // the page in view
@@ -94,13 +166,20 @@ export async function spacesList(root, _, ctx) {
 
   const countsEl = h('ul', { class: 'counts', 'aria-label': 'Spaces per status (whole org)' });
   const tbody = h('tbody');
-  const sortBtn = h('button', { type: 'button', class: 'sort', id: 'sort-name', title: 'Sort by name' }, 'Name', h('span', { 'aria-hidden': 'true' }));
-  sortBtn.addEventListener('click', () => go({ sort: state.sort === 'name' ? '-name' : state.sort === '-name' ? '' : 'name' }));
-  const nameHead = h('th', { scope: 'col' }, sortBtn);
+  // Each order the API offers is a column header: a click sorts by it,
+  // again the other way, a third time back to problems first.
+  const heads = {};
+  const sortHead = (key, label, what) => {
+    const b = h('button', { type: 'button', class: 'sort', id: `sort-${key}`, title: `Sort by ${what}` }, label, h('span', { 'aria-hidden': 'true' }));
+    b.addEventListener('click', () => go({ sort: state.sort === key ? '-' + key : state.sort === '-' + key ? '' : key }));
+    return (heads[key] = h('th', { scope: 'col' }, b));
+  };
+  const plain = t => h('th', { scope: 'col' }, t);
   const table = h('table', { class: 'stack', id: 'spaces-table' },
     h('caption', { class: 'sr' }, 'Registered spaces'),
-    h('thead', null, h('tr', null, nameHead,
-      ['Provider', 'Region', 'Status', 'Last probed', 'Server version'].map(t => h('th', { scope: 'col' }, t)))), tbody);
+    h('thead', null, h('tr', null, sortHead('name', 'Name', 'name'), plain('Provider'), plain('Region'), sortHead('status', 'Status', 'status'),
+      plain('Last probed'), sortHead('registered', 'Registered', 'registration'), plain('Server version'))), tbody);
+  const order = h('p', { class: 'muted', id: 'order' });
   const body = h('div', null, h('p', { class: 'loading' }, 'Loading spaces…'));
   const pager = h('div', { class: 'pager' });
   const range = h('p', { class: 'muted', id: 'range', 'aria-live': 'polite' });
@@ -150,10 +229,39 @@ export async function spacesList(root, _, ctx) {
     countsEl,
     h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter spaces', onsubmit: e => { e.preventDefault(); clearTimeout(typing); typing = 0; go({ q: search.value.trim(), labels: selector.value.trim() }); } },
       field('Name', search), provField, statField, acctField, selectorField),
-    error, range, body, pager, updated);
+    error, order, range, body, pager, updated);
   if (state.q && document.activeElement === document.body) { search.focus(); search.setSelectionRange(search.value.length, search.value.length); }
 
+  // problemsFirst: the default order (no order chosen, no search).
+  const problemsFirst = () => !filter.sort;
   const pagePath = () => '/spaces' + qs({ ...filter, limit: String(PAGE), cursor });
+  // The first request of the page in view, problems first: its cursor is
+  // "<segment>:<the API's cursor in it>".
+  const segments = () => filter.status ? [filter.status] : SEGMENTS;
+  function segmentPath(seg, cur, n) {
+    return '/spaces' + qs({ ...filter, status: segments()[seg], limit: String(n), cursor: cur });
+  }
+  // readProblemsFirst fills a page from the segments in turn, from the
+  // page's cursor on; parts are the requests it took, which the ticks
+  // poll one at a time.
+  async function readProblemsFirst(signal) {
+    const m = /^(\d+):(.*)$/.exec(cursor || '');
+    let seg = m ? Number(m[1]) : 0, cur = m ? m[2] : '';
+    const items = [], parts = [];
+    let changed = false;
+    while (seg < segments().length && items.length < PAGE) {
+      const path = segmentPath(seg, cur, PAGE - items.length);
+      const r = await api.poll(path, { signal });
+      parts.push(path);
+      changed = changed || r.changed;
+      items.push(...[...r.data.items].sort((a, b) => since(b) - since(a)));
+      if (r.data.next_cursor) cur = r.data.next_cursor;
+      else { seg++; cur = ''; }
+      if (r.data.next_cursor && items.length >= PAGE) break;
+    }
+    return { changed, parts, data: { items, next_cursor: seg < segments().length ? `${seg}:${cur}` : undefined } };
+  }
+  let parts = [], part = 0;      // the requests of the page in view, polled in turn
 
   // renderControls shows the state on the controls; one that shows it
   // already (the box being typed in) is left alone.
@@ -162,8 +270,13 @@ export async function spacesList(root, _, ctx) {
     // Keys typed since the state was set are ahead of it: never undone.
     if (!typing && search.value.trim() !== state.q) search.value = state.q;
     if (selector.value.trim() !== state.labels) selector.value = state.labels;
-    nameHead.setAttribute('aria-sort', state.sort === 'name' ? 'ascending' : state.sort === '-name' ? 'descending' : 'none');
-    sortBtn.lastChild.textContent = state.sort === 'name' ? ' ▲' : state.sort === '-name' ? ' ▼' : ' ↕';
+    if (badSelector) selector.setAttribute('aria-invalid', 'true'); else selector.removeAttribute('aria-invalid');
+    for (const [k, th] of Object.entries(heads)) {
+      th.setAttribute('aria-sort', state.sort === k ? 'ascending' : state.sort === '-' + k ? 'descending' : 'none');
+      th.querySelector('button span').textContent = state.sort === k ? ' ▲' : state.sort === '-' + k ? ' ▼' : ' ↕';
+    }
+    order.textContent = problemsFirst() ? 'Problems first: inactive, then unknown, then active; within each, the newest status change first.'
+      : filter.sort === 'name' && !state.sort ? 'In name order (a search).' : '';
   }
   renderControls();
 
@@ -216,6 +329,7 @@ export async function spacesList(root, _, ctx) {
         h('td', { 'data-label': 'Region' }, region(sp)),
         h('td', { 'data-label': 'Status' }, badge(sp.status, sp.probe && sp.probe.reason, sp.connectivity)),
         h('td', { 'data-label': 'Last probed' }, when(sp.probe && sp.probe.last_probe_at)),
+        h('td', { 'data-label': 'Registered' }, when(sp.created_at)),
         h('td', { 'data-label': 'Version' }, (sp.probe && sp.probe.server_version && sp.probe.server_version.gitVersion) || '—'))));
       if (body.firstChild !== table) body.replaceChildren(table);
     }
@@ -228,6 +342,22 @@ export async function spacesList(root, _, ctx) {
     pager.replaceChildren(prev, h('span', null, `Page ${n}`), next);
     pager.hidden = n === 1 && !nextCursor;
     renderRange();
+  }
+
+  // showBadSelector says what is wrong with the selector, with no rows:
+  // the rows of another filter would read as its answer.
+  function showBadSelector() {
+    drawn = { ...state, pageNo };
+    page = null; shown = ''; parts = [];
+    renderControls();
+    renderCounts();
+    body.removeAttribute('aria-busy');
+    tbody.replaceChildren();
+    body.replaceChildren();
+    pager.hidden = true;
+    range.textContent = '';
+    error.replaceChildren(errorBox({ status: 400, problem: { title: 'The label selector is not valid', errors: [{ field: 'label_selector', reason: badSelector }] } },
+      'The label selector is not valid'));
   }
 
   function showError(x) {
@@ -246,11 +376,21 @@ export async function spacesList(root, _, ctx) {
     const path = pagePath();
     if (out && out.path === path) return out.done;
     if (out) out.abort.abort();
+    if (badSelector) { out = null; showBadSelector(); return Promise.resolve(); }
     const mine = out = { path, abort: new AbortController() };
     mine.done = (async () => {
       try {
-        const r = await api.poll(path, { signal: mine.abort.signal });
+        const signal = mine.abort.signal;
+        let r;
+        if (!problemsFirst()) r = await api.poll(path, { signal });
+        else if (shown === path && parts.length) {
+          // The page in view, polled: one of its requests a tick; a
+          // change reads it whole again (the others mostly 304s).
+          const one = await api.poll(parts[part++ % parts.length], { signal });
+          r = one.changed ? { ...(await readProblemsFirst(signal)), changed: true } : { changed: false };
+        } else r = await readProblemsFirst(signal);
         if (out !== mine) return;
+        if (r.parts) { parts = r.parts; part = 0; }
         error.replaceChildren();
         if (r.changed || shown !== path) { page = r.data; shown = path; renderRows(); }
         else refreshAges(root); // ages move on
@@ -296,7 +436,7 @@ export async function spacesList(root, _, ctx) {
       else if (ticks % 2 === 0) await loadPage();
       else await loadCounts();
       if (!ticks) loadAccounts();
-      error.replaceChildren();
+      if (!badSelector) error.replaceChildren();
       ticks++;
       updated.dataset.ticks = String(ticks);
       updated.textContent = `Updated ${new Date().toLocaleTimeString()} · refreshes every ${ctx.cfg.refresh_seconds || 5} s`;

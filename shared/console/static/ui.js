@@ -126,6 +126,7 @@ export function errorBox(err, what) {
   let hint = 'Try again; if it keeps failing, quote the request id to your platform team.';
   if (err && err.status === 0) hint = 'The API could not be reached: check your connection and try again.';
   else if (err && err.status === 503) hint = 'The service or the cloud is briefly unavailable: try again in a moment.';
+  else if (err && err.status === 400) hint = 'Correct what it names and try again.';
   else if (err && err.status === 404) hint = 'It may have been deregistered or belong to another org.';
   // A conflict's detail says what to do (re-bind, wait until active); the
   // page itself shows the current state, so no reload is asked for.
