@@ -118,6 +118,14 @@ func (a *API) getSpace(w http.ResponseWriter, r *http.Request, p auth.Principal)
 	if err != nil {
 		return err
 	}
+	// The body is the stored version as observed now, and only staleness
+	// makes that differ at one version (time passing, not a write): a
+	// stale space is always answered whole.
+	if s.Probe.Reason != space.ReasonProbeStale && noneMatch(r.Header.Values("If-None-Match"), etag(s.Version)) {
+		w.Header().Set("ETag", etag(s.Version))
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
 	writeSpace(w, http.StatusOK, s)
 	return nil
 }
