@@ -453,7 +453,9 @@ export async function spacesList(root, _, ctx) {
 export async function spaceDetail(root, [id], ctx) {
   const { api } = ctx;
   let sp;
-  try { sp = await api.get(`/spaces/${id}`); } catch (x) {
+  // Read with its ETag: the ticks then ask with If-None-Match, and an
+  // unchanged space (a 304) redraws nothing.
+  try { sp = (await api.poll(`/spaces/${id}`)).data; } catch (x) {
     const ts = tombstoneOf(x);
     if (!ts) throw x;
     // Deregistered: its name, and when and by whom, instead of a bare 404.
@@ -479,6 +481,8 @@ export async function spaceDetail(root, [id], ctx) {
   let accountName = '';          // the account's name, once read
   let historyOpen = false;       // the change list stays as the user left it
   let nsFailed = false;          // the namespaces are asked again at the next tick
+  let nsWaiting = false;         // an agent space whose agent has not reported them yet
+  let identitySig = '';          // the identity card as drawn
   const deregBtn = h('button', { class: 'danger', type: 'button', id: 'deregister' }, 'Deregister…');
   deregBtn.addEventListener('click', () => confirmDeregister(sp, envs, policies, ctx));
 
@@ -530,16 +534,22 @@ export async function spaceDetail(root, [id], ctx) {
     headMsg.replaceChildren();
     if (sp.status !== 'active' && sp.probe && sp.probe.message) headMsg.append(h('div', { class: 'alert warn' }, sp.probe.message));
     const cfg = Object.entries(sp.config).map(([k, v]) => [k, v]);
-    identity.replaceChildren(h('h2', null, 'Identity'), h('dl', { class: 'kv' },
+    // Identity changes almost never: redrawn only then, so a selection in
+    // it (the id, to copy) survives the probe's changes.
+    const idSig = JSON.stringify([sp.name, sp.space_type, sp.connectivity, sp.config, sp.cloud_account_id, accountName, sp.synthetic, sp.created_at]);
+    if (idSig !== identitySig) identity.replaceChildren(h('h2', null, 'Identity'), h('dl', { class: 'kv' },
       kv('Provider', PROVIDERS[sp.provider]), kv('Type', sp.space_type),
       kv('Connectivity', sp.connectivity === 'agent' ? 'agent (the agent in the cluster connects out)' : 'direct (Spaces calls the API server)'), ...cfg.map(([k, v]) => kv(k, h('code', null, v))),
       kv('Cloud account', h('a', { href: `#/accounts/${sp.cloud_account_id}/clusters`, id: 'space-account' }, accountName || sp.cloud_account_id)),
       kv('Synthetic', sp.synthetic ? 'yes' : 'no'), kv('Registered', when(sp.created_at)), kv('Space id', h('code', null, sp.id))));
+    identitySig = idSig;
     const p = sp.probe || {};
+    // Before the first probe (or lease) there is no failure to count.
+    const waiting = ['NotProbed', 'AgentNotConnected'].includes(p.reason);
     probe.replaceChildren(h('h2', null, 'Last probe'), h('dl', { class: 'kv' },
       kv('Status', badge(sp.status, p.reason)), kv('Last probed', when(p.last_probe_at)), kv('Last success', when(p.last_success_at)),
       kv('Status since', when(p.last_transition_at)), kv('Latency', p.latency_ms !== undefined ? `${p.latency_ms} ms` : '—'),
-      kv('Consecutive failures', String(p.consecutive_failures)),
+      kv('Consecutive failures', waiting ? '— (not probed yet)' : String(p.consecutive_failures)),
       kv('Server version', p.server_version ? `${p.server_version.gitVersion} (${p.server_version.platform})` : '—'),
       p.message ? kv('Message', p.message) : null));
   }
@@ -579,6 +589,9 @@ export async function spaceDetail(root, [id], ctx) {
       renderInstall();
     }
     const reason = sp.probe && sp.probe.reason;
+    // The token works once: once the agent has connected, the command on
+    // screen is spent.
+    if (boot && reason !== 'AgentNotConnected') { boot = null; renderInstall(); }
     agentState.dataset.state = sp.status;
     agentState.textContent = sp.status === 'active' ? 'Connected: the agent renews its lease.'
       : reason === 'AgentNotConnected' ? 'Waiting for the agent’s first connection…'
@@ -586,7 +599,9 @@ export async function spaceDetail(root, [id], ctx) {
   }
 
   async function loadHistory() {
-    const now = Date.now(), from = now - RANGES[range];
+    // From the registration at the earliest: a new space is not drawn as
+    // mostly unregistered, and the shares count its own time only.
+    const now = Date.now(), from = Math.max(now - RANGES[range], Date.parse(sp.created_at) || 0);
     const items = [];
     let cursor = '';
     for (let i = 0; i < 20; i++) {
@@ -603,7 +618,7 @@ export async function spaceDetail(root, [id], ctx) {
     const recent = items.filter(t => Date.parse(t.at) >= from);
     history.replaceChildren(
       h('div', { class: 'row' }, h('h2', null, 'Status history'), h('span', { class: 'spacer' }), seg),
-      chart(segments(items, sp, from, now), from, now, range === '24h' ? '24 hours' : range.replace('d', ' days')),
+      chart(segments(items, sp, from, now), from, now, now - from < RANGES[range] ? 'since its registration' : `over the last ${range === '24h' ? '24 hours' : range.replace('d', ' days')}`),
       h('details', { id: 'history-changes', open: historyOpen, ontoggle: e => { historyOpen = e.target.open; } },
         h('summary', null, `${recent.length} change${recent.length === 1 ? '' : 's'} in this range`),
         recent.length ? h('table', null, h('thead', null, h('tr', null, ['When', 'From', 'To', 'Reason'].map(t => h('th', { scope: 'col' }, t)))),
@@ -634,9 +649,12 @@ export async function spaceDetail(root, [id], ctx) {
       nsErr.replaceChildren(rest.length || !(x.problem && x.problem.errors) ? errorBox(x, 'The namespace was not created') : '');
     }
   });
-  namespaces.replaceChildren(h('h2', null, 'Namespaces'), nsBody, nsForm);
+  // A synthetic space has no cluster behind it: nothing to list or create.
+  if (sp.synthetic) namespaces.replaceChildren(h('h2', null, 'Namespaces'), h('p', { class: 'muted', id: 'ns-synthetic' }, 'A synthetic space is a placeholder with no cluster behind it: it has no namespaces.'));
+  else namespaces.replaceChildren(h('h2', null, 'Namespaces'), nsBody, nsForm);
 
   async function loadNamespaces() {
+    if (sp.synthetic) return;
     try {
       const list = await api.get(`/space-discovery/${id}/namespaces`);
       // An agent space's list is the one its agent last reported.
@@ -644,7 +662,8 @@ export async function spaceDetail(root, [id], ctx) {
         list.observed_at ? ['As the agent reported them ', when(list.observed_at), '; it reports again at its next connection.'] : 'Waiting for the agent’s first report.',
         (list.pending || []).length ? ` Waiting for the agent to create: ${list.pending.map(p => p.name).join(', ')}.` : '',
         (list.failed || []).map(f => ` ${f.name} was not created: ${f.message}`)) : null;
-      nsBody.replaceChildren(viaAgent, list.items.length ? h('table', { id: 'ns-table' }, h('thead', null, h('tr', null, ['Name', 'Phase', 'Labels'].map(t => h('th', { scope: 'col' }, t)))),
+      nsWaiting = sp.connectivity === 'agent' && !list.observed_at;
+      nsBody.replaceChildren(...[viaAgent].filter(Boolean), list.items.length ? h('table', { id: 'ns-table' }, h('thead', null, h('tr', null, ['Name', 'Phase', 'Labels'].map(t => h('th', { scope: 'col' }, t)))),
         h('tbody', null, list.items.map(n => h('tr', { 'data-ns': n.name }, h('td', null, n.name), h('td', null, n.phase || '—'),
           h('td', null, Object.entries(n.labels).filter(([k]) => !k.startsWith('kubernetes.io/')).map(([k, v]) => `${k}=${v}`).join(', ') || '—')))))
         : empty('The cluster has no namespace.'));
@@ -674,14 +693,21 @@ export async function spaceDetail(root, [id], ctx) {
   renderHead();
   api.get(`/cloud-accounts/${sp.cloud_account_id}`).then(a => { accountName = a.name; renderHead(); }).catch(() => {});
   await Promise.all([loadHistory(), loadNamespaces(), loadBindings().catch(x => bindings.replaceChildren(errorBox(x, 'Bindings could not be loaded')))]);
-  let lastVersion = sp.version;
+  let lastVersion = sp.version, ticks = 0;
   await ctx.every(async () => {
     try {
-      sp = await api.get(`/spaces/${id}`);
+      // One request a tick: the space (304 while unchanged), or, while an
+      // agent space waits for its agent's first report, the namespaces in
+      // turn with it.
+      if (nsWaiting && ticks++ % 2 === 1) { await loadNamespaces(); refreshAges(root); return; }
+      const r = await api.poll(`/spaces/${id}`);
       error.replaceChildren();
+      if (!r.changed) { refreshAges(root); if (nsFailed) await loadNamespaces(); return; }
+      const was = sp.status;
+      sp = r.data;
       renderHead();
       if (sp.version !== lastVersion) { lastVersion = sp.version; await loadHistory(); }
-      if (nsFailed) await loadNamespaces();
+      if (nsFailed || sp.status !== was) await loadNamespaces();
     } catch (x) {
       error.replaceChildren(errorBox(x, 'The space could not be refreshed'));
     }
