@@ -108,6 +108,13 @@ func TestConsoleAtPhoneWidth(t *testing.T) {
 		if broken := p.eval(`[...document.querySelectorAll('main button')].filter(b => b.offsetParent && b.getBoundingClientRect().height >= 2 * parseFloat(getComputedStyle(b).lineHeight)).map(b => b.textContent).join(', ')`); broken != "" {
 			t.Errorf("%s at 390 px breaks the buttons %s over lines", s.name, broken)
 		}
+		if s.name == "environment" {
+			// A revision that never waited for its space shows no "0" attempts.
+			p.until("the revision's attempts", `!!document.querySelector('#rev-table td[data-label="Attempts"]')`, wait)
+			if got := p.text(`#rev-table td[data-label="Attempts"]`); got != "—" {
+				t.Errorf("a revision that never waited shows attempts %q, want —", got)
+			}
+		}
 		if s.name == "space" {
 			// The history's axis times are text at a readable size, not
 			// scaled down with the drawing.
