@@ -159,6 +159,11 @@ func TestConsoleScreenBugs(t *testing.T) {
 	if p.eval(`String(!!document.querySelector('#env-space option[value="`+synthetic+`"]'))`) != "false" {
 		t.Error("the environment picker offers the synthetic space")
 	}
+	// The list keeps the placeholders apart on request.
+	p.visit("spaces", "#/spaces")
+	p.until("the list with both", `document.querySelectorAll('#spaces-table tbody tr').length === 2`, wait)
+	p.eval(`(() => { const s = document.querySelector('#f-kind'); s.value = 'true'; s.dispatchEvent(new Event('change')); return ''; })()`)
+	p.until("only the synthetic space", `location.hash === '#/spaces?synthetic=true' && document.querySelectorAll('#spaces-table tbody tr').length === 1 && !!document.querySelector('tr[data-space="`+synthetic+`"]')`, wait)
 	reqs, _ := proxy.stats()
 	for _, r := range reqs {
 		if strings.Contains(r, synthetic+"/namespaces") {

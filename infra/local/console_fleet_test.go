@@ -15,7 +15,10 @@ import (
 // TestConsoleFleetView: the spaces list of an org of 120 spaces in a real
 // browser. The status tiles come from GET /space-counts in one request (no
 // page of the fleet is walked) and filter the list when clicked; the range
-// reads "1–50 of 120"; the search box and the name sort put their state in
+// reads "1–50 of 120"; problems come first (inactive, newest change first,
+// then unknown); a malformed selector is explained with no rows and
+// nothing sent; the registration and status sorts are column headers; a
+// filter saved as a named view is one choice away, after a reload too; the search box and the name sort put their state in
 // the URL, and a search keeps the view (only its rows change); the page is
 // in the URL, so a reload keeps it and Back returns to the page before; an
 // idle tab sends one request a tick, conditional, and each is answered 304.
@@ -142,6 +145,15 @@ func TestConsoleFleetView(t *testing.T) {
 	// A tile filters by its status; clicked again, it clears the filter.
 	p.run("click the inactive tile", chromedp.Click(chromedp.CSS(`[data-count="inactive"] a`)))
 	p.until("the inactive spaces", rows(5)+` && location.hash === '#/spaces?status=inactive' && document.querySelector('#range').textContent === '1–5 of 5'`, wait)
+	// Saved as a view, it is one choice away, after a reload too.
+	p.run("save the view", chromedp.SendKeys(chromedp.CSS("#view-name"), "broken"), chromedp.Click(chromedp.CSS(`#views button[type=submit]`)))
+	p.until("the view saved", `!!document.querySelector('#view-pick option[value="broken"]')`, wait)
+	p.visit("all spaces", "#/spaces")
+	p.until("the whole list", rows(50)+` && location.hash === '#/spaces'`, wait)
+	p.run("reload", chromedp.Reload())
+	p.untilAcrossLoads("the saved view after a reload", `!!document.querySelector('#view-pick option[value="broken"]')`, wait)
+	p.eval(`(() => { const s = document.querySelector('#view-pick'); s.value = 'broken'; s.dispatchEvent(new Event('change')); return ''; })()`)
+	p.until("the saved view", rows(5)+` && location.hash === '#/spaces?status=inactive'`, wait)
 	p.run("click it again", chromedp.Click(chromedp.CSS(`[data-count="inactive"] a`)))
 	p.until("the whole list again", rows(50)+` && location.hash === '#/spaces'`, wait)
 

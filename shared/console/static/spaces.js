@@ -19,7 +19,7 @@ const trails = new Map();
 
 // The URL's query names for the view's state; labels is the label
 // selector (label_selector).
-const STATE = ['q', 'provider', 'status', 'account', 'sort', 'labels'];
+const STATE = ['q', 'provider', 'status', 'account', 'sort', 'labels', 'synthetic'];
 
 // SORTS are the orders the API offers (openapi.yaml, SpaceSort), each
 // offered by a column header; '' is the console's own default, problems
@@ -129,6 +129,7 @@ export async function spacesList(root, _, ctx) {
   function read() {
     const params = hashParams();
     for (const k of STATE) state[k] = params.get(k) || '';
+    if (!['', 'true', 'false'].includes(state.synthetic)) state.synthetic = '';
     if (!SORTS.includes(state.sort)) state.sort = '';
     pageNo = Math.max(1, parseInt(params.get('page') || '1', 10) || 1);
     cursor = pageNo > 1 ? (params.get('cursor') || '') : '';
@@ -138,7 +139,7 @@ export async function spacesList(root, _, ctx) {
     if (pageNo > 1 && cursor) trail[pageNo - 1] = cursor;
     // A search lists in name order unless another order is chosen: the
     // name index then reads only the names it shows, at any fleet size.
-    filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: state.q, sort: state.sort || (state.q ? 'name' : ''), label_selector: state.labels };
+    filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: state.q, sort: state.sort || (state.q ? 'name' : ''), label_selector: state.labels, synthetic: state.synthetic };
     // A malformed selector is never sent: the view says what is wrong.
     badSelector = state.labels ? selectorError(state.labels) : '';
   }
@@ -196,6 +197,8 @@ export async function spacesList(root, _, ctx) {
   const provField = sel('f-provider', 'provider', 'Provider', [['', 'All providers'], ...Object.entries(PROVIDERS)]);
   const statField = sel('f-status', 'status', 'Status', [['', 'All statuses'], ['active', 'active'], ['inactive', 'inactive'], ['unknown', 'unknown']]);
   const acctField = sel('f-account', 'account', 'Cloud account', [['', 'All accounts']]);
+  // Synthetic spaces are placeholders with no cluster: apart on request.
+  const kindField = sel('f-kind', 'synthetic', 'Kind', [['', 'All spaces'], ['false', 'Clusters'], ['true', 'Synthetic placeholders']]);
   const acctSel = acctField.querySelector('select');
   // The accounts' names, for their filter, are asked once the first page
   // is on screen: the page's own requests come first.
@@ -224,11 +227,39 @@ export async function spacesList(root, _, ctx) {
   const selectorField = field('Labels', selector);
   selectorField.append(h('span', { class: 'muted', id: 'f-labels-hint' }, 'Kubernetes selector: k=v, k!=v, k, !k, k in (a,b)'));
 
+  // Saved views: a name for the search, filters and order of the URL,
+  // kept in this browser per org and user (localStorage); choosing one
+  // goes to its URL, which a link can share as well.
+  const viewsKey = `spaces.views.${ctx.session.org()}.${ctx.session.user()}`;
+  const readViews = () => { try { return JSON.parse(localStorage.getItem(viewsKey) || '{}'); } catch { return {}; } };
+  const viewPick = h('select', { id: 'view-pick', 'aria-label': 'Saved views' });
+  const viewName = h('input', { id: 'view-name', maxlength: 60, autocomplete: 'off', placeholder: 'name this view', 'aria-label': 'Name of the view to save' });
+  const drawViews = () => {
+    const views = readViews();
+    viewPick.replaceChildren(h('option', { value: '' }, Object.keys(views).length ? 'Saved views…' : 'No saved view'),
+      ...Object.keys(views).sort().map(n => h('option', { value: n }, n)));
+  };
+  viewPick.addEventListener('change', () => { const q = readViews()[viewPick.value]; if (q !== undefined) ctx.go('#/spaces' + q); });
+  const viewsForm = h('form', { class: 'row views', id: 'views', 'aria-label': 'Saved views' }, viewPick, viewName, h('button', { type: 'submit' }, 'Save this view'));
+  viewsForm.addEventListener('submit', e => {
+    e.preventDefault();
+    const n = viewName.value.trim();
+    if (!n) { viewName.focus(); return; }
+    const i = location.hash.indexOf('?');
+    const p = new URLSearchParams(i < 0 ? '' : location.hash.slice(i + 1));
+    p.delete('page'); p.delete('cursor'); // a view is its filters and order, from its first page
+    localStorage.setItem(viewsKey, JSON.stringify({ ...readViews(), [n]: p.toString() ? '?' + p : '' }));
+    viewName.value = '';
+    drawViews();
+    flash(`View ${n} saved.`);
+  });
+  drawViews();
+
   root.replaceChildren(
     h('h1', null, 'Spaces', h('span', { class: 'spacer' }), h('a', { class: 'button primary', href: '#/connect' }, 'Register a cluster')),
-    countsEl,
+    countsEl, viewsForm,
     h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter spaces', onsubmit: e => { e.preventDefault(); clearTimeout(typing); typing = 0; go({ q: search.value.trim(), labels: selector.value.trim() }); } },
-      field('Name', search), provField, statField, acctField, selectorField),
+      field('Name', search), provField, statField, acctField, kindField, selectorField),
     error, order, range, body, pager, updated);
   if (state.q && document.activeElement === document.body) { search.focus(); search.setSelectionRange(search.value.length, search.value.length); }
 
@@ -294,7 +325,7 @@ export async function spacesList(root, _, ctx) {
   // total is how many spaces the list holds, where the counts say it: no
   // filter, or exactly one of status, provider and account.
   function total() {
-    if (!counts || drawn.q || drawn.labels) return null;
+    if (!counts || drawn.q || drawn.labels || drawn.synthetic) return null;
     const set = [['status', 'by_status'], ['provider', 'by_provider'], ['account', 'by_account']].filter(([k]) => drawn[k]);
     if (!set.length) return counts.total;
     if (set.length > 1) return null;
