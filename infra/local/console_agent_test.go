@@ -70,6 +70,10 @@ func TestConsoleAgentMode(t *testing.T) {
 	p.until("waiting for the first connection", `document.querySelector('h1 .badge').dataset.status === 'unknown' &&
 		!!document.querySelector('h1 [data-reason="AgentNotConnected"]') && !!document.querySelector('h1 [data-connectivity="agent"]') &&
 		document.querySelector('#agent-state').dataset.state === 'unknown'`, wait)
+	// Waiting is no failure: there is none to count yet.
+	if probe := p.text("#probe"); regexp.MustCompile(`Consecutive failures\s*[1-9]`).MatchString(probe) {
+		t.Errorf("while waiting for the agent the probe card counts failures: %q", probe)
+	}
 	install, manifest := p.text("#install-command"), p.text("#install-manifest")
 	m := regexp.MustCompile(`\n  token: "(spb1\.[^"]+)"`).FindStringSubmatch(manifest)
 	if m == nil || install != "kubectl apply -f spaces-agent.yaml -f -" || !strings.Contains(manifest, "name: spaces-agent-bootstrap") {
@@ -100,6 +104,13 @@ func TestConsoleAgentMode(t *testing.T) {
 		t.Error("the page was reloaded while waiting for the agent")
 	}
 	p.until("the cluster's version from the lease", `document.querySelector('#probe').innerText.includes('v1.')`, wait)
+	// On the same page: the spent install command is gone, and the
+	// namespaces card shows the agent's report without a reload.
+	p.until("the spent command gone", `!document.querySelector('#install-command') && !!document.querySelector('#agent-reissue')`, wait)
+	p.until("the agent's namespaces", `document.querySelector('#ns-agent').innerText.includes('As the agent reported') && !!document.querySelector('#ns-table tr[data-ns="kube-system"]')`, wait)
+	if p.eval(`window.__marker`) != "same page" {
+		t.Error("the page was reloaded while waiting for the agent's report")
+	}
 	p.shot("agent-03-active")
 	p.audit("agent space (active)")
 

@@ -15,7 +15,10 @@ import (
 // TestConsoleFleetView: the spaces list of an org of 120 spaces in a real
 // browser. The status tiles come from GET /space-counts in one request (no
 // page of the fleet is walked) and filter the list when clicked; the range
-// reads "1–50 of 120"; the search box and the name sort put their state in
+// reads "1–50 of 120"; problems come first (inactive, newest change first,
+// then unknown); a malformed selector is explained with no rows and
+// nothing sent; the registration and status sorts are column headers; a
+// filter saved as a named view is one choice away, after a reload too; the search box and the name sort put their state in
 // the URL, and a search keeps the view (only its rows change); the page is
 // in the URL, so a reload keeps it and Back returns to the page before; an
 // idle tab sends one request a tick, conditional, and each is answered 304.
@@ -95,26 +98,76 @@ func TestConsoleFleetView(t *testing.T) {
 	if counts != 1 || walks != 0 {
 		t.Errorf("the counts took %d requests to /space-counts and %d pages walked, want 1 and 0: %v", counts, walks, reqs)
 	}
+	// Problems first: the inactive spaces, the newest status change first
+	// (they turned inactive in order), then the unknown ones; the active
+	// ones come last, so not on page 1.
+	wantFirst := strings.Join([]string{ids[4], ids[3], ids[2], ids[1], ids[0]}, ",")
+	if got := p.eval(`[...document.querySelectorAll('#spaces-table tbody tr')].slice(0, 5).map(r => r.dataset.space).join(',')`); got != wantFirst {
+		t.Errorf("the first rows are %s, want the inactive spaces newest change first: %s", got, wantFirst)
+	}
+	if got := p.eval(`[...document.querySelectorAll('#spaces-table tbody tr')].slice(5).map(r => r.querySelector('.badge').dataset.status).filter(s => s !== 'unknown').join(',')`); got != "" {
+		t.Errorf("after the inactive spaces, page 1 shows %s, want only unknown ones", got)
+	}
 	p.shot("fleet-01-list")
 	p.audit("spaces (fleet)")
+
+	// A malformed label selector is explained at once, with no rows and no
+	// request sent.
+	before, _ := proxy.stats()
+	p.run("a malformed selector", chromedp.SendKeys(chromedp.CSS("#f-labels"), "env in (prod\r"))
+	p.until("the selector's error, no rows", `document.querySelector('main [role=alert]') && document.querySelector('main [role=alert]').innerText.includes("has a '(' without its ')'") &&
+		!document.querySelector('#spaces-table') && document.querySelector('#range').textContent === '' && document.querySelector('#f-labels').getAttribute('aria-invalid') === 'true'`, wait)
+	if p.eval(`document.querySelector('main [role=alert]').innerText.includes('request id') ? 'asks' : ''`) != "" {
+		t.Error("the selector's error asks to quote a request id")
+	}
+	p.audit("spaces (malformed selector)")
+	p.visit("clear the selector", "#/spaces")
+	p.until("the whole list again", rows(50)+` && !document.querySelector('main [role=alert]')`, wait)
+	after, _ := proxy.stats()
+	for _, r := range after[len(before):] {
+		if strings.Contains(r, "label_selector") {
+			t.Errorf("the malformed selector was sent: %s", r)
+		}
+	}
+
+	// Every order the API offers is a column header.
+	oldest := c.must(200, c.do("GET", "/spaces?sort=registered&limit=1", nil))["items"].([]any)[0].(map[string]any)["id"].(string)
+	p.run("sort by registration", chromedp.Click(chromedp.CSS(`#sort-registered`)))
+	p.until("registration order", `location.hash === '#/spaces?sort=registered' && document.querySelector('#spaces-table tbody tr').dataset.space === '`+oldest+`'`, wait)
+	firstStatus := `document.querySelector('#spaces-table tbody tr .badge').dataset.status`
+	p.run("sort by status", chromedp.Click(chromedp.CSS(`#sort-status`)))
+	p.until("status order", `location.hash === '#/spaces?sort=status' && `+firstStatus+` === 'active'`, wait)
+	p.run("sort by status, reversed", chromedp.Click(chromedp.CSS(`#sort-status`)))
+	p.until("reverse status order", `location.hash === '#/spaces?sort=-status' && `+firstStatus+` === 'unknown'`, wait)
+	p.run("back to problems first", chromedp.Click(chromedp.CSS(`#sort-status`)))
+	p.until("problems first", `location.hash === '#/spaces' && document.querySelector('#spaces-table tbody tr').dataset.space === '`+ids[4]+`'`, wait)
 
 	// A tile filters by its status; clicked again, it clears the filter.
 	p.run("click the inactive tile", chromedp.Click(chromedp.CSS(`[data-count="inactive"] a`)))
 	p.until("the inactive spaces", rows(5)+` && location.hash === '#/spaces?status=inactive' && document.querySelector('#range').textContent === '1–5 of 5'`, wait)
+	// Saved as a view, it is one choice away, after a reload too.
+	p.run("save the view", chromedp.SendKeys(chromedp.CSS("#view-name"), "broken"), chromedp.Click(chromedp.CSS(`#views button[type=submit]`)))
+	p.until("the view saved", `!!document.querySelector('#view-pick option[value="broken"]')`, wait)
+	p.visit("all spaces", "#/spaces")
+	p.until("the whole list", rows(50)+` && location.hash === '#/spaces'`, wait)
+	p.run("reload", chromedp.Reload())
+	p.untilAcrossLoads("the saved view after a reload", `!!document.querySelector('#view-pick option[value="broken"]')`, wait)
+	p.eval(`(() => { const s = document.querySelector('#view-pick'); s.value = 'broken'; s.dispatchEvent(new Event('change')); return ''; })()`)
+	p.until("the saved view", rows(5)+` && location.hash === '#/spaces?status=inactive'`, wait)
 	p.run("click it again", chromedp.Click(chromedp.CSS(`[data-count="inactive"] a`)))
 	p.until("the whole list again", rows(50)+` && location.hash === '#/spaces'`, wait)
 
 	// The search box: names containing "beta-1", in the URL. The view is
 	// kept (the same table, the accounts not asked again): only the rows
 	// change. Back leaves the search, not one letter of it.
-	before, _ := proxy.stats()
+	before, _ = proxy.stats()
 	p.eval(`document.querySelector('#spaces-table').dataset.kept = 'yes'`)
 	p.run("search", chromedp.SendKeys(chromedp.CSS("#f-q"), "BETA-1"))
 	p.until("the search's rows", rows(20)+` && location.hash === '#/spaces?q=BETA-1' && document.querySelector('#range').textContent === '1–20'`, wait)
 	if got := p.eval(`[...document.querySelectorAll('#spaces-table tbody tr')].filter(r => !r.dataset.name.startsWith('beta-1')).map(r => r.dataset.name).join(',')`); got != "" {
 		t.Errorf("the search for BETA-1 shows %s", got)
 	}
-	after, _ := proxy.stats()
+	after, _ = proxy.stats()
 	for _, r := range after[len(before):] {
 		if strings.HasPrefix(r, "GET /cloud-accounts") {
 			t.Errorf("the search asked the accounts again: %s", r)

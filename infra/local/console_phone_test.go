@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 
 // TestConsoleAtPhoneWidth: at 390 px (a phone) no screen scrolls sideways:
 // the page is never wider than the window (where one does, the test names
-// the elements that stick out). And every screen, left open and idle, sends
+// the elements that stick out; the environments include a gated one with
+// its Re-bind controls), no button's word is broken over lines, and the
+// status history's axis times are at least 10 px tall. And every screen, left open and idle, sends
 // one request a refresh tick that runs. Then, in dark mode (the system
 // setting), every screen is dark and has no axe violation (contrast
 // included).
@@ -43,6 +46,12 @@ func TestConsoleAtPhoneWidth(t *testing.T) {
 			"network": map[string]any{"subnet_ids": []string{"subnet-0d3e0000000000001", "subnet-0d3e0000000000002"},
 				"security_group_ids": []string{"sg-0d3e0000000000003"}}}}, "Idempotency-Key: phone-1"))
 
+	// A gated environment: its row holds the gate and the Re-bind controls.
+	gatedSpace := c.must(201, c.do("POST", "/spaces", map[string]any{"provider": "aws", "space_type": "kubernetes", "cloud_account_id": acct,
+		"config": map[string]string{"clusterName": "demo-eks-2", "region": demo.AWSRegion}}))["id"].(string)
+	c.must(201, c.do("POST", "/environments", map[string]any{"name": "gated-on-a-phone", "space_id": gatedSpace}))
+	c.must(204, c.do("DELETE", "/spaces/"+gatedSpace, nil))
+
 	// An account not verified yet: its page is the trust setup card.
 	pending := c.must(201, c.do("POST", "/cloud-accounts", map[string]any{"provider": "gcp", "name": "pending", "connection": demo.Connection(space.GCP)}))["id"].(string)
 
@@ -57,11 +66,11 @@ func TestConsoleAtPhoneWidth(t *testing.T) {
 		polls             bool // refreshes every tick
 	}{
 		{"spaces", "#/spaces", `!!document.querySelector('#spaces-table tbody tr')`, true},
-		{"space", "#/spaces/" + id, `!!document.querySelector('#ns-table')`, true},
+		{"space", "#/spaces/" + id, `!!document.querySelector('#ns-table') && !!document.querySelector('#history svg')`, true},
 		{"connect", "#/connect", `!!document.querySelector('#connect-form')`, false},
 		{"clusters", "#/accounts/" + acct + "/clusters", `!!document.querySelector('#region')`, false},
 		{"trust setup", "#/accounts/" + pending + "/clusters", `!!document.querySelector('#setup-card')`, false},
-		{"environments", "#/environments", `document.querySelector('main').innerText.includes('phone')`, true},
+		{"environments", "#/environments", `!!document.querySelector('tr[data-env="gated-on-a-phone"] .rebind select option[value]:not([value=""])')`, true},
 		{"environment", "#/environments/" + env, `document.querySelector('main').innerText.includes('phone')`, true},
 		{"jobs", "#/jobs", `document.querySelector('main').innerText.includes('phone-eks-with-a-rather-long-name')`, true},
 	}
@@ -91,6 +100,28 @@ func TestConsoleAtPhoneWidth(t *testing.T) {
 		if wide != "" {
 			p.shot("phone-wide-" + s.name)
 			t.Errorf("%s scrolls sideways at 390 px: %s", s.name, wide)
+		}
+		if got, _ := strconv.Atoi(p.eval(`String(document.documentElement.scrollWidth)`)); got > 390 {
+			t.Errorf("%s is %d px wide at 390 px", s.name, got)
+		}
+		// A button's word is never broken over lines (Cancel as Ca/nc/el).
+		if broken := p.eval(`[...document.querySelectorAll('main button')].filter(b => b.offsetParent && b.getBoundingClientRect().height >= 2 * parseFloat(getComputedStyle(b).lineHeight)).map(b => b.textContent).join(', ')`); broken != "" {
+			t.Errorf("%s at 390 px breaks the buttons %s over lines", s.name, broken)
+		}
+		if s.name == "environment" {
+			// A revision that never waited for its space shows no "0" attempts.
+			p.until("the revision's attempts", `!!document.querySelector('#rev-table td[data-label="Attempts"]')`, wait)
+			if got := p.text(`#rev-table td[data-label="Attempts"]`); got != "—" {
+				t.Errorf("a revision that never waited shows attempts %q, want —", got)
+			}
+		}
+		if s.name == "space" {
+			// The history's axis times are text at a readable size, not
+			// scaled down with the drawing.
+			if got := p.eval(`(() => { const l = [...document.querySelectorAll('#history .axis span, #history svg text')];
+				return l.length >= 3 && l.every(e => e.getBoundingClientRect().height >= 10) ? 'readable' : l.map(e => e.getBoundingClientRect().height.toFixed(1)).join(' '); })()`); got != "readable" {
+				t.Errorf("the status history's axis labels at 390 px are %s px tall", got)
+			}
 		}
 	}
 

@@ -176,4 +176,30 @@ func TestSpaceSearchAndSort(t *testing.T) {
 	if itemCount(t, st) != before {
 		t.Errorf("bad requests changed the table")
 	}
+
+	// synthetic keeps the placeholders, or the others; its cursor
+	// continues only its own listing, and a bad value is refused by name.
+	body := registerBody("aws", acct, "placeholder")
+	body["synthetic"] = true
+	c.must(201, c.do("POST", "/spaces", body))
+	if got, _ := names("/spaces?synthetic=true"); !slices.Equal(got, []string{"placeholder"}) {
+		t.Errorf("synthetic=true: %q, want placeholder", got)
+	}
+	if got, _ := names("/spaces?synthetic=false&sort=name"); !slices.Equal(got, []string{"dev-eu", "prod-eu", "Prod-US", "PRODUCTION", "staging"}) {
+		t.Errorf("synthetic=false: %q", got)
+	}
+	_, next = names("/spaces?synthetic=false&limit=1")
+	before = itemCount(t, st)
+	for path, field := range map[string]string{
+		"/spaces?synthetic=yes":                         "synthetic",
+		"/spaces?synthetic=true&limit=1&cursor=" + next: "cursor",
+	} {
+		r := c.do("GET", path, nil)
+		if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), `"`+field+`"`) {
+			t.Errorf("GET %s: %d %s, want 400 naming %s", path, r.status, r.body, field)
+		}
+	}
+	if itemCount(t, st) != before {
+		t.Errorf("bad requests changed the table")
+	}
 }

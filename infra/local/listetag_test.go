@@ -44,6 +44,18 @@ func TestListETags(t *testing.T) {
 	if n := len(changed.json(t)["items"].([]any)); n != 4 {
 		t.Errorf("%d spaces listed, want 4", n)
 	}
+	// One space: its ETag (its version) answers 304 while it is
+	// unchanged, and a change answers it whole with the new tag.
+	one := changed.json(t)["items"].([]any)[0].(map[string]any)["id"].(string)
+	got := c.do("GET", "/spaces/"+one, nil)
+	spaceTag := got.header.Get("ETag")
+	if same := c.do("GET", "/spaces/"+one, nil, "If-None-Match: "+spaceTag); same.status != http.StatusNotModified || len(same.body) != 0 || same.header.Get("ETag") != spaceTag {
+		t.Errorf("GET /spaces/{id} with If-None-Match %s: %d %q ETag %q", spaceTag, same.status, same.body, same.header.Get("ETag"))
+	}
+	c.must(200, c.do("PUT", "/spaces/"+one+"/labels", map[string]any{"labels": map[string]string{"etag": "changed"}}))
+	if after := c.do("GET", "/spaces/"+one, nil, "If-None-Match: "+spaceTag); after.status != http.StatusOK || after.header.Get("ETag") == spaceTag {
+		t.Errorf("GET /spaces/{id} after a change, with the old tag: %d, ETag %q (was %q)", after.status, after.header.Get("ETag"), spaceTag)
+	}
 	// A page with a next cursor keeps its tag while nothing changes, though
 	// the cursor's sealed bytes differ from one answer to the next.
 	a, b := c.do("GET", "/spaces?limit=2", nil), c.do("GET", "/spaces?limit=2", nil)

@@ -12,7 +12,7 @@ import (
 
 func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	q := newQuery(r.URL.RawQuery, append(pageParams, "provider", "status", "space_type", "cloud_account_id", "picker",
-		"name_prefix", "name_contains", "sort", "label_selector")...)
+		"name_prefix", "name_contains", "sort", "label_selector", "synthetic")...)
 	f := space.ListFilter{
 		Provider:  oneOf(q, "provider", space.Providers),
 		Status:    oneOf(q, "status", space.Statuses),
@@ -43,6 +43,10 @@ func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principa
 		}
 		f.Selector = sel
 	}
+	if v := q.oneOf("synthetic", "true", "false"); v != "" {
+		synthetic := v == "true"
+		f.Synthetic = &synthetic
+	}
 	if f.NamePrefix != "" && f.NameContains != "" {
 		q.fail("name_contains", "cannot be combined with name_prefix")
 	}
@@ -50,7 +54,7 @@ func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principa
 	// continues the listing it came from, never another search or order.
 	scope := strings.Join([]string{"spaces", p.OrgID, string(f.Provider), string(f.Status), f.SpaceType, f.CloudAccountID, string(f.Picker),
 		string(f.Sort), strconv.Quote(space.FoldName(f.NamePrefix)), strconv.Quote(space.FoldName(f.NameContains)),
-		strconv.Quote(f.Selector.String())}, "|")
+		strconv.Quote(f.Selector.String()), q.get("synthetic")}, "|")
 	page := a.page(q, scope)
 	if err := q.err(); err != nil {
 		return err
@@ -117,6 +121,14 @@ func (a *API) getSpace(w http.ResponseWriter, r *http.Request, p auth.Principal)
 	s, err := a.Spaces.Get(r.Context(), p.OrgID, r.PathValue("id"))
 	if err != nil {
 		return err
+	}
+	// The body is the stored version as observed now, and only staleness
+	// makes that differ at one version (time passing, not a write): a
+	// stale space is always answered whole.
+	if s.Probe.Reason != space.ReasonProbeStale && noneMatch(r.Header.Values("If-None-Match"), etag(s.Version)) {
+		w.Header().Set("ETag", etag(s.Version))
+		w.WriteHeader(http.StatusNotModified)
+		return nil
 	}
 	writeSpace(w, http.StatusOK, s)
 	return nil

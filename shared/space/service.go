@@ -102,6 +102,9 @@ type ListFilter struct {
 	Sort         Sort
 	// Selector keeps the spaces whose labels it matches.
 	Selector Selector
+	// Synthetic, when set, keeps only the synthetic spaces (true) or only
+	// the others (false).
+	Synthetic *bool
 }
 
 // List pages through org's live spaces matching f, as observed now, so that
@@ -111,6 +114,9 @@ func (svc *Service) List(ctx context.Context, org string, f ListFilter, page Pag
 	keep := func(s Space) bool {
 		o := s.Observed(now, svc.StaleAfter)
 		if f.Status != "" && o.Status != f.Status {
+			return false
+		}
+		if f.Synthetic != nil && s.Synthetic != *f.Synthetic {
 			return false
 		}
 		// Here rather than as a DynamoDB FilterExpression: a Query costs

@@ -89,13 +89,42 @@ export async function accounts(root, _, ctx) {
   root.replaceChildren(h('h1', null, 'Cloud accounts'), h('div', { class: 'card' }, h('h2', null, 'Connected accounts'), list), form);
 
   const accts = await api.all('/cloud-accounts');
+  // Disconnect: the API refuses (409, with why) while a space uses it.
+  // Asked once more in place before anything is sent.
+  const disconnect = a => {
+    const box = h('div', { class: 'disconnect' });
+    const ask = () => {
+      const b = h('button', { type: 'button', 'data-disconnect': a.id, 'aria-label': `Disconnect ${a.name}` }, 'Disconnect');
+      b.addEventListener('click', confirmIt);
+      box.replaceChildren(b);
+    };
+    const confirmIt = () => {
+      const yes = h('button', { type: 'button', class: 'danger', 'data-disconnect-confirm': a.id }, `Disconnect ${a.name}`);
+      const no = h('button', { type: 'button' }, 'Cancel');
+      const out = h('div');
+      no.addEventListener('click', ask);
+      yes.addEventListener('click', async () => {
+        yes.disabled = true;
+        try {
+          await api.del(`/cloud-accounts/${a.id}`);
+          box.closest('tr').remove();
+          flash(`${a.name} disconnected.`);
+        } catch (x) { yes.disabled = false; out.replaceChildren(errorBox(x, `${a.name} was not disconnected`)); }
+      });
+      box.replaceChildren(h('p', null, 'Spaces forgets the account; the identity in your cloud is left as it is.'), h('div', { class: 'row' }, yes, no), out);
+      yes.focus();
+    };
+    ask();
+    return box;
+  };
   list.replaceChildren(accts.length ? h('table', { class: 'stack', id: 'accounts-table' },
-    h('thead', null, h('tr', null, ['Name', 'Cloud', 'Identity', 'Trust', 'Connected', ''].map(t => h('th', { scope: 'col' }, t)))),
+    h('thead', null, h('tr', null, ['Name', 'Cloud', 'Identity', 'Trust', 'Connected', '', ''].map(t => h('th', { scope: 'col' }, t)))),
     h('tbody', null, accts.map(a => h('tr', { 'data-account': a.id },
       h('td', { 'data-label': 'Name' }, a.name), h('td', { 'data-label': 'Cloud' }, providerMark(a.provider)),
       h('td', { 'data-label': 'Identity' }, h('code', null, identity(a))), h('td', { 'data-label': 'Trust' }, a.status + (a.status_reason ? ` (${a.status_reason})` : '')),
       h('td', { 'data-label': 'Connected' }, when(a.created_at)),
-      h('td', null, h('a', { href: `#/accounts/${a.id}/clusters` }, a.status === 'ready' ? 'Pick a cluster' : 'Set up and verify'))))))
+      h('td', null, h('a', { href: `#/accounts/${a.id}/clusters` }, a.status === 'ready' ? 'Pick a cluster' : 'Set up and verify')),
+      h('td', { 'data-label': '' }, disconnect(a))))))
     : empty('No cloud account is connected yet: connect one below.'));
 }
 
@@ -104,6 +133,17 @@ export async function accounts(root, _, ctx) {
 // (curl … /verify with a bearer token) is the API's way to verify: the
 // console has its button instead, and shows no token.
 const COMMAND = /^(aws|gcloud|az|kubectl) /;
+
+// cloudStatus says a cluster's state in one vocabulary whatever its cloud
+// (GKE's status, AKS's provisioning state; EKS's listing says none), the
+// cloud's own word kept as the title.
+const CLOUD_STATES = { RUNNING: 'ready', Succeeded: 'ready', PROVISIONING: 'creating', Creating: 'creating', RECONCILING: 'updating', Updating: 'updating',
+  STOPPING: 'deleting', Deleting: 'deleting', ERROR: 'failed', Failed: 'failed', DEGRADED: 'degraded', Canceled: 'canceled' };
+function cloudStatus(provider, status) {
+  if (!status) return h('span', { class: 'muted', 'data-cloud-status': 'not reported' }, provider === 'aws' ? 'not reported (EKS lists no state)' : 'not reported');
+  const word = CLOUD_STATES[status] || status.toLowerCase();
+  return h('span', { 'data-cloud-status': word, title: `The cloud says ${status}` }, word);
+}
 const API_VERIFY = /\/cloud-accounts\/[^/\s]+\/verify\b|\$TOKEN/;
 
 // After a refused verify the card checks again by itself while it is open
@@ -276,7 +316,7 @@ export async function clusterPicker(root, [id], ctx) {
         }
         return h('tr', { 'data-cluster': c.name },
           h('td', { 'data-label': 'Cluster' }, h('strong', null, c.name)), h('td', { 'data-label': 'Location' }, c.location),
-          h('td', { 'data-label': 'Cloud status' }, c.status || '—'), cell);
+          h('td', { 'data-label': 'Cloud status' }, cloudStatus(a.provider, c.status)), cell);
       }))));
   }
 

@@ -14,6 +14,8 @@ export function createSession() {
   return {
     token: () => cur && cur.token,
     org: () => cur && cur.org,
+    // user: the token's subject, which keys what the console keeps per user.
+    user: () => cur && cur.token ? (claims(cur.token).sub || '') : '',
     set(token, expiresIn) {
       cur = { token, org: claims(token).org_id || '?', expires_at: Date.now() + (expiresIn || 3600) * 1000 };
       sessionStorage.setItem(KEY, JSON.stringify(cur));

@@ -39,17 +39,17 @@ export function chart(bands, from, now, label) {
   const summary = Object.entries(share).filter(([k]) => k !== 'none')
     .map(([k, v]) => `${k} ${pct(v, span)}`).join(', ');
   const fmt = t => new Date(t).toLocaleString([], { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
-  const svg = s('svg', { viewBox: `0 0 ${W} ${H + 22}`, role: 'img', 'aria-label': `Status over the last ${label}: ${summary || 'no data'}` },
+  // The axis's times are text beside the drawing, not in it: the drawing
+  // scales to the width (a third of its size on a phone), text does not.
+  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': `Status ${label}: ${summary || 'no data'}` },
     ...bands.map(b => s('rect', {
       class: `band band-${b.status}`, x: x(b.from).toFixed(2), y: 0, width: Math.max(1, x(b.to) - x(b.from)).toFixed(2), height: H,
       fill: COLORS[b.status],
     }, s('title', null, `${b.status}${b.reason ? ' (' + b.reason + ')' : ''}: ${fmt(b.from)} – ${fmt(b.to)}`))),
-    s('line', { x1: 0, x2: W, y1: H, y2: H, stroke: '#57606a' }),
-    s('text', { x: 2, y: H + 16, 'font-size': 13, fill: '#57606a' }, fmt(from)),
-    s('text', { x: W / 2, y: H + 16, 'font-size': 13, fill: '#57606a', 'text-anchor': 'middle' }, fmt(from + span / 2)),
-    s('text', { x: W - 2, y: H + 16, 'font-size': 13, fill: '#57606a', 'text-anchor': 'end' }, 'now'));
+    s('line', { x1: 0, x2: W, y1: H, y2: H, stroke: '#57606a' }));
+  const axis = h('div', { class: 'axis', 'aria-hidden': 'true' }, h('span', null, fmt(from)), h('span', null, fmt(from + span / 2)), h('span', null, 'now'));
   const legend = h('div', { class: 'legend' },
     ['active', 'inactive', 'unknown', 'none'].filter(k => k !== 'none' || share.none).map(k => h('span', { class: `l-${k}` },
       `${k === 'none' ? 'not registered' : k} ${pct(share[k] || 0, span)}`)));
-  return h('div', { class: 'chart' }, svg, legend);
+  return h('div', { class: 'chart' }, svg, axis, legend);
 }

@@ -22,7 +22,8 @@ function spaceChooser(api, id, except) {
     }
     if (mine !== asked) return; // an older answer than the one in view
     const keep = sel.value;
-    const items = page.items.filter(sp => sp.id !== except);
+    // A synthetic space is a placeholder with no cluster: nothing to deploy to.
+    const items = page.items.filter(sp => sp.id !== except && !sp.synthetic);
     sel.replaceChildren(h('option', { value: '' }, items.length ? 'Choose a space…' : term ? 'No space matches' : 'No space can take an environment now'),
       ...items.map(sp => spaceOption(sp, sp.id === keep)),
       page.next_cursor ? h('option', { value: '', disabled: true }, 'More spaces: type part of a name') : null);
@@ -226,6 +227,14 @@ export async function environmentDetail(root, [id], ctx) {
   await ctx.every(() => tick().then(() => refreshAges(root)).catch(x => revs.replaceChildren(errorBox(x, 'The revisions could not be loaded'))));
 }
 
+// attempts says what the count is (claims that found the space not
+// active), and nothing where there was none: a deployed or failed revision
+// reached its cluster, and "0" read as if it never had.
+function attempts(r) {
+  if (!r.attempts) return h('span', { class: 'muted', 'data-attempts': '0' }, '—');
+  return h('span', { 'data-attempts': String(r.attempts), title: 'Claims that found its space not active' }, `${r.attempts} (space not active)`);
+}
+
 const REV = { pending: 'unknown', deployed: 'active', failed: 'inactive', stopped: 'inactive', 'dead-lettered': 'inactive' };
 
 // revisionRow is one revision; sp is its space, or null when deregistered,
@@ -246,5 +255,5 @@ export function revisionRow(r, sp, ctx, load, gone) {
   return h('tr', { 'data-revision': r.id, 'data-state': r.state },
     h('td', { 'data-label': 'Revision' }, h('code', null, r.id.slice(0, 8))),
     h('td', { 'data-label': 'State' }, h('span', { class: `badge s-${REV[r.state]}` }, r.state), r.reason ? h('span', { class: 'reason' }, r.reason) : null),
-    h('td', { 'data-label': 'Attempts' }, String(r.attempts)), h('td', { 'data-label': 'Updated' }, when(r.updated_at)), act);
+    h('td', { 'data-label': 'Attempts' }, attempts(r)), h('td', { 'data-label': 'Updated' }, when(r.updated_at)), act);
 }

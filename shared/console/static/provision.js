@@ -59,7 +59,7 @@ export function provisionForm(ctx, accounts, created) {
   if (!ready.length) {
     card.replaceChildren(h('h2', null, 'Provision a cluster'),
       h('p', { class: 'muted', id: 'provision-none' }, 'Provisioning creates clusters as a connected account’s identity: ',
-        h('a', { href: '#/accounts' }, 'connect and verify a cloud account'), ' first.'));
+        h('a', { href: '#/connect' }, 'connect and verify a cloud account'), ' first.'));
     return card;
   }
   const account = h('select', { id: 'job-account', 'data-field': 'cloud_account_id', required: true },

@@ -19,7 +19,77 @@ const trails = new Map();
 
 // The URL's query names for the view's state; labels is the label
 // selector (label_selector).
-const STATE = ['q', 'provider', 'status', 'account', 'sort', 'labels'];
+const STATE = ['q', 'provider', 'status', 'account', 'sort', 'labels', 'synthetic'];
+
+// SORTS are the orders the API offers (openapi.yaml, SpaceSort), each
+// offered by a column header; '' is the console's own default, problems
+// first (problemsFirst).
+const SORTS = ['', 'name', '-name', 'registered', '-registered', 'status', '-status'];
+
+// SEGMENTS is the default order, problems first: the API has no order by
+// status then status change, so the console lists each status in turn
+// (status filter, the status the list reports) and orders each page's
+// rows of one status by their status change, newest first.
+const SEGMENTS = ['inactive', 'unknown', 'active'];
+
+// since is when a space's status last changed (its probe's
+// last_transition_at), else its registration.
+const since = sp => Date.parse((sp.probe && sp.probe.last_transition_at) || sp.created_at) || 0;
+
+// selectorError checks a label selector the way the API parses it
+// (space.ParseSelector): '' when it is well formed, else what is wrong,
+// in the server's words, so a malformed one is explained before any
+// request and the rows of another filter are never shown under it.
+export function selectorError(text) {
+  if (text.length > 1024) return 'must be at most 1024 characters';
+  const key = k => {
+    const i = k.indexOf('/');
+    const ok = i < 0 ? labelName(k) : dnsSub(k.slice(0, i)) && labelName(k.slice(i + 1));
+    return ok ? '' : `names ${quoteShort(k)}, which ${KEY_HINT}`;
+  };
+  const value = v => v === '' || labelName(v) ? '' : `compares with ${quoteShort(v)}, which ${VALUE_HINT}`;
+  const parts = [];
+  let depth = 0, start = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '(' && ++depth > 1) return 'must not nest parentheses';
+    if (c === ')' && --depth < 0) return "has a ')' without its '('";
+    if (c === ',' && depth === 0) { parts.push(text.slice(start, i)); start = i + 1; }
+  }
+  if (depth !== 0) return "has a '(' without its ')'";
+  parts.push(text.slice(start));
+  for (const raw of parts) {
+    const s = raw.trim();
+    if (!s) return "has an empty requirement (a stray ',' or nothing at all)";
+    if (s.startsWith('!')) { const m = key(s.slice(1).trim()); if (m) return m; continue; }
+    const op = ['!=', '==', '='].find(o => s.includes(o));
+    if (op) {
+      const i = s.indexOf(op);
+      const m = key(s.slice(0, i).trim()) || value(s.slice(i + op.length).trim());
+      if (m) return m;
+      continue;
+    }
+    const end = s.search(/[ \t(]/);
+    if (end < 0) { const m = key(s); if (m) return m; continue; }
+    const k = s.slice(0, end);
+    let rest = s.slice(end).trim();
+    const km = key(k);
+    if (km) return km;
+    if (rest.startsWith('in') && rest.slice(2).trim().startsWith('(')) rest = rest.slice(2).trim();
+    else if (rest.startsWith('notin') && rest.slice(5).trim().startsWith('(')) rest = rest.slice(5).trim();
+    else return `has ${quoteShort(s)}: expected k=v, k!=v, k, !k, k in (a,b) or k notin (a,b)`;
+    if (!rest.endsWith(')')) return `has text after the ')' of ${quoteShort(k)}`;
+    const inner = rest.slice(1, -1);
+    for (const v of inner.split(',')) { const m = value(v.trim()); if (m) return m; }
+    if (!inner.trim()) return `has an empty set of values for ${quoteShort(k)}`;
+  }
+  return '';
+}
+const labelName = v => v.length <= 63 && /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(v);
+const dnsSub = v => v.length <= 253 && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(v);
+const quoteShort = v => `"${new TextEncoder().encode(v).length > 64 ? v.slice(0, 64) + '…' : v}"`;
+const KEY_HINT = "must be a Kubernetes label key: an optional DNS subdomain prefix (at most 253 lowercase letters, digits, '-' and '.') and '/', then 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
+const VALUE_HINT = "must be a Kubernetes label value: empty, or 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
 
 // labelChips shows a space's labels as small chips; with link, each one
 // filters the list by itself.
@@ -55,11 +125,12 @@ export async function spacesList(root, _, ctx) {
   // router hands it the new URL: onHash), keeping its controls, its counts
   // and its accounts; only the rows are asked again.
   const state = {};
-  let pageNo = 1, cursor = '', trail = [''], filter = {};
+  let pageNo = 1, cursor = '', trail = [''], filter = {}, badSelector = '';
   function read() {
     const params = hashParams();
     for (const k of STATE) state[k] = params.get(k) || '';
-    if (!['', 'name', '-name'].includes(state.sort)) state.sort = '';
+    if (!['', 'true', 'false'].includes(state.synthetic)) state.synthetic = '';
+    if (!SORTS.includes(state.sort)) state.sort = '';
     pageNo = Math.max(1, parseInt(params.get('page') || '1', 10) || 1);
     cursor = pageNo > 1 ? (params.get('cursor') || '') : '';
     const trailKey = STATE.map(k => state[k]).join('\u0000');
@@ -68,7 +139,9 @@ export async function spacesList(root, _, ctx) {
     if (pageNo > 1 && cursor) trail[pageNo - 1] = cursor;
     // A search lists in name order unless another order is chosen: the
     // name index then reads only the names it shows, at any fleet size.
-    filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: state.q, sort: state.sort || (state.q ? 'name' : ''), label_selector: state.labels };
+    filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: state.q, sort: state.sort || (state.q ? 'name' : ''), label_selector: state.labels, synthetic: state.synthetic };
+    // A malformed selector is never sent: the view says what is wrong.
+    badSelector = state.labels ? selectorError(state.labels) : '';
   }
   read();
   let page = null;               // the page in view
@@ -94,13 +167,20 @@ export async function spacesList(root, _, ctx) {
 
   const countsEl = h('ul', { class: 'counts', 'aria-label': 'Spaces per status (whole org)' });
   const tbody = h('tbody');
-  const sortBtn = h('button', { type: 'button', class: 'sort', id: 'sort-name', title: 'Sort by name' }, 'Name', h('span', { 'aria-hidden': 'true' }));
-  sortBtn.addEventListener('click', () => go({ sort: state.sort === 'name' ? '-name' : state.sort === '-name' ? '' : 'name' }));
-  const nameHead = h('th', { scope: 'col' }, sortBtn);
+  // Each order the API offers is a column header: a click sorts by it,
+  // again the other way, a third time back to problems first.
+  const heads = {};
+  const sortHead = (key, label, what) => {
+    const b = h('button', { type: 'button', class: 'sort', id: `sort-${key}`, title: `Sort by ${what}` }, label, h('span', { 'aria-hidden': 'true' }));
+    b.addEventListener('click', () => go({ sort: state.sort === key ? '-' + key : state.sort === '-' + key ? '' : key }));
+    return (heads[key] = h('th', { scope: 'col' }, b));
+  };
+  const plain = t => h('th', { scope: 'col' }, t);
   const table = h('table', { class: 'stack', id: 'spaces-table' },
     h('caption', { class: 'sr' }, 'Registered spaces'),
-    h('thead', null, h('tr', null, nameHead,
-      ['Provider', 'Region', 'Status', 'Last probed', 'Server version'].map(t => h('th', { scope: 'col' }, t)))), tbody);
+    h('thead', null, h('tr', null, sortHead('name', 'Name', 'name'), plain('Provider'), plain('Region'), sortHead('status', 'Status', 'status'),
+      plain('Last probed'), sortHead('registered', 'Registered', 'registration'), plain('Server version'))), tbody);
+  const order = h('p', { class: 'muted', id: 'order' });
   const body = h('div', null, h('p', { class: 'loading' }, 'Loading spaces…'));
   const pager = h('div', { class: 'pager' });
   const range = h('p', { class: 'muted', id: 'range', 'aria-live': 'polite' });
@@ -117,6 +197,8 @@ export async function spacesList(root, _, ctx) {
   const provField = sel('f-provider', 'provider', 'Provider', [['', 'All providers'], ...Object.entries(PROVIDERS)]);
   const statField = sel('f-status', 'status', 'Status', [['', 'All statuses'], ['active', 'active'], ['inactive', 'inactive'], ['unknown', 'unknown']]);
   const acctField = sel('f-account', 'account', 'Cloud account', [['', 'All accounts']]);
+  // Synthetic spaces are placeholders with no cluster: apart on request.
+  const kindField = sel('f-kind', 'synthetic', 'Kind', [['', 'All spaces'], ['false', 'Clusters'], ['true', 'Synthetic placeholders']]);
   const acctSel = acctField.querySelector('select');
   // The accounts' names, for their filter, are asked once the first page
   // is on screen: the page's own requests come first.
@@ -145,15 +227,72 @@ export async function spacesList(root, _, ctx) {
   const selectorField = field('Labels', selector);
   selectorField.append(h('span', { class: 'muted', id: 'f-labels-hint' }, 'Kubernetes selector: k=v, k!=v, k, !k, k in (a,b)'));
 
+  // Saved views: a name for the search, filters and order of the URL,
+  // kept in this browser per org and user (localStorage); choosing one
+  // goes to its URL, which a link can share as well.
+  const viewsKey = `spaces.views.${ctx.session.org()}.${ctx.session.user()}`;
+  const readViews = () => { try { return JSON.parse(localStorage.getItem(viewsKey) || '{}'); } catch { return {}; } };
+  const viewPick = h('select', { id: 'view-pick', 'aria-label': 'Saved views' });
+  const viewName = h('input', { id: 'view-name', maxlength: 60, autocomplete: 'off', placeholder: 'name this view', 'aria-label': 'Name of the view to save' });
+  const drawViews = () => {
+    const views = readViews();
+    viewPick.replaceChildren(h('option', { value: '' }, Object.keys(views).length ? 'Saved views…' : 'No saved view'),
+      ...Object.keys(views).sort().map(n => h('option', { value: n }, n)));
+  };
+  viewPick.addEventListener('change', () => { const q = readViews()[viewPick.value]; if (q !== undefined) ctx.go('#/spaces' + q); });
+  const viewsForm = h('form', { class: 'row views', id: 'views', 'aria-label': 'Saved views' }, viewPick, viewName, h('button', { type: 'submit' }, 'Save this view'));
+  viewsForm.addEventListener('submit', e => {
+    e.preventDefault();
+    const n = viewName.value.trim();
+    if (!n) { viewName.focus(); return; }
+    const i = location.hash.indexOf('?');
+    const p = new URLSearchParams(i < 0 ? '' : location.hash.slice(i + 1));
+    p.delete('page'); p.delete('cursor'); // a view is its filters and order, from its first page
+    localStorage.setItem(viewsKey, JSON.stringify({ ...readViews(), [n]: p.toString() ? '?' + p : '' }));
+    viewName.value = '';
+    drawViews();
+    flash(`View ${n} saved.`);
+  });
+  drawViews();
+
   root.replaceChildren(
     h('h1', null, 'Spaces', h('span', { class: 'spacer' }), h('a', { class: 'button primary', href: '#/connect' }, 'Register a cluster')),
-    countsEl,
+    countsEl, viewsForm,
     h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter spaces', onsubmit: e => { e.preventDefault(); clearTimeout(typing); typing = 0; go({ q: search.value.trim(), labels: selector.value.trim() }); } },
-      field('Name', search), provField, statField, acctField, selectorField),
-    error, range, body, pager, updated);
+      field('Name', search), provField, statField, acctField, kindField, selectorField),
+    error, order, range, body, pager, updated);
   if (state.q && document.activeElement === document.body) { search.focus(); search.setSelectionRange(search.value.length, search.value.length); }
 
+  // problemsFirst: the default order (no order chosen, no search).
+  const problemsFirst = () => !filter.sort;
   const pagePath = () => '/spaces' + qs({ ...filter, limit: String(PAGE), cursor });
+  // The first request of the page in view, problems first: its cursor is
+  // "<segment>:<the API's cursor in it>".
+  const segments = () => filter.status ? [filter.status] : SEGMENTS;
+  function segmentPath(seg, cur, n) {
+    return '/spaces' + qs({ ...filter, status: segments()[seg], limit: String(n), cursor: cur });
+  }
+  // readProblemsFirst fills a page from the segments in turn, from the
+  // page's cursor on; parts are the requests it took, which the ticks
+  // poll one at a time.
+  async function readProblemsFirst(signal) {
+    const m = /^(\d+):(.*)$/.exec(cursor || '');
+    let seg = m ? Number(m[1]) : 0, cur = m ? m[2] : '';
+    const items = [], parts = [];
+    let changed = false;
+    while (seg < segments().length && items.length < PAGE) {
+      const path = segmentPath(seg, cur, PAGE - items.length);
+      const r = await api.poll(path, { signal });
+      parts.push(path);
+      changed = changed || r.changed;
+      items.push(...[...r.data.items].sort((a, b) => since(b) - since(a)));
+      if (r.data.next_cursor) cur = r.data.next_cursor;
+      else { seg++; cur = ''; }
+      if (r.data.next_cursor && items.length >= PAGE) break;
+    }
+    return { changed, parts, data: { items, next_cursor: seg < segments().length ? `${seg}:${cur}` : undefined } };
+  }
+  let parts = [], part = 0;      // the requests of the page in view, polled in turn
 
   // renderControls shows the state on the controls; one that shows it
   // already (the box being typed in) is left alone.
@@ -162,8 +301,13 @@ export async function spacesList(root, _, ctx) {
     // Keys typed since the state was set are ahead of it: never undone.
     if (!typing && search.value.trim() !== state.q) search.value = state.q;
     if (selector.value.trim() !== state.labels) selector.value = state.labels;
-    nameHead.setAttribute('aria-sort', state.sort === 'name' ? 'ascending' : state.sort === '-name' ? 'descending' : 'none');
-    sortBtn.lastChild.textContent = state.sort === 'name' ? ' ▲' : state.sort === '-name' ? ' ▼' : ' ↕';
+    if (badSelector) selector.setAttribute('aria-invalid', 'true'); else selector.removeAttribute('aria-invalid');
+    for (const [k, th] of Object.entries(heads)) {
+      th.setAttribute('aria-sort', state.sort === k ? 'ascending' : state.sort === '-' + k ? 'descending' : 'none');
+      th.querySelector('button span').textContent = state.sort === k ? ' ▲' : state.sort === '-' + k ? ' ▼' : ' ↕';
+    }
+    order.textContent = problemsFirst() ? 'Problems first: inactive, then unknown, then active; within each, the newest status change first.'
+      : filter.sort === 'name' && !state.sort ? 'In name order (a search).' : '';
   }
   renderControls();
 
@@ -181,7 +325,7 @@ export async function spacesList(root, _, ctx) {
   // total is how many spaces the list holds, where the counts say it: no
   // filter, or exactly one of status, provider and account.
   function total() {
-    if (!counts || drawn.q || drawn.labels) return null;
+    if (!counts || drawn.q || drawn.labels || drawn.synthetic) return null;
     const set = [['status', 'by_status'], ['provider', 'by_provider'], ['account', 'by_account']].filter(([k]) => drawn[k]);
     if (!set.length) return counts.total;
     if (set.length > 1) return null;
@@ -216,6 +360,7 @@ export async function spacesList(root, _, ctx) {
         h('td', { 'data-label': 'Region' }, region(sp)),
         h('td', { 'data-label': 'Status' }, badge(sp.status, sp.probe && sp.probe.reason, sp.connectivity)),
         h('td', { 'data-label': 'Last probed' }, when(sp.probe && sp.probe.last_probe_at)),
+        h('td', { 'data-label': 'Registered' }, when(sp.created_at)),
         h('td', { 'data-label': 'Version' }, (sp.probe && sp.probe.server_version && sp.probe.server_version.gitVersion) || '—'))));
       if (body.firstChild !== table) body.replaceChildren(table);
     }
@@ -228,6 +373,22 @@ export async function spacesList(root, _, ctx) {
     pager.replaceChildren(prev, h('span', null, `Page ${n}`), next);
     pager.hidden = n === 1 && !nextCursor;
     renderRange();
+  }
+
+  // showBadSelector says what is wrong with the selector, with no rows:
+  // the rows of another filter would read as its answer.
+  function showBadSelector() {
+    drawn = { ...state, pageNo };
+    page = null; shown = ''; parts = [];
+    renderControls();
+    renderCounts();
+    body.removeAttribute('aria-busy');
+    tbody.replaceChildren();
+    body.replaceChildren();
+    pager.hidden = true;
+    range.textContent = '';
+    error.replaceChildren(errorBox({ status: 400, problem: { title: 'The label selector is not valid', errors: [{ field: 'label_selector', reason: badSelector }] } },
+      'The label selector is not valid'));
   }
 
   function showError(x) {
@@ -246,11 +407,21 @@ export async function spacesList(root, _, ctx) {
     const path = pagePath();
     if (out && out.path === path) return out.done;
     if (out) out.abort.abort();
+    if (badSelector) { out = null; showBadSelector(); return Promise.resolve(); }
     const mine = out = { path, abort: new AbortController() };
     mine.done = (async () => {
       try {
-        const r = await api.poll(path, { signal: mine.abort.signal });
+        const signal = mine.abort.signal;
+        let r;
+        if (!problemsFirst()) r = await api.poll(path, { signal });
+        else if (shown === path && parts.length) {
+          // The page in view, polled: one of its requests a tick; a
+          // change reads it whole again (the others mostly 304s).
+          const one = await api.poll(parts[part++ % parts.length], { signal });
+          r = one.changed ? { ...(await readProblemsFirst(signal)), changed: true } : { changed: false };
+        } else r = await readProblemsFirst(signal);
         if (out !== mine) return;
+        if (r.parts) { parts = r.parts; part = 0; }
         error.replaceChildren();
         if (r.changed || shown !== path) { page = r.data; shown = path; renderRows(); }
         else refreshAges(root); // ages move on
@@ -296,7 +467,7 @@ export async function spacesList(root, _, ctx) {
       else if (ticks % 2 === 0) await loadPage();
       else await loadCounts();
       if (!ticks) loadAccounts();
-      error.replaceChildren();
+      if (!badSelector) error.replaceChildren();
       ticks++;
       updated.dataset.ticks = String(ticks);
       updated.textContent = `Updated ${new Date().toLocaleTimeString()} · refreshes every ${ctx.cfg.refresh_seconds || 5} s`;
@@ -313,7 +484,9 @@ export async function spacesList(root, _, ctx) {
 export async function spaceDetail(root, [id], ctx) {
   const { api } = ctx;
   let sp;
-  try { sp = await api.get(`/spaces/${id}`); } catch (x) {
+  // Read with its ETag: the ticks then ask with If-None-Match, and an
+  // unchanged space (a 304) redraws nothing.
+  try { sp = (await api.poll(`/spaces/${id}`)).data; } catch (x) {
     const ts = tombstoneOf(x);
     if (!ts) throw x;
     // Deregistered: its name, and when and by whom, instead of a bare 404.
@@ -339,6 +512,8 @@ export async function spaceDetail(root, [id], ctx) {
   let accountName = '';          // the account's name, once read
   let historyOpen = false;       // the change list stays as the user left it
   let nsFailed = false;          // the namespaces are asked again at the next tick
+  let nsWaiting = false;         // an agent space whose agent has not reported them yet
+  let identitySig = '';          // the identity card as drawn
   const deregBtn = h('button', { class: 'danger', type: 'button', id: 'deregister' }, 'Deregister…');
   deregBtn.addEventListener('click', () => confirmDeregister(sp, envs, policies, ctx));
 
@@ -390,16 +565,22 @@ export async function spaceDetail(root, [id], ctx) {
     headMsg.replaceChildren();
     if (sp.status !== 'active' && sp.probe && sp.probe.message) headMsg.append(h('div', { class: 'alert warn' }, sp.probe.message));
     const cfg = Object.entries(sp.config).map(([k, v]) => [k, v]);
-    identity.replaceChildren(h('h2', null, 'Identity'), h('dl', { class: 'kv' },
+    // Identity changes almost never: redrawn only then, so a selection in
+    // it (the id, to copy) survives the probe's changes.
+    const idSig = JSON.stringify([sp.name, sp.space_type, sp.connectivity, sp.config, sp.cloud_account_id, accountName, sp.synthetic, sp.created_at]);
+    if (idSig !== identitySig) identity.replaceChildren(h('h2', null, 'Identity'), h('dl', { class: 'kv' },
       kv('Provider', PROVIDERS[sp.provider]), kv('Type', sp.space_type),
       kv('Connectivity', sp.connectivity === 'agent' ? 'agent (the agent in the cluster connects out)' : 'direct (Spaces calls the API server)'), ...cfg.map(([k, v]) => kv(k, h('code', null, v))),
       kv('Cloud account', h('a', { href: `#/accounts/${sp.cloud_account_id}/clusters`, id: 'space-account' }, accountName || sp.cloud_account_id)),
       kv('Synthetic', sp.synthetic ? 'yes' : 'no'), kv('Registered', when(sp.created_at)), kv('Space id', h('code', null, sp.id))));
+    identitySig = idSig;
     const p = sp.probe || {};
+    // Before the first probe (or lease) there is no failure to count.
+    const waiting = ['NotProbed', 'AgentNotConnected'].includes(p.reason);
     probe.replaceChildren(h('h2', null, 'Last probe'), h('dl', { class: 'kv' },
       kv('Status', badge(sp.status, p.reason)), kv('Last probed', when(p.last_probe_at)), kv('Last success', when(p.last_success_at)),
       kv('Status since', when(p.last_transition_at)), kv('Latency', p.latency_ms !== undefined ? `${p.latency_ms} ms` : '—'),
-      kv('Consecutive failures', String(p.consecutive_failures)),
+      kv('Consecutive failures', waiting ? '— (not probed yet)' : String(p.consecutive_failures)),
       kv('Server version', p.server_version ? `${p.server_version.gitVersion} (${p.server_version.platform})` : '—'),
       p.message ? kv('Message', p.message) : null));
   }
@@ -445,6 +626,9 @@ export async function spaceDetail(root, [id], ctx) {
       renderInstall();
     }
     const reason = sp.probe && sp.probe.reason;
+    // The token works once: once the agent has connected, the command on
+    // screen is spent.
+    if (boot && reason !== 'AgentNotConnected') { boot = null; renderInstall(); }
     agentState.dataset.state = sp.status;
     agentState.textContent = sp.status === 'active' ? 'Connected: the agent renews its lease.'
       : reason === 'AgentNotConnected' ? 'Waiting for the agent’s first connection…'
@@ -452,7 +636,9 @@ export async function spaceDetail(root, [id], ctx) {
   }
 
   async function loadHistory() {
-    const now = Date.now(), from = now - RANGES[range];
+    // From the registration at the earliest: a new space is not drawn as
+    // mostly unregistered, and the shares count its own time only.
+    const now = Date.now(), from = Math.max(now - RANGES[range], Date.parse(sp.created_at) || 0);
     const items = [];
     let cursor = '';
     for (let i = 0; i < 20; i++) {
@@ -469,7 +655,7 @@ export async function spaceDetail(root, [id], ctx) {
     const recent = items.filter(t => Date.parse(t.at) >= from);
     history.replaceChildren(
       h('div', { class: 'row' }, h('h2', null, 'Status history'), h('span', { class: 'spacer' }), seg),
-      chart(segments(items, sp, from, now), from, now, range === '24h' ? '24 hours' : range.replace('d', ' days')),
+      chart(segments(items, sp, from, now), from, now, now - from < RANGES[range] ? 'since its registration' : `over the last ${range === '24h' ? '24 hours' : range.replace('d', ' days')}`),
       h('details', { id: 'history-changes', open: historyOpen, ontoggle: e => { historyOpen = e.target.open; } },
         h('summary', null, `${recent.length} change${recent.length === 1 ? '' : 's'} in this range`),
         recent.length ? h('table', null, h('thead', null, h('tr', null, ['When', 'From', 'To', 'Reason'].map(t => h('th', { scope: 'col' }, t)))),
@@ -500,9 +686,12 @@ export async function spaceDetail(root, [id], ctx) {
       nsErr.replaceChildren(rest.length || !(x.problem && x.problem.errors) ? errorBox(x, 'The namespace was not created') : '');
     }
   });
-  namespaces.replaceChildren(h('h2', null, 'Namespaces'), nsBody, nsForm);
+  // A synthetic space has no cluster behind it: nothing to list or create.
+  if (sp.synthetic) namespaces.replaceChildren(h('h2', null, 'Namespaces'), h('p', { class: 'muted', id: 'ns-synthetic' }, 'A synthetic space is a placeholder with no cluster behind it: it has no namespaces.'));
+  else namespaces.replaceChildren(h('h2', null, 'Namespaces'), nsBody, nsForm);
 
   async function loadNamespaces() {
+    if (sp.synthetic) return;
     try {
       const list = await api.get(`/space-discovery/${id}/namespaces`);
       // An agent space's list is the one its agent last reported.
@@ -510,7 +699,8 @@ export async function spaceDetail(root, [id], ctx) {
         list.observed_at ? ['As the agent reported them ', when(list.observed_at), '; it reports again at its next connection.'] : 'Waiting for the agent’s first report.',
         (list.pending || []).length ? ` Waiting for the agent to create: ${list.pending.map(p => p.name).join(', ')}.` : '',
         (list.failed || []).map(f => ` ${f.name} was not created: ${f.message}`)) : null;
-      nsBody.replaceChildren(viaAgent, list.items.length ? h('table', { id: 'ns-table' }, h('thead', null, h('tr', null, ['Name', 'Phase', 'Labels'].map(t => h('th', { scope: 'col' }, t)))),
+      nsWaiting = sp.connectivity === 'agent' && !list.observed_at;
+      nsBody.replaceChildren(...[viaAgent].filter(Boolean), list.items.length ? h('table', { id: 'ns-table' }, h('thead', null, h('tr', null, ['Name', 'Phase', 'Labels'].map(t => h('th', { scope: 'col' }, t)))),
         h('tbody', null, list.items.map(n => h('tr', { 'data-ns': n.name }, h('td', null, n.name), h('td', null, n.phase || '—'),
           h('td', null, Object.entries(n.labels).filter(([k]) => !k.startsWith('kubernetes.io/')).map(([k, v]) => `${k}=${v}`).join(', ') || '—')))))
         : empty('The cluster has no namespace.'));
@@ -540,14 +730,21 @@ export async function spaceDetail(root, [id], ctx) {
   renderHead();
   api.get(`/cloud-accounts/${sp.cloud_account_id}`).then(a => { accountName = a.name; renderHead(); }).catch(() => {});
   await Promise.all([loadHistory(), loadNamespaces(), loadBindings().catch(x => bindings.replaceChildren(errorBox(x, 'Bindings could not be loaded')))]);
-  let lastVersion = sp.version;
+  let lastVersion = sp.version, ticks = 0;
   await ctx.every(async () => {
     try {
-      sp = await api.get(`/spaces/${id}`);
+      // One request a tick: the space (304 while unchanged), or, while an
+      // agent space waits for its agent's first report, the namespaces in
+      // turn with it.
+      if (nsWaiting && ticks++ % 2 === 1) { await loadNamespaces(); refreshAges(root); return; }
+      const r = await api.poll(`/spaces/${id}`);
       error.replaceChildren();
+      if (!r.changed) { refreshAges(root); if (nsFailed) await loadNamespaces(); return; }
+      const was = sp.status;
+      sp = r.data;
       renderHead();
       if (sp.version !== lastVersion) { lastVersion = sp.version; await loadHistory(); }
-      if (nsFailed) await loadNamespaces();
+      if (nsFailed || sp.status !== was) await loadNamespaces();
     } catch (x) {
       error.replaceChildren(errorBox(x, 'The space could not be refreshed'));
     }

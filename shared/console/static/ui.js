@@ -126,6 +126,7 @@ export function errorBox(err, what) {
   let hint = 'Try again; if it keeps failing, quote the request id to your platform team.';
   if (err && err.status === 0) hint = 'The API could not be reached: check your connection and try again.';
   else if (err && err.status === 503) hint = 'The service or the cloud is briefly unavailable: try again in a moment.';
+  else if (err && err.status === 400) hint = 'Correct what it names and try again.';
   else if (err && err.status === 404) hint = 'It may have been deregistered or belong to another org.';
   // A conflict's detail says what to do (re-bind, wait until active); the
   // page itself shows the current state, so no reload is asked for.
@@ -140,16 +141,30 @@ export function errorBox(err, what) {
 // data-field names it; returns the errors no field claimed.
 export function showFieldErrors(form, err) {
   for (const el of form.querySelectorAll('.err')) el.remove();
-  for (const el of form.querySelectorAll('[aria-invalid]')) el.removeAttribute('aria-invalid');
+  for (const el of form.querySelectorAll('[aria-invalid]')) {
+    el.removeAttribute('aria-invalid');
+    if (el.dataset.describedby) el.setAttribute('aria-describedby', el.dataset.describedby); else el.removeAttribute('aria-describedby');
+  }
   const rest = [];
   const list = (err && err.problem && err.problem.errors) || [];
   for (const e of list) {
     const input = form.querySelector(`[data-field="${CSS.escape(e.field)}"]`);
     if (!input) { rest.push(e); continue; }
     const id = input.id + '-err';
+    if (!input.dataset.describedby) input.dataset.describedby = input.getAttribute('aria-describedby') || '';
     input.setAttribute('aria-invalid', 'true');
     input.setAttribute('aria-describedby', id);
     input.closest('.field').append(h('span', { class: 'err', id }, e.reason));
+    // The error goes as soon as the field is changed: it spoke of the old value.
+    const clear = () => {
+      input.removeEventListener('input', clear); input.removeEventListener('change', clear);
+      const el = document.getElementById(id);
+      if (el) el.remove();
+      input.removeAttribute('aria-invalid');
+      if (input.dataset.describedby) input.setAttribute('aria-describedby', input.dataset.describedby); else input.removeAttribute('aria-describedby');
+    };
+    input.addEventListener('input', clear);
+    input.addEventListener('change', clear);
   }
   return rest;
 }
