@@ -204,3 +204,39 @@ func TestSupportOfEmbedded(t *testing.T) {
 		t.Errorf("an unknown provider = %s, want unknown", s.State)
 	}
 }
+
+// FuzzSupportOf: whatever the version string and time, SupportOf never
+// panics, and it answers standard or extended only for a string that parses
+// to a minor the file lists, released by then; everything else is unknown
+// or ended.
+func FuzzSupportOf(f *testing.F) {
+	w, err := ParseSupportWindows([]byte(testWindows))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, v := range []string{"v1.30.5-eks-1234", "v1.30.5-gke.100", "v1.26.1", "v1.31.0", "v1.30", "", "v1.30.5\n", "v01.30.5", "v1.40.0"} {
+		f.Add(v, int64(1735689600))
+	}
+	f.Fuzz(func(t *testing.T, version string, unix int64) {
+		at := time.Unix(unix%(1<<35), 0)
+		s := w.SupportOf(version, at)
+		minor, ok := MinorOf(version)
+		r := w.minor[minor]
+		switch s.State {
+		case SupportStandard, SupportExtended:
+			if !ok || r == nil || at.UTC().Before(r.released) {
+				t.Fatalf("%q at %s answered %s: not a listed, released version", version, at, s.State)
+			}
+		case SupportEnded:
+			if !ok || r == nil {
+				t.Fatalf("%q answered ended without a row", version)
+			}
+		case SupportUnknown:
+		default:
+			t.Fatalf("state %q", s.State)
+		}
+		if ok != (s.Minor != "") || s.Minor != minor {
+			t.Fatalf("minor %q, MinorOf says %q %t", s.Minor, minor, ok)
+		}
+	})
+}
