@@ -1,6 +1,8 @@
 // Package kubeprobe checks that a cluster's API server answers: one
 // GET /version through client-go's discovery client, under a hard timeout,
-// classified into the domain's probe reasons. It is the Kubernetes adapter
+// classified into the domain's probe reasons; ProbeWithCertificate also
+// answers the serving certificate's notAfter and issuer from that request's
+// own TLS handshake (TestProbeWithCertificate). It is the Kubernetes adapter
 // behind the prober function; only functions that probe link it (and with it
 // client-go).
 package kubeprobe
@@ -67,6 +69,21 @@ type Prober struct {
 // Credentials that cannot be used are CredentialsUnavailable and expired
 // ones Unauthorized; neither is sent.
 func (p *Prober) Probe(ctx context.Context, creds kubecred.Credentials) space.Outcome {
+	return p.probe(ctx, creds, nil)
+}
+
+// ProbeWithCertificate is Probe that also answers the serving certificate
+// the API server presented on the connection that carried the GET /version
+// (any answer: a 401 has shown it too), or nil when no answer came back
+// (unreachable, timed out, a handshake that failed verification, or
+// credentials that were not sent).
+func (p *Prober) ProbeWithCertificate(ctx context.Context, creds kubecred.Credentials) (space.Outcome, *ServingCertificate) {
+	var c certCapture
+	o := p.probe(ctx, creds, &c)
+	return o, c.get()
+}
+
+func (p *Prober) probe(ctx context.Context, creds kubecred.Credentials, capture *certCapture) space.Outcome {
 	now := time.Now
 	if p.Now != nil {
 		now = p.Now
@@ -108,7 +125,12 @@ func (p *Prober) Probe(ctx context.Context, creds kubecred.Credentials) space.Ou
 
 	// The shared pool holds no credential: the token is added per probe, on
 	// top of it, so a pool can outlive any token.
-	rt, err := rest.HTTPWrappersForConfig(cfg, limitBody{rt: tr.rt, max: maxVersionBody})
+	var base http.RoundTripper = limitBody{rt: tr.rt, max: maxVersionBody}
+	if capture != nil {
+		capture.rt = base
+		base = capture
+	}
+	rt, err := rest.HTTPWrappersForConfig(cfg, base)
 	if err != nil {
 		return fail(space.ReasonCredentialsUnavailable, "credentials are not usable: "+err.Error())
 	}
