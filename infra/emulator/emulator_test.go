@@ -59,7 +59,7 @@ func TestCreateResourcesFromRepositoryTemplate(t *testing.T) {
 	for name, want := range map[string]struct {
 		keys, projected []string
 	}{
-		"probe":             {[]string{"probe_shard HASH", "id RANGE"}, []string{"org_id"}},
+		"probe":             {[]string{"probe_shard HASH", "id RANGE"}, []string{"org_id", "name", "provider", "cloud_account_id", "config", "connectivity", "status", "probe", "version"}},
 		"names":             {[]string{"org_id HASH", "name_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},
 		"registered":        {[]string{"org_id HASH", "reg_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},
 		"status":            {[]string{"org_id HASH", "status_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},

@@ -191,7 +191,7 @@ func measureBurst(b testing.TB, n int) burst {
 	p := wiring.Prober(a, wiring.ProberSettings{
 		Common:     parts.Common{Table: table, StaleAfter: space.DefaultStaleAfter},
 		ProbeQueue: env.Resources["ProbeQueue"].URL, EventBus: env.Name(b, "EventBus"),
-		Heartbeat: space.DefaultHeartbeat, Interval: space.DefaultProbeInterval,
+		Interval: space.DefaultProbeInterval,
 	}, kubecred.Minter(minter), checker, discardLogger())
 	// Every first probe must succeed: a successful one writes the most
 	// (its transition and history item in one transaction), and on this
