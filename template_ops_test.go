@@ -266,7 +266,7 @@ func TestAlarmsReachSomeone(t *testing.T) {
 	for _, m := range []string{"Probes", `"Transitions"`, `"FanOutDuration"`, `"ProbeLatency"`, `"StaleTicks"`,
 		// Mint latency per cloud, as the prober emits it (Provider dimension).
 		`"MintLatency", "Provider", "aws"`, `"MintLatency", "Provider", "gcp"`, `"MintLatency", "Provider", "azure"`,
-		`"ConsumedReadCapacityUnits"`, `"ProvisionedReadCapacityUnits"`, `"ConsumedWriteCapacityUnits"`, `"ProvisionedWriteCapacityUnits"`} {
+		`"ConsumedReadCapacityUnits"`, `"ConsumedWriteCapacityUnits"`, `"ReadThrottleEvents"`, `"WriteThrottleEvents"`} {
 		if !strings.Contains(body, m) {
 			t.Errorf("the dashboard does not show %s", m)
 		}
@@ -318,65 +318,45 @@ func TestEveryIndexThrottleIsWatched(t *testing.T) {
 	}
 }
 
-// TestTableCapacityFollowsTheLoad: the spaces table is provisioned (the
-// steady probing load costs less that way, BENCHMARKS.md), so each of its
-// fourteen capacities (table, probe, names, registered, status,
-// env-revisions and stopped-revisions indexes, reads and writes) has a starting
-// throughput and an auto scaling target tracking TableTargetUtilization;
-// without one, that capacity would stay at its start and throttle.
-func TestTableCapacityFollowsTheLoad(t *testing.T) {
+// TestTableIsOnDemand: the spaces table is on demand (no capacity is
+// reserved: an idle stack pays nothing for it, and a burst needs no
+// standing minimum), with no auto scaling left, and the table and each of
+// its six indexes (probe, names, registered, status, env-revisions and
+// stopped-revisions) carry the on-demand caps, a cost guard, from the two
+// parameters; without a cap on an index, its reads or writes would be
+// unbounded.
+func TestTableIsOnDemand(t *testing.T) {
 	tpl := parseRaw(t)
 	table := tpl.Resources["SpacesTable"].Properties
-	if table["BillingMode"] != "PROVISIONED" {
-		t.Fatalf("SpacesTable BillingMode = %v, want PROVISIONED", table["BillingMode"])
+	if table["BillingMode"] != "PAY_PER_REQUEST" || table["ProvisionedThroughput"] != nil {
+		t.Fatalf("SpacesTable BillingMode = %v with throughput %v, want PAY_PER_REQUEST and none", table["BillingMode"], table["ProvisionedThroughput"])
 	}
-	starts := map[string]any{"table": table["ProvisionedThroughput"]}
+	caps := map[string]any{"table": table["OnDemandThroughput"]}
 	for _, g := range list(table["GlobalSecondaryIndexes"]) {
-		starts["index/"+fmt.Sprint(get(g, "IndexName"))] = get(g, "ProvisionedThroughput")
-	}
-	if len(starts) != 7 {
-		t.Fatalf("SpacesTable has indexes %v, want probe, names, registered, status, env-revisions and stopped-revisions (this test names each capacity)", starts)
-	}
-	type capacity struct{ min, metric string }
-	scaled := map[string]capacity{}
-	for _, id := range tpl.ofType("AWS::ApplicationAutoScaling::ScalingPolicy") {
-		p := tpl.Resources[id].Properties
-		target := tpl.Resources[ref(p["ScalingTargetId"])].Properties
-		if p["PolicyType"] != "TargetTrackingScaling" || target["ServiceNamespace"] != "dynamodb" {
-			t.Errorf("%s: %v on %v, want target tracking of dynamodb", id, p["PolicyType"], target["ServiceNamespace"])
-			continue
+		if get(g, "ProvisionedThroughput") != nil {
+			t.Errorf("index %v has a ProvisionedThroughput", get(g, "IndexName"))
 		}
-		if got := ref(get(p, "TargetTrackingScalingPolicyConfiguration", "TargetValue")); got != "TableTargetUtilization" {
-			t.Errorf("%s: TargetValue %v, want Ref TableTargetUtilization", id, got)
-		}
-		rid, _ := get(target, "ResourceId", "Fn::Sub").(string)
-		dim := fmt.Sprint(target["ScalableDimension"])
-		scaled[rid+" "+dim] = capacity{min: fmt.Sprint(target["MinCapacity"]),
-			metric: fmt.Sprint(get(p, "TargetTrackingScalingPolicyConfiguration", "PredefinedMetricSpecification", "PredefinedMetricType"))}
+		caps["index "+fmt.Sprint(get(g, "IndexName"))] = get(g, "OnDemandThroughput")
 	}
-	for name, start := range starts {
-		rid := "table/${SpacesTable}"
-		kind := "table"
-		if name != "table" {
-			rid, kind = rid+"/"+name, "index"
-		}
-		for _, rw := range []string{"Read", "Write"} {
-			units := get(start, rw+"CapacityUnits")
-			c, ok := scaled[rid+" dynamodb:"+kind+":"+rw+"CapacityUnits"]
-			switch {
-			case units == nil:
-				t.Errorf("%s: no starting %sCapacityUnits", name, rw)
-			case !ok:
-				t.Errorf("%s: no auto scaling of %s capacity (%s)", name, rw, rid)
-			case c.metric != "DynamoDB"+rw+"CapacityUtilization":
-				t.Errorf("%s: %s capacity tracks %s", name, rw, c.metric)
-			case c.min != fmt.Sprint(units):
-				t.Errorf("%s: %s MinCapacity %s, want the starting %v", name, rw, c.min, units)
+	if len(caps) != 7 {
+		t.Fatalf("SpacesTable has indexes %v, want probe, names, registered, status, env-revisions and stopped-revisions (this test names each)", caps)
+	}
+	for name, c := range caps {
+		for rw, param := range map[string]string{"MaxReadRequestUnits": "TableMaxReadRequestUnits", "MaxWriteRequestUnits": "TableMaxWriteRequestUnits"} {
+			if got := ref(get(c, rw)); got != param {
+				t.Errorf("%s: %s = %v, want Ref %s", name, rw, get(c, rw), param)
 			}
 		}
 	}
-	if d := tpl.Parameters["TableTargetUtilization"]["Default"]; d == nil {
-		t.Error("TableTargetUtilization has no default")
+	for _, param := range []string{"TableMaxReadRequestUnits", "TableMaxWriteRequestUnits"} {
+		if tpl.Parameters[param]["Default"] == nil {
+			t.Errorf("%s has no default", param)
+		}
+	}
+	for _, typ := range []string{"AWS::ApplicationAutoScaling::ScalableTarget", "AWS::ApplicationAutoScaling::ScalingPolicy"} {
+		if ids := tpl.ofType(typ); len(ids) != 0 {
+			t.Errorf("%s left: %v", typ, ids)
+		}
 	}
 }
 

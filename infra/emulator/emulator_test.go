@@ -43,14 +43,13 @@ func TestCreateResourcesFromRepositoryTemplate(t *testing.T) {
 	if got := keys(desc.KeySchema); !slices.Equal(got, []string{"pk HASH", "sk RANGE"}) {
 		t.Errorf("key schema %v", got)
 	}
-	// Provisioned, with the template's starting capacity, the defaults of
-	// its minimum parameters resolved (auto scaling takes it from there in
-	// AWS; the emulator does not throttle).
-	if desc.BillingModeSummary == nil || desc.BillingModeSummary.BillingMode != ddbtypes.BillingModeProvisioned {
-		t.Errorf("billing mode %+v", desc.BillingModeSummary)
+	// On demand, as the template says (the emulator neither throttles nor
+	// enforces the on-demand caps).
+	if desc.BillingModeSummary == nil || desc.BillingModeSummary.BillingMode != ddbtypes.BillingModePayPerRequest {
+		t.Errorf("billing mode %+v, want PAY_PER_REQUEST", desc.BillingModeSummary)
 	}
-	if p := desc.ProvisionedThroughput; p == nil || aws.ToInt64(p.ReadCapacityUnits) != 101 || aws.ToInt64(p.WriteCapacityUnits) != 700 {
-		t.Errorf("table throughput %+v, want the template's 101 and 700 (TableReadMinimum, TableWriteMinimum)", p)
+	if p := desc.ProvisionedThroughput; p != nil && (aws.ToInt64(p.ReadCapacityUnits) != 0 || aws.ToInt64(p.WriteCapacityUnits) != 0) {
+		t.Errorf("table throughput %+v, want none on demand", p)
 	}
 	idx := map[string]ddbtypes.GlobalSecondaryIndexDescription{}
 	for _, g := range desc.GlobalSecondaryIndexes {
@@ -59,7 +58,7 @@ func TestCreateResourcesFromRepositoryTemplate(t *testing.T) {
 	for name, want := range map[string]struct {
 		keys, projected []string
 	}{
-		"probe":             {[]string{"probe_shard HASH", "id RANGE"}, []string{"org_id"}},
+		"probe":             {[]string{"probe_shard HASH", "id RANGE"}, []string{"org_id", "name", "provider", "cloud_account_id", "config", "connectivity", "status", "probe", "version"}},
 		"names":             {[]string{"org_id HASH", "name_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},
 		"registered":        {[]string{"org_id HASH", "reg_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},
 		"status":            {[]string{"org_id HASH", "status_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},
@@ -75,9 +74,8 @@ func TestCreateResourcesFromRepositoryTemplate(t *testing.T) {
 	if len(idx) != 6 {
 		t.Errorf("indexes %v, want probe, names, registered, status, env-revisions and stopped-revisions", slices.Sorted(maps.Keys(idx)))
 	}
-	gsi := idx["probe"]
-	if p := gsi.ProvisionedThroughput; p == nil || aws.ToInt64(p.ReadCapacityUnits) != 1 || aws.ToInt64(p.WriteCapacityUnits) != 34 {
-		t.Errorf("index throughput %+v, want the template's 1 and 34 (ProbeIndexReadMinimum, ProbeIndexWriteMinimum)", p)
+	if p := idx["probe"].ProvisionedThroughput; p != nil && (aws.ToInt64(p.ReadCapacityUnits) != 0 || aws.ToInt64(p.WriteCapacityUnits) != 0) {
+		t.Errorf("index throughput %+v, want none on demand", p)
 	}
 	if s := desc.StreamSpecification; s == nil || !aws.ToBool(s.StreamEnabled) || s.StreamViewType != ddbtypes.StreamViewTypeNewAndOldImages {
 		t.Errorf("stream %+v", s)

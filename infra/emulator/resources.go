@@ -109,6 +109,10 @@ func errorCode(err error) string {
 // Kinesis streaming are AWS-side operations settings with no local effect
 // (kumo implements no UpdateContinuousBackups); they are not applied.
 func (c creator) table(ctx context.Context, name string, raw []byte) (Resource, error) {
+	raw, err := withoutOnDemandCaps(raw)
+	if err != nil {
+		return Resource{}, err
+	}
 	var t cfnddb.Table
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return Resource{}, err
@@ -240,6 +244,30 @@ func sameShape(want *dynamodb.CreateTableInput, got *ddbtypes.TableDescription) 
 		return fmt.Errorf("stream enabled %t, template %t", gotStream, wantStream)
 	}
 	return nil
+}
+
+// withoutOnDemandCaps drops the table's and its indexes' OnDemandThroughput,
+// which goformation's Table does not know (it refuses unknown fields):
+// the caps are a cost guard AWS enforces by throttling, and the emulator
+// throttles nothing, so they have no local effect.
+func withoutOnDemandCaps(raw []byte) ([]byte, error) {
+	var r map[string]any
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, err
+	}
+	t, ok := r["Properties"].(map[string]any)
+	if !ok {
+		return raw, nil
+	}
+	delete(t, "OnDemandThroughput")
+	if gsis, ok := t["GlobalSecondaryIndexes"].([]any); ok {
+		for _, g := range gsis {
+			if m, ok := g.(map[string]any); ok {
+				delete(m, "OnDemandThroughput")
+			}
+		}
+	}
+	return json.Marshal(r)
 }
 
 func keyString(ks []ddbtypes.KeySchemaElement) []string {

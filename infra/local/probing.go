@@ -68,7 +68,7 @@ func (st *starting) startProbing(cfg *Config) (func(), error) {
 	settings := wiring.ProberSettings{
 		Common:     st.common(cfg),
 		ProbeQueue: queue.URL, EventBus: st.Resources["EventBus"].Name,
-		Heartbeat: space.DefaultHeartbeat, Interval: pc.Interval,
+		Interval: pc.Interval,
 	}
 	checker := &kubeprobe.Prober{Timeout: probing.DefaultTimeout}
 	sched := wiring.Scheduler(st.aws, wiring.SchedulerSettings{Table: st.Table, ProbeQueue: queue.URL, Interval: pc.Interval}, cfg.Log)

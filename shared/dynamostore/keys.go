@@ -65,6 +65,15 @@ import (
 //	                   (agentwork.go): observed_at, observed_ns, items,
 //	                   failed
 //
+// The prober's fleet-wide items (fence.go):
+//
+//	pk              sk                 what
+//	FENCE#<shard>   <deleted_at>#<id>  a deregistration of the probe shard: org_id,
+//	                                   space_id, expires_at (deleted_at +
+//	                                   space.FenceRetention, TTL)
+//	PROBE           BEAT               beat_<shard> (and beat_a): the newest tick of
+//	                                   the shard the prober handled
+//
 // Why links and not a GSI: "everything bound to a space" is one strongly
 // consistent Query of its partition, which an eventually consistent index
 // could not answer for a binding committed just before the deregistration.
@@ -79,9 +88,10 @@ import (
 // its own, so a grant exists exactly while the space is registered and no
 // credential can be minted for a space that is gone.
 //
-// The sparse GSI "probe" (probe_shard HASH, id RANGE, INCLUDE org_id) holds
-// only registered, non-synthetic spaces: probe_shard is "00".."15", a stable
-// hash of the space id, set at registration and removed at deregistration.
+// The sparse GSI "probe" (probe_shard HASH, id RANGE, INCLUDE probeAttrs:
+// what the prober needs, probeindex.go) holds only registered,
+// non-synthetic spaces: probe_shard is "00".."15", a stable hash of the
+// space id, set at registration and removed at deregistration.
 // The GSIs "names", "registered" and "status" (names.go; name_lc,
 // name_key, reg_key and status_key while registered), "env-revisions" and
 // "stopped-revisions" (revisions.go) list spaces by name, registration and
@@ -102,6 +112,11 @@ const (
 	prefixJobClaim = "JOBCLAIM#"
 	prefixJobIdem  = "JOBIDEMP#"
 	prefixCount    = "COUNT#"
+	prefixFence    = "FENCE#"
+
+	// pkBeat and skBeat key the probe beats (fence.go).
+	pkBeat = "PROBE"
+	skBeat = "BEAT"
 
 	skAgent   = "AGENT"
 	skAgentNS = "AGENTNS"

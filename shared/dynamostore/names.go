@@ -192,6 +192,10 @@ func (s *Store) batchGetSpaces(ctx context.Context, org string, entries []map[st
 			return nil, err
 		}
 	}
+	observe, err := s.observer(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]space.Space, 0, len(entries))
 	for _, e := range entries {
 		sk, _ := e["sk"].(*types.AttributeValueMemberS)
@@ -199,7 +203,7 @@ func (s *Store) batchGetSpaces(ctx context.Context, org string, entries []map[st
 			continue
 		}
 		if sp, ok := got[strings.TrimPrefix(sk.Value, prefixSpace)]; ok && sp.OrgID == org {
-			out = append(out, sp)
+			out = append(out, observe(sp))
 		}
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -15,11 +16,22 @@ import (
 // numbered 0..ProbeShards()-1.
 func (s *Store) ProbeShards() int { return probeShards }
 
+// probeAttrs are what the probe index projects beside its keys
+// (template.yaml's INCLUDE) and what a target carries (space.ProbeTarget):
+// the prober probes from them and stores a change on their version
+// without reading the space. They change only when the space is written,
+// which a probe does only on a change (space.NeedsWrite), so the index is
+// written with the table, not with the probes.
+var probeAttrs = []string{nShard, nID, nOrg, nName, nProv, nAccount, nConfig, nConn, nStatus, nProbe, nVersion}
+
 // ProbeTargets returns up to limit registered, non-synthetic spaces of
 // every org in shard, ordered by id after startAfter, and the id to continue
-// after when more may follow. The index is eventually consistent: a space
-// registered or deregistered a moment ago may be missing or still listed
-// (the prober's conditional writes make the latter harmless).
+// after when more may follow, each with what the index carries of it. The
+// index is eventually consistent: a space registered or deregistered a
+// moment ago may be missing or still listed (the deregistration fence,
+// fence.go, covers the latter: space.ProbeIndexLag), and a space written a
+// moment ago may be listed as before (its version then fails the prober's
+// conditional write, which reads the space again).
 func (s *Store) ProbeTargets(ctx context.Context, shard int, startAfter string, limit int) ([]space.ProbeTarget, string, error) {
 	return s.probeTargets(ctx, shard, "", startAfter, limit)
 }
@@ -50,8 +62,8 @@ func (s *Store) probeTargets(ctx context.Context, shard int, prefix, startAfter 
 		TableName:                 s.table,
 		IndexName:                 aws.String(probeIndex),
 		KeyConditionExpression:    aws.String(key),
-		ProjectionExpression:      aws.String(nID + ", " + nOrg),
-		ExpressionAttributeNames:  names(nShard, nID, nOrg),
+		ProjectionExpression:      aws.String(strings.Join(probeAttrs, ", ")),
+		ExpressionAttributeNames:  names(probeAttrs...),
 		ExpressionAttributeValues: vals,
 	}
 	out := make([]space.ProbeTarget, 0, limit+1)

@@ -97,8 +97,17 @@ func (s *Store) UpdateRevision(ctx context.Context, org, id string, u space.Upda
 // SpaceAsClaimed returns a space item of org whether or not it is
 // deregistered (found is false when there is none): the revision claim must
 // tell "deregistered" from "unknown".
+// Its last probe is as readers see it (GetSpace).
 func (s *Store) SpaceAsClaimed(ctx context.Context, org, id string) (space.Space, bool, error) {
-	return s.readSpace(ctx, org, id)
+	sp, found, err := s.readSpace(ctx, org, id)
+	if err != nil || !found {
+		return sp, found, err
+	}
+	observe, err := s.observer(ctx)
+	if err != nil {
+		return space.Space{}, false, err
+	}
+	return observe(sp), true, nil
 }
 
 // Listing revisions. A revision item carries rev_key (its creation time,

@@ -120,6 +120,11 @@ func TestItemShapes(t *testing.T) {
 		Items:   []space.ReportedNamespace{{Name: "x", Phase: "x", Labels: map[string]string{shapetest.Key: "x"}, CreatedAt: at.Format(time.RFC3339)}},
 		Creates: []space.CreateOutcome{{Name: "other", Error: "x"}}}, at))
 
+	// The prober's beat of a shard, and (with the deregistration below)
+	// the fence entry.
+	_, err = st.Beat(ctx, "00", at)
+	must(t, "Beat", err)
+
 	got := map[string][]string{}
 	f.itemShapes(t, got)
 
@@ -234,7 +239,9 @@ func (f *fixture) itemShapes(t *testing.T, got map[string][]string) {
 			t.Fatalf("Scan: %v", err)
 		}
 		for _, item := range page.Items {
-			if s, ok := item["pk"].(*types.AttributeValueMemberS); !ok || !strings.Contains(s.Value, shapeOrg) && !strings.Contains(s.Value, shapeSpace) {
+			s, ok := item["pk"].(*types.AttributeValueMemberS)
+			fleetWide := ok && (strings.HasPrefix(s.Value, "FENCE#") || s.Value == "PROBE")
+			if !ok || !fleetWide && !strings.Contains(s.Value, shapeOrg) && !strings.Contains(s.Value, shapeSpace) {
 				continue // the fixture's own account, in another org
 			}
 			kind := itemKind(item)
@@ -259,6 +266,9 @@ func itemKind(item map[string]types.AttributeValue) string {
 		return s.Value
 	}
 	kind := prefix("pk") + " " + prefix("sk")
+	if prefix("pk") == "FENCE#" {
+		kind = "FENCE# <deleted_at>#<space id>"
+	}
 	if _, ok := item["deleted_at"]; ok && kind == "ORG# SPACE#" {
 		kind += " (tombstone)"
 	}

@@ -266,8 +266,24 @@ func (s *Store) claimHolder(ctx context.Context, org, identity string, item map[
 	return c.SpaceID, nil
 }
 
-// GetSpace returns a live space of org.
+// GetSpace returns a live space of org as readers see it: its last probe
+// raised to its shard's beat (fence.go).
 func (s *Store) GetSpace(ctx context.Context, org, id string) (space.Space, error) {
+	sp, err := s.LiveSpace(ctx, org, id)
+	if err != nil {
+		return sp, err
+	}
+	observe, err := s.observer(ctx)
+	if err != nil {
+		return space.Space{}, err
+	}
+	return observe(sp), nil
+}
+
+// LiveSpace returns a live space of org as stored, read strongly
+// consistent: the liveness check of a probe that reads its space, and the
+// read of a versioned update (nothing a reader is shown is written back).
+func (s *Store) LiveSpace(ctx context.Context, org, id string) (space.Space, error) {
 	sp, found, err := s.readSpace(ctx, org, id)
 	if err != nil {
 		return space.Space{}, err
@@ -321,14 +337,19 @@ func (s *Store) ListSpaces(ctx context.Context, org string, q space.Query) ([]sp
 		return s.listByIndex(ctx, org, si, q, filter[1:], nm[1:], vals)
 	}
 
+	observe, err := s.observer(ctx)
+	if err != nil {
+		return nil, "", err
+	}
 	out := make([]space.Space, 0, q.Limit+1)
-	err := s.queryOrg(ctx, org, prefixSpace, q.After, strings.Join(filter, " AND "), nm, vals,
+	err = s.queryOrg(ctx, org, prefixSpace, q.After, strings.Join(filter, " AND "), nm, vals,
 		func() int { return q.Limit + 1 - len(out) },
 		func(item map[string]types.AttributeValue) error {
 			var sp space.Space
 			if err := s.decode(item, &sp); err != nil {
 				return err
 			}
+			sp = observe(sp)
 			if sp.ID <= q.After || (q.Keep != nil && !q.Keep(sp)) {
 				return nil
 			}
@@ -421,7 +442,7 @@ func (s *Store) queryOrg(ctx context.Context, org, prefix, after, filter string,
 // claim, the account count and the probe shard stay as they were.
 func (s *Store) UpdateSpace(ctx context.Context, org, id string, u space.Update[space.Space]) (space.Updated[space.Space], error) {
 	return space.Run(ctx, space.SpaceVersioned, u,
-		func(ctx context.Context) (space.Space, error) { return s.GetSpace(ctx, org, id) },
+		func(ctx context.Context) (space.Space, error) { return s.LiveSpace(ctx, org, id) },
 		s.writeSpace)
 }
 
@@ -551,7 +572,7 @@ func (s *Store) Deregister(ctx context.Context, org, id string, version int64, a
 	run := func() (space.Updated[space.Space], error) {
 		return space.Run(ctx, space.SpaceVersioned, space.Update[space.Space]{IfVersion: version, At: at,
 			Apply: func(sp space.Space) (space.Space, error) { sp.DeletedAt, sp.DeletedBy = &at, by; return sp, nil }},
-			func(ctx context.Context) (space.Space, error) { return s.GetSpace(ctx, org, id) },
+			func(ctx context.Context) (space.Space, error) { return s.LiveSpace(ctx, org, id) },
 			func(ctx context.Context, before, after space.Space) error {
 				return s.writeDeregistration(ctx, before, after, version != 0)
 			})
@@ -628,6 +649,11 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 		s.revokeAgentItem(id),
 		s.revokeAgentNSItem(id),
 		s.countSpace(before, "-1"),
+	}
+	if !before.Synthetic {
+		// The prober refuses the space from now on without reading it:
+		// its message's fence read finds this entry (fence.go).
+		items = append(items, s.fenceItem(before, *after.DeletedAt))
 	}
 	return s.transact(ctx, "deregister", func() ([]types.TransactWriteItem, error) { return items, nil },
 		func(reasons []types.CancellationReason) error {

@@ -24,7 +24,8 @@
 //   - deregister: one transaction marks the space deleted (on the status
 //     read, and the version too when pinned by If-Match), deletes the claim,
 //     subtracts 1 from the account's space_count, deletes the grant and the
-//     agent's AGENT and AGENTNS items, and uncounts the space.
+//     agent's AGENT and AGENTNS items, uncounts the space and puts its
+//     deregistration fence entry.
 //   - delete an account: DeleteItem only if no space counts against it.
 //   - the fleet counts: the org's COUNT# counter items, kept inside the
 //     register, deregister and transition transactions, read with one Query
@@ -32,7 +33,11 @@
 //   - list by name, by registration or by status, search names: Query
 //     the sparse names, registered or status index, then one BatchGetItem
 //     of the page (names.go).
-//   - the prober's scheduler: Query the probe index shard by shard.
+//   - the prober's scheduler: Query the probe index shard by shard (it
+//     projects what a probe needs: probeindex.go).
+//   - the prober: one strongly consistent Query of a shard's
+//     deregistration fence a message, an UpdateItem of the shard's beat a
+//     shard and tick, and a write of the space only on a change (fence.go).
 //   - an environment's revisions, the org's stopped revisions: one Query
 //     of the env-revisions or stopped-revisions index, newest first
 //     (revisions.go).
@@ -110,6 +115,9 @@ const (
 	nRegKey    = "#rkey"
 	nStatusKey = "#ordst"
 	nLabels    = "#lbl"
+	nConfig    = "#cfg"
+	nConn      = "#conn"
+	nBeat      = "#beat"
 )
 
 var attrNames = map[string]string{
@@ -119,7 +127,7 @@ var attrNames = map[string]string{
 	nOrg: "org_id", nName: "name", nStatus: "status", nProbe: "probe",
 	nGate: "gate", nPState: "state", nPReason: "state_reason",
 	nNameLC: "name_lc", nNameKey: "name_key", nDeletedBy: "deleted_by", nRegKey: "reg_key",
-	nStatusKey: "status_key", nLabels: "labels",
+	nStatusKey: "status_key", nLabels: "labels", nConfig: "config", nConn: "connectivity",
 }
 
 // names returns the ExpressionAttributeNames for the given placeholders
@@ -139,6 +147,7 @@ type Store struct {
 	now   func() time.Time
 	enc   *attributevalue.Encoder
 	dec   *attributevalue.Decoder
+	beats beatCache
 }
 
 var _ space.Store = (*Store)(nil)

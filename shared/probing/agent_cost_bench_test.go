@@ -185,7 +185,7 @@ func measureAgentCost(b *testing.B, presence bool) {
 	p := wiring.Prober(a, wiring.ProberSettings{
 		Common:     parts.Common{Table: table, StaleAfter: space.DefaultStaleAfter},
 		ProbeQueue: queueURL, EventBus: env.Name(b, "EventBus"),
-		Heartbeat: space.DefaultHeartbeat, Interval: space.DefaultProbeInterval,
+		Interval: space.DefaultProbeInterval,
 	}, &staticminter.Static{}, nil, log) // an agent space is never minted nor probed
 	q := sqsMirror{real: p.Queue, clockQueue: &clockQueue{clock: c}}
 	p.Now, p.Queue = c.Now, q

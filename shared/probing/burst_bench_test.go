@@ -31,9 +31,9 @@ import (
 	"spaces/shared/wiring/parts"
 )
 
-// burstRegistrations is the burst the template's capacity minimums are
-// sized for: this many registrations within one minute
-// (TestTableMinimumsFitTheBurst, BENCHMARKS.md "Registration burst").
+// burstRegistrations is the burst the template's on-demand caps must let
+// through: this many registrations within one minute
+// (TestTemplateFitsRegistrationBurst, BENCHMARKS.md "Registration burst").
 const burstRegistrations = 2000
 
 // BenchmarkRegistrationBurst measures the DynamoDB units a burst of
@@ -191,7 +191,7 @@ func measureBurst(b testing.TB, n int) burst {
 	p := wiring.Prober(a, wiring.ProberSettings{
 		Common:     parts.Common{Table: table, StaleAfter: space.DefaultStaleAfter},
 		ProbeQueue: env.Resources["ProbeQueue"].URL, EventBus: env.Name(b, "EventBus"),
-		Heartbeat: space.DefaultHeartbeat, Interval: space.DefaultProbeInterval,
+		Interval: space.DefaultProbeInterval,
 	}, kubecred.Minter(minter), checker, discardLogger())
 	// Every first probe must succeed: a successful one writes the most
 	// (its transition and history item in one transaction), and on this
@@ -223,56 +223,68 @@ func measureBurst(b testing.TB, n int) burst {
 
 // TestTemplateFitsRegistrationBurst measures, as BenchmarkRegistrationBurst
 // does but on 100 registrations, the units each registration and its first
-// probe consume, and checks that the template's capacity minimums (each
-// scalable target's MinCapacity, through its parameter's default) hold
-// burstRegistrations of them in one minute without burst credit: the
-// table's reads and writes and the probe index's writes.
+// probe consume, and checks that the on-demand table's caps (its
+// OnDemandThroughput and every index's, through their parameters' defaults)
+// let burstRegistrations of them through in one minute: the table's reads
+// and writes and the probe index's writes (each index is capped alike). No
+// capacity is reserved for it: an on-demand table serves up to its caps
+// (a new one at least 4,000 writes and 12,000 reads a second).
 func TestTemplateFitsRegistrationBurst(t *testing.T) {
 	const n = 100
 	m := measureBurst(t, n)
 	perMinute := float64(burstRegistrations) / n / 60
-	need := map[string]float64{
-		"dynamodb:table:ReadCapacityUnits":  (m.register.TotalRRU() + m.probe.TotalRRU()) * perMinute,
-		"dynamodb:table:WriteCapacityUnits": (m.register.TotalWRU() + m.probe.TotalWRU()) * perMinute,
-		"dynamodb:index:WriteCapacityUnits": float64(m.indexRegister+m.indexProbe) * perMinute,
-	}
+	needRead := (m.register.TotalRRU() + m.probe.TotalRRU()) * perMinute
+	needWrite := (m.register.TotalWRU() + m.probe.TotalWRU()) * perMinute
+	needIndexWrite := float64(m.indexRegister+m.indexProbe) * perMinute
 	js, err := intrinsics.ProcessYAML(spaces.Template, &intrinsics.ProcessorOptions{NoProcess: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	type caps struct{ MaxReadRequestUnits, MaxWriteRequestUnits any }
 	var tpl struct {
 		Parameters map[string]struct{ Default any }
 		Resources  map[string]struct {
-			Type       string
 			Properties struct {
-				ScalableDimension string
-				MinCapacity       any
+				BillingMode            string
+				OnDemandThroughput     *caps
+				GlobalSecondaryIndexes []struct {
+					IndexName          string
+					OnDemandThroughput *caps
+				}
 			}
 		}
 	}
 	if err := json.Unmarshal(js, &tpl); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range tpl.Resources {
-		units, ok := need[r.Properties.ScalableDimension]
-		if r.Type != "AWS::ApplicationAutoScaling::ScalableTarget" || !ok {
-			continue
+	value := func(what string, v any) float64 {
+		t.Helper()
+		if ref, ok := v.(map[string]any); ok {
+			v = tpl.Parameters[fmt.Sprint(ref["Ref"])].Default
 		}
-		delete(need, r.Properties.ScalableDimension)
-		minimum := r.Properties.MinCapacity
-		if ref, ok := minimum.(map[string]any); ok {
-			minimum = tpl.Parameters[fmt.Sprint(ref["Ref"])].Default
-		}
-		got, err := strconv.ParseFloat(fmt.Sprint(minimum), 64)
+		got, err := strconv.ParseFloat(fmt.Sprint(v), 64)
 		if err != nil {
-			t.Fatalf("%s MinCapacity %v: %v", r.Properties.ScalableDimension, r.Properties.MinCapacity, err)
+			t.Fatalf("%s %v: %v", what, v, err)
 		}
-		t.Logf("%s: the burst needs %.1f units a second, the minimum is %v", r.Properties.ScalableDimension, units, got)
-		if got < math.Ceil(units) {
-			t.Errorf("%s: MinCapacity %v, but %d registrations a minute need %.1f units a second", r.Properties.ScalableDimension, got, burstRegistrations, units)
+		return got
+	}
+	table := tpl.Resources["SpacesTable"].Properties
+	if table.BillingMode != "PAY_PER_REQUEST" || table.OnDemandThroughput == nil {
+		t.Fatalf("SpacesTable: %s with caps %v, want PAY_PER_REQUEST with OnDemandThroughput", table.BillingMode, table.OnDemandThroughput)
+	}
+	check := func(what string, cap, need float64) {
+		t.Logf("%s: the burst needs %.1f units a second, the cap is %v", what, need, cap)
+		if cap < math.Ceil(need) {
+			t.Errorf("%s: cap %v, but %d registrations a minute need %.1f units a second", what, cap, burstRegistrations, need)
 		}
 	}
-	for dim := range need {
-		t.Errorf("no scalable target for %s", dim)
+	check("table reads", value("table MaxReadRequestUnits", table.OnDemandThroughput.MaxReadRequestUnits), needRead)
+	check("table writes", value("table MaxWriteRequestUnits", table.OnDemandThroughput.MaxWriteRequestUnits), needWrite)
+	for _, ix := range table.GlobalSecondaryIndexes {
+		if ix.OnDemandThroughput == nil {
+			t.Errorf("index %s has no OnDemandThroughput", ix.IndexName)
+			continue
+		}
+		check("index "+ix.IndexName+" writes", value(ix.IndexName+" MaxWriteRequestUnits", ix.OnDemandThroughput.MaxWriteRequestUnits), needIndexWrite)
 	}
 }

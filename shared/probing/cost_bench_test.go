@@ -333,7 +333,7 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	p := wiring.Prober(a, wiring.ProberSettings{
 		Common:     parts.Common{Table: table, StaleAfter: space.DefaultStaleAfter},
 		ProbeQueue: queueURL, EventBus: env.Name(b, "EventBus"),
-		Heartbeat: space.DefaultHeartbeat, Interval: space.DefaultProbeInterval,
+		Interval: space.DefaultProbeInterval,
 	}, kubecred.Minter(minter), checker, log)
 	if v.concurrency > 0 {
 		p.Concurrency = v.concurrency

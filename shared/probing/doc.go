@@ -39,15 +39,15 @@
 // (EventBridge Scheduler invokes it asynchronously, and the template's
 // EventInvokeConfig allows no retry), so a tick is sent at most once per
 // schedule event; a redelivered or resent one is at worst one extra probe
-// of a healthy space (whose heartbeat write is skipped anyway). So per space and minute there is one tick probe and at
+// of a healthy space (whose unchanged result writes nothing). So per space and minute there is one tick probe and at
 // most FailureThreshold-1 re-probes, whatever the timing (a space sent
 // again after its part of a message failed adds at most one, see below).
 //
 // # Several spaces a message
 //
 // The prober handles each space of a message on its own, as if it were its
-// own message: its strongly consistent read right before any cloud call (a
-// space deregistered meanwhile is refused while its siblings are probed),
+// own message, after one liveness read for the whole message (see Reads: a
+// space deregistered meanwhile is refused while its siblings are probed):
 // its conditional write, its re-probe (always a message of its own). The
 // template's BatchSize (1 message) × MaxSpaces is DefaultConcurrency (50):
 // a batch's spaces are probed at once, in one round that the function's
@@ -63,8 +63,8 @@
 // store down, most likely), a message of one space, and a message whose
 // failed spaces cannot be sent again are retried whole by SQS; its
 // siblings are then probed again when it comes back, as for any tick SQS
-// delivers twice (at-least-once; an unchanged result is not written before
-// the heartbeat). The one-space form stays readable, so a deploy needs no
+// delivers twice (at-least-once; an unchanged result is not written).
+// The one-space form stays readable, so a deploy needs no
 // draining; a prober that reads only that form fails a message of several
 // spaces as malformed, which SQS redelivers to a prober that reads it after
 // the visibility timeout (each such receive counts toward the queue's
@@ -85,19 +85,56 @@
 //
 // # Reads
 //
-// A probe reads one item: the space, strongly consistent. That read is also
-// the liveness check before any cloud call: a minter that offers MintLive
-// (mint.Minter) takes it instead of reading the space's kubeauth grant
-// again, since registration and deregistration change both in one
-// transaction. BenchmarkProbingCost counts and prices every AWS request the
-// scheduler and the prober send; BenchmarkProbingCostAtScale adds those of
-// Lambda's event source, counted as its pollers send them.
+// In steady state a probe reads no item of its space. A tick message
+// carries its spaces as the probe index holds them (space.ProbeTarget:
+// identity, name, status, probe record, version; the index changes only
+// when a space is written) and the time ReadAt its page was read. Before
+// any cloud call the prober reads, strongly consistent, the deregistration
+// fence of the message's shard since space.LiveAt(ReadAt): one Query a
+// message, whatever its spaces. A space in it is refused (gone); a message
+// older than the fence covers (space.FenceCovers) is dropped whole and the
+// next tick sends its spaces again. Why this keeps "a deregistered space is
+// refused before any cloud call" is space.FenceRetention's comment: the
+// index lists no space deregistered more than space.ProbeIndexLag before
+// the read, and the fence holds every deregistration since.
+// TestDeregisteredAtEveryInstantOfAMessage deregisters a space before the
+// index read, between the read and the send and while the message waits
+// (no mint, no GET /version), and during the probe (after the fence read no
+// read can refuse it: the result is not stored and no later message calls
+// out for it).
+//
+// A registration probe, a re-probe, a space sent again by its failed
+// message's prober in an older form, and an agent space's check carry ids
+// only: the prober reads the space (LiveSpace, strongly consistent), which
+// is their liveness check. A minter that offers MintLive (mint.Minter)
+// takes the liveness read instead of reading the space's kubeauth grant
+// again, since registration and deregistration change both (and the
+// fence) in one transaction. BenchmarkProbingCost counts and prices every
+// AWS request the scheduler and the prober send;
+// BenchmarkProbingCostAtScale adds those of Lambda's event source,
+// counted as its pollers send them.
 //
 // # Writes
 //
-// A success on an active space with nothing else changed is stored once per
-// heartbeat (space.NeedsWrite); every change is stored at once, on the
-// condition that the space is at the version read and not deregistered, so a
-// late probe result can never resurrect a deregistered space. A conflict
-// (the version moved) re-reads and re-applies the result once.
+// Only a change is stored (space.NeedsWrite: a transition, a reason, a
+// server version, a failure count below the threshold), at once, on the
+// condition that the space is at the version carried or read and not
+// deregistered, so a late probe result can never resurrect a deregistered
+// space. A conflict (the version moved, or the index was behind) re-reads
+// the space and re-applies the result once.
+//
+// # Beats: last_probe_at and a stopped prober
+//
+// What shows that an unchanged space is still probed is its shard's beat,
+// not its item: the scheduler marks the last message of each shard's tick
+// (of the agent spaces' too, shard "a") with the shard and the tick's time,
+// and the prober, once it has handled that message, records the shard's
+// beat (one conditional UpdateItem of one item, a shard and tick). Readers
+// see a space's last_probe_at as the later of its stored probe and its
+// shard's beat (space.Space.WithBeat): the tick the space belonged to, so
+// precise to an interval (its probe ran within the interval after it).
+// With the prober stopped the beats stop, and every space of the shard
+// reads unknown (ProbeStale) once its beat is StaleAfter (three intervals)
+// old; each beat reports whether its shard read so until then (Ticks and
+// StaleTicks, a shard and tick: the StaleStatusAlarm).
 package probing

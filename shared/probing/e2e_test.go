@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"spaces/infra/testcluster"
-	"spaces/shared/probing"
 	"spaces/shared/space"
 )
 
@@ -81,20 +80,19 @@ func TestEndToEnd(t *testing.T) {
 		reason  string
 		version int64
 	}{
-		// unknown→active at the first tick, one heartbeat write 5 min later.
-		"healthy": {space.Active, "", 3}, "healthy-v130": {space.Active, "", 3},
-		"401-once": {space.Active, "", 3},
+		// unknown→active at the first tick; nothing more is written.
+		"healthy": {space.Active, "", 2}, "healthy-v130": {space.Active, "", 2},
+		"401-once": {space.Active, "", 2},
 		// The first tick fails and two re-probes 12 s apart complete three
-		// failures (3 writes); later failures with the same reason are
-		// written only with the heartbeat: one more write if the space's
-		// heartbeat fell due before its last probe of the run (below).
+		// failures (3 writes); later failures with the same reason are not
+		// written.
 		"down": {space.Inactive, space.ReasonUnreachable, 4}, "stopped": {space.Inactive, space.ReasonUnreachable, 4},
 		"slow":       {space.Inactive, space.ReasonTimeout, 4},
 		"401-always": {space.Inactive, space.ReasonUnauthorized, 4},
 		"garbled":    {space.Inactive, space.ReasonBadResponse, 4}, "bad-version": {space.Inactive, space.ReasonBadResponse, 4},
 		"mint-fails": {space.Inactive, space.ReasonCredentialsUnavailable, 4},
 		"flap-1":     {space.Active, "", 0}, "flap-2": {space.Active, "", 0},
-		"goes-down": {space.Active, "", 3},
+		"goes-down": {space.Active, "", 2},
 	}
 	for _, f := range fleet {
 		w := want[f.kind]
@@ -102,10 +100,6 @@ func TestEndToEnd(t *testing.T) {
 		// A flapping cluster may end on a failure (reason set) short of the
 		// threshold; its version depends on how the failures fell.
 		flapping := w.version == 0
-		if w.status == space.Inactive && got.Probe.LastTransitionAt != nil &&
-			space.HeartbeatDue(got.ID, *got.Probe.LastTransitionAt, start.Add(5*time.Minute+probing.Jitter(got.ID, space.DefaultProbeInterval)), space.DefaultHeartbeat) {
-			w.version++
-		}
 		if got.Status != w.status || (!flapping && (got.Probe.Reason != w.reason || got.Version != w.version)) {
 			t.Errorf("%s: status %s reason %q version %d, want %s %q %d (message %q)",
 				f.kind, got.Status, got.Probe.Reason, got.Version, w.status, w.reason, w.version, got.Probe.Message)

@@ -36,8 +36,10 @@ const MaxSpaces = 50
 
 // Message is the body of a probe message. One space: {"org_id", "id"} for
 // a tick, with a kind for the other messages and, for a re-probe, the
-// version the failed probe stored. Several spaces (a tick only):
-// {"spaces": [{"org_id", "id"}, ...]}, at most MaxSpaces. Retry marks the
+// version the failed probe stored. Spaces (a tick only):
+// {"spaces": [...], "read_at"}, at most MaxSpaces, each carrying what the
+// probe index holds of it (space.ProbeTarget) so that the prober reads no
+// space; or, for agent spaces, several {"org_id", "id"}. Retry marks the
 // spaces the prober sent again after their part of a message failed (see
 // HandleBatch).
 type Message struct {
@@ -53,15 +55,38 @@ type Message struct {
 	// redelivery (a missed transition is republished first), and never
 	// split again: if it fails, SQS retries it whole.
 	Retry bool `json:"retry,omitempty"`
+	// ReadAt is when the scheduler read the index page the carried
+	// spaces come from: the prober reads the deregistration fence from
+	// space.LiveAt(ReadAt) and drops the message once the fence no longer
+	// covers it (space.FenceCovers). Set exactly when Spaces carry their
+	// state.
+	ReadAt *time.Time `json:"read_at,omitempty"`
+	// Beat names the probe shard ("07", or "a" for the agent spaces) whose
+	// tick this message closes, Tick that tick's time: once the message is
+	// handled the prober records the shard's beat (readers' last probe of
+	// its spaces).
+	Beat string     `json:"beat,omitempty"`
+	Tick *time.Time `json:"tick,omitempty"`
+	// Target is the carried state of the one space of a message Each made
+	// (not on the wire).
+	Target *space.ProbeTarget `json:"-"`
 }
 
 // TickOf is the tick message of targets (one or more; the caller keeps to
-// MaxSpaces): the one-space form for one, which every prober reads.
+// MaxSpaces): the one-space form for one that carries nothing, which every
+// prober reads.
 func TickOf(targets []space.ProbeTarget) Message {
-	if len(targets) == 1 {
+	if len(targets) == 1 && !targets[0].Carried() {
 		return Message{OrgID: targets[0].OrgID, ID: targets[0].ID}
 	}
 	return Message{Spaces: targets}
+}
+
+// CarriedTickOf is the tick message of targets read from the index at
+// readAt, carrying their state.
+func CarriedTickOf(targets []space.ProbeTarget, readAt time.Time) Message {
+	at := readAt.UTC()
+	return Message{Spaces: targets, ReadAt: &at}
 }
 
 // Each is the message split into one message per space, in its order.
@@ -71,7 +96,10 @@ func (m Message) Each() []Message {
 	}
 	out := make([]Message, len(m.Spaces))
 	for i, t := range m.Spaces {
-		out[i] = Message{OrgID: t.OrgID, ID: t.ID, Kind: m.Kind, Retry: m.Retry}
+		out[i] = Message{OrgID: t.OrgID, ID: t.ID, Kind: m.Kind, Retry: m.Retry, ReadAt: m.ReadAt}
+		if t.Carried() {
+			out[i].Target = &m.Spaces[i]
+		}
 	}
 	return out
 }
@@ -109,8 +137,8 @@ func DecodeMessage(body string) (Message, error) {
 		switch {
 		case m.OrgID != "" || m.ID != "":
 			errs = append(errs, errors.New("a message names either one space (org_id, id) or several (spaces), not both"))
-		case len(m.Spaces) < 2 || len(m.Spaces) > MaxSpaces:
-			errs = append(errs, fmt.Errorf("spaces names %d spaces, not 2 to %d", len(m.Spaces), MaxSpaces))
+		case len(m.Spaces) < 1 || len(m.Spaces) > MaxSpaces:
+			errs = append(errs, fmt.Errorf("spaces names %d spaces, not 1 to %d", len(m.Spaces), MaxSpaces))
 		case m.Kind != KindTick:
 			errs = append(errs, errors.New("only a tick names several spaces"))
 		}
@@ -121,7 +149,18 @@ func DecodeMessage(body string) (Message, error) {
 				errs = append(errs, fmt.Errorf("spaces[%d]: space %s named twice", i, t.ID))
 			}
 			seen[t.ID] = true
+			// Carried state is trusted only under the fence, which needs
+			// the read time; ids alone are read.
+			if t.Carried() != (m.ReadAt != nil) {
+				errs = append(errs, fmt.Errorf("spaces[%d]: a space carries its state (probe_shard, probe, version) exactly when the message has read_at", i))
+			}
 		}
+	}
+	if m.ReadAt != nil && m.Spaces == nil {
+		errs = append(errs, errors.New("read_at comes only with spaces that carry their state"))
+	}
+	if (m.Beat == "") != (m.Tick == nil) || (m.Beat != "" && m.Kind != KindTick) {
+		errs = append(errs, errors.New("a tick's beat names its shard and its tick time, both or neither"))
 	}
 	switch m.Kind {
 	case KindTick, KindRegistered:

@@ -32,10 +32,20 @@ const (
 
 // Store is what the prober reads and writes.
 type Store interface {
-	// GetSpace returns a live space (KindNotFound once deregistered),
-	// read strongly consistent: it is the liveness fact checked before
-	// any cloud call (see LiveMinter).
-	GetSpace(ctx context.Context, org, id string) (space.Space, error)
+	// LiveSpace returns a live space as stored (KindNotFound once
+	// deregistered), read strongly consistent: the liveness fact checked
+	// before any cloud call for a space whose message carries only its ids
+	// (see LiveMinter).
+	LiveSpace(ctx context.Context, org, id string) (space.Space, error)
+	// Fenced returns the ids of the spaces of probe shard shard
+	// deregistered at or after since, read strongly consistent: the
+	// liveness fact of a message whose spaces carry their state
+	// (space.FenceRetention says why it suffices).
+	Fenced(ctx context.Context, shard string, since time.Time) (map[string]bool, error)
+	// Beat records that the tick of shard at tick was handled, if newer
+	// than the one stored, and returns the one it replaced (zero: none or
+	// not newer).
+	Beat(ctx context.Context, shard string, tick time.Time) (time.Time, error)
 	// UpdateSpace changes a live space, with the transition it makes in
 	// its history, atomically (space.Store).
 	UpdateSpace(ctx context.Context, org, id string, u space.Update[space.Space]) (space.Updated[space.Space], error)
@@ -46,10 +56,10 @@ type Store interface {
 }
 
 // LiveMinter is a Minter that can take the prober's own strongly
-// consistent read of the space as the proof that it is registered, instead
-// of reading its kubeauth grant again (mint.Minter.MintLive): one liveness
-// read per probe instead of two, and still none of the minter's cloud calls
-// for a space deregistered before that read.
+// consistent liveness read (of the space, or of its message's fence) as the
+// proof that it is registered, instead of reading its kubeauth grant again
+// (mint.Minter.MintLive): none of the minter's cloud calls for a space
+// deregistered before that read, and no read of the space's items.
 type LiveMinter interface {
 	MintLive(ctx context.Context, s space.Space) (kubecred.Credentials, error)
 }
@@ -87,9 +97,6 @@ type Prober struct {
 	// Queue receives re-probes; nil disables them.
 	Queue Queue
 	Now   func() time.Time
-	// Heartbeat is how often an unchanged success is stored
-	// (default space.DefaultHeartbeat).
-	Heartbeat time.Duration
 	// ReprobeDelay is how soon a failed probe is repeated
 	// (default DefaultReprobeDelay).
 	ReprobeDelay time.Duration
@@ -102,9 +109,10 @@ type Prober struct {
 	// Concurrency bounds the spaces of a batch handled at once
 	// (default DefaultConcurrency).
 	Concurrency int
-	// StaleAfter is how old a stored probe may be before the space reads as
-	// ProbeStale (space.Observed); each tick reports whether its space did
-	// (the StaleStatusAlarm's StaleTicks / Ticks).
+	// StaleAfter is how old a space's last probe (its shard's beat) may be
+	// before the space reads as ProbeStale (space.Observed); each beat
+	// reports whether its shard's spaces did until it (the
+	// StaleStatusAlarm's StaleTicks / Ticks).
 	StaleAfter time.Duration
 	Metrics    *metrics.Emitter
 	Log        *slog.Logger
@@ -141,6 +149,7 @@ const (
 	ActionSynthetic  = "synthetic"  // never probed
 	ActionSuperseded = "superseded" // a re-probe overtaken by a later write
 	ActionRecent     = "recent"     // a tick right after another probe
+	ActionExpired    = "expired"    // a tick older than the fence covers: dropped, the next tick sends its spaces again
 )
 
 // HandleBatch handles a batch of deliveries (an invocation of the SQS
@@ -167,6 +176,7 @@ func (p *Prober) HandleBatch(ctx context.Context, ds []Delivery) []string {
 		jobs   []job
 		retry  = make([]bool, len(ds))
 	)
+	msgs := make([]*Message, len(ds))
 	for i, d := range ds {
 		m, err := DecodeMessage(d.Body)
 		if err != nil {
@@ -174,8 +184,11 @@ func (p *Prober) HandleBatch(ctx context.Context, ds []Delivery) []string {
 			failed = append(failed, d.MessageID)
 			continue
 		}
+		msgs[i] = &m
 		retry[i] = m.Retry
-		jobs = append(jobs, jobsOf(i, m)...)
+		js := jobsOf(i, m)
+		p.fence(ctx, m, js)
+		jobs = append(jobs, js...)
 	}
 	p.run(ctx, ds, jobs)
 	byDelivery := make([][]job, len(ds))
@@ -186,15 +199,22 @@ func (p *Prober) HandleBatch(ctx context.Context, ds []Delivery) []string {
 		var bad []space.ProbeTarget
 		for _, j := range js {
 			if j.err != nil {
-				bad = append(bad, space.ProbeTarget{OrgID: j.m.OrgID, ID: j.m.ID})
+				bad = append(bad, targetOf(j.m))
 			}
 		}
 		switch {
 		case len(bad) == 0:
+			if msgs[i] != nil {
+				p.beat(ctx, *msgs[i], js)
+			}
 		case len(bad) == len(js) || retry[i] || p.Queue == nil:
 			failed = append(failed, ds[i].MessageID)
 		default:
 			again := TickOf(bad)
+			if msgs[i] != nil && msgs[i].ReadAt != nil {
+				// Under the same fence bound as the message they came in.
+				again = CarriedTickOf(bad, *msgs[i].ReadAt)
+			}
 			again.Retry = true
 			if err := p.Queue.Enqueue(ctx, []Delayed{{Message: again, Delay: p.ReprobeDelay}}); err != nil {
 				p.Log.ErrorContext(ctx, "cannot send failed spaces again: the whole message is retried", "message_id", ds[i].MessageID, "error", err)
@@ -202,9 +222,94 @@ func (p *Prober) HandleBatch(ctx context.Context, ds []Delivery) []string {
 				continue
 			}
 			p.Log.WarnContext(ctx, "failed spaces sent again", "message_id", ds[i].MessageID, "spaces", len(bad), "of", len(js))
+			if msgs[i] != nil {
+				p.beat(ctx, *msgs[i], js)
+			}
 		}
 	}
 	return failed
+}
+
+// targetOf is the target a one-space message names, with its carried
+// state if any.
+func targetOf(m Message) space.ProbeTarget {
+	if m.Target != nil {
+		return *m.Target
+	}
+	return space.ProbeTarget{OrgID: m.OrgID, ID: m.ID}
+}
+
+// fence is the liveness check of a message whose spaces carry their
+// state, before any of them is probed: one strongly consistent read of each
+// shard's deregistrations since the message's spaces were last known
+// listed (space.LiveAt of its index read). A space deregistered since is
+// gone; a message older than the fence covers is dropped whole (the next
+// tick sends its spaces again); a fence that cannot be read fails the
+// spaces it covers, so that the message is retried.
+func (p *Prober) fence(ctx context.Context, m Message, jobs []job) {
+	if m.ReadAt == nil {
+		return
+	}
+	since := space.LiveAt(*m.ReadAt)
+	if !space.FenceCovers(since, p.Now()) {
+		p.Log.WarnContext(ctx, "probe message older than the deregistration fence covers: dropped", "read_at", m.ReadAt.Format(time.RFC3339), "spaces", len(jobs))
+		for k := range jobs {
+			jobs[k].done, jobs[k].res = true, Result{Action: ActionExpired}
+		}
+		return
+	}
+	fenced := map[string]map[string]bool{}
+	errs := map[string]error{}
+	for k := range jobs {
+		t := jobs[k].m.Target
+		if t == nil {
+			continue
+		}
+		if _, read := fenced[t.Shard]; !read && errs[t.Shard] == nil {
+			ids, err := p.Store.Fenced(ctx, t.Shard, since)
+			if err != nil {
+				errs[t.Shard] = fmt.Errorf("read the deregistration fence of shard %s: %w", t.Shard, err)
+			} else {
+				fenced[t.Shard] = ids
+			}
+		}
+		switch {
+		case errs[t.Shard] != nil:
+			jobs[k].done, jobs[k].err = true, errs[t.Shard]
+		case fenced[t.Shard][t.ID]:
+			jobs[k].done, jobs[k].res = true, Result{Action: ActionGone}
+		}
+	}
+}
+
+// beat records, once a message that closes its shard's tick is handled,
+// that the shard was probed for that tick (readers' last probe of its
+// spaces, space.Space.WithBeat), and reports whether the shard had read
+// ProbeStale until now (the StaleStatusAlarm's StaleTicks / Ticks, one a
+// shard and tick). A message dropped as too old records nothing. A beat
+// that cannot be written is logged: the next tick writes one again, and
+// until then its spaces only age.
+func (p *Prober) beat(ctx context.Context, m Message, jobs []job) {
+	if m.Beat == "" {
+		return
+	}
+	for _, j := range jobs {
+		if j.res.Action == ActionExpired {
+			return
+		}
+	}
+	prev, err := p.Store.Beat(ctx, m.Beat, *m.Tick)
+	if err != nil {
+		p.Log.WarnContext(ctx, "cannot record the probe beat", "shard", m.Beat, "error", err)
+		return
+	}
+	stale := 0.0
+	if !prev.IsZero() && p.StaleAfter > 0 && p.Now().Sub(prev) > p.StaleAfter {
+		stale = 1
+	}
+	p.Metrics.Emit(ctx, "beat", nil, []slog.Attr{slog.String("shard", m.Beat), slog.Time("tick", *m.Tick)},
+		metrics.Metric{Name: "Ticks", Unit: metrics.Count, Value: 1},
+		metrics.Metric{Name: "StaleTicks", Unit: metrics.Count, Value: stale})
 }
 
 // Handle handles one delivery: each space it names, at once. It returns
@@ -216,21 +321,28 @@ func (p *Prober) Handle(ctx context.Context, d Delivery) ([]Result, error) {
 		return nil, err
 	}
 	jobs := jobsOf(0, m)
+	p.fence(ctx, m, jobs)
 	p.run(ctx, []Delivery{d}, jobs)
 	out := make([]Result, len(jobs))
 	errs := make([]error, len(jobs))
 	for k, j := range jobs {
 		out[k], errs[k] = j.res, j.err
 	}
-	return out, errors.Join(errs...)
+	err = errors.Join(errs...)
+	if err == nil {
+		p.beat(ctx, m, jobs)
+	}
+	return out, err
 }
 
 // job is one space of a delivery, and what handling it did.
 type job struct {
 	delivery int
 	m        Message
-	res      Result
-	err      error
+	// done: decided before probing (by the fence).
+	done bool
+	res  Result
+	err  error
 }
 
 func jobsOf(delivery int, m Message) []job {
@@ -249,6 +361,9 @@ func (p *Prober) run(ctx context.Context, ds []Delivery, jobs []job) {
 		sem = make(chan struct{}, max(1, p.Concurrency))
 	)
 	for k := range jobs {
+		if jobs[k].done {
+			continue
+		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
@@ -274,33 +389,38 @@ func (p *Prober) handle(ctx context.Context, m Message, redelivered bool) (Resul
 			return Result{}, err
 		}
 	}
-	s, err := p.Store.GetSpace(ctx, m.OrgID, m.ID)
-	if space.KindOf(err) == space.KindNotFound {
-		return Result{Action: ActionGone}, nil
-	}
-	if err != nil {
-		return Result{}, fmt.Errorf("read space %s: %w", m.ID, err)
+	var s space.Space
+	if m.Target != nil {
+		// Carried by the index and cleared by the message's fence read:
+		// nothing of the space is read.
+		s = m.Target.Space()
+	} else {
+		var err error
+		s, err = p.Store.LiveSpace(ctx, m.OrgID, m.ID)
+		if space.KindOf(err) == space.KindNotFound {
+			return Result{Action: ActionGone}, nil
+		}
+		if err != nil {
+			return Result{}, fmt.Errorf("read space %s: %w", m.ID, err)
+		}
 	}
 	if s.Synthetic {
 		return Result{Action: ActionSynthetic, Space: s}, nil
 	}
 	now := p.Now()
-	// What readers saw of the space when its tick came: ProbeStale or not.
-	stale := m.Kind == KindTick && p.StaleAfter > 0 && s.Observed(now, p.StaleAfter).Probe.Reason == space.ReasonProbeStale
 	switch {
 	case m.Kind == KindReprobe && s.Version != m.Version:
 		return Result{Action: ActionSuperseded, Space: s}, nil
 	case m.Kind == KindTick && s.Probe.LastProbeAt != nil && now.Sub(*s.Probe.LastProbeAt) < p.MinGap:
-		// Probed moments ago, so not stale; still a tick of the fleet.
-		p.Metrics.Emit(ctx, "tick skipped", nil, []slog.Attr{slog.String("space_id", s.ID), slog.String("org_id", s.OrgID)},
-			metrics.Metric{Name: "Ticks", Unit: metrics.Count, Value: 1},
-			metrics.Metric{Name: "StaleTicks", Unit: metrics.Count, Value: 0})
+		// Probed moments ago (a re-probe or a registration probe stored
+		// it).
 		return Result{Action: ActionRecent, Space: s}, nil
 	}
 
 	var o space.Outcome
 	var mintTime time.Duration
 	if s.Connectivity == space.ViaAgent {
+		var err error
 		if o, err = p.lease(ctx, s); err != nil {
 			return Result{}, err
 		}
@@ -308,8 +428,8 @@ func (p *Prober) handle(ctx context.Context, m Message, redelivered bool) (Resul
 		o, mintTime = p.probe(ctx, s)
 	}
 	res := Result{Action: ActionProbed, Outcome: o, MintLatency: mintTime}
-	res, err = p.store(ctx, s, o, res)
-	p.record(ctx, s, m, res, stale)
+	res, err := p.store(ctx, s, o, res)
+	p.record(ctx, s, m, res)
 	if err != nil {
 		return res, err
 	}
@@ -349,7 +469,7 @@ func (p *Prober) store(ctx context.Context, s space.Space, o space.Outcome, res 
 				return cur, errSuperseded
 			}
 			next, _ := space.ApplyProbe(cur, o)
-			if !space.NeedsWrite(cur, next, p.Heartbeat) {
+			if !space.NeedsWrite(cur, next) {
 				return cur, space.ErrUnchanged
 			}
 			return next, nil
@@ -460,7 +580,7 @@ func (p *Prober) republish(ctx context.Context, m Message) error {
 }
 
 // record writes the probe's log line, which carries its metrics (EMF).
-func (p *Prober) record(ctx context.Context, s space.Space, m Message, res Result, stale bool) {
+func (p *Prober) record(ctx context.Context, s space.Space, m Message, res Result) {
 	o := res.Outcome
 	reason := o.Reason
 	outcome := "success"
@@ -498,9 +618,6 @@ func (p *Prober) record(ctx context.Context, s space.Space, m Message, res Resul
 		// credential takes about nothing, so the high percentiles are the
 		// clouds' own mints.
 		metrics.Metric{Name: "MintLatency", Unit: metrics.Milliseconds, Value: float64(res.MintLatency.Milliseconds()), Dimensions: [][]string{{"Provider"}}},
-		// Totals only: the StaleStatusAlarm's share.
-		metrics.Metric{Name: "Ticks", Unit: metrics.Count, Value: b(m.Kind == KindTick), Dimensions: [][]string{{}}},
-		metrics.Metric{Name: "StaleTicks", Unit: metrics.Count, Value: b(stale), Dimensions: [][]string{{}}},
 	)
 }
 
@@ -517,7 +634,6 @@ func NewProber(p Prober) *Prober {
 		p.Now = time.Now
 	}
 	p.Log = cmp.Or(p.Log, slog.Default())
-	p.Heartbeat = cmp.Or(p.Heartbeat, space.DefaultHeartbeat)
 	p.ReprobeDelay = cmp.Or(p.ReprobeDelay, DefaultReprobeDelay)
 	p.MinGap = cmp.Or(p.MinGap, DefaultMinGap)
 	p.Timeout = cmp.Or(p.Timeout, DefaultTimeout)
@@ -528,12 +644,12 @@ func NewProber(p Prober) *Prober {
 	return &p
 }
 
-// CheckHeartbeat refuses a heartbeat that would let a healthy space read as
-// stale: the stored probe of a healthy space is up to heartbeat + interval
-// old, which must stay below staleAfter.
-func CheckHeartbeat(heartbeat, interval, staleAfter time.Duration) error {
-	if heartbeat+interval >= staleAfter {
-		return fmt.Errorf("configuration: HEARTBEAT=%s plus the probe interval %s must stay below STALE_AFTER=%s, or healthy spaces would read as stale", heartbeat, interval, staleAfter)
+// CheckStaleAfter refuses a StaleAfter that would let a healthy space read
+// as stale: its shard's beat is the tick before's while that tick's last
+// message waits (up to an interval), so up to two intervals old.
+func CheckStaleAfter(interval, staleAfter time.Duration) error {
+	if staleAfter <= 2*interval {
+		return fmt.Errorf("configuration: STALE_AFTER=%s must exceed twice the probe interval %s, or healthy spaces would read as stale", staleAfter, interval)
 	}
 	return nil
 }

@@ -101,7 +101,7 @@ func (s *Scheduler) TickShards(ctx context.Context, r Shards) (FanOut, error) {
 	)
 	for shard := r.First; shard <= r.Last; shard++ {
 		wg.Go(func() {
-			n, msgs, pages, err := s.shard(ctx, shard, pageSize, interval, agents)
+			n, msgs, pages, err := s.shard(ctx, shard, pageSize, interval, start, agents)
 			mu.Lock()
 			out.Spaces += n
 			out.Messages += msgs
@@ -113,7 +113,7 @@ func (s *Scheduler) TickShards(ctx context.Context, r Shards) (FanOut, error) {
 		})
 	}
 	wg.Wait()
-	if err := agents.flush(ctx, true); err != nil {
+	if err := agents.flush(ctx, &start); err != nil {
 		errs[len(errs)-1] = fmt.Errorf("agent spaces: %w", err)
 	}
 	out.Spaces += agents.sent
@@ -137,38 +137,46 @@ func (s *Scheduler) TickShards(ctx context.Context, r Shards) (FanOut, error) {
 	return out, err
 }
 
-// shard sends the shard's direct spaces page by page, and hands its
-// agent spaces to agents, which packs them with every shard's.
-func (s *Scheduler) shard(ctx context.Context, shard, pageSize int, interval time.Duration, agents *packer) (sent, messages, pages int, err error) {
-	sent, messages, pages, err = s.pages(ctx, shard, pageSize, s.Targets.ProbeTargets, func(targets []space.ProbeTarget) (int, error) {
-		msgs := pageMessages(targets, interval)
+// shard sends the shard's direct spaces page by page, each carrying what
+// the index holds of it, and hands its agent spaces (their ids: a lease
+// check reads the space) to agents, which packs them with every shard's.
+// The last message of the shard's last page (the latest of its delays)
+// carries the shard's beat for the tick.
+func (s *Scheduler) shard(ctx context.Context, shard, pageSize int, interval time.Duration, tick time.Time, agents *packer) (sent, messages, pages int, err error) {
+	sent, messages, pages, err = s.pages(ctx, shard, pageSize, s.Targets.ProbeTargets, func(targets []space.ProbeTarget, readAt time.Time, last bool) (int, error) {
+		msgs := pageMessages(targets, interval, readAt)
 		if len(msgs) == 0 {
 			return 0, nil
+		}
+		if end := &msgs[len(msgs)-1].Message; last && end.ReadAt != nil {
+			end.Beat, end.Tick = end.Spaces[0].Shard, &tick
 		}
 		return len(msgs), s.Queue.Enqueue(ctx, msgs)
 	})
 	if err != nil {
 		return sent, messages, pages, err
 	}
-	_, _, p, err := s.pages(ctx, shard, pageSize, s.Targets.AgentProbeTargets, func(targets []space.ProbeTarget) (int, error) {
+	_, _, p, err := s.pages(ctx, shard, pageSize, s.Targets.AgentProbeTargets, func(targets []space.ProbeTarget, _ time.Time, _ bool) (int, error) {
 		return 0, agents.add(ctx, targets)
 	})
 	return sent, messages, pages + p, err
 }
 
 // pages reads every page of one list of the shard and hands it to send,
-// which answers how many messages it sent.
+// with when it was read and whether it is the last, which answers how many
+// messages it sent.
 func (s *Scheduler) pages(ctx context.Context, shard, pageSize int,
 	list func(context.Context, int, string, int) ([]space.ProbeTarget, string, error),
-	send func([]space.ProbeTarget) (int, error)) (sent, messages, pages int, err error) {
+	send func(targets []space.ProbeTarget, readAt time.Time, last bool) (int, error)) (sent, messages, pages int, err error) {
 	after := ""
 	for {
+		readAt := s.Now()
 		targets, next, err := list(ctx, shard, after, pageSize)
 		if err != nil {
 			return sent, messages, pages, err
 		}
 		pages++
-		n, err := send(targets)
+		n, err := send(targets, readAt, next == "")
 		if err != nil {
 			return sent, messages, pages, err
 		}
@@ -179,6 +187,10 @@ func (s *Scheduler) pages(ctx context.Context, shard, pageSize int,
 		after = next
 	}
 }
+
+// AgentBeat is the beat of the agent spaces (dynamostore.AgentBeatShard),
+// whose messages mix shards.
+const AgentBeat = "a"
 
 // packer gathers the agent spaces of every shard of a tick and sends them
 // MaxSpaces a message, ten messages (one SQS batch) at a time as they
@@ -197,15 +209,18 @@ type packer struct {
 
 func (p *packer) add(ctx context.Context, targets []space.ProbeTarget) error {
 	p.mu.Lock()
-	p.buf = append(p.buf, targets...)
+	for _, t := range targets {
+		p.buf = append(p.buf, t.Ids())
+	}
 	p.mu.Unlock()
-	return p.flush(ctx, false)
+	return p.flush(ctx, nil)
 }
 
-// flush sends the full batches gathered (all that is gathered, when
-// last).
-func (p *packer) flush(ctx context.Context, last bool) error {
+// flush sends the full batches gathered; at the tick's end (tick set), all
+// that is gathered, its last message carrying the agent spaces' beat.
+func (p *packer) flush(ctx context.Context, tick *time.Time) error {
 	const batch = 10 * MaxSpaces
+	last := tick != nil
 	p.mu.Lock()
 	n := len(p.buf) / batch * batch
 	if last {
@@ -218,6 +233,10 @@ func (p *packer) flush(ctx context.Context, last bool) error {
 		return nil
 	}
 	msgs := packedMessages(ready, p.interval)
+	if last {
+		end := &msgs[len(msgs)-1].Message
+		end.Beat, end.Tick = AgentBeat, tick
+	}
 	if err := p.queue.Enqueue(ctx, msgs); err != nil {
 		return err
 	}
@@ -245,7 +264,7 @@ func packedMessages(targets []space.ProbeTarget, interval time.Duration) []Delay
 // Lambda's pollers receive several at a time, not one by one as they fall
 // due (at 10,000 spaces, one space a message: 0.18 receives a message
 // instead of 0.38).
-func pageMessages(targets []space.ProbeTarget, interval time.Duration) []Delayed {
+func pageMessages(targets []space.ProbeTarget, interval time.Duration, readAt time.Time) []Delayed {
 	type delayed struct {
 		t space.ProbeTarget
 		d time.Duration
@@ -258,14 +277,18 @@ func pageMessages(targets []space.ProbeTarget, interval time.Duration) []Delayed
 	var msgs []Delayed
 	for i := 0; i < len(ts); {
 		j := i + 1
-		for j < len(ts) && j-i < MaxSpaces && ts[j].d == ts[i].d {
+		for j < len(ts) && j-i < MaxSpaces && ts[j].d == ts[i].d && ts[j].t.Carried() == ts[i].t.Carried() {
 			j++
 		}
 		group := make([]space.ProbeTarget, j-i)
 		for k := range group {
 			group[k] = ts[i+k].t
 		}
-		msgs = append(msgs, Delayed{Message: TickOf(group), Delay: ts[i].d})
+		m := TickOf(group)
+		if group[0].Carried() {
+			m = CarriedTickOf(group, readAt)
+		}
+		msgs = append(msgs, Delayed{Message: m, Delay: ts[i].d})
 		i = j
 	}
 	return msgs

@@ -26,6 +26,7 @@ type memStore struct {
 	order       []string
 	writes      int
 	transitions int
+	beats       map[string]time.Time
 	onSave      func(old, next space.Space)
 }
 
@@ -36,7 +37,7 @@ func (m *memStore) add(s space.Space) {
 	m.order = append(m.order, s.ID)
 }
 
-func (m *memStore) GetSpace(_ context.Context, org, id string) (space.Space, error) {
+func (m *memStore) LiveSpace(_ context.Context, org, id string) (space.Space, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.spaces[id]
@@ -47,7 +48,7 @@ func (m *memStore) GetSpace(_ context.Context, org, id string) (space.Space, err
 }
 
 func (m *memStore) UpdateSpace(ctx context.Context, org, id string, u space.Update[space.Space]) (space.Updated[space.Space], error) {
-	return space.Run(ctx, space.SpaceVersioned, u, func(ctx context.Context) (space.Space, error) { return m.GetSpace(ctx, org, id) }, m.save)
+	return space.Run(ctx, space.SpaceVersioned, u, func(ctx context.Context) (space.Space, error) { return m.LiveSpace(ctx, org, id) }, m.save)
 }
 
 func (m *memStore) save(_ context.Context, before, s space.Space) error {
@@ -76,6 +77,35 @@ func (m *memStore) UnpublishedTransition(context.Context, string, string) (*spac
 }
 func (m *memStore) MarkPublished(context.Context, space.Transition) error { return nil }
 
+// Fenced is the deregistration fence: the spaces deleted at or after
+// since.
+func (m *memStore) Fenced(_ context.Context, _ string, since time.Time) (map[string]bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]bool{}
+	for id, s := range m.spaces {
+		if s.DeletedAt != nil && !s.DeletedAt.Before(since) {
+			out[id] = true
+		}
+	}
+	return out, nil
+}
+
+// Beat keeps the newest tick of each shard.
+func (m *memStore) Beat(_ context.Context, shard string, tick time.Time) (time.Time, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.beats == nil {
+		m.beats = map[string]time.Time{}
+	}
+	prev := m.beats[shard]
+	if !tick.After(prev) {
+		return time.Time{}, nil
+	}
+	m.beats[shard] = tick
+	return prev, nil
+}
+
 func (m *memStore) ProbeShards() int { return 1 }
 
 // ProbeTargets and AgentProbeTargets list the direct and the agent spaces
@@ -99,7 +129,11 @@ func (m *memStore) targets(after string, limit int, agents bool) ([]space.ProbeT
 	for ; i < len(m.order) && len(out) < limit; i++ {
 		s := m.spaces[m.order[i]]
 		if !s.Synthetic && !s.Deleted() && (s.Connectivity == space.ViaAgent) == agents {
-			out = append(out, space.ProbeTarget{OrgID: s.OrgID, ID: s.ID})
+			// What the probe index carries of it.
+			probe := s.Probe
+			out = append(out, space.ProbeTarget{OrgID: s.OrgID, ID: s.ID, Shard: "00", Name: s.Name, Provider: s.Provider,
+				CloudAccountID: s.CloudAccountID, Config: s.Config, Connectivity: s.Connectivity, Status: s.Status,
+				Probe: &probe, Version: s.Version})
 		}
 	}
 	if i < len(m.order) && len(out) > 0 {

@@ -14,12 +14,14 @@ import (
 	"spaces/shared/space"
 )
 
-// TestTicksReportStalenessAndMintLatency: each tick's line says whether
-// its space read ProbeStale when the prober read it (the
-// StaleStatusAlarm's StaleTicks / Ticks), a tick dropped as recent still
-// counts as a fresh tick, other probes are no ticks, and every probe
-// carries its mint latency by provider.
-func TestTicksReportStalenessAndMintLatency(t *testing.T) {
+// TestBeatsReportStalenessAndMintLatency: the message that closes a
+// shard's tick records the shard's beat and says whether the shard's
+// spaces read ProbeStale until then (the StaleStatusAlarm's StaleTicks /
+// Ticks, one a shard and tick); other messages report no tick. Readers
+// see the space's last probe move with the beats though nothing of it is
+// written, turn ProbeStale once the beats stop for StaleAfter, and fresh
+// at the next beat. Every probe carries its mint latency by provider.
+func TestBeatsReportStalenessAndMintLatency(t *testing.T) {
 	h := newHarness(t, time.Second)
 	c := testcluster.NewForTest(t)
 	s := h.register("stale", false)
@@ -31,13 +33,14 @@ func TestTicksReportStalenessAndMintLatency(t *testing.T) {
 		Now: h.clock.Now, Timeout: time.Second, StaleAfter: space.DefaultStaleAfter,
 		Metrics: &metrics.Emitter{Log: log, Now: h.clock.Now}, Log: log,
 	})
-	handle := func(d probing.Delivery) map[string]any {
+	// lines handles d and returns its metric lines by message.
+	lines := func(d probing.Delivery) map[string]map[string]any {
 		t.Helper()
 		buf.Reset()
 		if _, err := p.Handle(t.Context(), d); err != nil {
 			t.Fatal(err)
 		}
-		var line map[string]any
+		out := map[string]map[string]any{}
 		sc := bufio.NewScanner(&buf)
 		for sc.Scan() {
 			var l map[string]any
@@ -45,24 +48,34 @@ func TestTicksReportStalenessAndMintLatency(t *testing.T) {
 				t.Fatal(err)
 			}
 			if l["_aws"] != nil {
-				line = l
+				out[l["msg"].(string)] = l
 			}
 		}
-		if line == nil {
-			t.Fatalf("no metrics line in %q", buf.String())
+		return out
+	}
+	// tick runs a scheduler tick and handles its one message when due.
+	tick := func() map[string]map[string]any {
+		t.Helper()
+		if _, err := h.scheduler.Tick(t.Context()); err != nil {
+			t.Fatal(err)
 		}
-		return line
+		h.clock.Advance(probing.Jitter(s.ID, space.DefaultProbeInterval))
+		ds := h.queue.due()
+		if len(ds) != 1 {
+			t.Fatalf("%d messages due, want the space's one", len(ds))
+		}
+		return lines(ds[0])
 	}
 
-	reg := handle(probing.Delivery{MessageID: "r", Body: probing.Message{OrgID: h.org, ID: s.ID, Kind: probing.KindRegistered}.Encode()})
-	if reg["Ticks"] != 0.0 || reg["StaleTicks"] != 0.0 {
-		t.Errorf("registration probe: Ticks %v StaleTicks %v, want 0 and 0", reg["Ticks"], reg["StaleTicks"])
+	reg := lines(probing.Delivery{MessageID: "r", Body: probing.Message{OrgID: h.org, ID: s.ID, Kind: probing.KindRegistered}.Encode()})
+	if reg["beat"] != nil || reg["probe"]["Ticks"] != nil {
+		t.Errorf("registration probe: %v, want no tick reported", reg)
 	}
-	if _, ok := reg["MintLatency"].(float64); !ok || reg["Provider"] != "aws" {
-		t.Errorf("registration probe: MintLatency %v Provider %v", reg["MintLatency"], reg["Provider"])
+	if _, ok := reg["probe"]["MintLatency"].(float64); !ok || reg["probe"]["Provider"] != "aws" {
+		t.Errorf("registration probe: MintLatency %v Provider %v", reg["probe"]["MintLatency"], reg["probe"]["Provider"])
 	}
 	var dims []any
-	for _, d := range reg["_aws"].(map[string]any)["CloudWatchMetrics"].([]any) {
+	for _, d := range reg["probe"]["_aws"].(map[string]any)["CloudWatchMetrics"].([]any) {
 		for _, m := range d.(map[string]any)["Metrics"].([]any) {
 			if m.(map[string]any)["Name"] == "MintLatency" {
 				dims = d.(map[string]any)["Dimensions"].([]any)
@@ -72,22 +85,35 @@ func TestTicksReportStalenessAndMintLatency(t *testing.T) {
 	if len(dims) != 1 || len(dims[0].([]any)) != 1 || dims[0].([]any)[0] != "Provider" {
 		t.Errorf("MintLatency dimensions %v, want [[Provider]]", dims)
 	}
+	version := h.get(s.ID).Version
 
 	h.clock.Advance(time.Minute)
-	if l := handle(tick(s)); l["Ticks"] != 1.0 || l["StaleTicks"] != 0.0 {
-		t.Errorf("fresh tick: Ticks %v StaleTicks %v, want 1 and 0", l["Ticks"], l["StaleTicks"])
+	first := tick()
+	if b := first["beat"]; b == nil || b["Ticks"] != 1.0 || b["StaleTicks"] != 0.0 {
+		t.Errorf("first beat: %v, want Ticks 1 and StaleTicks 0", b)
 	}
-	// Nothing probed it for longer than StaleAfter: readers saw ProbeStale
-	// until this tick's probe.
+	for i := range 3 {
+		h.clock.Advance(time.Minute - probing.Jitter(s.ID, space.DefaultProbeInterval))
+		tickAt := h.clock.Now()
+		if b := tick()["beat"]; b == nil || b["Ticks"] != 1.0 || b["StaleTicks"] != 0.0 {
+			t.Errorf("beat %d: %v, want Ticks 1 and StaleTicks 0", i+2, b)
+		}
+		got := h.get(s.ID)
+		if got.Version != version || got.Probe.LastProbeAt == nil || !got.Probe.LastProbeAt.Equal(tickAt) {
+			t.Errorf("after beat %d: version %d (want %d: nothing written), last probe %v (want the tick, %s)", i+2, got.Version, version, got.Probe.LastProbeAt, tickAt)
+		}
+	}
+	// The prober stops for longer than StaleAfter: readers see ProbeStale
+	// though the cluster is healthy; the next beat says so, and clears it.
 	h.clock.Advance(space.DefaultStaleAfter + time.Minute)
 	if got := h.get(s.ID).Observed(h.clock.Now(), space.DefaultStaleAfter); got.Probe.Reason != space.ReasonProbeStale {
-		t.Fatalf("the space reads %s, want ProbeStale before the tick", got.Probe.Reason)
+		t.Fatalf("the space reads %s, want ProbeStale with the prober stopped", got.Probe.Reason)
 	}
-	if l := handle(tick(s)); l["Ticks"] != 1.0 || l["StaleTicks"] != 1.0 {
-		t.Errorf("stale tick: Ticks %v StaleTicks %v, want 1 and 1", l["Ticks"], l["StaleTicks"])
+	if b := tick()["beat"]; b == nil || b["Ticks"] != 1.0 || b["StaleTicks"] != 1.0 {
+		t.Errorf("stale beat: %v, want Ticks 1 and StaleTicks 1", b)
 	}
-	h.clock.Advance(5 * time.Second)
-	if l := handle(tick(s)); l["msg"] != "tick skipped" || l["Ticks"] != 1.0 || l["StaleTicks"] != 0.0 {
-		t.Errorf("recent tick: %v, want a skipped tick counted fresh", l)
+	h.clock.Advance(time.Minute) // past the store's cache of the beats
+	if got := h.get(s.ID).Observed(h.clock.Now(), space.DefaultStaleAfter); got.Status != space.Active || got.Probe.Reason != "" {
+		t.Errorf("after the beat the space reads %s/%s, want active", got.Status, got.Probe.Reason)
 	}
 }

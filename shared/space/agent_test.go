@@ -21,7 +21,7 @@ func TestLeaseStateMachine(t *testing.T) {
 		status   Status
 		reason   string
 		failures int
-		write    bool // NeedsWrite with a 5-minute heartbeat
+		write    bool // NeedsWrite
 	}
 	d := func(x time.Duration) *time.Duration { return &x }
 	s := Space{Status: Unknown, CreatedAt: t0, Connectivity: ViaAgent}
@@ -51,7 +51,7 @@ func TestLeaseStateMachine(t *testing.T) {
 		if next.Status != st.status || next.Probe.Reason != st.reason || next.Probe.ConsecutiveFailures != st.failures {
 			t.Fatalf("step %d: got %s %q failures=%d, want %s %q %d", i, next.Status, next.Probe.Reason, next.Probe.ConsecutiveFailures, st.status, st.reason, st.failures)
 		}
-		if w := NeedsWrite(s, next, DefaultHeartbeat); w != st.write {
+		if w := NeedsWrite(s, next); w != st.write {
 			t.Fatalf("step %d: NeedsWrite = %v, want %v", i, w, st.write)
 		}
 		if st.status == Active && st.reason == "" && next.Probe.ServerVersion != v {

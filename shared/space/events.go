@@ -24,9 +24,3 @@ type Deregistered struct {
 func (d Deregistered) Tombstone() *Tombstone {
 	return &Tombstone{ID: d.SpaceID, Name: d.Name, Provider: d.Provider, DeregisteredAt: d.DeletedAt.UTC(), DeregisteredBy: d.DeletedBy}
 }
-
-// ProbeTarget names one space the prober must probe.
-type ProbeTarget struct {
-	OrgID string `json:"org_id"`
-	ID    string `json:"id"`
-}

@@ -1,20 +1,20 @@
 package space
 
-import (
-	"hash/fnv"
-	"time"
-)
+import "time"
 
 // FailureThreshold is how many consecutive failed probes make a space inactive.
 const FailureThreshold = 3
 
-// Probe timing defaults. An unchanged healthy status is stored only once per
-// heartbeat, so a status is stale once it is older than a heartbeat plus
-// three probe intervals.
+// Probe timing defaults. An unchanged result is never stored: what shows
+// that a space is still probed is its probe shard's beat (Space.WithBeat), which
+// the prober records once per shard and interval, for the tick it handled.
+// A beat is at most about two intervals old while the prober runs (the tick
+// before, whose last message waits up to an interval), so a status is
+// stale once its space's last probe, or its shard's beat, is older than
+// three intervals: a stopped prober shows within three intervals.
 const (
 	DefaultProbeInterval = time.Minute
-	DefaultHeartbeat     = 5 * time.Minute
-	DefaultStaleAfter    = DefaultHeartbeat + 3*DefaultProbeInterval
+	DefaultStaleAfter    = 3 * DefaultProbeInterval
 )
 
 // Probe failure reasons. A failed probe is a result, not an error.
@@ -103,53 +103,23 @@ func transition(s Space, next Status, at time.Time) (Space, bool) {
 	return s, changed
 }
 
-// NeedsWrite reports whether a probe that turned old into next must be stored
-// now. Changes are written at once; an unchanged result only refreshes the
-// stored heartbeat once per heartbeat period (HeartbeatDue), so the cost of
-// probing grows with changes, not with time. Every failure up to FailureThreshold is a
-// change (it moves the space toward inactive); further failures of an
-// inactive space with the same reason are not, so a dead cluster costs a
-// write per heartbeat, not per probe, and its stored consecutive_failures
-// and message are refreshed with the heartbeat.
-func NeedsWrite(old, next Space, heartbeat time.Duration) bool {
+// NeedsWrite reports whether a probe that turned old into next must be
+// stored. Only changes are: the status, the failure reason, the server
+// version (the probe's facts), and the failure count up to
+// FailureThreshold (it moves the space toward inactive). An unchanged
+// result, and further failures of an inactive space with the same reason,
+// are not written at all, so the cost of probing grows with changes, not
+// with time or the fleet: that the space is still probed is its shard's
+// beat (Space.WithBeat), not its item.
+func NeedsWrite(old, next Space) bool {
 	if old.Status != next.Status ||
 		old.Probe.Reason != next.Probe.Reason ||
 		!sameVersion(old.Probe.ServerVersion, next.Probe.ServerVersion) ||
 		old.Probe.LastProbeAt == nil || next.Probe.LastProbeAt == nil {
 		return true
 	}
-	if old.Probe.ConsecutiveFailures != next.Probe.ConsecutiveFailures &&
-		min(old.Probe.ConsecutiveFailures, next.Probe.ConsecutiveFailures) < FailureThreshold {
-		return true
-	}
-	return HeartbeatDue(old.ID, *old.Probe.LastProbeAt, *next.Probe.LastProbeAt, heartbeat)
-}
-
-// HeartbeatDue reports whether a probe at at must refresh a status last
-// stored at last. Each space's heartbeat falls due once per period at its
-// own phase, a stable hash of its id, rather than a period after its last
-// write: spaces written in the same minute (a bulk registration, the first
-// probes after an outage) would otherwise keep writing in the same minute
-// forever, a peak the table's provisioned capacity would have to carry.
-// Spread by phase, the fleet's heartbeats are an even load. A stored probe
-// still ages at most heartbeat plus one probe interval: the first probe
-// after the next due time writes.
-func HeartbeatDue(id string, last, at time.Time, heartbeat time.Duration) bool {
-	if heartbeat <= 0 {
-		return true
-	}
-	h := fnv.New64a()
-	h.Write([]byte("heartbeat/" + id)) // not the probe jitter's hash: another phase
-	phase := int64(h.Sum64() % uint64(heartbeat))
-	period := func(t time.Time) int64 {
-		n := t.UnixNano() - phase
-		q := n / int64(heartbeat)
-		if n < 0 && n%int64(heartbeat) != 0 {
-			q-- // floor, for times before 1970
-		}
-		return q
-	}
-	return period(at) > period(last)
+	return old.Probe.ConsecutiveFailures != next.Probe.ConsecutiveFailures &&
+		min(old.Probe.ConsecutiveFailures, next.Probe.ConsecutiveFailures) < FailureThreshold
 }
 
 func sameVersion(a, b *ServerVersion) bool {

@@ -1,7 +1,6 @@
 package space
 
 import (
-	"fmt"
 	"testing"
 	"time"
 )
@@ -80,68 +79,54 @@ func TestApplyManual(t *testing.T) {
 	}
 }
 
-// nextDue is the first whole second after from at which id's heartbeat
-// falls due.
-func nextDue(t *testing.T, id string, from time.Time, hb time.Duration) time.Time {
-	t.Helper()
-	for at := from.Add(time.Second); at.Sub(from) <= hb; at = at.Add(time.Second) {
-		if HeartbeatDue(id, from, at, hb) {
-			return at
-		}
-	}
-	t.Fatalf("no heartbeat of %s due within %s of %s", id, hb, from)
-	return time.Time{}
-}
-
+// TestNeedsWrite walks a space through probes, step by step: only a
+// change is written (the first probe, a transition, a new reason, a new
+// server version, a failure count below the threshold); an unchanged
+// success, however long after the last write, and the further failures
+// of an inactive space with the same reason are not.
 func TestNeedsWrite(t *testing.T) {
-	hb := 5 * time.Minute
-	// Probes start 10 s after the space's heartbeat fell due, so the next
-	// one falls due 4 min 50 s after the first probe.
-	t0 := nextDue(t, "space-a", t0, hb).Add(10 * time.Second)
-	old, _ := ApplyProbe(Space{ID: "space-a", Status: Unknown}, ok(t0))
-	same, _ := ApplyProbe(old, ok(t0.Add(time.Minute)))
-	if NeedsWrite(old, same, hb) {
-		t.Error("an unchanged success within the heartbeat must not be written")
+	v2 := &ServerVersion{GitVersion: "v1.32.0", Platform: "linux/amd64"}
+	type step struct {
+		after    time.Duration // since t0
+		o        func(time.Time) Outcome
+		status   Status
+		failures int
+		write    bool
 	}
-	late, _ := ApplyProbe(old, ok(t0.Add(hb)))
-	if !NeedsWrite(old, late, hb) {
-		t.Error("a heartbeat is due")
+	upgraded := func(at time.Time) Outcome { o := ok(at); o.Version = v2; return o }
+	timeout := func(at time.Time) Outcome { return fail(at, ReasonTimeout) }
+	unreachable := func(at time.Time) Outcome { return fail(at, ReasonUnreachable) }
+	unauthorized := func(at time.Time) Outcome { return fail(at, ReasonUnauthorized) }
+	steps := []step{
+		{0, ok, Active, 0, true},                               // the first probe
+		{time.Minute, ok, Active, 0, false},                    // unchanged
+		{time.Hour, ok, Active, 0, false},                      // unchanged, however late: no heartbeat
+		{time.Hour + time.Minute, upgraded, Active, 0, true},   // a new server version
+		{time.Hour + 2*time.Minute, timeout, Active, 1, true},  // one failure: a change
+		{time.Hour + 3*time.Minute, upgraded, Active, 0, true}, // recovered: the count and reason reset
+		{2 * time.Hour, unreachable, Active, 1, true},
+		{2*time.Hour + 12*time.Second, unreachable, Active, 2, true},
+		{2*time.Hour + 24*time.Second, unreachable, Inactive, 3, true},
+		{2*time.Hour + time.Minute, unreachable, Inactive, 4, false}, // dead, same reason
+		{5 * time.Hour, unreachable, Inactive, 4, false},
+		{5*time.Hour + time.Minute, unauthorized, Inactive, 4, true}, // a new reason
+		{5*time.Hour + 2*time.Minute, upgraded, Active, 0, true},     // back
 	}
-	failed, _ := ApplyProbe(old, fail(t0.Add(time.Minute), ReasonTimeout))
-	if !NeedsWrite(old, failed, hb) {
-		t.Error("a failure changes consecutive_failures and must be written")
-	}
-	upgraded := ok(t0.Add(time.Minute))
-	upgraded.Version = &ServerVersion{GitVersion: "v1.32.0", Platform: "linux/amd64"}
-	up, _ := ApplyProbe(old, upgraded)
-	if !NeedsWrite(old, up, hb) {
-		t.Error("a new server version must be written")
-	}
-	if !NeedsWrite(Space{Status: Unknown}, old, hb) {
-		t.Error("the first probe must be written")
-	}
-	// A dead cluster: failures up to the threshold are written, later ones
-	// with the same reason only with the heartbeat.
-	dead := old
-	var writes int
-	for i := 1; i <= 10; i++ {
-		next, _ := ApplyProbe(dead, fail(t0.Add(time.Duration(i)*time.Minute), ReasonUnreachable))
-		if NeedsWrite(dead, next, hb) {
-			writes++
-			dead = next
+	s := Space{ID: "space-a", Status: Unknown, CreatedAt: t0}
+	for i, st := range steps {
+		next, _ := ApplyProbe(s, st.o(t0.Add(st.after)))
+		if next.Status != st.status {
+			t.Fatalf("step %d: status %s, want %s", i, next.Status, st.status)
 		}
-		if i == FailureThreshold && next.Status != Inactive {
-			t.Fatalf("not inactive after %d failures", i)
+		if w := NeedsWrite(s, next); w != st.write {
+			t.Fatalf("step %d: NeedsWrite = %v, want %v", i, w, st.write)
 		}
-	}
-	// Failures 1-3 are written; of 4-10 only those at the first probe
-	// after a heartbeat fell due (minutes 5 and 10) are.
-	if writes != FailureThreshold+2 {
-		t.Errorf("%d writes for 10 failed probes of a dead cluster", writes)
-	}
-	other, _ := ApplyProbe(dead, fail(dead.Probe.LastProbeAt.Add(time.Minute), ReasonUnauthorized))
-	if !NeedsWrite(dead, other, hb) {
-		t.Error("a new failure reason must be written")
+		if st.write {
+			s = next
+			if s.Probe.ConsecutiveFailures != st.failures {
+				t.Fatalf("step %d: stored failures %d, want %d", i, s.Probe.ConsecutiveFailures, st.failures)
+			}
+		}
 	}
 }
 
@@ -187,73 +172,6 @@ func TestPickers(t *testing.T) {
 	for i, c := range cases {
 		if PickerEnvironment.Allows(c.s) != c.env || PickerAutoscaler.Allows(c.s) != c.autoscaler || PickerEventReadiness.Allows(c.s) != c.readies {
 			t.Errorf("case %d: %+v", i, c.s)
-		}
-	}
-}
-
-// TestHeartbeatDue: one heartbeat per period per space, at its own phase,
-// never later than a period plus a probe interval after the last write;
-// and a fleet written in the same instant spreads its heartbeats evenly
-// over the period's minutes.
-func TestHeartbeatDue(t *testing.T) {
-	hb := 5 * time.Minute
-	due := nextDue(t, "space-a", t0, hb)
-	for _, c := range []struct {
-		name     string
-		last, at time.Time
-		want     bool
-	}{
-		{"a minute after it fell due and was written", due, due.Add(time.Minute), false},
-		{"just before it falls due again", due, due.Add(hb - time.Second), false},
-		{"when it falls due again", due, due.Add(hb), true},
-		{"written just before it fell due", due.Add(-time.Second), due, true},
-		{"written just before, probed a second later", due.Add(-2 * time.Second), due.Add(-time.Second), false},
-		{"a whole period later, whatever the phase", due.Add(17 * time.Second), due.Add(17*time.Second + hb), true},
-		{"the same instant", due, due, false},
-		{"no heartbeat period: every probe", due, due, false},
-	} {
-		h := hb
-		if c.name == "no heartbeat period: every probe" {
-			h, c.want = 0, true
-		}
-		if got := HeartbeatDue("space-a", c.last, c.at, h); got != c.want {
-			t.Errorf("%s: due %t, want %t", c.name, got, c.want)
-		}
-	}
-
-	const fleet = 10000
-	perMinute := make([]int, 6)
-	for i := range fleet {
-		id := fmt.Sprintf("space-%05d", i)
-		last, writes := t0, 0
-		for m := 1; m <= 5; m++ {
-			at := t0.Add(time.Duration(m) * time.Minute)
-			if HeartbeatDue(id, last, at, hb) {
-				perMinute[m]++
-				writes++
-				last = at
-			}
-		}
-		if writes != 1 {
-			t.Fatalf("%s: %d heartbeats in the 5 minutes after its write, want 1", id, writes)
-		}
-		// Never later than a period plus an interval: the first due probe
-		// after any write time.
-		w := t0.Add(time.Duration(i) * 7 * time.Second)
-		first := w
-		for at := w.Add(time.Minute); ; at = at.Add(time.Minute) {
-			if HeartbeatDue(id, w, at, hb) {
-				first = at
-				break
-			}
-		}
-		if first.Sub(w) > hb+time.Minute {
-			t.Fatalf("%s: written at %s, next heartbeat %s later", id, w, first.Sub(w))
-		}
-	}
-	for m := 1; m <= 5; m++ {
-		if share := float64(perMinute[m]) / fleet; share < 0.17 || share > 0.23 {
-			t.Errorf("minute %d: %.1f %% of the fleet's heartbeats, want about 20 %% (%v)", m, 100*share, perMinute[1:])
 		}
 	}
 }

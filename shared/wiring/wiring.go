@@ -85,7 +85,6 @@ type ProberSettings struct {
 	parts.Common
 	ProbeQueue string
 	EventBus   string
-	Heartbeat  time.Duration
 	// Interval is the probe interval; a short one (locally) shortens the
 	// re-probe rhythm with it.
 	Interval time.Duration
@@ -95,12 +94,11 @@ type ProberSettings struct {
 }
 
 // ReadProber reads the prober's settings and checks that a healthy space
-// cannot read as stale between heartbeats.
+// cannot read as stale between its shard's beats.
 func ReadProber(env *config.Env) (ProberSettings, error) {
 	s := ProberSettings{Common: parts.ReadCommon(env), ProbeQueue: env.Required("PROBE_QUEUE_URL"), EventBus: env.Required("EVENT_BUS_NAME"),
-		Heartbeat: env.Duration("HEARTBEAT", space.DefaultHeartbeat), Interval: space.DefaultProbeInterval,
-		MetricsNamespace: env.String("METRICS_NAMESPACE", "")}
-	return s, probing.CheckHeartbeat(s.Heartbeat, s.Interval, s.StaleAfter)
+		Interval: space.DefaultProbeInterval, MetricsNamespace: env.String("METRICS_NAMESPACE", "")}
+	return s, probing.CheckStaleAfter(s.Interval, s.StaleAfter)
 }
 
 // Prober builds the prober; minter and checker reach the clouds and the
@@ -110,7 +108,7 @@ func Prober(a parts.AWS, s ProberSettings, minter kubecred.Minter, checker probi
 	return probing.NewProber(probing.Prober{
 		Store: store, Leases: store, Minter: minter, Checker: checker,
 		Events: publisher(a, s.EventBus), Queue: parts.ProbeQueue{Q: a.Queue(s.ProbeQueue)},
-		Heartbeat: s.Heartbeat, StaleAfter: s.StaleAfter, Metrics: &metrics.Emitter{Log: log, Namespace: s.MetricsNamespace}, Log: log,
+		StaleAfter: s.StaleAfter, Metrics: &metrics.Emitter{Log: log, Namespace: s.MetricsNamespace}, Log: log,
 		LeaseCadence: s.LeaseCadence,
 		MinGap:       min(probing.DefaultMinGap, s.Interval/3),
 		ReprobeDelay: min(probing.DefaultReprobeDelay, s.Interval/5),
