@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"spaces/shared/auth"
 	"spaces/shared/space"
@@ -172,6 +173,9 @@ func TestIfMatch(t *testing.T) {
 		{`"3", "4"`, 0, space.KindMalformed},
 		{`3`, 0, space.KindMalformed},
 		{`"0"`, 0, space.KindMalformed},
+		{`"3.1765000000"`, 3, 0}, // a read's tag, naming its probe time
+		{`"3."`, 0, space.KindMalformed},
+		{`"3.x"`, 0, space.KindMalformed},
 	}
 	for _, c := range cases {
 		r := httptest.NewRequest("PATCH", "/x", nil)
@@ -183,6 +187,29 @@ func TestIfMatch(t *testing.T) {
 		case c.kind != 0 && (space.KindOf(err) != c.kind || fieldsOf(err)["If-Match"] == ""):
 			t.Errorf("%s: %v, want kind %d naming If-Match", c.header, err, c.kind)
 		}
+	}
+}
+
+// TestReadTagMovesWithTheProbe: a read's ETag is the version until the space
+// is probed, then also names the probe time, so a beat that moves the time
+// at one version is not answered 304; If-Match reads either as the version.
+func TestReadTagMovesWithTheProbe(t *testing.T) {
+	s := space.Space{Version: 7}
+	if got := readTag(s); got != `"7"` {
+		t.Errorf("unprobed: %s", got)
+	}
+	at := time.Unix(1765000000, 0)
+	s.Probe.LastProbeAt = &at
+	first := readTag(s)
+	later := at.Add(time.Minute)
+	s.Probe.LastProbeAt = &later
+	if second := readTag(s); first != `"7.1765000000"` || second == first {
+		t.Errorf("probed: %s then %s", first, second)
+	}
+	r := httptest.NewRequest("PATCH", "/x", nil)
+	r.Header.Set("If-Match", first)
+	if v, err := ifMatch(r, true); err != nil || v != 7 {
+		t.Errorf("If-Match %s: %d %v", first, v, err)
 	}
 }
 

@@ -122,16 +122,28 @@ func (a *API) getSpace(w http.ResponseWriter, r *http.Request, p auth.Principal)
 	if err != nil {
 		return err
 	}
-	// The body is the stored version as observed now, and only staleness
-	// makes that differ at one version (time passing, not a write): a
+	// The body is the stored version as observed now: the probe times
+	// move with the shard's beat and the status with staleness, both
+	// without a write. So the read's tag also names the probe time, and a
 	// stale space is always answered whole.
-	if s.Probe.Reason != space.ReasonProbeStale && noneMatch(r.Header.Values("If-None-Match"), etag(s.Version)) {
-		w.Header().Set("ETag", etag(s.Version))
+	tag := readTag(s)
+	w.Header().Set("ETag", tag)
+	if s.Probe.Reason != space.ReasonProbeStale && noneMatch(r.Header.Values("If-None-Match"), tag) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
-	writeSpace(w, http.StatusOK, s)
+	writeJSON(w, http.StatusOK, "application/json", s)
 	return nil
+}
+
+// readTag is a read's ETag: the version, and the last probe time when there
+// is one ("7.1765000000"), which the beat moves at one version. If-Match
+// takes either form and compares the version.
+func readTag(s space.Space) string {
+	if s.Probe.LastProbeAt == nil {
+		return etag(s.Version)
+	}
+	return `"` + strconv.FormatInt(s.Version, 10) + "." + strconv.FormatInt(s.Probe.LastProbeAt.Unix(), 10) + `"`
 }
 
 func (a *API) patchStatus(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
@@ -227,7 +239,12 @@ func ifMatch(r *http.Request, required bool) (int64, error) {
 	if len(tags) == 1 {
 		t := tags[0]
 		if len(t) >= 3 && t[0] == '"' && t[len(t)-1] == '"' {
-			if v, err := strconv.ParseInt(t[1:len(t)-1], 10, 64); err == nil && v > 0 {
+			// A read's tag may name its probe time after the version.
+			num, probed, dotted := strings.Cut(t[1:len(t)-1], ".")
+			if _, err := strconv.ParseInt(probed, 10, 64); dotted && err != nil {
+				num = ""
+			}
+			if v, err := strconv.ParseInt(num, 10, 64); err == nil && v > 0 {
 				return v, nil
 			}
 		}
