@@ -2,11 +2,13 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -292,5 +294,48 @@ func TestProblemErrors(t *testing.T) {
 	}
 	if err := Check(&http.Response{StatusCode: 204, Header: http.Header{}}, nil, nil); err != nil {
 		t.Errorf("204: %v", err)
+	}
+}
+
+// TestManifestKeepsEveryField: a manifest read from the API and written
+// back keeps the fields openapi.yaml does not name (spec, data, labels):
+// Manifest allows additional properties and the generated type keeps them.
+func TestManifestKeepsEveryField(t *testing.T) {
+	in := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"web","namespace":"apps","labels":{"app":"web"}},"data":{"k":"v"}}`
+	var m Manifest
+	if err := json.Unmarshal([]byte(in), &m); err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b any
+	_ = json.Unmarshal([]byte(in), &a)
+	_ = json.Unmarshal(out, &b)
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("round trip: %s, want %s", out, in)
+	}
+}
+
+// TestResult: Result is Check on a generated response: the response when
+// it succeeded, the *Error of a problem, the call's own error.
+func TestResult(t *testing.T) {
+	rec := &recorder{answers: []func(http.ResponseWriter){
+		answer(200, "application/json", spaceJSON),
+		answer(404, "application/problem+json", `{"type":"urn:spaces:problem:not-found","title":"Not Found","status":404}`),
+	}}
+	var waits []time.Duration
+	api := newTest(t, rec, &waits)
+	r, err := Result(api.GetSpaceWithResponse(context.Background(), "a", nil))
+	if err != nil || r.JSON200 == nil || r.JSON200.Name != "prod" {
+		t.Fatalf("200: %v %v", r, err)
+	}
+	if r, err := Result(api.GetSpaceWithResponse(context.Background(), "b", nil)); r != nil || !errors.Is(err, ErrNotFound) {
+		t.Fatalf("404: %v %v", r, err)
+	}
+	boom := errors.New("boom")
+	if _, err := Result[GetSpaceResponse](nil, boom); err != boom {
+		t.Fatalf("call error: %v", err)
 	}
 }

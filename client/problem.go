@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
 )
 
@@ -143,4 +144,27 @@ func errorOf(res *http.Response, body []byte) *Error {
 	}
 	e.Body = body
 	return e
+}
+
+// Result checks what a generated ...WithResponse call returned, so that a
+// call reads
+//
+//	r, err := client.Result(api.GetSpaceWithResponse(ctx, id, nil))
+//
+// and r's JSON200 is there when err is nil. It is Check on the response's
+// HTTPResponse and Body fields, which every generated response has.
+func Result[R any](r *R, err error) (*R, error) {
+	if err != nil {
+		return nil, err
+	}
+	if r == nil {
+		return nil, errors.New("client: no response")
+	}
+	v := reflect.ValueOf(r).Elem()
+	res, _ := v.FieldByName("HTTPResponse").Interface().(*http.Response)
+	body, _ := v.FieldByName("Body").Interface().([]byte)
+	if err := Check(res, body, nil); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
