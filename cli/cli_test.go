@@ -1,0 +1,259 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"spaces"
+	"spaces/infra/demo"
+	"spaces/infra/local"
+	"spaces/infra/openapitest"
+)
+
+var stackSeq atomic.Int64
+
+// startDemoStack starts the local stack with the demo's simulated clouds
+// (clusters on a real kube-apiserver) and probes every 2s, as
+// infra/local's demo tests do.
+func startDemoStack(t *testing.T) *local.Stack {
+	t.Helper()
+	prefix := fmt.Sprintf("c%d%d-", time.Now().UnixNano()%1e6, stackSeq.Add(1))
+	st, err := local.Start(context.Background(), local.Config{
+		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
+		Names:   func(id string) string { return prefix + id },
+		Log:     slog.New(slog.DiscardHandler),
+		Demo:    &demo.Options{},
+		Probing: local.ProbingConfig{Interval: 2 * time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
+}
+
+// checked is a transport that holds every exchange with the API to
+// openapi.yaml (the console's sign-in and config are not the API).
+type checked struct {
+	api, other http.RoundTripper
+}
+
+func (c checked) RoundTrip(req *http.Request) (*http.Response, error) {
+	if strings.HasPrefix(req.URL.Path, "/console/") {
+		return c.other.RoundTrip(req)
+	}
+	return c.api.RoundTrip(req)
+}
+
+// cli runs the CLI in process, as the binary would, with its own config
+// folder and environment.
+type cli struct {
+	t   *testing.T
+	dir string
+	env map[string]string
+	hc  *http.Client
+}
+
+func newCLI(t *testing.T, hc *http.Client) *cli {
+	return &cli{t: t, dir: t.TempDir(), env: map[string]string{}, hc: hc}
+}
+
+func (c *cli) run(stdin string, args ...string) (stdout, stderr string, code int) {
+	c.t.Helper()
+	var out, errOut bytes.Buffer
+	code = Main(context.Background(), args, Env{
+		Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errOut,
+		Getenv: func(k string) string { return c.env[k] }, ConfigDir: c.dir, HTTPClient: c.hc,
+	})
+	return out.String(), errOut.String(), code
+}
+
+// ok runs args and fails the test unless they exit 0.
+func (c *cli) ok(args ...string) string {
+	c.t.Helper()
+	out, errOut, code := c.run("", args...)
+	if code != ExitOK {
+		c.t.Fatalf("spaces %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+// exits runs args and checks the exit code and that stderr says why.
+func (c *cli) exits(want int, says string, args ...string) {
+	c.t.Helper()
+	out, errOut, code := c.run("", args...)
+	if code != want || !strings.Contains(errOut, says) {
+		c.t.Errorf("spaces %s: exit %d, want %d with %q in stderr\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, want, says, out, errOut)
+	}
+}
+
+func decode[T any](t *testing.T, s string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("%v: %q", err, s)
+	}
+	return v
+}
+
+// TestCLIRegistersWaitsLabelsDeregisters drives the CLI against the local
+// stack with the demo, every API exchange checked against openapi.yaml:
+// login (the token kept 0600), connect and verify an AWS account whose trust
+// is applied in the simulated cloud, list its clusters, register one, wait
+// until its probe makes it active, label it, find it by selector,
+// deregister it and wait for that; and the exit codes of the failures: a
+// second registration of the cluster (4), an unknown id (3), a wait that
+// times out (5), a changed label without --overwrite (1), no token or a bad
+// one (6), a bad command line (2).
+func TestCLIRegistersWaitsLabelsDeregisters(t *testing.T) {
+	st := startDemoStack(t)
+	v := openapitest.New(t, spaces.OpenAPI)
+	hc := &http.Client{Transport: checked{api: openapitest.RoundTripper(t, v, http.DefaultTransport), other: http.DefaultTransport}}
+	c := newCLI(t, hc)
+	org := "org-" + uuid.NewString()[:8]
+
+	c.ok("login", "--server", st.APIURL, "--org", org)
+	cfgPath := filepath.Join(c.dir, "config.json")
+	fi, err := os.Stat(cfgPath)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("config after login: %v, %v; want mode 0600", fi, err)
+	}
+	var kept config
+	raw, _ := os.ReadFile(cfgPath)
+	if err := json.Unmarshal(raw, &kept); err != nil || kept.Token == "" || kept.Server != st.APIURL || kept.Org != org {
+		t.Fatalf("config after login: %s (%v)", raw, err)
+	}
+
+	// Connect, apply the setup in the simulated cloud as its customer
+	// would (the console's local route), verify.
+	acct := decode[map[string]any](t, c.ok("accounts", "connect", "--provider", "aws", "--name", "prod", "--connection", "roleArn="+demo.RoleARN, "-o", "json"))
+	acctID, _ := acct["id"].(string)
+	if acct["status"] != "pending" || acct["setup"] == nil {
+		t.Fatalf("connected account: %v", acct)
+	}
+	applySetup(t, st, kept.Token, acctID)
+	if out := c.ok("accounts", "verify", acctID); !strings.Contains(out, "ready") {
+		t.Fatalf("verify: %s", out)
+	}
+	if accts := decode[[]map[string]any](t, c.ok("accounts", "list", "-o", "json")); len(accts) != 1 || accts[0]["id"] != acctID {
+		t.Fatalf("accounts list: %v", accts)
+	}
+
+	clusters := decode[[]map[string]any](t, c.ok("clusters", "list", "--account", acctID, "--region", demo.AWSRegion, "-o", "json"))
+	if len(clusters) == 0 {
+		t.Fatal("the demo account sees no cluster")
+	}
+	cfg := clusters[0]["config"].(map[string]any)
+	register := []string{"register", "--account", acctID, "--config", "region=" + cfg["region"].(string), "--config", "clusterName=" + cfg["clusterName"].(string), "--label", "env=dev"}
+	sp := decode[map[string]any](t, c.ok(append(register, "-o", "json")...))
+	id, _ := sp["id"].(string)
+	if sp["status"] != "unknown" || sp["labels"].(map[string]any)["env"] != "dev" {
+		t.Fatalf("registered: %v", sp)
+	}
+	c.exits(ExitConflict, "existing space "+id, register...)
+
+	// An agent space: its bootstrap, which registration answers, is not
+	// printed in any format.
+	if len(clusters) < 2 {
+		t.Fatalf("the demo account sees %d clusters, want 2", len(clusters))
+	}
+	cfg2 := clusters[1]["config"].(map[string]any)
+	agentArgs := []string{"register", "--account", acctID, "--connectivity", "agent", "--config", "region=" + cfg2["region"].(string), "--config", "clusterName=" + cfg2["clusterName"].(string)}
+	agentJSON := c.ok(append(agentArgs, "-o", "json", "--idempotency-key", "agent-1")...)
+	agentSpace := decode[map[string]any](t, agentJSON)
+	if agentSpace["connectivity"] != "agent" || strings.Contains(agentJSON, "agent_bootstrap") || strings.Contains(agentJSON, "token") {
+		t.Fatalf("agent registration printed: %s", agentJSON)
+	}
+	for _, o := range []string{"yaml", "table"} {
+		// The same key again: a replay, which answers a new bootstrap.
+		if out := c.ok(append(agentArgs, "-o", o, "--idempotency-key", "agent-1")...); strings.Contains(out, "bootstrap") || strings.Contains(out, "token") || !strings.Contains(out, agentSpace["id"].(string)) {
+			t.Fatalf("agent registration replayed, -o %s: %s", o, out)
+		}
+	}
+	c.ok("deregister", agentSpace["id"].(string))
+
+	// Completion offers the org's spaces by id, with their names.
+	if out := c.ok("__complete", "get", ""); !strings.Contains(out, id+"\t"+sp["name"].(string)) {
+		t.Fatalf("completion of get: %q", out)
+	}
+
+	c.exits(ExitTimeout, "timed out", "wait", id, "--for", "status=inactive", "--timeout", "1s", "--interval", "200ms")
+	if out := c.ok("wait", id, "--for", "status=active", "--timeout", "2m", "--interval", "500ms"); !strings.Contains(out, "active") {
+		t.Fatalf("wait: %s", out)
+	}
+	if out := c.ok("get", id); !strings.Contains(out, "active") || !strings.Contains(out, "env=dev") {
+		t.Fatalf("get (table): %s", out)
+	}
+
+	c.ok("label", id, "team=platform")
+	c.exits(ExitError, "--overwrite", "label", id, "env=prod")
+	yml := c.ok("label", id, "env=prod", "--overwrite", "-o", "yaml")
+	if !strings.Contains(yml, "env: prod") || !strings.Contains(yml, "team: platform") {
+		t.Fatalf("label -o yaml: %s", yml)
+	}
+	labeled := decode[map[string]any](t, c.ok("label", id, "team-", "-o", "json"))
+	if l := labeled["labels"].(map[string]any); len(l) != 1 || l["env"] != "prod" {
+		t.Fatalf("after team-: %v", labeled["labels"])
+	}
+	if found := decode[[]map[string]any](t, c.ok("list", "-l", "env=prod", "-o", "json")); len(found) != 1 || found[0]["id"] != id {
+		t.Fatalf("list -l env=prod: %v", found)
+	}
+	if found := decode[[]map[string]any](t, c.ok("list", "-l", "env=dev", "-o", "json")); len(found) != 0 {
+		t.Fatalf("list -l env=dev: %v", found)
+	}
+
+	c.exits(ExitNotFound, "404", "get", uuid.NewString())
+	c.ok("deregister", id)
+	c.exits(ExitNotFound, "404", "get", id)
+	c.exits(ExitNotFound, "404", "label", id, "a=b")
+	if out := c.ok("wait", id, "--for", "delete", "--timeout", "10s"); !strings.Contains(out, "deregistered") {
+		t.Fatalf("wait --for delete: %s", out)
+	}
+	if found := decode[[]map[string]any](t, c.ok("list", "-o", "json")); len(found) != 0 {
+		t.Fatalf("list after deregister: %v", found)
+	}
+
+	// Signed out, and a token the API refuses.
+	fresh := newCLI(t, hc)
+	fresh.env["SPACES_SERVER"] = st.APIURL
+	fresh.exits(ExitAuth, "not signed in", "list")
+	fresh.env["SPACES_TOKEN"] = "not-a-jwt"
+	fresh.exits(ExitAuth, "401", "list")
+
+	// Usage.
+	c.exits(ExitUsage, "unknown command", "regster")
+	c.exits(ExitUsage, "--output must be one of", "list", "-o", "xml")
+	c.exits(ExitUsage, "needs --account, --config", "register")
+	c.exits(ExitUsage, "--for takes", "wait", id, "--for", "ready")
+	c.exits(ExitUsage, "takes one space id", "get")
+}
+
+// applySetup applies an account's setup in the demo's simulated cloud
+// through the local console's route, as the console's button does.
+func applySetup(t *testing.T, st *local.Stack, token, acctID string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"account_id": acctID})
+	req, _ := http.NewRequest("POST", st.APIURL+local.DevApplySetupPath, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNoContent {
+		t.Fatalf("apply setup: %d", res.StatusCode)
+	}
+}
