@@ -15,11 +15,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"sigs.k8s.io/yaml"
 
 	"spaces"
 	"spaces/infra/demo"
 	"spaces/infra/local"
 	"spaces/infra/openapitest"
+	"spaces/infra/testwait"
 )
 
 var stackSeq atomic.Int64
@@ -256,4 +258,107 @@ func applySetup(t *testing.T, st *local.Stack, token, acctID string) {
 	if res.StatusCode != http.StatusNoContent {
 		t.Fatalf("apply setup: %d", res.StatusCode)
 	}
+}
+
+// TestCLIJobsEnvironmentsRevisions drives a provisioning job, an
+// environment and a revision through the CLI against the local stack with
+// the demo: jobs create from a YAML file, jobs watch to success (its steps
+// printed), the job's space active, an environment on it, a revision
+// pushed from a two-document YAML stream and deployed with every field of
+// its manifests kept; and a job the cloud refuses, which jobs watch ends
+// with exit 1 and the cloud's words.
+func TestCLIJobsEnvironmentsRevisions(t *testing.T) {
+	prefix := fmt.Sprintf("j%d%d-", time.Now().UnixNano()%1e6, stackSeq.Add(1))
+	st, err := local.Start(context.Background(), local.Config{
+		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
+		Names:        func(id string) string { return prefix + id },
+		Log:          slog.New(slog.DiscardHandler),
+		Demo:         &demo.Options{CreateDelay: 2 * time.Second},
+		Probing:      local.ProbingConfig{Interval: 2 * time.Second},
+		Provisioning: local.ProvisioningConfig{PollInterval: time.Second, Wait: time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if st.Demo.Real == nil {
+		t.Fatalf("the demo has no real API server: %s", st.Demo.RealMissing)
+	}
+	v := openapitest.New(t, spaces.OpenAPI)
+	c := newCLI(t, &http.Client{Transport: checked{api: openapitest.RoundTripper(t, v, http.DefaultTransport), other: http.DefaultTransport}})
+	c.ok("login", "--server", st.APIURL, "--org", "org-"+uuid.NewString()[:8])
+	var kept config
+	raw, _ := os.ReadFile(filepath.Join(c.dir, "config.json"))
+	_ = json.Unmarshal(raw, &kept)
+	acctID := decode[map[string]any](t, c.ok("accounts", "connect", "--provider", "aws", "--name", "prod", "--connection", "roleArn="+demo.RoleARN, "-o", "json"))["id"].(string)
+	applySetup(t, st, kept.Token, acctID)
+	c.ok("accounts", "verify", acctID)
+
+	writeJob := func(name string, spec any) string {
+		job, _ := json.Marshal(map[string]any{"provider": "aws", "cloud_account_id": acctID,
+			"config": demo.NewClusterConfig("aws", name), "spec": spec})
+		yml, err := yaml.JSONToYAML(job)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), name+".yaml")
+		if err := os.WriteFile(path, yml, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	job := decode[map[string]any](t, c.ok("jobs", "create", "-f", writeJob("cli-job", demo.ClusterSpec("aws")), "-o", "json"))
+	jobID := job["id"].(string)
+	watched := c.ok("jobs", "watch", jobID, "--interval", "500ms", "--timeout", "3m")
+	for _, state := range []string{"creating", "registering", "succeeded"} {
+		if !strings.Contains(watched, state) {
+			t.Errorf("jobs watch printed no %s step:\n%s", state, watched)
+		}
+	}
+	spaceID, _ := decode[map[string]any](t, c.ok("jobs", "get", jobID, "-o", "json"))["space_id"].(string)
+	if spaceID == "" {
+		t.Fatalf("the succeeded job has no space:\n%s", watched)
+	}
+	c.ok("wait", spaceID, "--for", "status=active", "--timeout", "2m", "--interval", "500ms")
+
+	env := decode[map[string]any](t, c.ok("environments", "create", "--space", spaceID, "--name", "web", "--namespace", "default", "-o", "json"))
+	envID := env["id"].(string)
+	if envs := decode[[]map[string]any](t, c.ok("environments", "list", "-o", "json")); len(envs) != 1 || envs[0]["id"] != envID {
+		t.Fatalf("environments list: %v", envs)
+	}
+	manifests := filepath.Join(t.TempDir(), "app.yaml")
+	if err := os.WriteFile(manifests, []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cli-a\n  labels: {app: web}\ndata:\n  greeting: hi\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cli-b\ndata:\n  greeting: hello\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rev := decode[map[string]any](t, c.ok("revisions", "push", envID, "-f", manifests, "-o", "json"))
+	revID := rev["id"].(string)
+	if revs := decode[[]map[string]any](t, c.ok("revisions", "list", envID, "-o", "json")); len(revs) != 1 || revs[0]["id"] != revID {
+		t.Fatalf("revisions list: %v", revs)
+	}
+	var got map[string]any
+	if err := testwait.UntilEvery(testwait.Timeout, 500*time.Millisecond, func() bool {
+		got = decode[map[string]any](t, c.ok("revisions", "get", revID, "-o", "json"))
+		return got["state"] != "pending"
+	}); err != nil || got["state"] != "deployed" {
+		t.Fatalf("revision %v (%v)", got, err)
+	}
+	ms, _ := got["manifests"].([]any)
+	if len(ms) != 2 {
+		t.Fatalf("revision's manifests: %v", got["manifests"])
+	}
+	first, _ := ms[0].(map[string]any)
+	if data, _ := first["data"].(map[string]any); data["greeting"] != "hi" {
+		t.Errorf("the first manifest lost its data: %v", first)
+	}
+	if md, _ := first["metadata"].(map[string]any); md["labels"] == nil {
+		t.Errorf("the first manifest lost its labels: %v", first)
+	}
+
+	// A version the cloud does not offer: the job fails, watch says why.
+	bad := demo.ClusterSpec("aws")
+	bad.KubernetesVersion = "1.19"
+	refused := decode[map[string]any](t, c.ok("jobs", "create", "-f", writeJob("cli-refused", bad), "-o", "json"))["id"].(string)
+	c.exits(ExitError, "1.19", "jobs", "watch", refused, "--interval", "500ms", "--timeout", "3m")
+	c.exits(ExitNotFound, "404", "jobs", "get", uuid.NewString())
+	c.exits(ExitNotFound, "404", "revisions", "push", uuid.NewString(), "-f", manifests)
 }

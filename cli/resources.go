@@ -368,8 +368,28 @@ server-side apply to the environment's space and namespace.`,
 			})
 		},
 	}
-	return group("revisions", "Deployment revisions: push, list", `  spaces revisions push 9d2e… -f app.yaml
-  spaces revisions list 9d2e…`, push, list)
+	get := &cobra.Command{
+		Use:     "get REVISION_ID",
+		Short:   "Show one revision, its manifests and state",
+		Example: `  spaces revisions get 7c1b… -o yaml`,
+		Args:    exactArgs(1, "one revision id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			api, err := a.api()
+			if err != nil {
+				return err
+			}
+			r, err := client.Result(api.GetRevisionWithResponse(cmd.Context(), args[0], nil))
+			if err != nil {
+				return err
+			}
+			rev := r.JSON200
+			return a.print(cmd.OutOrStdout(), rev, revisionHead, func(add func(...string)) {
+				add(rev.Id.String(), rev.EnvironmentId.String(), string(rev.State), strconv.Itoa(rev.Attempts), strconv.Itoa(len(rev.Manifests)), str(rev.Reason), age(rev.CreatedAt))
+			})
+		},
+	}
+	return group("revisions", "Deployment revisions: push, list, get", `  spaces revisions push 9d2e… -f app.yaml
+  spaces revisions list 9d2e…`, push, list, get)
 }
 
 // readManifests reads a YAML stream (documents split on ---) or a JSON
