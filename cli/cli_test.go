@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"spaces"
@@ -361,4 +364,69 @@ func TestCLIJobsEnvironmentsRevisions(t *testing.T) {
 	c.exits(ExitError, "1.19", "jobs", "watch", refused, "--interval", "500ms", "--timeout", "3m")
 	c.exits(ExitNotFound, "404", "jobs", "get", uuid.NewString())
 	c.exits(ExitNotFound, "404", "revisions", "push", uuid.NewString(), "-f", manifests)
+}
+
+// TestCLIAgentInstall: agent install applies an agent space's manifests to
+// the cluster of a kubeconfig context (the demo's real API server) with a
+// new bootstrap in its Secret, printing no token; the agent started from
+// what the cluster holds exchanges it and renews its lease, and the space
+// turns active.
+func TestCLIAgentInstall(t *testing.T) {
+	st := startDemoStack(t)
+	if st.Demo.Real == nil {
+		t.Fatalf("the demo has no real API server: %s", st.Demo.RealMissing)
+	}
+	c := newCLI(t, http.DefaultClient)
+	c.ok("login", "--server", st.APIURL, "--org", "org-"+uuid.NewString()[:8])
+	var kept config
+	raw, _ := os.ReadFile(filepath.Join(c.dir, "config.json"))
+	_ = json.Unmarshal(raw, &kept)
+	acctID := decode[map[string]any](t, c.ok("accounts", "connect", "--provider", "aws", "--name", "prod", "--connection", "roleArn="+demo.RoleARN, "-o", "json"))["id"].(string)
+	applySetup(t, st, kept.Token, acctID)
+	c.ok("accounts", "verify", acctID)
+	cfg := decode[[]map[string]any](t, c.ok("clusters", "list", "--account", acctID, "--region", demo.AWSRegion, "-o", "json"))[0]["config"].(map[string]any)
+	id := decode[map[string]any](t, c.ok("register", "--account", acctID, "--connectivity", "agent",
+		"--config", "region="+cfg["region"].(string), "--config", "clusterName="+cfg["clusterName"].(string), "-o", "json"))["id"].(string)
+
+	// A kubeconfig with the demo cluster as context "private".
+	kc8s := st.Demo.Real
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: demo
+  cluster: {server: %q, certificate-authority-data: %q}
+users:
+- name: admin
+  user: {token: %q}
+contexts:
+- name: private
+  context: {cluster: demo, user: admin}
+current-context: ""
+`, kc8s.URL, base64.StdEncoding.EncodeToString(kc8s.CAPEM), kc8s.AdminToken)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.exits(ExitUsage, "needs --context", "agent", "install", id, "--kubeconfig", kubeconfig, "--image", "spaces-agent:demo", "--agent-url", st.AgentURL)
+	c.exits(ExitError, "context", "agent", "install", id, "--kubeconfig", kubeconfig, "--context", "nowhere", "--image", "spaces-agent:demo", "--agent-url", st.AgentURL)
+	out, errOut, code := c.run("", "agent", "install", id, "--kubeconfig", kubeconfig, "--context", "private", "--image", "spaces-agent:demo", "--agent-url", st.AgentURL)
+	if code != ExitOK || !strings.Contains(out, "Deployment/spaces-agent applied") {
+		t.Fatalf("agent install: exit %d\n%s%s", code, out, errOut)
+	}
+	secret, err := kubernetes.NewForConfigOrDie(kc8s.RESTConfig()).CoreV1().Secrets("spaces-agent").Get(t.Context(), "spaces-agent-bootstrap", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := string(secret.Data["token"])
+	if !strings.HasPrefix(token, "spb1.") {
+		t.Fatalf("bootstrap Secret holds %d bytes, not a bootstrap token", len(token))
+	}
+	if strings.Contains(out+errOut, token) || strings.Contains(out+errOut, "spb1.") {
+		t.Fatal("agent install printed the bootstrap token")
+	}
+	if err := st.Demo.StartAgent(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c.ok("wait", id, "--for", "status=active", "--timeout", "2m", "--interval", "500ms")
+	c.exits(ExitNotFound, "404", "agent", "install", uuid.NewString(), "--kubeconfig", kubeconfig, "--context", "private", "--image", "spaces-agent:demo", "--agent-url", st.AgentURL)
 }

@@ -55,7 +55,7 @@ or refused.`,
 		root.AddCommand(c)
 	}
 	for _, c := range []*cobra.Command{
-		loginCmd(a), logoutCmd(a), accountsCmd(a), clustersCmd(a), environmentsCmd(a), revisionsCmd(a), jobsCmd(a),
+		loginCmd(a), logoutCmd(a), accountsCmd(a), clustersCmd(a), environmentsCmd(a), revisionsCmd(a), jobsCmd(a), agentCmd(a),
 	} {
 		c.GroupID = "other"
 		root.AddCommand(c)
