@@ -47,6 +47,9 @@ type Env struct {
 	ConfigDir string
 	// HTTPClient sends the API's requests (default http.DefaultClient).
 	HTTPClient *http.Client
+	// OpenURL, when set, opens the OpenID sign-in's URL in a browser (the
+	// URL is printed either way).
+	OpenURL func(url string) error
 }
 
 // DefaultServer is the local stack (make run).

@@ -23,11 +23,14 @@ type signInConfig struct {
 	Issuer    string `json:"issuer"`
 	ClientID  string `json:"client_id"`
 	Scope     string `json:"scope"`
+	Audience  string `json:"audience"`
 }
 
 func loginCmd(a *app) *cobra.Command {
 	var org string
 	var withToken bool
+	var port int
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "login",
 		Short: "Sign in and keep the token for the next commands",
@@ -38,26 +41,50 @@ The server says how to sign in (the console's /console/config.json):
 
   * the local stack (make run) has a development sign-in for any org:
     --org names it;
-  * a deployed stack signs in with its OpenID provider: pass a token it
-    issued on standard input with --with-token (the token never goes on
-    the command line, where other users' ps and the shell history see it).`,
+  * a deployed stack signs in with its OpenID provider, as the console
+    does: the authorization code flow with PKCE, its redirect on a loopback
+    port of this machine (RFC 8252), as gh auth login and az login do.
+    Open the printed URL in a browser; --port fixes the port when the
+    provider allows only registered redirect URLs
+    (http://127.0.0.1:PORT/callback).
+  * --with-token reads a token on standard input instead (the token never
+    goes on the command line, where other users' ps and the shell history
+    see it).`,
 		Example: `  # The local stack, as org acme
   spaces login --org acme
 
   # Another local stack
   spaces login --server http://127.0.0.1:9090 --org acme
 
-  # A deployed stack, with a token from its identity provider
+  # A deployed stack: sign in with its identity provider in a browser
+  spaces login --server https://abc123.execute-api.eu-west-1.amazonaws.com --port 8765
+
+  # A deployed stack, with a token you already have
   spaces login --server https://abc123.execute-api.eu-west-1.amazonaws.com --with-token < token.txt`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			server := a.serverURL()
 			var c config
 			var err error
-			if withToken {
+			switch {
+			case withToken:
 				c, err = tokenFromStdin(cmd.InOrStdin())
-			} else {
-				c, err = a.devSignIn(cmd.Context(), server, org)
+			default:
+				var sc signInConfig
+				if sc, err = a.signInConfig(cmd.Context(), server); err != nil {
+					return err
+				}
+				switch sc.SignIn {
+				case "dev":
+					c, err = a.devSignIn(cmd.Context(), server, sc, org)
+				case "oidc":
+					if org != "" {
+						return usagef("%s signs in with its OpenID provider, which says the org: drop --org", server)
+					}
+					c, err = a.oidcSignIn(cmd.Context(), cmd.ErrOrStderr(), sc, port, timeout)
+				default:
+					err = fmt.Errorf("%s signs in by %q, which this CLI does not know: pass a token with --with-token", server, sc.SignIn)
+				}
 			}
 			if err != nil {
 				return err
@@ -81,6 +108,8 @@ The server says how to sign in (the console's /console/config.json):
 	}
 	cmd.Flags().StringVar(&org, "org", "", "the org to sign in as (the local stack's development sign-in)")
 	cmd.Flags().BoolVar(&withToken, "with-token", false, "read a bearer token from standard input")
+	cmd.Flags().IntVar(&port, "port", 0, "the loopback port of the OpenID sign-in's redirect (default any free port)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the browser's sign-in")
 	return cmd
 }
 
@@ -115,13 +144,9 @@ func tokenFromStdin(r io.Reader) (config, error) {
 // devSignIn signs in with the local stack's development sign-in, which the
 // console's config names (it is not part of the API: no deployed stack
 // has it).
-func (a *app) devSignIn(ctx context.Context, server, org string) (config, error) {
-	sc, err := a.signInConfig(ctx, server)
-	if err != nil {
-		return config{}, err
-	}
-	if sc.SignIn != "dev" || sc.DevSignIn == "" {
-		return config{}, usagef("%s signs in with its OpenID provider (%s): pass a token it issued with --with-token", server, sc.Issuer)
+func (a *app) devSignIn(ctx context.Context, server string, sc signInConfig, org string) (config, error) {
+	if sc.DevSignIn == "" {
+		return config{}, fmt.Errorf("%s names no development sign-in", server)
 	}
 	if org == "" {
 		return config{}, usagef("the local stack's sign-in needs --org")
