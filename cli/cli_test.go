@@ -123,6 +123,7 @@ func decode[T any](t *testing.T, s string) T {
 // times out (5), a changed label without --overwrite (1), no token or a bad
 // one (6), a bad command line (2).
 func TestCLIRegistersWaitsLabelsDeregisters(t *testing.T) {
+	t.Parallel()
 	st := startDemoStack(t)
 	v := openapitest.New(t, spaces.OpenAPI)
 	hc := &http.Client{Transport: checked{api: openapitest.RoundTripper(t, v, http.DefaultTransport), other: http.DefaultTransport}}
@@ -271,6 +272,7 @@ func applySetup(t *testing.T, st *local.Stack, token, acctID string) {
 // its manifests kept; and a job the cloud refuses, which jobs watch ends
 // with exit 1 and the cloud's words.
 func TestCLIJobsEnvironmentsRevisions(t *testing.T) {
+	t.Parallel()
 	prefix := fmt.Sprintf("j%d%d-", time.Now().UnixNano()%1e6, stackSeq.Add(1))
 	st, err := local.Start(context.Background(), local.Config{
 		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
@@ -372,6 +374,7 @@ func TestCLIJobsEnvironmentsRevisions(t *testing.T) {
 // what the cluster holds exchanges it and renews its lease, and the space
 // turns active.
 func TestCLIAgentInstall(t *testing.T) {
+	t.Parallel()
 	st := startDemoStack(t)
 	if st.Demo.Real == nil {
 		t.Fatalf("the demo has no real API server: %s", st.Demo.RealMissing)

@@ -97,6 +97,7 @@ func newIssuer(t *testing.T, mint func() string) *issuer {
 // whose state is not the request's (which is turned away while the sign-in
 // waits on, until its timeout: exit 5), keep nothing.
 func TestCLILoginOIDC(t *testing.T) {
+	t.Parallel()
 	prefix := fmt.Sprintf("o%d%d-", time.Now().UnixNano()%1e6, stackSeq.Add(1))
 	st, err := local.Start(context.Background(), local.Config{
 		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
