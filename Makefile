@@ -20,7 +20,7 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 # recipe, loudly, when it cannot, so nothing ever runs unpatched.
 WITH_OVERLAY = modfile=$$(bash infra/emulator/kumo/overlay.sh) && export GOFLAGS="$(strip $(GOFLAGS)) -modfile=$$modfile" &&
 
-.PHONY: run test test-stress lint lint-tools sam-check token deps kube-bins browser tour-tools vet bench fuzz build clean overlay agent-image
+.PHONY: run test test-stress lint lint-tools sam-check token deps kube-bins browser tour-tools vet bench fuzz build clean overlay agent-image spaces terraform-provider generate
 .DEFAULT_GOAL := run
 
 ## run: the whole service locally (embedded AWS emulator, API on 127.0.0.1:8080)
@@ -146,6 +146,18 @@ token:
 
 deps:
 	$(GO) mod download
+
+## spaces: the spaces CLI into bin/spaces (docs/cli.md); ./bin/spaces completion bash > … for completion
+spaces:
+	GOFLAGS= $(GO) build -trimpath -o bin/spaces ./cli/cmd/spaces
+
+## terraform-provider: the Terraform/OpenTofu provider into bin/terraform-provider-spaces (docs/cli.md#the-terraform-provider)
+terraform-provider:
+	GOFLAGS= $(GO) build -trimpath -o bin/terraform-provider-spaces ./terraform/cmd/terraform-provider-spaces
+
+## generate: regenerate the Go client from openapi.yaml (client/openapi.gen.go; TestGeneratedIsCurrent fails when it is stale)
+generate:
+	GOFLAGS= $(GO) generate ./client
 
 ## browser: Debian's chromium and axe-core (npm, pinned, outside the repo) for the console's browser tests
 AXE_VERSION := 4.11.0

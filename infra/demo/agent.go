@@ -101,6 +101,16 @@ func (d *Demo) InstallAgent(ctx context.Context, token string) error {
 	return d.startAgent(ctx)
 }
 
+// StartAgent (re)starts the agent with what the private cluster holds now,
+// as the kubelet starts the pod of a Deployment that another tool applied
+// (the spaces CLI's agent install).
+func (d *Demo) StartAgent(ctx context.Context) error {
+	if d.Real == nil {
+		return fmt.Errorf("%w (%s)", ErrNoAgentCluster, d.RealMissing)
+	}
+	return d.startAgent(ctx)
+}
+
 // applyObjects applies the rendered objects with server-side apply, as
 // kubectl apply --server-side would: applying again (a reinstall) updates
 // them and leaves the agent's own data in its state Secret.
