@@ -380,6 +380,24 @@ func (e ListSpacesParamsSort) Valid() bool {
 	}
 }
 
+// Defines values for ListSpacesParamsSynthetic.
+const (
+	False ListSpacesParamsSynthetic = "false"
+	True  ListSpacesParamsSynthetic = "true"
+)
+
+// Valid indicates whether the value is a known member of the ListSpacesParamsSynthetic enum.
+func (e ListSpacesParamsSynthetic) Valid() bool {
+	switch e {
+	case False:
+		return true
+	case True:
+		return true
+	default:
+		return false
+	}
+}
+
 // AWSClusterConfig defines model for AWSClusterConfig.
 type AWSClusterConfig struct {
 	// ClusterName The EKS cluster name.
@@ -406,11 +424,19 @@ type AgentBootstrap struct {
 	// ExpiresAt RFC 3339 time in UTC.
 	ExpiresAt Timestamp `json:"expires_at"`
 
-	// Install The one command that installs the agent with this token: it puts
-	// the token in the agent's bootstrap Secret and applies it with the
-	// agent's manifests, `spaces-agent.yaml` (rendered by
-	// `make agent-image`).
+	// Install The one command that installs the agent: `kubectl apply -f
+	// spaces-agent.yaml -f -`, the agent's manifests (rendered by
+	// `make agent-image`) and, on its standard input, `manifest`, e.g.
+	// `jq -r .agent_bootstrap.manifest answer.json | kubectl apply -f
+	// spaces-agent.yaml -f -`. It carries no secret.
 	Install string `json:"install"`
+
+	// Manifest The agent's bootstrap Secret (`spaces-agent-bootstrap` in the
+	// namespace `spaces-agent`) holding this token, as a complete
+	// Kubernetes manifest: pipe or paste it into `install`, so that the
+	// token never stands on a command line (shell history, `ps`, CI
+	// logs).
+	Manifest string `json:"manifest"`
 
 	// Token Give it to the agent, which exchanges it at `POST /agent/exchange`.
 	Token string `json:"token"`
@@ -711,7 +737,7 @@ type CreateCloudAccountRequest2 struct {
 type CreateEnvironmentRequest struct {
 	Name Name `json:"name"`
 
-	// Namespace Where revisions are applied; defaults to `name` when `name` is a DNS label, else required.
+	// Namespace Where revisions are applied; defaults to `name` when `name` is a DNS label, else required. Never `kube-*`, `default` or `spaces-agent` (`422`).
 	Namespace *string `json:"namespace,omitempty"`
 	SpaceId   UUID    `json:"space_id"`
 }
@@ -1028,19 +1054,24 @@ type PolicyTargetKind string
 
 // Probe What the reachability probe last learned. Optional fields are absent until known.
 type Probe struct {
-	// ConsecutiveFailures Failed probes since the last success; 3 make the space inactive.
+	// ConsecutiveFailures Failed probes since the last success, as stored; 3 make the space inactive, and the further failures of an inactive space with the same reason are not stored.
 	ConsecutiveFailures int `json:"consecutive_failures"`
 
-	// LastProbeAt RFC 3339 time in UTC.
+	// LastProbeAt The minute tick the space was last probed in, precise to one
+	// probe interval: the later of the last probe stored (a probe is
+	// stored only when it changes something) and the last tick of the
+	// space's probe shard that the prober handled. Older than
+	// `STALE_AFTER` (3 minutes), the status reads `unknown`
+	// (`ProbeStale`).
 	LastProbeAt *Timestamp `json:"last_probe_at,omitempty"`
 
-	// LastSuccessAt RFC 3339 time in UTC.
+	// LastSuccessAt The last successful probe, to the same precision as `last_probe_at` (while the last stored probe is a success, every probe since succeeded).
 	LastSuccessAt *Timestamp `json:"last_success_at,omitempty"`
 
 	// LastTransitionAt When the status last changed.
 	LastTransitionAt *Timestamp `json:"last_transition_at,omitempty"`
 
-	// LatencyMs Duration of the last probe in whole milliseconds; absent before the first probe and when it took under 1 ms.
+	// LatencyMs Duration of the last probe stored (one that changed something) in whole milliseconds; absent before the first probe and when it took under 1 ms.
 	LatencyMs *int64 `json:"latency_ms,omitempty"`
 
 	// Message Detail of the last failure, for humans.
@@ -2711,6 +2742,11 @@ type ListSpacesParams struct {
 	// naming `label_selector`.
 	LabelSelector *LabelSelector `form:"label_selector,omitempty" json:"label_selector,omitempty"`
 
+	// Synthetic Only the synthetic spaces (`true`: placeholders with no cluster
+	// behind them) or only the others (`false`). Like `status`, it
+	// filters the spaces a page reads.
+	Synthetic *ListSpacesParamsSynthetic `form:"synthetic,omitempty" json:"synthetic,omitempty"`
+
 	// IfNoneMatch The `ETag` of this page as last read (or a list of them, or `*`):
 	// answered `304` without a body when the page is unchanged. Compared
 	// weakly, so `"l-…"` matches `W/"l-…"` too.
@@ -2727,6 +2763,9 @@ type ListSpacesParamsPicker string
 
 // ListSpacesParamsSort defines parameters for ListSpaces.
 type ListSpacesParamsSort string
+
+// ListSpacesParamsSynthetic defines parameters for ListSpaces.
+type ListSpacesParamsSynthetic string
 
 // RegisterSpaceParams defines parameters for RegisterSpace.
 type RegisterSpaceParams struct {
@@ -2755,6 +2794,10 @@ type DeregisterSpaceParams struct {
 
 // GetSpaceParams defines parameters for GetSpace.
 type GetSpaceParams struct {
+	// IfNoneMatch The space's `ETag` as last read (or a list of them, or `*`):
+	// `304` while the space is unchanged. Compared weakly.
+	IfNoneMatch *string `json:"If-None-Match,omitempty"`
+
 	// XRequestId Correlation id for logs. Echoed in the `X-Request-Id` response header
 	// when it matches `^[A-Za-z0-9._:=-]{1,128}$`; otherwise the server
 	// generates one.
@@ -4930,7 +4973,12 @@ type ClientInterface interface {
 	// with backoff on an inactive or unknown one and stops after 3 attempts
 	// (`stopped`, "Space inactive"), and dead-letters it if the space was
 	// deregistered (`dead-lettered`, "Space deregistered"). A gated
-	// environment takes no revision (`409`).
+	// environment takes no revision (`409`), nor one whose namespace is
+	// reserved (`kube-*`, `default`, `spaces-agent`: stored before the
+	// rule; `409`, reason `NamespaceReserved`). A manifest naming another
+	// namespace than the environment's is `422` naming its
+	// `metadata.namespace`. The apply is never forced: a field another
+	// field manager owns fails the revision, naming that manager.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4946,7 +4994,12 @@ type ClientInterface interface {
 	// with backoff on an inactive or unknown one and stops after 3 attempts
 	// (`stopped`, "Space inactive"), and dead-letters it if the space was
 	// deregistered (`dead-lettered`, "Space deregistered"). A gated
-	// environment takes no revision (`409`).
+	// environment takes no revision (`409`), nor one whose namespace is
+	// reserved (`kube-*`, `default`, `spaces-agent`: stored before the
+	// rule; `409`, reason `NamespaceReserved`). A manifest naming another
+	// namespace than the environment's is `422` naming its
+	// `metadata.namespace`. The apply is never forced: a field another
+	// field manager owns fails the revision, naming that manager.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5108,7 +5161,7 @@ type ClientInterface interface {
 	// are kept in the same writes that register and deregister a space and
 	// change its status, so they are exact, never an estimate, and no
 	// listing is walked to answer. A probe that leaves the status as it
-	// was (a heartbeat) changes no count.
+	// was writes nothing and changes no count.
 	//
 	// The status is the stored one, as the probe last wrote it: a space
 	// whose probe is stale (listed as `unknown` with the reason
@@ -5150,7 +5203,13 @@ type ClientInterface interface {
 	// (field manager `spaces`), with the same credentials, timeout and
 	// failures as the listing. The body is checked before the space is
 	// looked up, so a bad body answers `400` or `422` even for an unknown
-	// space. `409` when a namespace of that name exists.
+	// space. `409` when a namespace of that name exists. `kube-*`,
+	// `default` and `spaces-agent` are refused (`422` naming `name`), and
+	// so is a `pod-security.kubernetes.io/enforce` label below `baseline`
+	// or an `enforce-version` other than `latest` (`422` naming the
+	// label); a namespace created without an enforce label gets
+	// `pod-security.kubernetes.io/enforce: baseline`
+	// (docs/trust.md, "In the customer's cluster").
 	//
 	// For an agent space the body is checked alike, then the create is
 	// recorded for its agent, which carries it out after its next lease
@@ -5172,7 +5231,13 @@ type ClientInterface interface {
 	// (field manager `spaces`), with the same credentials, timeout and
 	// failures as the listing. The body is checked before the space is
 	// looked up, so a bad body answers `400` or `422` even for an unknown
-	// space. `409` when a namespace of that name exists.
+	// space. `409` when a namespace of that name exists. `kube-*`,
+	// `default` and `spaces-agent` are refused (`422` naming `name`), and
+	// so is a `pod-security.kubernetes.io/enforce` label below `baseline`
+	// or an `enforce-version` other than `latest` (`422` naming the
+	// label); a namespace created without an enforce label gets
+	// `pod-security.kubernetes.io/enforce: baseline`
+	// (docs/trust.md, "In the customer's cluster").
 	//
 	// For an agent space the body is checked alike, then the create is
 	// recorded for its agent, which carries it out after its next lease
@@ -5307,7 +5372,10 @@ type ClientInterface interface {
 
 	// GetSpace Get a space
 	//
-	// The space as observed now, with its last probe result.
+	// The space as observed now, with its last probe result. With
+	// `If-None-Match` naming its current `ETag` it is answered `304`
+	// without a body, unless its probe is stale (`ProbeStale`: that
+	// status comes from the time passing, not from a write).
 	//
 	// Corresponds with GET /spaces/{id} (the `GetSpace` operationId).
 	GetSpace(ctx context.Context, id SpaceID, params *GetSpaceParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5987,7 +6055,12 @@ func (c *Client) ListEnvironmentRevisions(ctx context.Context, id EnvironmentID,
 // with backoff on an inactive or unknown one and stops after 3 attempts
 // (`stopped`, "Space inactive"), and dead-letters it if the space was
 // deregistered (`dead-lettered`, "Space deregistered"). A gated
-// environment takes no revision (`409`).
+// environment takes no revision (`409`), nor one whose namespace is
+// reserved (`kube-*`, `default`, `spaces-agent`: stored before the
+// rule; `409`, reason `NamespaceReserved`). A manifest naming another
+// namespace than the environment's is `422` naming its
+// `metadata.namespace`. The apply is never forced: a field another
+// field manager owns fails the revision, naming that manager.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6013,7 +6086,12 @@ func (c *Client) PushRevisionWithBody(ctx context.Context, id EnvironmentID, par
 // with backoff on an inactive or unknown one and stops after 3 attempts
 // (`stopped`, "Space inactive"), and dead-letters it if the space was
 // deregistered (`dead-lettered`, "Space deregistered"). A gated
-// environment takes no revision (`409`).
+// environment takes no revision (`409`), nor one whose namespace is
+// reserved (`kube-*`, `default`, `spaces-agent`: stored before the
+// rule; `409`, reason `NamespaceReserved`). A manifest naming another
+// namespace than the environment's is `422` naming its
+// `metadata.namespace`. The apply is never forced: a field another
+// field manager owns fails the revision, naming that manager.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6305,7 +6383,7 @@ func (c *Client) RetryRevision(ctx context.Context, id RevisionID, params *Retry
 // are kept in the same writes that register and deregister a space and
 // change its status, so they are exact, never an estimate, and no
 // listing is walked to answer. A probe that leaves the status as it
-// was (a heartbeat) changes no count.
+// was writes nothing and changes no count.
 //
 // The status is the stored one, as the probe last wrote it: a space
 // whose probe is stale (listed as `unknown` with the reason
@@ -6367,7 +6445,13 @@ func (c *Client) ListSpaceNamespaces(ctx context.Context, spaceID DiscoverySpace
 // (field manager `spaces`), with the same credentials, timeout and
 // failures as the listing. The body is checked before the space is
 // looked up, so a bad body answers `400` or `422` even for an unknown
-// space. `409` when a namespace of that name exists.
+// space. `409` when a namespace of that name exists. `kube-*`,
+// `default` and `spaces-agent` are refused (`422` naming `name`), and
+// so is a `pod-security.kubernetes.io/enforce` label below `baseline`
+// or an `enforce-version` other than `latest` (`422` naming the
+// label); a namespace created without an enforce label gets
+// `pod-security.kubernetes.io/enforce: baseline`
+// (docs/trust.md, "In the customer's cluster").
 //
 // For an agent space the body is checked alike, then the create is
 // recorded for its agent, which carries it out after its next lease
@@ -6399,7 +6483,13 @@ func (c *Client) CreateSpaceNamespaceWithBody(ctx context.Context, spaceID Disco
 // (field manager `spaces`), with the same credentials, timeout and
 // failures as the listing. The body is checked before the space is
 // looked up, so a bad body answers `400` or `422` even for an unknown
-// space. `409` when a namespace of that name exists.
+// space. `409` when a namespace of that name exists. `kube-*`,
+// `default` and `spaces-agent` are refused (`422` naming `name`), and
+// so is a `pod-security.kubernetes.io/enforce` label below `baseline`
+// or an `enforce-version` other than `latest` (`422` naming the
+// label); a namespace created without an enforce label gets
+// `pod-security.kubernetes.io/enforce: baseline`
+// (docs/trust.md, "In the customer's cluster").
 //
 // For an agent space the body is checked alike, then the create is
 // recorded for its agent, which carries it out after its next lease
@@ -6584,7 +6674,10 @@ func (c *Client) DeregisterSpace(ctx context.Context, id SpaceID, params *Deregi
 
 // GetSpace Get a space
 //
-// The space as observed now, with its last probe result.
+// The space as observed now, with its last probe result. With
+// `If-None-Match` naming its current `ETag` it is answered `304`
+// without a body, unless its probe is stale (`ProbeStale`: that
+// status comes from the time passing, not from a write).
 //
 // Corresponds with GET /spaces/{id} (the `GetSpace` operationId).
 func (c *Client) GetSpace(ctx context.Context, id SpaceID, params *GetSpaceParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8885,6 +8978,18 @@ func NewListSpacesRequest(server string, params *ListSpacesParams) (*http.Reques
 
 		}
 
+		if params.Synthetic != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "synthetic", *params.Synthetic, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -9084,15 +9189,26 @@ func NewGetSpaceRequest(server string, id SpaceID, params *GetSpaceParams) (*htt
 
 	if params != nil {
 
-		if params.XRequestId != nil {
+		if params.IfNoneMatch != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("X-Request-Id", headerParam0)
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
 		}
 
 	}
@@ -9810,7 +9926,12 @@ type ClientWithResponsesInterface interface {
 	// with backoff on an inactive or unknown one and stops after 3 attempts
 	// (`stopped`, "Space inactive"), and dead-letters it if the space was
 	// deregistered (`dead-lettered`, "Space deregistered"). A gated
-	// environment takes no revision (`409`).
+	// environment takes no revision (`409`), nor one whose namespace is
+	// reserved (`kube-*`, `default`, `spaces-agent`: stored before the
+	// rule; `409`, reason `NamespaceReserved`). A manifest naming another
+	// namespace than the environment's is `422` naming its
+	// `metadata.namespace`. The apply is never forced: a field another
+	// field manager owns fails the revision, naming that manager.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9826,7 +9947,12 @@ type ClientWithResponsesInterface interface {
 	// with backoff on an inactive or unknown one and stops after 3 attempts
 	// (`stopped`, "Space inactive"), and dead-letters it if the space was
 	// deregistered (`dead-lettered`, "Space deregistered"). A gated
-	// environment takes no revision (`409`).
+	// environment takes no revision (`409`), nor one whose namespace is
+	// reserved (`kube-*`, `default`, `spaces-agent`: stored before the
+	// rule; `409`, reason `NamespaceReserved`). A manifest naming another
+	// namespace than the environment's is `422` naming its
+	// `metadata.namespace`. The apply is never forced: a field another
+	// field manager owns fails the revision, naming that manager.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10004,7 +10130,7 @@ type ClientWithResponsesInterface interface {
 	// are kept in the same writes that register and deregister a space and
 	// change its status, so they are exact, never an estimate, and no
 	// listing is walked to answer. A probe that leaves the status as it
-	// was (a heartbeat) changes no count.
+	// was writes nothing and changes no count.
 	//
 	// The status is the stored one, as the probe last wrote it: a space
 	// whose probe is stale (listed as `unknown` with the reason
@@ -10050,7 +10176,13 @@ type ClientWithResponsesInterface interface {
 	// (field manager `spaces`), with the same credentials, timeout and
 	// failures as the listing. The body is checked before the space is
 	// looked up, so a bad body answers `400` or `422` even for an unknown
-	// space. `409` when a namespace of that name exists.
+	// space. `409` when a namespace of that name exists. `kube-*`,
+	// `default` and `spaces-agent` are refused (`422` naming `name`), and
+	// so is a `pod-security.kubernetes.io/enforce` label below `baseline`
+	// or an `enforce-version` other than `latest` (`422` naming the
+	// label); a namespace created without an enforce label gets
+	// `pod-security.kubernetes.io/enforce: baseline`
+	// (docs/trust.md, "In the customer's cluster").
 	//
 	// For an agent space the body is checked alike, then the create is
 	// recorded for its agent, which carries it out after its next lease
@@ -10072,7 +10204,13 @@ type ClientWithResponsesInterface interface {
 	// (field manager `spaces`), with the same credentials, timeout and
 	// failures as the listing. The body is checked before the space is
 	// looked up, so a bad body answers `400` or `422` even for an unknown
-	// space. `409` when a namespace of that name exists.
+	// space. `409` when a namespace of that name exists. `kube-*`,
+	// `default` and `spaces-agent` are refused (`422` naming `name`), and
+	// so is a `pod-security.kubernetes.io/enforce` label below `baseline`
+	// or an `enforce-version` other than `latest` (`422` naming the
+	// label); a namespace created without an enforce label gets
+	// `pod-security.kubernetes.io/enforce: baseline`
+	// (docs/trust.md, "In the customer's cluster").
 	//
 	// For an agent space the body is checked alike, then the create is
 	// recorded for its agent, which carries it out after its next lease
@@ -10211,7 +10349,10 @@ type ClientWithResponsesInterface interface {
 
 	// GetSpaceWithResponse Get a space
 	//
-	// The space as observed now, with its last probe result.
+	// The space as observed now, with its last probe result. With
+	// `If-None-Match` naming its current `ETag` it is answered `304`
+	// without a body, unless its probe is stale (`ProbeStale`: that
+	// status comes from the time passing, not from a write).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -15623,6 +15764,12 @@ type GetSpaceResponse200Headers struct {
 	XRequestId string
 }
 
+// GetSpaceResponse304Headers the declared response headers of an HTTP 304 response for GetSpace
+type GetSpaceResponse304Headers struct {
+	ETag       string
+	XRequestId string
+}
+
 // GetSpaceResponse401Headers the declared response headers of an HTTP 401 response for GetSpace
 type GetSpaceResponse401Headers struct {
 	WWWAuthenticate string
@@ -15665,6 +15812,8 @@ type GetSpaceResponse struct {
 	JSON504 *GatewayTimeout
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetSpaceResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetSpaceResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetSpaceResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
@@ -16994,7 +17143,12 @@ func (c *ClientWithResponses) ListEnvironmentRevisionsWithResponse(ctx context.C
 // with backoff on an inactive or unknown one and stops after 3 attempts
 // (`stopped`, "Space inactive"), and dead-letters it if the space was
 // deregistered (`dead-lettered`, "Space deregistered"). A gated
-// environment takes no revision (`409`).
+// environment takes no revision (`409`), nor one whose namespace is
+// reserved (`kube-*`, `default`, `spaces-agent`: stored before the
+// rule; `409`, reason `NamespaceReserved`). A manifest naming another
+// namespace than the environment's is `422` naming its
+// `metadata.namespace`. The apply is never forced: a field another
+// field manager owns fails the revision, naming that manager.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17016,7 +17170,12 @@ func (c *ClientWithResponses) PushRevisionWithBodyWithResponse(ctx context.Conte
 // with backoff on an inactive or unknown one and stops after 3 attempts
 // (`stopped`, "Space inactive"), and dead-letters it if the space was
 // deregistered (`dead-lettered`, "Space deregistered"). A gated
-// environment takes no revision (`409`).
+// environment takes no revision (`409`), nor one whose namespace is
+// reserved (`kube-*`, `default`, `spaces-agent`: stored before the
+// rule; `409`, reason `NamespaceReserved`). A manifest naming another
+// namespace than the environment's is `422` naming its
+// `metadata.namespace`. The apply is never forced: a field another
+// field manager owns fails the revision, naming that manager.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17272,7 +17431,7 @@ func (c *ClientWithResponses) RetryRevisionWithResponse(ctx context.Context, id 
 // are kept in the same writes that register and deregister a space and
 // change its status, so they are exact, never an estimate, and no
 // listing is walked to answer. A probe that leaves the status as it
-// was (a heartbeat) changes no count.
+// was writes nothing and changes no count.
 //
 // The status is the stored one, as the probe last wrote it: a space
 // whose probe is stale (listed as `unknown` with the reason
@@ -17330,7 +17489,13 @@ func (c *ClientWithResponses) ListSpaceNamespacesWithResponse(ctx context.Contex
 // (field manager `spaces`), with the same credentials, timeout and
 // failures as the listing. The body is checked before the space is
 // looked up, so a bad body answers `400` or `422` even for an unknown
-// space. `409` when a namespace of that name exists.
+// space. `409` when a namespace of that name exists. `kube-*`,
+// `default` and `spaces-agent` are refused (`422` naming `name`), and
+// so is a `pod-security.kubernetes.io/enforce` label below `baseline`
+// or an `enforce-version` other than `latest` (`422` naming the
+// label); a namespace created without an enforce label gets
+// `pod-security.kubernetes.io/enforce: baseline`
+// (docs/trust.md, "In the customer's cluster").
 //
 // For an agent space the body is checked alike, then the create is
 // recorded for its agent, which carries it out after its next lease
@@ -17358,7 +17523,13 @@ func (c *ClientWithResponses) CreateSpaceNamespaceWithBodyWithResponse(ctx conte
 // (field manager `spaces`), with the same credentials, timeout and
 // failures as the listing. The body is checked before the space is
 // looked up, so a bad body answers `400` or `422` even for an unknown
-// space. `409` when a namespace of that name exists.
+// space. `409` when a namespace of that name exists. `kube-*`,
+// `default` and `spaces-agent` are refused (`422` naming `name`), and
+// so is a `pod-security.kubernetes.io/enforce` label below `baseline`
+// or an `enforce-version` other than `latest` (`422` naming the
+// label); a namespace created without an enforce label gets
+// `pod-security.kubernetes.io/enforce: baseline`
+// (docs/trust.md, "In the customer's cluster").
 //
 // For an agent space the body is checked alike, then the create is
 // recorded for its agent, which carries it out after its next lease
@@ -17527,7 +17698,10 @@ func (c *ClientWithResponses) DeregisterSpaceWithResponse(ctx context.Context, i
 
 // GetSpaceWithResponse Get a space
 //
-// The space as observed now, with its last probe result.
+// The space as observed now, with its last probe result. With
+// `If-None-Match` naming its current `ETag` it is answered `304`
+// without a body, unless its probe is stale (`ProbeStale`: that
+// status comes from the time passing, not from a write).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -23792,6 +23966,9 @@ func ParseGetSpaceResponse(rsp *http.Response) (*GetSpaceResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 401:
 		var dest UnauthorizedApplicationJSON
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23861,6 +24038,23 @@ func ParseGetSpaceResponse(rsp *http.Response) (*GetSpaceResponse, error) {
 			headers.XRequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetSpaceResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetSpaceResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
