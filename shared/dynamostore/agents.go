@@ -40,6 +40,11 @@ type agentItem struct {
 	// handed revisions are attributes of their own, read by agentWork).
 	NSWantedAt   *time.Time `json:"ns_wanted_at,omitempty"`
 	NSObservedAt *time.Time `json:"ns_observed_at,omitempty"`
+	// The stored list's space.NamespacesReport.Hash, and when (epoch
+	// seconds) it was last written: an unchanged report and the
+	// unasked-report limit are conditions on these (agentwork.go).
+	NSHash   string `json:"ns_hash,omitempty"`
+	NSListAt int64  `json:"ns_list_s,omitempty"`
 	// The agent's MQTT connection's last lifecycle event (presence.go).
 	PresenceVersion   *int64     `json:"presence_version,omitempty"`
 	PresenceConnected bool       `json:"presence_connected,omitempty"`
