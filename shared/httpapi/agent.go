@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -94,6 +95,10 @@ func (a *API) agentCredential(w http.ResponseWriter, r *http.Request, token stri
 	return nil
 }
 
+// maxLeaseBody bounds a lease report's body: its fields are a few short
+// strings (space.LeaseReport.Validate: 64 bytes each).
+const maxLeaseBody = 4 << 10
+
 // leaseAnswer tells the agent its cadence, the work waiting for it and
 // the presence channel to hold.
 type leaseAnswer struct {
@@ -110,8 +115,14 @@ func (a *API) agentLease(w http.ResponseWriter, r *http.Request, token string) e
 	} else if t.SpaceID != r.PathValue("spaceID") {
 		return space.ErrNotFound("space")
 	}
+	// Its body is read before the renewal's write authenticates it, so
+	// it is small: an anonymous caller costs no more than maxLeaseBody
+	// read and a refused conditional write.
+	if r.ContentLength > maxLeaseBody {
+		return &httpError{status: http.StatusRequestEntityTooLarge, detail: fmt.Sprintf("the request body is larger than %d bytes", maxLeaseBody), field: "body"}
+	}
 	var rep space.LeaseReport
-	if err := readObject(w, r, map[string]any{"agent_version": &rep.AgentVersion, "server_version": &rep.ServerVersion}); err != nil {
+	if err := readObjectMax(w, r, maxLeaseBody, map[string]any{"agent_version": &rep.AgentVersion, "server_version": &rep.ServerVersion}); err != nil {
 		return err
 	}
 	res, err := a.Agents.RenewLease(r.Context(), token, r.PathValue("spaceID"), rep)

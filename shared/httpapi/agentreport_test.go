@@ -59,6 +59,8 @@ func TestAgentAuthenticatesBeforeReading(t *testing.T) {
 			try{"another space's", path, "Bearer " + otherCred, http.StatusNotFound})
 		if !strings.HasSuffix(path, "/lease") { // the lease's renewal is its check
 			tries = append(tries, try{"forged", path, "Bearer " + space.NewAgentCredential(mine).Raw, http.StatusUnauthorized})
+		} else { // its body is bounded first: nothing read past the bound
+			tries = append(tries, try{"forged", path, "Bearer " + space.NewAgentCredential(mine).Raw, http.StatusRequestEntityTooLarge})
 		}
 	}
 	for _, tr := range tries {
@@ -76,6 +78,24 @@ func TestAgentAuthenticatesBeforeReading(t *testing.T) {
 		}
 		if body.read != 0 {
 			t.Errorf("PUT %s, %s: %d bytes of the body read before the credential was checked", tr.path, tr.name, body.read)
+		}
+	}
+	// A lease report of unknown length from a forged credential: read up
+	// to the lease's small bound at most, then refused.
+	for _, b := range []string{big, `{"agent_version":"v1","server_version":{"gitVersion":"v1.31.0","platform":"linux/amd64"}}`} {
+		body := &countingBody{r: strings.NewReader(b)}
+		req := httptest.NewRequest("PUT", "/agent/spaces/"+mine+"/lease", body)
+		req.ContentLength = -1
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+space.NewAgentCredential(mine).Raw)
+		rec := httptest.NewRecorder()
+		e.agent.ServeHTTP(rec, req)
+		want := http.StatusUnauthorized
+		if len(b) > maxLeaseBody {
+			want = http.StatusRequestEntityTooLarge
+		}
+		if rec.Code != want || body.read > maxLeaseBody+512 {
+			t.Errorf("a forged lease of %d bytes, length unknown: %d after reading %d bytes, want %d after at most %d", len(b), rec.Code, body.read, want, maxLeaseBody+512)
 		}
 	}
 }
