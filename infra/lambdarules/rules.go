@@ -110,8 +110,8 @@ func Read(template []byte) (Functions, error) {
 		Timeout                      *float64
 		RecursiveLoop                string
 		ReservedConcurrentExecutions any
-		FunctionUrlConfig *struct{ AuthType, InvokeMode string }
-		Events            map[string]struct {
+		FunctionUrlConfig            *struct{ AuthType, InvokeMode string }
+		Events                       map[string]struct {
 			Type       string
 			Properties struct {
 				Queue                          any

@@ -47,11 +47,16 @@ type agentNSItem struct {
 }
 
 // credentialValid is the lease's authentication condition (agents.go):
-// the presented hash is the current or the previous credential, unexpired.
-const credentialValid = "((#ch = :h AND #cexp > :now) OR (#ph = :h AND #pexp > :now))"
+// the presented hash is the current credential, unexpired, or the
+// previous one, unexpired and while the current has not been used
+// (last_used_hash, which the lease and the renewal set, is then the
+// previous itself: it is absent, the previous or the current): after the
+// agent used its new credential, only a copy presents the old one.
+const credentialValid = "((#ch = :h AND #cexp > :now) OR (#ph = :h AND #pexp > :now AND (attribute_not_exists(#lu) OR #lu = :h)))"
 
 func credentialNames(m map[string]string) map[string]string {
 	m["#ch"], m["#cexp"], m["#ph"], m["#pexp"] = "credential_hash", "credential_expires_at", "previous_hash", "previous_expires_at"
+	m["#lu"] = "last_used_hash"
 	return m
 }
 
@@ -346,14 +351,23 @@ func (s *Store) reportRefused(ctx context.Context, spaceID string, old map[strin
 // credentialValidCT is credentialValid's condition in Go, comparing hashes
 // in constant time.
 func (it agentItem) credentialValidCT(credHash string, now time.Time) bool {
-	valid := false
-	for _, c := range []struct {
-		hash string
-		exp  int64
-	}{{it.CredentialHash, it.CredentialExpires}, {it.PreviousHash, it.PreviousExpires}} {
-		valid = valid || (c.hash != "" && subtle.ConstantTimeCompare([]byte(c.hash), []byte(credHash)) == 1 && c.exp > now.Unix())
-	}
-	return valid
+	same := func(h string) bool { return h != "" && subtle.ConstantTimeCompare([]byte(h), []byte(credHash)) == 1 }
+	return (same(it.CredentialHash) && it.CredentialExpires > now.Unix()) ||
+		(same(it.PreviousHash) && it.PreviousExpires > now.Unix() && !it.currentUsed())
+}
+
+// currentUsed: the current credential has authenticated a lease or a
+// renewal, so the previous one is superseded.
+func (it agentItem) currentUsed() bool {
+	return it.LastUsedHash != "" && it.LastUsedHash == it.CredentialHash
+}
+
+// reused tells whether credHash is a superseded credential of the item:
+// the previous after the current was used, or the one before the
+// previous. Expiry does not matter: either is a copy.
+func (it agentItem) reused(credHash string) bool {
+	same := func(h string) bool { return h != "" && subtle.ConstantTimeCompare([]byte(h), []byte(credHash)) == 1 }
+	return (same(it.PreviousHash) && it.currentUsed()) || same(it.SupersededHash)
 }
 
 // ForgetHanded drops a handed revision that moved on (space.AgentWorkStore).
@@ -418,8 +432,7 @@ func (s *Store) TakeHanded(ctx context.Context, spaceID, credHash, revID string,
 // credentialValid is credentialValid's condition, in Go (for explaining a
 // refusal only).
 func (it agentItem) credentialValid(hash string, now time.Time) bool {
-	return (it.CredentialHash == hash && it.CredentialExpires > now.Unix()) ||
-		(it.PreviousHash != "" && it.PreviousHash == hash && it.PreviousExpires > now.Unix())
+	return it.credentialValidCT(hash, now)
 }
 
 // revokeAgentNSItem is the second Delete Deregister adds.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"spaces/shared/auth"
+	"spaces/shared/metrics"
 	"spaces/shared/space"
 )
 
@@ -64,6 +65,14 @@ func (a *API) agent(h func(*API, http.ResponseWriter, *http.Request, string) err
 		if err := h(a, w, r, token); err != nil {
 			if errors.Is(err, space.ErrBootstrapReused) {
 				logger(r.Context()).WarnContext(r.Context(), "a used bootstrap token was presented again; someone holds a copy of it")
+			}
+			if errors.Is(err, space.ErrCredentialReused) {
+				// Counted, and alarmed (AgentCredentialReuseAlarm): someone
+				// holds a copy of the agent's credential.
+				logger(r.Context()).WarnContext(r.Context(), "a superseded agent credential was presented; someone holds a copy of it")
+				(&metrics.Emitter{Log: logger(r.Context()), Namespace: a.MetricsNamespace}).Emit(r.Context(),
+					"a superseded agent credential was presented; every credential of the space is revoked: reinstall its agent with a new bootstrap",
+					nil, nil, metrics.Metric{Name: "AgentCredentialReuse", Unit: metrics.Count, Value: 1})
 			}
 			writeError(w, r, err)
 		}

@@ -404,3 +404,12 @@ func (a *Agents) RenewLease(ctx context.Context, raw, spaceID string, r LeaseRep
 // a bootstrap token that was already exchanged: worth a warning, since
 // someone holds a copy of it.
 var ErrBootstrapReused = errors.New("a bootstrap token of this space was presented again after its use")
+
+// ErrCredentialReused is the cause (never shown to the caller) of refusing
+// a superseded agent credential: the previous one after the current was
+// used, or the one before it. Only a copy can present it (the agent moves
+// to each new credential and never back), so the space's credentials are
+// all revoked: the copy and the agent alike, until the agent is
+// reinstalled with a new bootstrap (refresh-token reuse detection, RFC
+// 6819 5.2.2.3; OAuth 2.0 Security BCP, RFC 9700 2.2.2).
+var ErrCredentialReused = errors.New("a superseded agent credential was presented; every credential of the space is revoked")
