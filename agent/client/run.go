@@ -103,7 +103,7 @@ func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 // Each round is the same steps: credential, lease, presence, work, sleep.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
-	a := &agent{cfg: &cfg, api: &spacesAPI{base: cfg.AgentURL, http: cfg.HTTP}, log: cfg.Log,
+	a := &agent{cfg: &cfg, api: &spacesAPI{base: cfg.AgentURL, http: cfg.HTTP, cluster: cfg.clusterBinding(ctx)}, log: cfg.Log,
 		store:    stateSecret{kube: cfg.Kube, namespace: cfg.Namespace, name: cfg.StateSecret},
 		interval: defaultLeaseInterval}
 	var err error

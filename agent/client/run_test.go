@@ -2,7 +2,10 @@ package client
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"log/slog"
 	"net/http"
@@ -65,6 +68,7 @@ type fakeSpaces struct {
 	renewedTo map[string]string // credential -> the one renewed from it
 	used      map[string]bool
 	reused    []string
+	clusters  []string // the "cluster" of each exchange and lease body, as sent
 }
 
 func (f *fakeSpaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -72,6 +76,11 @@ func (f *fakeSpaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	now := f.clock.Now()
 	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	var body struct{ Cluster json.RawMessage }
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	if r.URL.Path == "/agent/exchange" || strings.HasSuffix(r.URL.Path, "/lease") {
+		f.clusters = append(f.clusters, string(body.Cluster))
+	}
 	issue := func() {
 		f.issued++
 		c := "cred-" + strconv.Itoa(f.issued)
@@ -134,6 +143,8 @@ func fakeKubeFailing(t *testing.T, fail func(n int) bool) kubernetes.Interface {
 		switch {
 		case r.URL.Path == "/version":
 			_, _ = w.Write([]byte(`{"gitVersion":"v1.31.0","platform":"linux/amd64"}`))
+		case r.URL.Path == "/api/v1/namespaces" && r.URL.Query().Get("fieldSelector") == "metadata.name=kube-system":
+			_, _ = w.Write([]byte(`{"kind":"NamespaceList","apiVersion":"v1","items":[{"metadata":{"name":"kube-system","uid":"6f1c1c1e-9a2b-4c3d-8e4f-5a6b7c8d9e0f"}}]}`))
 		case r.URL.Path == "/api/v1/namespaces/agent/secrets/state" && r.Method == http.MethodGet:
 			_ = json.NewEncoder(w).Encode(secret)
 		case r.URL.Path == "/api/v1/namespaces/agent/secrets/state" && r.Method == http.MethodPut:
@@ -256,5 +267,44 @@ func TestRenewedCredentialUsedOnlyOnceStored(t *testing.T) {
 	defer spaces.mu.Unlock()
 	if len(spaces.reused) != 0 || len(spaces.refused) != 0 {
 		t.Errorf("superseded credentials presented: %q (refused: %q)", spaces.reused, spaces.refused)
+	}
+}
+
+// TestAgentSendsItsCluster: the agent names its cluster (the kube-system
+// namespace's UID, the SHA-256 of its API server's CA certificate) in its
+// exchange and in every lease, the same each time, so that Spaces binds
+// its credentials to it (space.ClusterBinding).
+func TestAgentSendsItsCluster(t *testing.T) {
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	clk := &jumpClock{now: start}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	spaces := &fakeSpaces{clock: clk, interval: 600, stopAt: start.Add(time.Hour), stop: cancel, valid: map[string]time.Time{},
+		renewedTo: map[string]string{}, used: map[string]bool{}}
+	srv := httptest.NewServer(spaces)
+	defer srv.Close()
+	base, _ := url.Parse(srv.URL)
+	boot := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(boot, []byte("boot\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("a CA certificate's DER")})
+	err := Run(ctx, Config{AgentURL: base, BootstrapFile: boot, Kube: fakeKube(t), Namespace: "agent", StateSecret: "state",
+		KubeConfig: &rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: ca}},
+		Clock:      clk, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("a CA certificate's DER"))
+	want := `{"kube_system_uid":"6f1c1c1e-9a2b-4c3d-8e4f-5a6b7c8d9e0f","ca_sha256":"` + hex.EncodeToString(sum[:]) + `"}`
+	spaces.mu.Lock()
+	defer spaces.mu.Unlock()
+	if len(spaces.clusters) < 3 {
+		t.Fatalf("%d exchange and lease bodies, want the exchange and several leases", len(spaces.clusters))
+	}
+	for i, c := range spaces.clusters {
+		if c != want {
+			t.Errorf("body %d names the cluster %s, want %s", i, c, want)
+		}
 	}
 }

@@ -36,7 +36,10 @@ type agentItem struct {
 	// Reuse detection (space.ErrCredentialReused): the credential that
 	// last authenticated a lease or a renewal, the one the previous
 	// replaced, and when a reuse revoked them all.
-	LastUsedHash   string               `json:"last_used_hash,omitempty"`
+	LastUsedHash string `json:"last_used_hash,omitempty"`
+	// ClusterBinding is the agent's cluster (space.ClusterBinding.Key),
+	// which every lease must carry when set.
+	ClusterBinding string               `json:"cluster_binding,omitempty"`
 	SupersededHash string               `json:"superseded_hash,omitempty"`
 	RevokedAt      *time.Time           `json:"credentials_revoked_at,omitempty"`
 	RenewedAt      *time.Time           `json:"renewed_at,omitempty"`
@@ -107,17 +110,23 @@ func (s *Store) PutBootstrap(ctx context.Context, sp space.Space, hash string, e
 
 // ExchangeBootstrap consumes a bootstrap once (space.AgentStore). A fresh
 // install revokes the credentials an earlier agent held.
-func (s *Store) ExchangeBootstrap(ctx context.Context, spaceID, bootstrapHash, credHash string, credExpires, now time.Time) (string, error) {
+func (s *Store) ExchangeBootstrap(ctx context.Context, spaceID, bootstrapHash, credHash, binding string, credExpires, now time.Time) (string, error) {
+	update := "SET #ch = :c, #cexp = :cexp, #ubh = :h REMOVE #bh, #bexp, #ph, #pexp, #lu, #sh, #rev, #bind"
+	vals := map[string]types.AttributeValue{
+		":c": str(credHash), ":cexp": num(credExpires.Unix()), ":h": str(bootstrapHash), ":now": num(now.Unix()),
+	}
+	if binding != "" {
+		update = "SET #ch = :c, #cexp = :cexp, #ubh = :h, #bind = :bind REMOVE #bh, #bexp, #ph, #pexp, #lu, #sh, #rev"
+		vals[":bind"] = str(binding)
+	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: s.table, Key: agentKey(spaceID),
-		UpdateExpression:    aws.String("SET #ch = :c, #cexp = :cexp, #ubh = :h REMOVE #bh, #bexp, #ph, #pexp, #lu, #sh, #rev"),
+		UpdateExpression:    aws.String(update),
 		ConditionExpression: aws.String("#bh = :h AND #bexp > :now"),
 		ExpressionAttributeNames: map[string]string{"#ch": "credential_hash", "#cexp": "credential_expires_at", "#ubh": "used_bootstrap_hash",
 			"#bh": "bootstrap_hash", "#bexp": "bootstrap_expires_at", "#ph": "previous_hash", "#pexp": "previous_expires_at",
-			"#lu": "last_used_hash", "#sh": "superseded_hash", "#rev": "credentials_revoked_at"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":c": str(credHash), ":cexp": num(credExpires.Unix()), ":h": str(bootstrapHash), ":now": num(now.Unix()),
-		},
+			"#lu": "last_used_hash", "#sh": "superseded_hash", "#rev": "credentials_revoked_at", "#bind": "cluster_binding"},
+		ExpressionAttributeValues:           vals,
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -242,18 +251,25 @@ func (s *Store) RenewLease(ctx context.Context, spaceID, credHash string, r spac
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: s.table, Key: agentKey(spaceID),
 		UpdateExpression:    aws.String("SET #ren = :at, #av = :av, #sv = :sv, #lu = :h"),
-		ConditionExpression: aws.String(credentialValid),
+		ConditionExpression: aws.String(credentialValid + " AND (attribute_not_exists(#bind) OR #bind = :bind)"),
 		ExpressionAttributeNames: credentialNames(map[string]string{"#ren": "renewed_at", "#av": "agent_version",
-			"#sv": "server_version"}),
+			"#sv": "server_version", "#bind": "cluster_binding"}),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":at": str(now.UTC().Format(time.RFC3339Nano)), ":av": str(r.AgentVersion),
 			":sv": &types.AttributeValueMemberM{Value: sv}, ":h": str(credHash), ":now": num(now.Unix()),
+			":bind": str(r.Cluster.Key()),
 		},
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err != nil {
-		return space.LeaseRenewal{}, s.agentRefused(ctx, spaceID, "renew lease", err, s.refusedCredential(ctx, spaceID, credHash, now))
+		refused := s.refusedCredential(ctx, spaceID, credHash, now)
+		return space.LeaseRenewal{}, s.agentRefused(ctx, spaceID, "renew lease", err, func(it agentItem) error {
+			if it.credentialValidCT(credHash, now) && it.ClusterBinding != r.Cluster.Key() {
+				return fmt.Errorf("%w (bound to %s, the lease names %q)", space.ErrClusterMismatch, it.ClusterBinding, r.Cluster.Key())
+			}
+			return refused(it)
+		})
 	}
 	var it agentItem
 	if err := s.decode(out.Attributes, &it); err != nil {

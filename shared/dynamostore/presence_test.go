@@ -21,7 +21,7 @@ func (f *fixture) agentSpace(t *testing.T) (space.Space, space.AgentToken) {
 		t.Fatal(err)
 	}
 	cred := space.NewAgentCredential(s.ID)
-	if _, err := f.store.ExchangeBootstrap(t.Context(), s.ID, b.Hash(), cred.Hash(), now.Add(24*time.Hour), now); err != nil {
+	if _, err := f.store.ExchangeBootstrap(t.Context(), s.ID, b.Hash(), cred.Hash(), "", now.Add(24*time.Hour), now); err != nil {
 		t.Fatal(err)
 	}
 	return s, cred

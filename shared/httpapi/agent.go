@@ -66,6 +66,9 @@ func (a *API) agent(h func(*API, http.ResponseWriter, *http.Request, string) err
 			if errors.Is(err, space.ErrBootstrapReused) {
 				logger(r.Context()).WarnContext(r.Context(), "a used bootstrap token was presented again; someone holds a copy of it")
 			}
+			if errors.Is(err, space.ErrClusterMismatch) {
+				logger(r.Context()).WarnContext(r.Context(), "an agent credential was presented from a cluster other than its own; someone holds a copy of it", "error", err.Error())
+			}
 			if errors.Is(err, space.ErrCredentialReused) {
 				// Counted, and alarmed (AgentCredentialReuseAlarm): someone
 				// holds a copy of the agent's credential.
@@ -79,11 +82,27 @@ func (a *API) agent(h func(*API, http.ResponseWriter, *http.Request, string) err
 	})
 }
 
+// agentExchange: the body is optional, {"cluster": {...}}: the cluster
+// the credential is bound to (space.ClusterBinding). Small, as the lease's.
 func (a *API) agentExchange(w http.ResponseWriter, r *http.Request, token string) error {
-	return a.agentCredential(w, r, token, a.Agents.Exchange)
+	var b *space.ClusterBinding
+	if r.ContentLength != 0 {
+		if r.ContentLength > maxLeaseBody {
+			return &httpError{status: http.StatusRequestEntityTooLarge, detail: fmt.Sprintf("the request body is larger than %d bytes", maxLeaseBody), field: "body"}
+		}
+		if err := readObjectMax(w, r, maxLeaseBody, map[string]any{"cluster": &b}); err != nil {
+			return err
+		}
+	}
+	return a.agentCredential(w, r, token, func(ctx context.Context, token string) (space.AgentCredential, error) {
+		return a.Agents.ExchangeBound(ctx, token, b)
+	})
 }
 
 func (a *API) agentRenew(w http.ResponseWriter, r *http.Request, token string) error {
+	if err := emptyBody(r); err != nil {
+		return err
+	}
 	return a.agentCredential(w, r, token, a.Agents.Renew)
 }
 
@@ -91,9 +110,6 @@ func (a *API) agentRenew(w http.ResponseWriter, r *http.Request, token string) e
 // (exchange) or from the credential it replaces (renew).
 func (a *API) agentCredential(w http.ResponseWriter, r *http.Request, token string,
 	issue func(context.Context, string) (space.AgentCredential, error)) error {
-	if err := emptyBody(r); err != nil {
-		return err
-	}
 	c, err := issue(r.Context(), token)
 	if err != nil {
 		return err
@@ -131,7 +147,8 @@ func (a *API) agentLease(w http.ResponseWriter, r *http.Request, token string) e
 		return &httpError{status: http.StatusRequestEntityTooLarge, detail: fmt.Sprintf("the request body is larger than %d bytes", maxLeaseBody), field: "body"}
 	}
 	var rep space.LeaseReport
-	if err := readObjectMax(w, r, maxLeaseBody, map[string]any{"agent_version": &rep.AgentVersion, "server_version": &rep.ServerVersion}); err != nil {
+	if err := readObjectMax(w, r, maxLeaseBody, map[string]any{"agent_version": &rep.AgentVersion, "server_version": &rep.ServerVersion,
+		"cluster": &rep.Cluster}); err != nil {
 		return err
 	}
 	res, err := a.Agents.RenewLease(r.Context(), token, r.PathValue("spaceID"), rep)

@@ -97,3 +97,61 @@ func (e *agentEnv) logText() string {
 	defer e.mu.Unlock()
 	return e.logs.String()
 }
+
+// TestAgentBoundToItsCluster: an exchange naming the agent's cluster binds
+// its credentials to it: a lease naming another cluster, or none, is
+// refused (401, logged) and stores nothing; the same cluster's is taken.
+// An exchange naming none leaves the credentials unbound (older agents).
+func TestAgentBoundToItsCluster(t *testing.T) {
+	e := newAgentEnv(t)
+	org := "org-" + uuid.NewString()[:8]
+	id, boot := e.register(org, "mine")
+	cluster := `{"kube_system_uid":"6f1c1c1e-9a2b-4c3d-8e4f-5a6b7c8d9e0f","ca_sha256":"` + strings.Repeat("ab", 32) + `"}`
+	other := `{"kube_system_uid":"00000000-9a2b-4c3d-8e4f-5a6b7c8d9e0f","ca_sha256":"` + strings.Repeat("ab", 32) + `"}`
+	if code, b := e.do("POST", "/agent/exchange", "", boot, `{"cluster":{"kube_system_uid":"x/y","ca_sha256":"nothex"}}`); code != http.StatusUnprocessableEntity {
+		t.Errorf("an exchange with a malformed cluster: %d %v, want 422", code, b)
+	}
+	code, c := e.do("POST", "/agent/exchange", "", boot, `{"cluster":`+cluster+`}`)
+	if code != http.StatusOK {
+		t.Fatalf("exchange: %d %v", code, c)
+	}
+	cred := c["credential"].(string)
+	leaseWith := func(cl string) string {
+		body := strings.TrimSuffix(lease, "}")
+		if cl != "" {
+			body += `,"cluster":` + cl
+		}
+		return body + "}"
+	}
+	if code, b := e.do("PUT", "/agent/spaces/"+id+"/lease", "", cred, leaseWith(cluster)); code != http.StatusOK {
+		t.Fatalf("a lease from its cluster: %d %v", code, b)
+	}
+	before, err := e.store.GetLease(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.now = e.now.Add(time.Minute)
+	for name, cl := range map[string]string{"another cluster": other, "no cluster": ""} {
+		if code, _ := e.do("PUT", "/agent/spaces/"+id+"/lease", "", cred, leaseWith(cl)); code != http.StatusUnauthorized {
+			t.Errorf("a lease naming %s: %d, want 401", name, code)
+		}
+	}
+	if l, _ := e.store.GetLease(t.Context(), id); !l.RenewedAt.Equal(*before.RenewedAt) {
+		t.Errorf("a refused lease was stored: renewed at %v, want %v", l.RenewedAt, before.RenewedAt)
+	}
+	if n := strings.Count(e.logText(), "a cluster other than its own"); n != 2 {
+		t.Errorf("%d mismatches logged, want 2", n)
+	}
+	if code, _ := e.do("PUT", "/agent/spaces/"+id+"/lease", "", cred, leaseWith(cluster)); code != http.StatusOK {
+		t.Errorf("its own cluster's lease after the refusals: %d, want 200", code)
+	}
+	// Unbound: an exchange without a body.
+	id2, boot2 := e.register(org, "old")
+	code, c = e.do("POST", "/agent/exchange", "", boot2, "")
+	if code != http.StatusOK {
+		t.Fatal(code)
+	}
+	if code, _ := e.do("PUT", "/agent/spaces/"+id2+"/lease", "", c["credential"].(string), lease); code != http.StatusOK {
+		t.Errorf("an unbound agent's lease: %d, want 200", code)
+	}
+}
