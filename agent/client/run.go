@@ -103,7 +103,7 @@ func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) 
 // Each round is the same steps: credential, lease, presence, work, sleep.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
-	a := &agent{cfg: &cfg, api: &spacesAPI{base: cfg.AgentURL, http: cfg.HTTP}, log: cfg.Log,
+	a := &agent{cfg: &cfg, api: &spacesAPI{base: cfg.AgentURL, http: cfg.HTTP, cluster: cfg.clusterBinding(ctx)}, log: cfg.Log,
 		store:    stateSecret{kube: cfg.Kube, namespace: cfg.Namespace, name: cfg.StateSecret},
 		interval: defaultLeaseInterval}
 	var err error
@@ -142,7 +142,7 @@ type agent struct {
 	store    stateSecret
 	log      *slog.Logger
 	st       state
-	unsaved  bool          // a renewed credential is not in the state Secret yet
+	unsaved  *state        // a renewed credential not in the state Secret yet: not used until it is
 	leasing  bool          // the last lease renewal succeeded
 	interval time.Duration // the lease interval Spaces last answered
 	pres     *presence     // the presence channel, while the lease answer names one (presence.go)
@@ -207,7 +207,7 @@ func (a *agent) credential(ctx context.Context) (retry bool, err error) {
 	if a.st, err = a.cfg.exchange(ctx, a.api, a.store, a.st); err != nil {
 		return false, err
 	}
-	if a.st.ExpiresAt.Sub(a.cfg.Clock.Now()) < a.cfg.RenewBefore {
+	if a.unsaved == nil && a.st.ExpiresAt.Sub(a.cfg.Clock.Now()) < a.cfg.RenewBefore {
 		c, err := a.api.renew(ctx, a.st.Credential)
 		switch {
 		case errors.Is(err, ErrRefused):
@@ -216,16 +216,22 @@ func (a *agent) credential(ctx context.Context) (retry bool, err error) {
 			a.log.Warn("cannot renew the credential; retrying", "error", err.Error(), "expires_at", a.st.ExpiresAt)
 			retry = true
 		default:
-			a.st.Credential, a.st.ExpiresAt, a.unsaved = c.Credential, c.ExpiresAt, true
+			next := a.st
+			next.Credential, next.ExpiresAt = c.Credential, c.ExpiresAt
+			a.unsaved = &next
 			a.log.Info("renewed the credential", "expires_at", c.ExpiresAt)
 		}
 	}
-	if a.unsaved {
-		if err := a.store.save(ctx, a.st); err != nil {
-			a.log.Warn("cannot store the renewed credential; retrying", "error", err.Error())
+	if a.unsaved != nil {
+		// Used only once stored: a restart reads the Secret back, and a
+		// credential presented after the one renewed from it was used is
+		// a copy to Spaces, which revokes them all. Until then the old one
+		// works (the new one unused) for space.RenewOverlap.
+		if err := a.store.save(ctx, *a.unsaved); err != nil {
+			a.log.Warn("cannot store the renewed credential; carrying on with the old one and retrying", "error", err.Error())
 			retry = true
 		} else {
-			a.unsaved = false
+			a.st, a.unsaved = *a.unsaved, nil
 		}
 	}
 	return retry, nil

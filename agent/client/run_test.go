@@ -2,7 +2,10 @@ package client
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"log/slog"
 	"net/http"
@@ -60,6 +63,12 @@ type fakeSpaces struct {
 	renewals int
 	leases   []time.Time
 	refused  []string
+	// Reuse detection, as Spaces': a credential presented after the one
+	// renewed from it was used is a superseded one.
+	renewedTo map[string]string // credential -> the one renewed from it
+	used      map[string]bool
+	reused    []string
+	clusters  []string // the "cluster" of each exchange and lease body, as sent
 }
 
 func (f *fakeSpaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -67,6 +76,11 @@ func (f *fakeSpaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	now := f.clock.Now()
 	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	var body struct{ Cluster json.RawMessage }
+	_ = json.NewDecoder(r.Body).Decode(&body)
+	if r.URL.Path == "/agent/exchange" || strings.HasSuffix(r.URL.Path, "/lease") {
+		f.clusters = append(f.clusters, string(body.Cluster))
+	}
 	issue := func() {
 		f.issued++
 		c := "cred-" + strconv.Itoa(f.issued)
@@ -78,6 +92,10 @@ func (f *fakeSpaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		issue()
 		return
 	}
+	if next, ok := f.renewedTo[token]; ok && f.used[next] {
+		f.reused = append(f.reused, token+" at "+now.Format(time.RFC3339))
+	}
+	f.used[token] = true
 	if exp, ok := f.valid[token]; !ok || !now.Before(exp) {
 		f.refused = append(f.refused, r.Method+" "+r.URL.Path+" at "+now.Format(time.RFC3339))
 		w.Header().Set("Content-Type", "application/problem+json")
@@ -92,6 +110,7 @@ func (f *fakeSpaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.valid[token] = end
 		}
 		issue()
+		f.renewedTo[token] = "cred-" + strconv.Itoa(f.issued)
 	case r.URL.Path == "/agent/spaces/"+presenceSpaceID+"/lease":
 		f.leases = append(f.leases, now)
 		if !now.Before(f.stopAt) {
@@ -108,8 +127,13 @@ const presenceSpaceID = "0a1b2c3d-0000-4000-8000-000000000000"
 
 // fakeKube is the API server calls the agent makes with no work to do:
 // GET /version and its state Secret.
-func fakeKube(t *testing.T) kubernetes.Interface {
+func fakeKube(t *testing.T) kubernetes.Interface { return fakeKubeFailing(t, nil) }
+
+// fakeKubeFailing is fakeKube whose state Secret's n-th update (from 1)
+// fails with 500 when fail(n).
+func fakeKubeFailing(t *testing.T, fail func(n int) bool) kubernetes.Interface {
 	var mu sync.Mutex
+	puts := 0
 	secret := corev1.Secret{}
 	secret.Name, secret.Namespace, secret.ResourceVersion = "state", "agent", "1"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -119,9 +143,15 @@ func fakeKube(t *testing.T) kubernetes.Interface {
 		switch {
 		case r.URL.Path == "/version":
 			_, _ = w.Write([]byte(`{"gitVersion":"v1.31.0","platform":"linux/amd64"}`))
+		case r.URL.Path == "/api/v1/namespaces" && r.URL.Query().Get("fieldSelector") == "metadata.name=kube-system":
+			_, _ = w.Write([]byte(`{"kind":"NamespaceList","apiVersion":"v1","items":[{"metadata":{"name":"kube-system","uid":"6f1c1c1e-9a2b-4c3d-8e4f-5a6b7c8d9e0f"}}]}`))
 		case r.URL.Path == "/api/v1/namespaces/agent/secrets/state" && r.Method == http.MethodGet:
 			_ = json.NewEncoder(w).Encode(secret)
 		case r.URL.Path == "/api/v1/namespaces/agent/secrets/state" && r.Method == http.MethodPut:
+			if puts++; fail != nil && fail(puts) {
+				http.Error(w, `{"kind":"Status","status":"Failure","code":500}`, http.StatusInternalServerError)
+				return
+			}
 			var s corev1.Secret
 			if err := json.NewDecoder(r.Body).Decode(&s); err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
@@ -152,7 +182,8 @@ func TestRunForAWeek(t *testing.T) {
 	clk := &jumpClock{now: start}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	spaces := &fakeSpaces{clock: clk, interval: 600, stopAt: start.Add(7 * 24 * time.Hour), stop: cancel, valid: map[string]time.Time{}}
+	spaces := &fakeSpaces{clock: clk, interval: 600, stopAt: start.Add(7 * 24 * time.Hour), stop: cancel, valid: map[string]time.Time{},
+		renewedTo: map[string]string{}, used: map[string]bool{}}
 	srv := httptest.NewServer(spaces)
 	defer srv.Close()
 	base, _ := url.Parse(srv.URL)
@@ -183,6 +214,97 @@ func TestRunForAWeek(t *testing.T) {
 	for i := 1; i < len(spaces.leases); i++ {
 		if gap := spaces.leases[i].Sub(spaces.leases[i-1]); gap > 10*time.Minute || gap < defaultLeaseInterval {
 			t.Fatalf("lease renewals %s apart at %s", gap, spaces.leases[i-1])
+		}
+	}
+}
+
+// TestRenewedCredentialUsedOnlyOnceStored: a renewed credential that
+// cannot be stored in the state Secret is not used; the agent carries on
+// with the old one (valid while the new one is unused), so that a restart,
+// which reads the old one back, never presents a credential superseded by
+// one it used: Spaces would take it for a copy and revoke the space's
+// credentials (space.ErrCredentialReused).
+func TestRenewedCredentialUsedOnlyOnceStored(t *testing.T) {
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	clk := &jumpClock{now: start}
+	boot := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(boot, []byte("boot\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	failing := true
+	kube := fakeKubeFailing(t, func(n int) bool { return n > 1 && failing }) // the exchange's save only
+	spaces := &fakeSpaces{clock: clk, interval: 600, valid: map[string]time.Time{},
+		renewedTo: map[string]string{}, used: map[string]bool{}}
+	srv := httptest.NewServer(spaces)
+	defer srv.Close()
+	base, _ := url.Parse(srv.URL)
+	run := func(until time.Time) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		spaces.mu.Lock()
+		spaces.stopAt, spaces.stop = until, cancel
+		spaces.mu.Unlock()
+		if err := Run(ctx, Config{AgentURL: base, BootstrapFile: boot, Kube: kube, Namespace: "agent", StateSecret: "state",
+			Clock: clk, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}); err != nil {
+			t.Fatalf("Run: %v (refused: %q)", err, spaces.refused)
+		}
+	}
+	// Past the first renewal (at 12 h), whose credential cannot be stored;
+	// the pod stops there.
+	run(start.Add(12*time.Hour + 30*time.Minute))
+	spaces.mu.Lock()
+	renewed := spaces.renewals
+	spaces.mu.Unlock()
+	if renewed == 0 {
+		t.Fatal("no renewal before the stop")
+	}
+	// A restart, with a Secret that works again: it reads the stored
+	// credential and carries on for a day.
+	failing = false
+	run(clk.Now().Add(24 * time.Hour))
+	spaces.mu.Lock()
+	defer spaces.mu.Unlock()
+	if len(spaces.reused) != 0 || len(spaces.refused) != 0 {
+		t.Errorf("superseded credentials presented: %q (refused: %q)", spaces.reused, spaces.refused)
+	}
+}
+
+// TestAgentSendsItsCluster: the agent names its cluster (the kube-system
+// namespace's UID, the SHA-256 of its API server's CA certificate) in its
+// exchange and in every lease, the same each time, so that Spaces binds
+// its credentials to it (space.ClusterBinding).
+func TestAgentSendsItsCluster(t *testing.T) {
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	clk := &jumpClock{now: start}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	spaces := &fakeSpaces{clock: clk, interval: 600, stopAt: start.Add(time.Hour), stop: cancel, valid: map[string]time.Time{},
+		renewedTo: map[string]string{}, used: map[string]bool{}}
+	srv := httptest.NewServer(spaces)
+	defer srv.Close()
+	base, _ := url.Parse(srv.URL)
+	boot := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(boot, []byte("boot\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("a CA certificate's DER")})
+	err := Run(ctx, Config{AgentURL: base, BootstrapFile: boot, Kube: fakeKube(t), Namespace: "agent", StateSecret: "state",
+		KubeConfig: &rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: ca}},
+		Clock:      clk, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte("a CA certificate's DER"))
+	want := `{"kube_system_uid":"6f1c1c1e-9a2b-4c3d-8e4f-5a6b7c8d9e0f","ca_sha256":"` + hex.EncodeToString(sum[:]) + `"}`
+	spaces.mu.Lock()
+	defer spaces.mu.Unlock()
+	if len(spaces.clusters) < 3 {
+		t.Fatalf("%d exchange and lease bodies, want the exchange and several leases", len(spaces.clusters))
+	}
+	for i, c := range spaces.clusters {
+		if c != want {
+			t.Errorf("body %d names the cluster %s, want %s", i, c, want)
 		}
 	}
 }

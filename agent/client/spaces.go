@@ -53,6 +53,9 @@ type ServerVersion struct {
 type spacesAPI struct {
 	base *url.URL
 	http *http.Client
+	// cluster is the agent's cluster, sent at the exchange (which binds
+	// the credentials to it) and with every lease (nil: not known).
+	cluster *space.ClusterBinding
 }
 
 // problem is an RFC 9457 answer, kept for the log (it never holds a
@@ -81,7 +84,11 @@ func (e *httpError) Is(target error) bool {
 
 func (c *spacesAPI) exchange(ctx context.Context, bootstrap string) (credential, error) {
 	var out credential
-	return out, c.call(ctx, "exchange the bootstrap", http.MethodPost, "agent/exchange", bootstrap, nil, &out)
+	var body any
+	if c.cluster != nil {
+		body = map[string]any{"cluster": c.cluster}
+	}
+	return out, c.call(ctx, "exchange the bootstrap", http.MethodPost, "agent/exchange", bootstrap, body, &out)
 }
 
 func (c *spacesAPI) renew(ctx context.Context, cred string) (credential, error) {
@@ -101,6 +108,9 @@ type leaseAnswer struct {
 // lease renews the space's lease.
 func (c *spacesAPI) lease(ctx context.Context, cred, spaceID string, v ServerVersion) (leaseAnswer, error) {
 	body := map[string]any{"agent_version": Version, "server_version": v}
+	if c.cluster != nil {
+		body["cluster"] = c.cluster
+	}
 	var out leaseAnswer
 	err := c.call(ctx, "renew the lease", http.MethodPut, "agent/spaces/"+url.PathEscape(spaceID)+"/lease", cred, body, &out)
 	return out, err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sync"
+	"time"
 )
 
 // Gateway serves h as the HTTP API's Lambda proxy integration of f does:
@@ -23,6 +25,50 @@ func (f Function) Gateway(h http.Handler) http.Handler {
 type URL struct {
 	// AuthType is NONE: the function authenticates its callers itself.
 	AuthType string
+	// Now is the throttle's clock (nil: time.Now); tests set it.
+	Now func() time.Time
+}
+
+// URLRatePerConcurrency is Lambda's request rate for a function URL per
+// unit of reserved concurrency: "your function's maximum request rate per
+// second (RPS) is equivalent to 10 times the configured reserved
+// concurrency"; beyond it, and beyond the reserved concurrency in flight,
+// the URL answers 429
+// (https://docs.aws.amazon.com/lambda/latest/dg/urls-configuration.html#urls-throttling).
+const URLRatePerConcurrency = 10
+
+// urlThrottle is a function URL's throttle: requests in flight against
+// the reserved concurrency, and requests started in each wall-clock second
+// against URLRatePerConcurrency times it. Lambda does not say how it
+// meters the rate; a fixed one-second window is the simplest reading.
+type urlThrottle struct {
+	conc     int
+	now      func() time.Time
+	mu       sync.Mutex
+	second   int64
+	started  int
+	inflight int
+}
+
+// admit takes a request in, or answers false (429).
+func (t *urlThrottle) admit() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.now().Unix(); s != t.second {
+		t.second, t.started = s, 0
+	}
+	if t.inflight >= t.conc || t.started >= URLRatePerConcurrency*t.conc {
+		return false
+	}
+	t.started++
+	t.inflight++
+	return true
+}
+
+func (t *urlThrottle) done() {
+	t.mu.Lock()
+	t.inflight--
+	t.mu.Unlock()
 }
 
 // FunctionURL serves h as f's function URL does
@@ -31,13 +77,32 @@ type URL struct {
 // invocation of f (the function answers an unknown route itself), under
 // f's rules (Run), buffered (InvokeMode BUFFERED). An invocation that
 // fails or times out is answered 502, Lambda's answer when the function
-// returns no valid response. It is an error for the template to give f
-// no function URL: the local stack serves only what would be deployed.
+// returns no valid response. With reserved concurrency, a request over
+// the throttle (urlThrottle) is answered 429 and invokes nothing. It is
+// an error for the template to give f no function URL: the local stack
+// serves only what would be deployed.
 func (f Function) FunctionURL(h http.Handler) (http.Handler, error) {
 	if f.URL == nil {
 		return nil, fmt.Errorf("lambdarules: template.yaml gives %s no FunctionUrlConfig", f.ID)
 	}
-	return f.serveHTTP(h, http.StatusBadGateway, `{"Message":"Internal Server Error"}`), nil
+	served := f.serveHTTP(h, http.StatusBadGateway, `{"Message":"Internal Server Error"}`)
+	if f.ReservedConcurrency == 0 {
+		return served, nil
+	}
+	t := &urlThrottle{conc: f.ReservedConcurrency, now: f.URL.Now}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !t.admit() {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"Message":"Rate Exceeded."}`))
+			return
+		}
+		defer t.done()
+		served.ServeHTTP(w, r)
+	}), nil
 }
 
 // serveHTTP runs each request as one invocation of f; failed answers

@@ -10,7 +10,9 @@
 //     N.NN seconds" (an SQS batch fails whole; behind the HTTP API the
 //     gateway answers 500, Gateway; a function URL 502, FunctionURL).
 //   - Function URLs (FunctionURL): no routes of their own (every path is
-//     the function's to answer), and the function's own Timeout.
+//     the function's to answer), the function's own Timeout, and the
+//     throttle its reserved concurrency sets: at most that many requests
+//     in flight and 10 times that many a second, 429 beyond.
 //   - Recursive loop detection (SQS, TraceHeader): the chain of invocations
 //     an SQS message carries, counted as Lambda counts it in the trace
 //     header's lineage; a message that would invoke a function a 17th time
@@ -67,6 +69,9 @@ type Function struct {
 	Sources map[string]SQSSource
 	// URL is its function URL (nil: none).
 	URL *URL
+	// ReservedConcurrency is its ReservedConcurrentExecutions (0: none
+	// reserved, no limit modelled).
+	ReservedConcurrency int
 }
 
 // Async is a function's EventInvokeConfig.
@@ -102,10 +107,11 @@ func Read(template []byte) (Functions, error) {
 		return nil, err
 	}
 	type props struct {
-		Timeout           *float64
-		RecursiveLoop     string
-		FunctionUrlConfig *struct{ AuthType, InvokeMode string }
-		Events            map[string]struct {
+		Timeout                      *float64
+		RecursiveLoop                string
+		ReservedConcurrentExecutions any
+		FunctionUrlConfig            *struct{ AuthType, InvokeMode string }
+		Events                       map[string]struct {
 			Type       string
 			Properties struct {
 				Queue                          any
@@ -200,6 +206,10 @@ func Read(template []byte) (Functions, error) {
 				f.Sources = map[string]SQSSource{}
 			}
 			f.Sources[name] = src
+		}
+		// A number; a parameter's (!Ref) is not resolved here: no limit.
+		if n, ok := p.ReservedConcurrentExecutions.(float64); ok {
+			f.ReservedConcurrency = int(n)
 		}
 		fs[id] = f
 	}

@@ -8,12 +8,15 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"spaces"
+	"spaces/infra/testclock"
 )
 
 func template(t *testing.T) Functions {
@@ -50,6 +53,7 @@ func TestReadsTheTemplate(t *testing.T) {
 			t.Errorf("%s: SQS events %+v, want %+v", id, got.Sources, want)
 		}
 		got.Sources = nil
+		got.ReservedConcurrency = 0 // the URL's throttle's: TestFunctionURLThrottle
 		if !reflect.DeepEqual(got, w) {
 			t.Errorf("%s: %+v, want %+v", id, got, w)
 		}
@@ -233,5 +237,68 @@ func TestAsync(t *testing.T) {
 	d := &AsyncInvoker{Function: fs.Get("ProberFunction"), Delays: []time.Duration{time.Millisecond}, OnFailure: keep}
 	if res := d.Invoke(t.Context(), nil, fail(&calls)); res.Attempts != 3 || calls != 3 || len(records) != 2 {
 		t.Errorf("defaults: %+v after %d calls, %d records", res, calls, len(records))
+	}
+}
+
+// TestFunctionURLThrottle: the agent function's URL takes 10 × its
+// reserved concurrency requests a second and that many in flight;
+// beyond either it answers 429 without invoking the function, and the
+// next second takes requests again.
+func TestFunctionURLThrottle(t *testing.T) {
+	f := template(t).Get("AgentFunction")
+	if f.ReservedConcurrency < 1 {
+		t.Fatalf("AgentFunction reserves %d, want its template value", f.ReservedConcurrency)
+	}
+	clock := testclock.New(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	f.URL = &URL{AuthType: "NONE", Now: clock.Now}
+	var invoked atomic.Int64
+	hold, held := make(chan struct{}), make(chan struct{}, 100)
+	h, err := f.FunctionURL(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		invoked.Add(1)
+		if r.URL.Path == "/hold" {
+			held <- struct{}{}
+			<-hold
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) int {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		return rec.Code
+	}
+	rate := URLRatePerConcurrency * f.ReservedConcurrency
+	count := func(n int) map[int]int {
+		codes := map[int]int{}
+		for range n {
+			codes[get("/")]++
+		}
+		return codes
+	}
+	if c := count(rate + 7); c[http.StatusNoContent] != rate || c[http.StatusTooManyRequests] != 7 || invoked.Load() != int64(rate) {
+		t.Errorf("%d requests in one second: %v, %d invocations, want %d served and 7 answered 429 uninvoked", rate+7, c, invoked.Load(), rate)
+	}
+	clock.Advance(time.Second)
+	if c := count(rate); c[http.StatusNoContent] != rate {
+		t.Errorf("the next second: %v, want all %d served", c, rate)
+	}
+	// The reserved concurrency in flight: one more is throttled.
+	clock.Advance(time.Second)
+	var wg sync.WaitGroup
+	for range f.ReservedConcurrency {
+		wg.Add(1)
+		go func() { defer wg.Done(); get("/hold") }()
+		<-held
+	}
+	before := invoked.Load()
+	if code := get("/"); code != http.StatusTooManyRequests || invoked.Load() != before {
+		t.Errorf("with %d in flight: %d, want 429 and no invocation", f.ReservedConcurrency, code)
+	}
+	close(hold)
+	wg.Wait()
+	if code := get("/"); code != http.StatusNoContent {
+		t.Errorf("once the held requests ended: %d, want 204", code)
 	}
 }

@@ -24,22 +24,36 @@ import (
 // agentItem is the stored form. Times that conditions compare are epoch
 // seconds (N); renewed_at is RFC 3339 like every other time.
 type agentItem struct {
-	OrgID             string               `json:"org_id"`
-	SpaceID           string               `json:"space_id"`
-	BootstrapHash     string               `json:"bootstrap_hash,omitempty"`
-	BootstrapExpires  int64                `json:"bootstrap_expires_at,omitempty"`
-	UsedBootstrapHash string               `json:"used_bootstrap_hash,omitempty"`
-	CredentialHash    string               `json:"credential_hash,omitempty"`
-	CredentialExpires int64                `json:"credential_expires_at,omitempty"`
-	PreviousHash      string               `json:"previous_hash,omitempty"`
-	PreviousExpires   int64                `json:"previous_expires_at,omitempty"`
-	RenewedAt         *time.Time           `json:"renewed_at,omitempty"`
-	AgentVersion      string               `json:"agent_version,omitempty"`
-	ServerVersion     *space.ServerVersion `json:"server_version,omitempty"`
+	OrgID             string `json:"org_id"`
+	SpaceID           string `json:"space_id"`
+	BootstrapHash     string `json:"bootstrap_hash,omitempty"`
+	BootstrapExpires  int64  `json:"bootstrap_expires_at,omitempty"`
+	UsedBootstrapHash string `json:"used_bootstrap_hash,omitempty"`
+	CredentialHash    string `json:"credential_hash,omitempty"`
+	CredentialExpires int64  `json:"credential_expires_at,omitempty"`
+	PreviousHash      string `json:"previous_hash,omitempty"`
+	PreviousExpires   int64  `json:"previous_expires_at,omitempty"`
+	// Reuse detection (space.ErrCredentialReused): the credential that
+	// last authenticated a lease or a renewal, the one the previous
+	// replaced, and when a reuse revoked them all.
+	LastUsedHash string `json:"last_used_hash,omitempty"`
+	// ClusterBinding is the agent's cluster (space.ClusterBinding.Key),
+	// which every lease must carry when set.
+	ClusterBinding string               `json:"cluster_binding,omitempty"`
+	SupersededHash string               `json:"superseded_hash,omitempty"`
+	RevokedAt      *time.Time           `json:"credentials_revoked_at,omitempty"`
+	RenewedAt      *time.Time           `json:"renewed_at,omitempty"`
+	AgentVersion   string               `json:"agent_version,omitempty"`
+	ServerVersion  *space.ServerVersion `json:"server_version,omitempty"`
 	// The work waiting for the agent (agentwork.go; its creates and
 	// handed revisions are attributes of their own, read by agentWork).
 	NSWantedAt   *time.Time `json:"ns_wanted_at,omitempty"`
 	NSObservedAt *time.Time `json:"ns_observed_at,omitempty"`
+	// The stored list's space.NamespacesReport.Hash, and when (epoch
+	// seconds) it was last written: an unchanged report and the
+	// unasked-report limit are conditions on these (agentwork.go).
+	NSHash   string `json:"ns_hash,omitempty"`
+	NSListAt int64  `json:"ns_list_s,omitempty"`
 	// The agent's MQTT connection's last lifecycle event (presence.go).
 	PresenceVersion   *int64     `json:"presence_version,omitempty"`
 	PresenceConnected bool       `json:"presence_connected,omitempty"`
@@ -96,16 +110,23 @@ func (s *Store) PutBootstrap(ctx context.Context, sp space.Space, hash string, e
 
 // ExchangeBootstrap consumes a bootstrap once (space.AgentStore). A fresh
 // install revokes the credentials an earlier agent held.
-func (s *Store) ExchangeBootstrap(ctx context.Context, spaceID, bootstrapHash, credHash string, credExpires, now time.Time) (string, error) {
+func (s *Store) ExchangeBootstrap(ctx context.Context, spaceID, bootstrapHash, credHash, binding string, credExpires, now time.Time) (string, error) {
+	update := "SET #ch = :c, #cexp = :cexp, #ubh = :h REMOVE #bh, #bexp, #ph, #pexp, #lu, #sh, #rev, #bind"
+	vals := map[string]types.AttributeValue{
+		":c": str(credHash), ":cexp": num(credExpires.Unix()), ":h": str(bootstrapHash), ":now": num(now.Unix()),
+	}
+	if binding != "" {
+		update = "SET #ch = :c, #cexp = :cexp, #ubh = :h, #bind = :bind REMOVE #bh, #bexp, #ph, #pexp, #lu, #sh, #rev"
+		vals[":bind"] = str(binding)
+	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: s.table, Key: agentKey(spaceID),
-		UpdateExpression:    aws.String("SET #ch = :c, #cexp = :cexp, #ubh = :h REMOVE #bh, #bexp, #ph, #pexp"),
+		UpdateExpression:    aws.String(update),
 		ConditionExpression: aws.String("#bh = :h AND #bexp > :now"),
 		ExpressionAttributeNames: map[string]string{"#ch": "credential_hash", "#cexp": "credential_expires_at", "#ubh": "used_bootstrap_hash",
-			"#bh": "bootstrap_hash", "#bexp": "bootstrap_expires_at", "#ph": "previous_hash", "#pexp": "previous_expires_at"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":c": str(credHash), ":cexp": num(credExpires.Unix()), ":h": str(bootstrapHash), ":now": num(now.Unix()),
-		},
+			"#bh": "bootstrap_hash", "#bexp": "bootstrap_expires_at", "#ph": "previous_hash", "#pexp": "previous_expires_at",
+			"#lu": "last_used_hash", "#sh": "superseded_hash", "#rev": "credentials_revoked_at", "#bind": "cluster_binding"},
+		ExpressionAttributeValues:           vals,
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -124,30 +145,34 @@ func (s *Store) ExchangeBootstrap(ctx context.Context, spaceID, bootstrapHash, c
 }
 
 // RenewCredential rotates a credential (space.AgentStore): the presented
-// one must be the current or the previous and unexpired; the current
-// becomes the previous, valid for space.RenewOverlap more (long enough to
-// retry a renewal whose answer was lost, short enough that a copied
-// credential dies soon after the agent moved on).
+// one must be the current or the previous and unexpired (the previous
+// only while the current is unused: credentialValid); the current becomes
+// the previous, valid for space.RenewOverlap more (long enough to retry a
+// renewal whose answer was lost, short enough that a copied credential
+// dies soon after the agent moved on), and the previous is remembered as
+// superseded. A superseded credential presented revokes them all
+// (refusedCredential).
 func (s *Store) RenewCredential(ctx context.Context, spaceID, oldHash, newHash string, newExpires, now time.Time) (string, error) {
 	// Renewing with the previous credential (its renewal's answer was lost)
 	// keeps the previous as it is and replaces the current.
 	for _, presented := range []string{"current", "previous"} {
-		update := "SET #ph = :old, #pexp = :pexp, #ch = :new, #cexp = :nexp"
+		update := "SET #ph = :old, #pexp = :pexp, #ch = :new, #cexp = :nexp, #lu = :old"
 		cond := "#ch = :old AND #cexp > :now"
+		names := map[string]string{"#ch": "credential_hash", "#cexp": "credential_expires_at",
+			"#ph": "previous_hash", "#pexp": "previous_expires_at", "#lu": "last_used_hash"}
 		if presented == "previous" {
-			update = "SET #ch = :new, #cexp = :nexp"
-			cond = "#ph = :old AND #pexp > :now"
+			update = "SET #ch = :new, #cexp = :nexp, #lu = :old"
+			cond = "#ph = :old AND #pexp > :now AND (attribute_not_exists(#lu) OR #lu = :old)" // as credentialValid
 		}
 		in := &dynamodb.UpdateItemInput{
 			TableName: s.table, Key: agentKey(spaceID),
-			UpdateExpression:    aws.String(update),
-			ConditionExpression: aws.String(cond),
-			ExpressionAttributeNames: map[string]string{"#ch": "credential_hash", "#cexp": "credential_expires_at",
-				"#ph": "previous_hash", "#pexp": "previous_expires_at"},
+			UpdateExpression:         aws.String(update),
+			ConditionExpression:      aws.String(cond),
+			ExpressionAttributeNames: names,
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":old": str(oldHash), ":new": str(newHash), ":nexp": num(newExpires.Unix()), ":now": num(now.Unix()),
 			},
-			ReturnValues:                        types.ReturnValueAllNew,
+			ReturnValues:                        types.ReturnValueAllOld,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}
 		if presented == "current" { // DynamoDB refuses values an expression does not use
@@ -155,15 +180,64 @@ func (s *Store) RenewCredential(ctx context.Context, spaceID, oldHash, newHash s
 		}
 		out, err := s.db.UpdateItem(ctx, in)
 		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) && presented == "current" && ccf.Item != nil {
-			continue
+		if errors.As(err, &ccf) && presented == "current" {
+			continue // (whether or not the refusal carries the item: not every DynamoDB does)
 		}
 		if err != nil {
-			return "", s.agentRefused(ctx, spaceID, "renew credential", err, func(agentItem) error { return errors.New("no such credential, or expired") })
+			return "", s.agentRefused(ctx, spaceID, "renew credential", err, s.refusedCredential(ctx, spaceID, oldHash, now))
 		}
-		return s.agentOrg(out.Attributes)
+		var was agentItem
+		if err := s.decode(out.Attributes, &was); err != nil {
+			return "", err
+		}
+		if presented == "current" && was.PreviousHash != "" {
+			// The previous it displaced is remembered, so that its use
+			// is told from an unknown credential's. A second write (one
+			// renewal in twelve hours), conditional on this renewal
+			// standing; if lost, only that detection is.
+			_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName: s.table, Key: agentKey(spaceID),
+				UpdateExpression:          aws.String("SET #sh = :sh"),
+				ConditionExpression:       aws.String("#ch = :new"),
+				ExpressionAttributeNames:  map[string]string{"#sh": "superseded_hash", "#ch": "credential_hash"},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":sh": str(was.PreviousHash), ":new": str(newHash)},
+			})
+			var ccf *types.ConditionalCheckFailedException
+			if err != nil && !errors.As(err, &ccf) {
+				return "", awsError("UpdateItem superseded credential", err)
+			}
+		}
+		return was.OrgID, nil
 	}
 	return "", space.ErrAgentAuth(errors.New("no such credential, or expired"))
+}
+
+// refusedCredential explains a refused credential from the item seen; a
+// superseded one (agentItem.reused) revokes every credential of the
+// space: one UpdateItem, conditional on the current being the one seen,
+// so that a reinstall's fresh credential is never revoked by an old copy.
+func (s *Store) refusedCredential(ctx context.Context, spaceID, credHash string, now time.Time) func(agentItem) error {
+	return func(it agentItem) error {
+		if !it.reused(credHash) {
+			return errors.New("no such credential, or expired")
+		}
+		if it.CredentialHash == "" { // revoked already
+			return space.ErrCredentialReused
+		}
+		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: s.table, Key: agentKey(spaceID),
+			UpdateExpression:    aws.String("SET #rev = :at REMOVE #ch, #cexp, #ph, #pexp"),
+			ConditionExpression: aws.String("#ch = :cur"),
+			ExpressionAttributeNames: map[string]string{"#rev": "credentials_revoked_at", "#ch": "credential_hash",
+				"#cexp": "credential_expires_at", "#ph": "previous_hash", "#pexp": "previous_expires_at"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":at": str(now.UTC().Format(time.RFC3339Nano)), ":cur": str(it.CredentialHash)},
+		})
+		var ccf *types.ConditionalCheckFailedException
+		if err != nil && !errors.As(err, &ccf) {
+			return fmt.Errorf("%w (revoking them failed: %v)", space.ErrCredentialReused, err)
+		}
+		return space.ErrCredentialReused
+	}
 }
 
 // RenewLease stores a renewal if credHash is a valid credential of the
@@ -176,19 +250,26 @@ func (s *Store) RenewLease(ctx context.Context, spaceID, credHash string, r spac
 	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: s.table, Key: agentKey(spaceID),
-		UpdateExpression:    aws.String("SET #ren = :at, #av = :av, #sv = :sv"),
-		ConditionExpression: aws.String(credentialValid),
+		UpdateExpression:    aws.String("SET #ren = :at, #av = :av, #sv = :sv, #lu = :h"),
+		ConditionExpression: aws.String(credentialValid + " AND (attribute_not_exists(#bind) OR #bind = :bind)"),
 		ExpressionAttributeNames: credentialNames(map[string]string{"#ren": "renewed_at", "#av": "agent_version",
-			"#sv": "server_version"}),
+			"#sv": "server_version", "#bind": "cluster_binding"}),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":at": str(now.UTC().Format(time.RFC3339Nano)), ":av": str(r.AgentVersion),
 			":sv": &types.AttributeValueMemberM{Value: sv}, ":h": str(credHash), ":now": num(now.Unix()),
+			":bind": str(r.Cluster.Key()),
 		},
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err != nil {
-		return space.LeaseRenewal{}, s.agentRefused(ctx, spaceID, "renew lease", err, func(agentItem) error { return errors.New("no such credential, or expired") })
+		refused := s.refusedCredential(ctx, spaceID, credHash, now)
+		return space.LeaseRenewal{}, s.agentRefused(ctx, spaceID, "renew lease", err, func(it agentItem) error {
+			if it.credentialValidCT(credHash, now) && it.ClusterBinding != r.Cluster.Key() {
+				return fmt.Errorf("%w (bound to %s, the lease names %q)", space.ErrClusterMismatch, it.ClusterBinding, r.Cluster.Key())
+			}
+			return refused(it)
+		})
 	}
 	var it agentItem
 	if err := s.decode(out.Attributes, &it); err != nil {

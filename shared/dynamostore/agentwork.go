@@ -47,11 +47,16 @@ type agentNSItem struct {
 }
 
 // credentialValid is the lease's authentication condition (agents.go):
-// the presented hash is the current or the previous credential, unexpired.
-const credentialValid = "((#ch = :h AND #cexp > :now) OR (#ph = :h AND #pexp > :now))"
+// the presented hash is the current credential, unexpired, or the
+// previous one, unexpired and while the current has not been used
+// (last_used_hash, which the lease and the renewal set, is then the
+// previous itself: it is absent, the previous or the current): after the
+// agent used its new credential, only a copy presents the old one.
+const credentialValid = "((#ch = :h AND #cexp > :now) OR (#ph = :h AND #pexp > :now AND (attribute_not_exists(#lu) OR #lu = :h)))"
 
 func credentialNames(m map[string]string) map[string]string {
 	m["#ch"], m["#cexp"], m["#ph"], m["#pexp"] = "credential_hash", "credential_expires_at", "previous_hash", "previous_expires_at"
+	m["#lu"] = "last_used_hash"
 	return m
 }
 
@@ -140,9 +145,10 @@ func (s *Store) agentEntry(ctx context.Context, org, spaceID, update, cond, k st
 func (s *Store) WantNamespaces(ctx context.Context, org, spaceID string, now time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: s.table, Key: agentKey(spaceID),
-		UpdateExpression:          aws.String("SET #w = :now"),
+		// A user's ask lifts the unasked-report limit (ReportNamespaces).
+		UpdateExpression:          aws.String("SET #w = :now REMOVE #ls"),
 		ConditionExpression:       aws.String("#org = :org"),
-		ExpressionAttributeNames:  map[string]string{"#w": "ns_wanted_at", "#org": "org_id"},
+		ExpressionAttributeNames:  map[string]string{"#w": "ns_wanted_at", "#org": "org_id", "#ls": "ns_list_s"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":now": str(now.UTC().Format(time.RFC3339Nano)), ":org": str(org)},
 	})
 	var ccf *types.ConditionalCheckFailedException
@@ -188,23 +194,51 @@ func (s *Store) ReportedNamespaces(ctx context.Context, org, spaceID string) (sp
 		return space.NamespaceList{}, err
 	}
 	out.ObservedAt, out.Failed = ns.ObservedAt, ns.Failed
+	if it.NSObservedAt != nil && (out.ObservedAt == nil || it.NSObservedAt.After(*out.ObservedAt)) {
+		out.ObservedAt = it.NSObservedAt // an unchanged report moves only this
+	}
 	if ns.Items != nil {
 		out.Items = ns.Items
 	}
 	return out, nil
 }
 
-// ReportNamespaces stores an agent's list (space.AgentWorkStore): one
-// transaction whose first write is authenticated like the lease (and
-// drops the creates the report answers: removing one no longer there does
-// nothing, so a repeated report changes nothing more), the second the
-// list, unless the one stored is newer (by when its handling began,
-// observed_ns; a tie goes to the later write): a report whose write lands
-// late, after its invocation timed out and a newer report was stored,
-// changes nothing, where it would bring back a list without the namespaces
-// created since.
+// ReportNamespaces stores an agent's list (space.AgentWorkStore).
+//
+// A report answering no create whose list hashes as the stored one
+// (ns_hash) is one UpdateItem of the AGENT item (about 1 write unit): the
+// time observed moves, which settles a user's ask, and the list item is
+// not written. Any other is one transaction whose first write is
+// authenticated like the lease (and drops the creates the report answers:
+// removing one no longer there does nothing, so a repeated report changes
+// nothing more), and, when it answers no create, holds to
+// space.ReportInterval since the last list written (ns_list_s; a user's
+// ask removes it); the second writes the list, unless the one stored is
+// newer (by when its handling began, observed_ns; a tie goes to the later
+// write): a report whose write lands late, after its invocation timed out
+// and a newer report was stored, changes nothing, where it would bring
+// back a list without the namespaces created since.
 func (s *Store) ReportNamespaces(ctx context.Context, spaceID, credHash string, r space.NamespacesReport, now time.Time) error {
 	at := now.UTC()
+	hash := r.Hash()
+	nowS := str(at.Format(time.RFC3339Nano))
+	if len(r.Creates) == 0 {
+		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: s.table, Key: agentKey(spaceID),
+			UpdateExpression:         aws.String("SET #obs = :obs"),
+			ConditionExpression:      aws.String(credentialValid + " AND #nh = :nh"),
+			ExpressionAttributeNames: credentialNames(map[string]string{"#obs": "ns_observed_at", "#nh": "ns_hash"}),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":obs": nowS, ":nh": str(hash),
+				":h": str(credHash), ":now": num(at.Unix())},
+		})
+		var ccf *types.ConditionalCheckFailedException
+		if err == nil {
+			return nil
+		} else if !errors.As(err, &ccf) {
+			return awsError("UpdateItem report namespaces", err)
+		}
+		// Changed, or the credential is refused: the transaction tells.
+	}
 	list := agentNSItem{ObservedAt: &at, Items: r.Namespaces()}
 	for _, c := range r.Creates {
 		if c.Error != "" {
@@ -220,8 +254,10 @@ func (s *Store) ReportNamespaces(ctx context.Context, spaceID, credHash string, 
 	}
 	// Each outcome answers a pending create: one never requested (or
 	// answered already) fails the condition and nothing is stored.
-	update, cond := "SET #obs = :obs", credentialValid
-	nm := credentialNames(map[string]string{"#obs": "ns_observed_at"})
+	update, cond := "SET #obs = :obs, #nh = :nh, #ls = :ls", credentialValid
+	nm := credentialNames(map[string]string{"#obs": "ns_observed_at", "#nh": "ns_hash", "#ls": "ns_list_s"})
+	vals := map[string]types.AttributeValue{":now": num(at.Unix()), ":h": str(credHash), ":obs": nowS,
+		":nh": str(hash), ":ls": num(at.Unix())}
 	for i, c := range r.Creates {
 		p := "#c" + strconv.Itoa(i)
 		nm[p] = prefixCreate + c.Name
@@ -232,7 +268,10 @@ func (s *Store) ReportNamespaces(ctx context.Context, spaceID, credHash string, 
 			update += ", " + p
 		}
 	}
-	nowS := str(at.Format(time.RFC3339Nano))
+	if len(r.Creates) == 0 { // unasked: at most one list a ReportInterval
+		cond += " AND (attribute_not_exists(#ls) OR #ls <= :cut)"
+		vals[":cut"] = num(at.Add(-space.ReportInterval).Unix())
+	}
 	set := "SET #items = :items, #oat = :now, #ons = :ns"
 	setNames := map[string]string{"#items": "items", "#oat": "observed_at", "#ons": "observed_ns"}
 	setVals := map[string]types.AttributeValue{":items": v["items"], ":now": nowS, ":ns": num(at.UnixNano())}
@@ -249,7 +288,7 @@ func (s *Store) ReportNamespaces(ctx context.Context, spaceID, credHash string, 
 			TableName: s.table, Key: agentKey(spaceID),
 			UpdateExpression: aws.String(update), ConditionExpression: aws.String(cond),
 			ExpressionAttributeNames:            nm,
-			ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(at.Unix()), ":h": str(credHash), ":obs": nowS},
+			ExpressionAttributeValues:           vals,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},
 		{Update: &types.Update{
@@ -258,50 +297,38 @@ func (s *Store) ReportNamespaces(ctx context.Context, spaceID, credHash string, 
 			ConditionExpression: aws.String("attribute_not_exists(#ons) OR #ons <= :ns"),
 		}},
 	}
-	superseded := errors.New("a newer report is stored")
 	err = s.transact(ctx, "report namespaces", func() ([]types.TransactWriteItem, error) { return items, nil },
 		func(reasons []types.CancellationReason) error {
 			switch {
 			case failedCheck(reasons, 0):
-				old := reasons[0].Item
-				if old == nil && len(r.Creates) > 0 { // not every DynamoDB answers the item: read it
-					old, _ = s.getItem(ctx, agentKey(spaceID))
-				}
-				if missing := s.unrequested(old, credHash, at, r.Creates); len(missing) > 0 {
-					return space.ErrNotRequested(missing)
-				}
-				return space.ErrAgentAuth(errors.New("report namespaces: no such credential, or expired"))
+				return s.reportRefused(ctx, spaceID, reasons[0].Item, credHash, at, r.Creates)
 			case failedCheck(reasons, 1):
-				return superseded
+				return errSuperseded
 			}
 			return nil
 		})
-	if errors.Is(err, superseded) { // authenticated, and nothing to store
+	if errors.Is(err, errSuperseded) { // authenticated, and nothing to store
 		return nil
 	}
 	return err
 }
 
-// unrequested names the outcomes of creates the AGENT item old does not
-// hold pending, if old holds the credential (nil otherwise: the refusal is
-// the credential's).
-func (s *Store) unrequested(old map[string]types.AttributeValue, credHash string, now time.Time, creates []space.CreateOutcome) []string {
-	if old == nil {
-		return nil
+var errSuperseded = errors.New("a newer report is stored")
+
+// reportRefused explains a namespaces report's failed condition from the
+// AGENT item old (read if the refusal did not carry it): the credential,
+// an outcome of a create not pending, or too soon after the last list.
+func (s *Store) reportRefused(ctx context.Context, spaceID string, old map[string]types.AttributeValue, credHash string, now time.Time, creates []space.CreateOutcome) error {
+	refused := space.ErrAgentAuth(errors.New("report namespaces: no such credential, or expired"))
+	if old == nil { // not every DynamoDB answers the item: read it
+		var err error
+		if old, err = s.getItem(ctx, agentKey(spaceID)); err != nil {
+			return err
+		}
 	}
 	var it agentItem
-	if err := s.decode(old, &it); err != nil {
-		return nil
-	}
-	valid := false
-	for _, c := range []struct {
-		hash string
-		exp  int64
-	}{{it.CredentialHash, it.CredentialExpires}, {it.PreviousHash, it.PreviousExpires}} {
-		valid = valid || (c.hash != "" && subtle.ConstantTimeCompare([]byte(c.hash), []byte(credHash)) == 1 && c.exp > now.Unix())
-	}
-	if !valid {
-		return nil
+	if old == nil || s.decode(old, &it) != nil || !it.credentialValidCT(credHash, now) {
+		return refused
 	}
 	var missing []string
 	for _, c := range creates {
@@ -309,7 +336,38 @@ func (s *Store) unrequested(old map[string]types.AttributeValue, credHash string
 			missing = append(missing, c.Name)
 		}
 	}
-	return missing
+	if len(missing) > 0 {
+		return space.ErrNotRequested(missing)
+	}
+	if it.NSObservedAt != nil && it.NSObservedAt.After(now) {
+		return errSuperseded // a newer report was handled: this late one has nothing to do
+	}
+	if len(creates) == 0 && it.NSListAt != 0 {
+		return space.ErrReportTooSoon(max(time.Unix(it.NSListAt, 0).Add(space.ReportInterval).Sub(now), time.Second))
+	}
+	return refused
+}
+
+// credentialValidCT is credentialValid's condition in Go, comparing hashes
+// in constant time.
+func (it agentItem) credentialValidCT(credHash string, now time.Time) bool {
+	same := func(h string) bool { return h != "" && subtle.ConstantTimeCompare([]byte(h), []byte(credHash)) == 1 }
+	return (same(it.CredentialHash) && it.CredentialExpires > now.Unix()) ||
+		(same(it.PreviousHash) && it.PreviousExpires > now.Unix() && !it.currentUsed())
+}
+
+// currentUsed: the current credential has authenticated a lease or a
+// renewal, so the previous one is superseded.
+func (it agentItem) currentUsed() bool {
+	return it.LastUsedHash != "" && it.LastUsedHash == it.CredentialHash
+}
+
+// reused tells whether credHash is a superseded credential of the item:
+// the previous after the current was used, or the one before the
+// previous. Expiry does not matter: either is a copy.
+func (it agentItem) reused(credHash string) bool {
+	same := func(h string) bool { return h != "" && subtle.ConstantTimeCompare([]byte(h), []byte(credHash)) == 1 }
+	return (same(it.PreviousHash) && it.currentUsed()) || same(it.SupersededHash)
 }
 
 // ForgetHanded drops a handed revision that moved on (space.AgentWorkStore).
@@ -374,8 +432,7 @@ func (s *Store) TakeHanded(ctx context.Context, spaceID, credHash, revID string,
 // credentialValid is credentialValid's condition, in Go (for explaining a
 // refusal only).
 func (it agentItem) credentialValid(hash string, now time.Time) bool {
-	return (it.CredentialHash == hash && it.CredentialExpires > now.Unix()) ||
-		(it.PreviousHash != "" && it.PreviousHash == hash && it.PreviousExpires > now.Unix())
+	return it.credentialValidCT(hash, now)
 }
 
 // revokeAgentNSItem is the second Delete Deregister adds.

@@ -21,7 +21,7 @@ func (f *fixture) agentSpace(t *testing.T) (space.Space, space.AgentToken) {
 		t.Fatal(err)
 	}
 	cred := space.NewAgentCredential(s.ID)
-	if _, err := f.store.ExchangeBootstrap(t.Context(), s.ID, b.Hash(), cred.Hash(), now.Add(24*time.Hour), now); err != nil {
+	if _, err := f.store.ExchangeBootstrap(t.Context(), s.ID, b.Hash(), cred.Hash(), "", now.Add(24*time.Hour), now); err != nil {
 		t.Fatal(err)
 	}
 	return s, cred
@@ -254,8 +254,8 @@ func TestStaleNamespacesReport(t *testing.T) {
 	if len(got.Items) != 2 || got.Items[1].Name != "team-a" || len(got.Pending) != 0 || !got.ObservedAt.Equal(now.Add(2*time.Second)) {
 		t.Errorf("after a late, older report: %+v, want the newer list (default, team-a), nothing pending", got)
 	}
-	// A newer report still replaces it.
-	if err := f.store.ReportNamespaces(ctx, s.ID, cred.Hash(), report("default"), now.Add(3*time.Second)); err != nil {
+	// A newer report still replaces it (unasked: a ReportInterval later).
+	if err := f.store.ReportNamespaces(ctx, s.ID, cred.Hash(), report("default"), now.Add(2*time.Second+space.ReportInterval)); err != nil {
 		t.Fatal(err)
 	}
 	if got, err = f.store.ReportedNamespaces(ctx, s.OrgID, s.ID); err != nil || len(got.Items) != 1 {

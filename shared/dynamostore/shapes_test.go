@@ -101,11 +101,11 @@ func TestItemShapes(t *testing.T) {
 	// The agent item, with every attribute its routes write.
 	later := at.Add(time.Hour)
 	must(t, "PutBootstrap", st.PutBootstrap(ctx, up.After, "bootstrap", later))
-	_, err = st.ExchangeBootstrap(ctx, shapeSpace, "bootstrap", "credential", later, at)
+	_, err = st.ExchangeBootstrap(ctx, shapeSpace, "bootstrap", "credential", "kube-system-uid/ca-sha256", later, at)
 	must(t, "ExchangeBootstrap", err)
 	_, err = st.RenewCredential(ctx, shapeSpace, "credential", "credential2", later, at)
 	must(t, "RenewCredential", err)
-	_, err = st.RenewLease(ctx, shapeSpace, "credential2", space.LeaseReport{AgentVersion: "x", ServerVersion: filled[space.ServerVersion]()}, at)
+	_, err = st.RenewLease(ctx, shapeSpace, "credential2", space.LeaseReport{AgentVersion: "x", ServerVersion: filled[space.ServerVersion](), Cluster: &space.ClusterBinding{KubeSystemUID: "kube-system-uid", CASHA256: "ca-sha256"}}, at)
 	must(t, "RenewLease", err)
 	_, err = st.RecordPresence(ctx, shapeSpace, space.Presence{Connected: false, At: at, Version: 1, Reason: "x"})
 	must(t, "RecordPresence", err)

@@ -3,11 +3,13 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 
 	"spaces/shared/auth"
+	"spaces/shared/metrics"
 	"spaces/shared/space"
 )
 
@@ -64,16 +66,43 @@ func (a *API) agent(h func(*API, http.ResponseWriter, *http.Request, string) err
 			if errors.Is(err, space.ErrBootstrapReused) {
 				logger(r.Context()).WarnContext(r.Context(), "a used bootstrap token was presented again; someone holds a copy of it")
 			}
+			if errors.Is(err, space.ErrClusterMismatch) {
+				logger(r.Context()).WarnContext(r.Context(), "an agent credential was presented from a cluster other than its own; someone holds a copy of it", "error", err.Error())
+			}
+			if errors.Is(err, space.ErrCredentialReused) {
+				// Counted, and alarmed (AgentCredentialReuseAlarm): someone
+				// holds a copy of the agent's credential.
+				logger(r.Context()).WarnContext(r.Context(), "a superseded agent credential was presented; someone holds a copy of it")
+				(&metrics.Emitter{Log: logger(r.Context()), Namespace: a.MetricsNamespace}).Emit(r.Context(),
+					"a superseded agent credential was presented; every credential of the space is revoked: reinstall its agent with a new bootstrap",
+					nil, nil, metrics.Metric{Name: "AgentCredentialReuse", Unit: metrics.Count, Value: 1})
+			}
 			writeError(w, r, err)
 		}
 	})
 }
 
+// agentExchange: the body is optional, {"cluster": {...}}: the cluster
+// the credential is bound to (space.ClusterBinding). Small, as the lease's.
 func (a *API) agentExchange(w http.ResponseWriter, r *http.Request, token string) error {
-	return a.agentCredential(w, r, token, a.Agents.Exchange)
+	var b *space.ClusterBinding
+	if r.ContentLength != 0 {
+		if r.ContentLength > maxLeaseBody {
+			return &httpError{status: http.StatusRequestEntityTooLarge, detail: fmt.Sprintf("the request body is larger than %d bytes", maxLeaseBody), field: "body"}
+		}
+		if err := readObjectMax(w, r, maxLeaseBody, map[string]any{"cluster": &b}); err != nil {
+			return err
+		}
+	}
+	return a.agentCredential(w, r, token, func(ctx context.Context, token string) (space.AgentCredential, error) {
+		return a.Agents.ExchangeBound(ctx, token, b)
+	})
 }
 
 func (a *API) agentRenew(w http.ResponseWriter, r *http.Request, token string) error {
+	if err := emptyBody(r); err != nil {
+		return err
+	}
 	return a.agentCredential(w, r, token, a.Agents.Renew)
 }
 
@@ -81,9 +110,6 @@ func (a *API) agentRenew(w http.ResponseWriter, r *http.Request, token string) e
 // (exchange) or from the credential it replaces (renew).
 func (a *API) agentCredential(w http.ResponseWriter, r *http.Request, token string,
 	issue func(context.Context, string) (space.AgentCredential, error)) error {
-	if err := emptyBody(r); err != nil {
-		return err
-	}
 	c, err := issue(r.Context(), token)
 	if err != nil {
 		return err
@@ -93,6 +119,10 @@ func (a *API) agentCredential(w http.ResponseWriter, r *http.Request, token stri
 	writeJSON(w, http.StatusOK, "application/json", c)
 	return nil
 }
+
+// maxLeaseBody bounds a lease report's body: its fields are a few short
+// strings (space.LeaseReport.Validate: 64 bytes each).
+const maxLeaseBody = 4 << 10
 
 // leaseAnswer tells the agent its cadence, the work waiting for it and
 // the presence channel to hold.
@@ -110,8 +140,15 @@ func (a *API) agentLease(w http.ResponseWriter, r *http.Request, token string) e
 	} else if t.SpaceID != r.PathValue("spaceID") {
 		return space.ErrNotFound("space")
 	}
+	// Its body is read before the renewal's write authenticates it, so
+	// it is small: an anonymous caller costs no more than maxLeaseBody
+	// read and a refused conditional write.
+	if r.ContentLength > maxLeaseBody {
+		return &httpError{status: http.StatusRequestEntityTooLarge, detail: fmt.Sprintf("the request body is larger than %d bytes", maxLeaseBody), field: "body"}
+	}
 	var rep space.LeaseReport
-	if err := readObject(w, r, map[string]any{"agent_version": &rep.AgentVersion, "server_version": &rep.ServerVersion}); err != nil {
+	if err := readObjectMax(w, r, maxLeaseBody, map[string]any{"agent_version": &rep.AgentVersion, "server_version": &rep.ServerVersion,
+		"cluster": &rep.Cluster}); err != nil {
 		return err
 	}
 	res, err := a.Agents.RenewLease(r.Context(), token, r.PathValue("spaceID"), rep)

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
 	"github.com/google/uuid"
 
 	"spaces/infra/emulator/emulatortest"
@@ -39,6 +42,14 @@ type agentEnv struct {
 	logs    bytes.Buffer
 	probe   []string // spaces whose lease asked for an immediate check
 	signer  *auth.Signer
+	ops     map[string]int // the store's DynamoDB calls, by operation
+}
+
+// calls answers the store's DynamoDB calls of operation op so far.
+func (e *agentEnv) calls(op string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ops[op]
 }
 
 func (e *agentEnv) Write(p []byte) (int, error) {
@@ -58,7 +69,17 @@ func newAgentEnv(t *testing.T) *agentEnv {
 	env := emulatortest.Start(t)
 	e := &agentEnv{t: t, now: time.Now().UTC().Truncate(time.Second)}
 	clock := func() time.Time { return e.now }
-	e.store = dynamostore.New(awsclient.DynamoDB(env.Config, env.Endpoint), env.Name(t, "SpacesTable"), dynamostore.WithClock(clock))
+	e.ops = map[string]int{}
+	count := func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("count", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			e.mu.Lock()
+			e.ops[awsmiddleware.GetOperationName(ctx)]++
+			e.mu.Unlock()
+			return next.HandleInitialize(ctx, in)
+		}), middleware.After)
+	}
+	db := dynamodb.New(awsclient.DynamoDB(env.Config, env.Endpoint).Options(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, count) })
+	e.store = dynamostore.New(db, env.Name(t, "SpacesTable"), dynamostore.WithClock(clock))
 	svc := &space.Service{Store: e.store, Now: clock, NewID: uuid.NewString}
 	cursors, err := cursor.New(cursor.KeyFromSecret("test-secret-test-secret-test-secret"))
 	if err != nil {

@@ -46,6 +46,9 @@ type API struct {
 	// never the catalog's. No other handler serves them: they are not on
 	// the gateway.
 	AgentSide bool
+	// MetricsNamespace is where the agent routes' metrics go (empty:
+	// metrics.Namespace): AgentCredentialReuse.
+	MetricsNamespace string
 	// Agents serves agent-mode spaces' bootstrap, credentials and leases
 	// (agent.go); nil: 503, and agent registrations are refused.
 	Agents *space.Agents

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"time"
 
 	"spaces/shared/auth"
 	"spaces/shared/space"
@@ -53,6 +55,7 @@ var kinds = map[space.Kind]struct {
 	space.KindUnauthenticated:      {http.StatusUnauthorized, "unauthenticated"},
 	space.KindUnavailable:          {http.StatusServiceUnavailable, "unavailable"},
 	space.KindBadGateway:           {http.StatusBadGateway, "bad-gateway"},
+	space.KindTooManyRequests:      {http.StatusTooManyRequests, "too-many-requests"},
 	space.KindInternal:             {http.StatusInternalServerError, "internal"},
 }
 
@@ -119,6 +122,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", auth.Challenge(err))
+	}
+	if de != nil && de.RetryAfter > 0 { // whole seconds, rounded up (RFC 9110, 10.2.3)
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((de.RetryAfter+time.Second-1)/time.Second), 10))
 	}
 	writeJSON(w, p.Status, "application/problem+json", p)
 }

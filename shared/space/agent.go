@@ -149,15 +149,54 @@ type AgentCredential struct {
 	Presence *PresenceEndpoint `json:"presence,omitempty"`
 }
 
+// ClusterBinding names the cluster an agent runs in: its kube-system
+// namespace's UID and the SHA-256 of its API server's CA certificate (DER,
+// hex). The exchange stores it, and every later lease must carry the same
+// (ErrClusterMismatch otherwise), so that a copied credential is refused
+// from another cluster. A CA rotation needs a new bootstrap.
+type ClusterBinding struct {
+	KubeSystemUID string `json:"kube_system_uid"`
+	CASHA256      string `json:"ca_sha256"`
+}
+
+// Key is the binding as stored ("" for none).
+func (b *ClusterBinding) Key() string {
+	if b == nil {
+		return ""
+	}
+	return b.KubeSystemUID + "/" + b.CASHA256
+}
+
+var caSHA256 = MustPattern(`^[0-9a-f]{64}$`, 64)
+
+func (b *ClusterBinding) check(fe *fieldErrors, at string) {
+	if b == nil {
+		return
+	}
+	if b.KubeSystemUID == "" || len(b.KubeSystemUID) > 64 || !printable(b.KubeSystemUID) || strings.Contains(b.KubeSystemUID, "/") {
+		fe.add(at+".kube_system_uid", "must be the kube-system namespace's UID")
+	}
+	if !caSHA256.MatchString(b.CASHA256) {
+		fe.add(at+".ca_sha256", "must be 64 lowercase hex digits (SHA-256)")
+	}
+}
+
+// ErrClusterMismatch is the cause (never shown to the caller) of refusing
+// a lease from a cluster other than the one the credential was issued in.
+var ErrClusterMismatch = errors.New("the lease comes from a cluster other than the one its agent was installed in")
+
 // LeaseReport is what the agent reports with each renewal.
 type LeaseReport struct {
 	AgentVersion  string
 	ServerVersion ServerVersion
+	// Cluster is the agent's cluster (nil: none sent, an older agent).
+	Cluster *ClusterBinding
 }
 
 // Validate reports every bad field at once.
 func (r LeaseReport) Validate() error {
 	var fe fieldErrors
+	r.Cluster.check(&fe, "cluster")
 	for _, f := range []struct{ name, v string }{
 		{"agent_version", r.AgentVersion},
 		{"server_version.gitVersion", r.ServerVersion.GitVersion},
@@ -255,7 +294,9 @@ type AgentStore interface {
 	// before it expires) and stores the credential hash; the answer is the
 	// space's org. A used bootstrap is KindUnauthenticated with Reason
 	// "reused".
-	ExchangeBootstrap(ctx context.Context, spaceID, bootstrapHash, credHash string, credExpires, now time.Time) (org string, err error)
+	// binding is the ClusterBinding's Key the later leases must carry
+	// ("": none).
+	ExchangeBootstrap(ctx context.Context, spaceID, bootstrapHash, credHash, binding string, credExpires, now time.Time) (org string, err error)
 	// RenewCredential replaces the credential whose hash is given (while
 	// unexpired) by a new one; the old one stays valid for RenewOverlap, so
 	// a renewal whose answer is lost does not lock the agent out.
@@ -328,14 +369,25 @@ func (a *Agents) Reissue(ctx context.Context, org, id string) (Bootstrap, error)
 
 // Exchange trades a bootstrap token for the agent's first credential.
 func (a *Agents) Exchange(ctx context.Context, raw string) (AgentCredential, error) {
+	return a.ExchangeBound(ctx, raw, nil)
+}
+
+// ExchangeBound is Exchange binding the credential to the agent's cluster
+// (nil: unbound).
+func (a *Agents) ExchangeBound(ctx context.Context, raw string, b *ClusterBinding) (AgentCredential, error) {
 	t, err := ParseBootstrapToken(raw)
 	if err != nil {
+		return AgentCredential{}, err
+	}
+	var fe fieldErrors
+	b.check(&fe, "cluster")
+	if err := fe.err("the exchange is not valid"); err != nil {
 		return AgentCredential{}, err
 	}
 	now := a.Now().UTC()
 	cred := NewAgentCredential(t.SpaceID)
 	exp := now.Add(AgentCredentialTTL).Truncate(time.Second)
-	if _, err := a.Store.ExchangeBootstrap(ctx, t.SpaceID, t.Hash(), cred.Hash(), exp, now); err != nil {
+	if _, err := a.Store.ExchangeBootstrap(ctx, t.SpaceID, t.Hash(), cred.Hash(), b.Key(), exp, now); err != nil {
 		return AgentCredential{}, err
 	}
 	return a.answer(cred, exp), nil
@@ -404,3 +456,12 @@ func (a *Agents) RenewLease(ctx context.Context, raw, spaceID string, r LeaseRep
 // a bootstrap token that was already exchanged: worth a warning, since
 // someone holds a copy of it.
 var ErrBootstrapReused = errors.New("a bootstrap token of this space was presented again after its use")
+
+// ErrCredentialReused is the cause (never shown to the caller) of refusing
+// a superseded agent credential: the previous one after the current was
+// used, or the one before it. Only a copy can present it (the agent moves
+// to each new credential and never back), so the space's credentials are
+// all revoked: the copy and the agent alike, until the agent is
+// reinstalled with a new bootstrap (refresh-token reuse detection, RFC
+// 6819 5.2.2.3; OAuth 2.0 Security BCP, RFC 9700 2.2.2).
+var ErrCredentialReused = errors.New("a superseded agent credential was presented; every credential of the space is revoked")

@@ -174,3 +174,31 @@ func TestLeaseCadence(t *testing.T) {
 		t.Errorf("the deployed cadence judges +20 s late: %+v", o)
 	}
 }
+
+// TestNamespacesReportHash: the hash names the list as stored: the same
+// namespaces in another order hash alike, any change to a name, phase,
+// label or creation time does not.
+func TestNamespacesReportHash(t *testing.T) {
+	ns := func(name, phase, label, at string) ReportedNamespace {
+		return ReportedNamespace{Name: name, Phase: phase, Labels: map[string]string{"team": label}, CreatedAt: at}
+	}
+	a := ns("a", "Active", "x", "2026-12-01T00:00:00Z")
+	b := ns("b", "Active", "y", "2026-12-01T00:00:00Z")
+	base := NamespacesReport{Items: []ReportedNamespace{a, b}}.Hash()
+	for _, c := range []struct {
+		name  string
+		items []ReportedNamespace
+		same  bool
+	}{
+		{"another order", []ReportedNamespace{b, a}, true},
+		{"the same time in another zone", []ReportedNamespace{ns("a", "Active", "x", "2026-12-01T01:00:00+01:00"), b}, true},
+		{"a namespace less", []ReportedNamespace{a}, false},
+		{"a phase", []ReportedNamespace{ns("a", "Terminating", "x", "2026-12-01T00:00:00Z"), b}, false},
+		{"a label", []ReportedNamespace{ns("a", "Active", "z", "2026-12-01T00:00:00Z"), b}, false},
+		{"a creation time", []ReportedNamespace{ns("a", "Active", "x", "2026-12-01T00:00:01Z"), b}, false},
+	} {
+		if got := (NamespacesReport{Items: c.items}.Hash() == base); got != c.same {
+			t.Errorf("%s: equal hash %v, want %v", c.name, got, c.same)
+		}
+	}
+}

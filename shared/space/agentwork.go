@@ -2,6 +2,9 @@ package space
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +41,15 @@ const (
 	// MaxRevisionsPerLease bounds the revisions one lease answer carries;
 	// the others follow on the next renewals.
 	MaxRevisionsPerLease = 5
+	// ReportInterval is how often a space's list may be rewritten
+	// unasked: a report that changes the stored list, answers no create
+	// and follows no user's ask is refused (429, ErrReportTooSoon) within
+	// ReportInterval of the last list written. The agent reports only
+	// when asked, so it never meets the limit; a leaked credential can
+	// rewrite the list (up to ~260 write units in a transaction) once a
+	// minute, not a hundred times a second. A report that changes nothing
+	// rewrites no list whenever it comes (NamespacesReport.Hash).
+	ReportInterval = time.Minute
 )
 
 // NamespaceCreate is a create waiting for the agent, as the lease answer
@@ -135,6 +147,24 @@ func (r NamespacesReport) Namespaces() []Namespace {
 	return out
 }
 
+// Hash names the report's list as it would be stored, whatever its order:
+// an equal hash is an unchanged list, and storing it again is skipped.
+func (r NamespacesReport) Hash() string {
+	list := r.Namespaces()
+	slices.SortFunc(list, func(x, y Namespace) int { return strings.Compare(x.Name, y.Name) })
+	b, _ := json.Marshal(list) // plain values: cannot fail
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// ErrReportTooSoon answers an unasked list change within ReportInterval of
+// the last list stored; retry tells when the next is taken.
+func ErrReportTooSoon(retry time.Duration) error {
+	return &Error{Kind: KindTooManyRequests, Reason: "ReportTooSoon", RetryAfter: retry,
+		Message: "the namespace list was stored less than " + ReportInterval.String() +
+			" ago and this report changes it unasked; retry after Retry-After seconds"}
+}
+
 // CreateOutcome is one handed create's result.
 type CreateOutcome struct {
 	Name  string `json:"name"`
@@ -211,6 +241,9 @@ type AgentWorkStore interface {
 	// ReportedNamespaces reads the last report and the pending creates.
 	ReportedNamespaces(ctx context.Context, org, spaceID string) (NamespaceList, error)
 	// ReportNamespaces stores a report, and drops the creates it answers.
+	// A list equal to the stored one (Hash) moves only the time observed;
+	// a changed list that answers no create, within ReportInterval of the
+	// last list stored and with no user's ask since, is ErrReportTooSoon.
 	ReportNamespaces(ctx context.Context, spaceID, credHash string, r NamespacesReport, now time.Time) error
 	// HandRevision records r as the agent's to apply (idempotent).
 	HandRevision(ctx context.Context, r Revision) error

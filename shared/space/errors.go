@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Kind classifies a domain error. The HTTP layer maps each kind to one status
@@ -22,6 +23,7 @@ const (
 	KindUnauthenticated           // no valid token (401)
 	KindUnavailable               // a dependency is down (503)
 	KindBadGateway                // a dependency answered wrongly (502)
+	KindTooManyRequests           // too soon after the last one; retry after RetryAfter (429)
 )
 
 // FieldError names one bad field; Field is a JSON pointer-like dotted path
@@ -45,7 +47,9 @@ type Error struct {
 	Reason string
 	// Tombstone, on a 404 for a deregistered space, is what remains of it.
 	Tombstone *Tombstone
-	Err       error // internal cause: logged, never shown to clients
+	// RetryAfter, on KindTooManyRequests, is when to try again.
+	RetryAfter time.Duration
+	Err        error // internal cause: logged, never shown to clients
 }
 
 func (e *Error) Error() string {

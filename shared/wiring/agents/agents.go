@@ -34,13 +34,17 @@ type Settings struct {
 	// turns it off: no presence block in credential answers),
 	// AGENT_AUTHORIZER_NAME and AGENT_CLIENT_PREFIX.
 	Presence space.PresenceConfig
+	// MetricsNamespace is the stack's CloudWatch namespace
+	// (METRICS_NAMESPACE; empty: metrics.Namespace).
+	MetricsNamespace string
 }
 
 // Read reads the agent function's settings.
 func Read(env *config.Env) Settings {
 	s := Settings{Common: parts.ReadCommon(env), ProbeQueue: env.Required("PROBE_QUEUE_URL"),
 		Presence: space.PresenceConfig{Endpoint: env.String("AGENT_MQTT_ENDPOINT", ""),
-			Authorizer: env.String("AGENT_AUTHORIZER_NAME", ""), ClientPrefix: env.String("AGENT_CLIENT_PREFIX", "")}}
+			Authorizer: env.String("AGENT_AUTHORIZER_NAME", ""), ClientPrefix: env.String("AGENT_CLIENT_PREFIX", "")},
+		MetricsNamespace: env.String("METRICS_NAMESPACE", "")}
 	if s.Presence.Endpoint != "" { // told to agents: both must be there
 		s.Presence.Authorizer = env.Required("AGENT_AUTHORIZER_NAME")
 		s.Presence.ClientPrefix = env.Required("AGENT_CLIENT_PREFIX")
@@ -79,7 +83,7 @@ func NewHandlers(a parts.AWS, s Settings, o Options) *Handlers {
 	}
 	agents := &space.Agents{Store: store, Spaces: store, Now: now, Cadence: s.LeaseCadence,
 		Work: store, Revisions: store, Presence: s.Presence}
-	h := &httpapi.API{AgentSide: true, Log: o.Log, Agents: agents}
+	h := &httpapi.API{AgentSide: true, Log: o.Log, Agents: agents, MetricsNamespace: s.MetricsNamespace}
 	if s.ProbeQueue != "" {
 		probes := probing.Enqueuer{Queue: parts.ProbeQueue{Q: a.Queue(s.ProbeQueue)}}
 		h.Probes, agents.Recheck = probes, probes

@@ -70,7 +70,7 @@ func newPresenceEnv(t *testing.T, table string) *presenceEnv {
 func (e *presenceEnv) agentSpace() (space.Space, space.AgentToken) {
 	s, b := e.bootstrapped()
 	cred := space.NewAgentCredential(s.ID)
-	if _, err := e.store.ExchangeBootstrap(e.t.Context(), s.ID, b.Hash(), cred.Hash(), e.now.Add(space.AgentCredentialTTL), e.now); err != nil {
+	if _, err := e.store.ExchangeBootstrap(e.t.Context(), s.ID, b.Hash(), cred.Hash(), "", e.now.Add(space.AgentCredentialTTL), e.now); err != nil {
 		e.t.Fatal(err)
 	}
 	return s, cred
