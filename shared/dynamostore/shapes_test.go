@@ -120,6 +120,10 @@ func TestItemShapes(t *testing.T) {
 		Items:   []space.ReportedNamespace{{Name: "x", Phase: "x", Labels: map[string]string{shapetest.Key: "x"}, CreatedAt: at.Format(time.RFC3339)}},
 		Creates: []space.CreateOutcome{{Name: "other", Error: "x"}}}, at))
 
+	hook := filled[space.WebhookEndpoint]()
+	hook.OrgID, hook.State, hook.Version, hook.EventTypes = shapeOrg, space.WebhookEnabled, 1, []space.EventType{space.EventSpaceRegistered}
+	must(t, "CreateWebhook", st.CreateWebhook(ctx, hook))
+
 	got := map[string][]string{}
 	f.itemShapes(t, got)
 

@@ -139,6 +139,8 @@ type Store struct {
 	now   func() time.Time
 	enc   *attributevalue.Encoder
 	dec   *attributevalue.Decoder
+	// sealer seals webhook secrets (webhooks.go).
+	sealer Sealer
 }
 
 var _ space.Store = (*Store)(nil)
