@@ -323,6 +323,9 @@ func (st *starting) buildCatalog(cfg *Config) (func(), error) {
 		ProvisioningQueue: st.Resources["ProvisioningQueue"].URL,
 		ProbeQueue:        st.probeQueue(cfg),
 		DiscoveryFunction: st.discoveryFunction,
+		WebhookKey:        st.Resources["WebhookSecretsKey"].Name,
+		// Receivers on the developer's machine (make run, the tests).
+		AllowLoopbackWebhooks: true,
 	}
 	opts := api.Options{Auth: st.verifier, Log: cfg.Log}
 	if cfg.Minter != nil {

@@ -19,6 +19,7 @@ import (
 	"spaces/shared/awsclient"
 	"spaces/shared/config"
 	"spaces/shared/dynamostore"
+	"spaces/shared/kmsseal"
 	"spaces/shared/probing"
 	"spaces/shared/provisioning"
 	"spaces/shared/revisions"
@@ -34,8 +35,17 @@ type AWS struct {
 }
 
 // Store is the spaces table.
-func (a AWS) Store(table string) *dynamostore.Store {
-	return dynamostore.New(awsclient.DynamoDB(a.Config, a.Endpoint), table)
+func (a AWS) Store(table string, opts ...dynamostore.Option) *dynamostore.Store {
+	return dynamostore.New(awsclient.DynamoDB(a.Config, a.Endpoint), table, opts...)
+}
+
+// Sealer seals webhook secrets with the KMS key keyID ("": none, and the
+// webhook routes answer 503).
+func (a AWS) Sealer(keyID string) []dynamostore.Option {
+	if keyID == "" {
+		return nil
+	}
+	return []dynamostore.Option{dynamostore.WithSealer(kmsseal.Sealer{KMS: awsclient.KMS(a.Config, a.Endpoint), KeyID: keyID})}
 }
 
 // Queue sends to (and postpones on) one SQS queue.
