@@ -396,3 +396,61 @@ const (
 // WebhookVersioned is an endpoint's stamp for Run.
 var WebhookVersioned = Versioned[WebhookEndpoint]{What: "webhook endpoint",
 	Version: func(e *WebhookEndpoint) *int64 { return &e.Version }, Stamp: func(e *WebhookEndpoint) *time.Time { return &e.UpdatedAt }}
+
+// WebhookSchedule is when a delivery is attempted, after the event, per
+// Standard Webhooks: at once, then after each of these waits (cumulative:
+// about 76 hours in all before it is given up).
+var WebhookSchedule = []time.Duration{0, 5 * time.Second, 5 * time.Minute, 30 * time.Minute,
+	2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 14 * time.Hour, 20 * time.Hour, 24 * time.Hour}
+
+// webhookJitter is the spread of a retry's wait: ±10 %.
+const webhookJitter = 0.1
+
+// WebhookRetry is the wait before the next attempt after attempts failed
+// ones, or false when the schedule is spent. jitter in [-1, 1] spreads the
+// wait by up to ±10 % (so that an endpoint back up is not hit by every
+// retry at once); a receiver's Retry-After longer than the wait is
+// honoured, up to the schedule's longest wait.
+func WebhookRetry(attempts int, retryAfter time.Duration, jitter float64) (time.Duration, bool) {
+	if attempts < 1 || attempts >= len(WebhookSchedule) {
+		return 0, false
+	}
+	d := WebhookSchedule[attempts]
+	d += time.Duration(float64(d) * webhookJitter * max(-1, min(1, jitter)))
+	longest := WebhookSchedule[len(WebhookSchedule)-1]
+	if retryAfter > d {
+		d = min(retryAfter, longest)
+	}
+	return d, true
+}
+
+// DeliveryVerdict is what one attempt's answer means.
+type DeliveryVerdict string
+
+// Verdicts.
+const (
+	Delivered DeliveryVerdict = "delivered" // 2xx
+	// RetryLater: 5xx, 429, 408, a timeout or a connection that failed.
+	RetryLater DeliveryVerdict = "retry"
+	// Rejected: any other answer (a 4xx, a redirect, which is never
+	// followed): retrying would get the same.
+	Rejected DeliveryVerdict = "rejected"
+	// Gone: 410, the receiver asks never to be called again; the endpoint
+	// is disabled.
+	Gone DeliveryVerdict = "gone"
+)
+
+// ClassifyDelivery judges an answer's status (0: no answer, a timeout or a
+// connection error).
+func ClassifyDelivery(status int) DeliveryVerdict {
+	switch {
+	case status >= 200 && status < 300:
+		return Delivered
+	case status == 0, status >= 500, status == 429, status == 408:
+		return RetryLater
+	case status == 410:
+		return Gone
+	default:
+		return Rejected
+	}
+}

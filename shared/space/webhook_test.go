@@ -230,3 +230,52 @@ func TestNewWebhookSecret(t *testing.T) {
 		t.Errorf("secrets %q %q", a, b)
 	}
 }
+
+func TestWebhookRetry(t *testing.T) {
+	for _, c := range []struct {
+		attempts   int
+		retryAfter time.Duration
+		jitter     float64
+		want       time.Duration
+		ok         bool
+	}{
+		{0, 0, 0, 0, false},
+		{1, 0, 0, 5 * time.Second, true},
+		{2, 0, 0, 5 * time.Minute, true},
+		{2, 0, 1, 5*time.Minute + 30*time.Second, true},
+		{2, 0, -1, 5*time.Minute - 30*time.Second, true},
+		{2, 0, 7, 5*time.Minute + 30*time.Second, true},
+		{3, 0, 0, 30 * time.Minute, true},
+		{9, 0, 0, 24 * time.Hour, true},
+		{10, 0, 0, 0, false},
+		{1, time.Minute, 0, time.Minute, true},         // Retry-After longer than the wait
+		{3, time.Minute, 0, 30 * time.Minute, true},    // shorter: the schedule's
+		{1, 1000 * time.Hour, 0, 24 * time.Hour, true}, // capped
+		{10, time.Minute, 0, 0, false},                 // the schedule is spent whatever it says
+	} {
+		got, ok := WebhookRetry(c.attempts, c.retryAfter, c.jitter)
+		if got != c.want || ok != c.ok {
+			t.Errorf("WebhookRetry(%d, %s, %v) = %s %v; want %s %v", c.attempts, c.retryAfter, c.jitter, got, ok, c.want, c.ok)
+		}
+	}
+	var total time.Duration
+	for _, d := range WebhookSchedule {
+		total += d
+	}
+	if total <= 72*time.Hour {
+		t.Errorf("the schedule spans %s; a receiver down 26 hours must still get its events", total)
+	}
+}
+
+func TestClassifyDelivery(t *testing.T) {
+	for status, want := range map[int]DeliveryVerdict{
+		200: Delivered, 204: Delivered, 299: Delivered,
+		0: RetryLater, 500: RetryLater, 502: RetryLater, 503: RetryLater, 429: RetryLater, 408: RetryLater,
+		410: Gone,
+		301: Rejected, 302: Rejected, 307: Rejected, 400: Rejected, 401: Rejected, 403: Rejected, 404: Rejected, 413: Rejected, 422: Rejected, 100: Rejected,
+	} {
+		if got := ClassifyDelivery(status); got != want {
+			t.Errorf("ClassifyDelivery(%d) = %s; want %s", status, got, want)
+		}
+	}
+}
