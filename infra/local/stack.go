@@ -87,6 +87,8 @@ type Config struct {
 	Cascade CascadeConfig
 	// Revisions configures the deployment revision claims.
 	Revisions RevisionsConfig
+	// Webhooks configures the webhook deliveries.
+	Webhooks WebhooksConfig
 	// Provisioning configures the provisioning jobs' steps.
 	Provisioning ProvisioningConfig
 	// ConsoleRefresh is how often the web console polls (default 5s).
@@ -232,6 +234,7 @@ func (st *starting) parts() []part {
 		{"probing", st.startProbing},
 		{"cascade", st.startCascade},
 		{"revisions", st.startRevisions},
+		{"webhooks", st.startWebhooks},
 		{"provisioning", st.startProvisioning},
 		{"keys", st.loadKeys},
 		{"discovery", st.startDiscovery},

@@ -67,6 +67,11 @@ import (
 //	                   (agentwork.go): observed_at, observed_ns, items,
 //	                   failed
 //
+// A webhook endpoint's delivery log, pk = HOOK#<endpoint id> (webhooks.go):
+//
+//	ATT#<at>#<webhook id> one attempt            space.DeliveryAttempt's fields,
+//	                                             expires_at (at + 30 days, TTL)
+//
 // Why links and not a GSI: "everything bound to a space" is one strongly
 // consistent Query of its partition, which an eventually consistent index
 // could not answer for a binding committed just before the deregistration.
@@ -105,6 +110,7 @@ const (
 	prefixJobIdem  = "JOBIDEMP#"
 	prefixCount    = "COUNT#"
 	prefixWebhook  = "HOOK#"
+	prefixAttempt  = "ATT#"
 
 	// attrSecretsSealed holds a webhook endpoint's secrets, encrypted.
 	attrSecretsSealed = "secrets_sealed"

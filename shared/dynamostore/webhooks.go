@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -189,4 +191,147 @@ func (s *Store) DeleteWebhook(ctx context.Context, org, id string, version int64
 		return space.ErrNotFound("webhook endpoint")
 	}
 	return s.changedFrom("webhook endpoint", item, version)
+}
+
+// WebhookEvent reads a record of the table's stream as an event for the
+// org's webhook endpoints: a space item's INSERT (space.registered), the
+// MODIFY that sets its deleted_at (space.deregistered), and a history
+// item's INSERT (space.status_changed: every stored transition, written in
+// the same transaction as the space). Anything else is not an event. The
+// webhook-id is "msg_" and the record's event id: the same for every read
+// of the record.
+func (s *Store) WebhookEvent(r events.DynamoDBEventRecord) (space.WebhookEvent, bool) {
+	pk, _ := r.Change.Keys["pk"]
+	sk, _ := r.Change.Keys["sk"]
+	if pk.DataType() != events.DataTypeString || sk.DataType() != events.DataTypeString || r.EventID == "" {
+		return space.WebhookEvent{}, false
+	}
+	id := "msg_" + r.EventID
+	switch {
+	case r.EventName == string(events.DynamoDBOperationTypeInsert) && strings.HasPrefix(pk.String(), prefixOrg) && strings.HasPrefix(sk.String(), prefixSpace):
+		var sp space.Space
+		if err := s.decode(streamImage(r.Change.NewImage), &sp); err != nil || sp.ID == "" || sp.Deleted() {
+			return space.WebhookEvent{}, false
+		}
+		return space.WebhookEvent{ID: id, OrgID: sp.OrgID, Type: space.EventSpaceRegistered, At: sp.CreatedAt,
+			SpaceID: sp.ID, Labels: sp.Labels, HasLabels: true,
+			Data: space.SpaceEventData{SpaceID: sp.ID, Name: sp.Name, Provider: sp.Provider, CloudAccountID: sp.CloudAccountID,
+				Connectivity: string(sp.Connectivity), Labels: sp.Labels, Status: sp.Status}}, true
+	case r.EventName == string(events.DynamoDBOperationTypeModify):
+		d, ok := s.Deregistration(r)
+		if !ok {
+			return space.WebhookEvent{}, false
+		}
+		var sp space.Space
+		_ = s.decode(streamImage(r.Change.NewImage), &sp) // the labels; Deregistration read the rest
+		at := d.DeletedAt.UTC()
+		return space.WebhookEvent{ID: id, OrgID: d.OrgID, Type: space.EventSpaceDeregistered, At: at,
+			SpaceID: d.SpaceID, Labels: sp.Labels, HasLabels: true,
+			Data: space.SpaceEventData{SpaceID: d.SpaceID, Name: d.Name, Provider: d.Provider, CloudAccountID: d.CloudAccountID,
+				Connectivity: string(d.Connectivity), Labels: sp.Labels, DeregisteredAt: &at, DeregisteredBy: d.DeletedBy}}, true
+	case r.EventName == string(events.DynamoDBOperationTypeInsert) && strings.HasPrefix(pk.String(), prefixSpace) && strings.HasPrefix(sk.String(), prefixHist):
+		var tr space.Transition
+		if err := s.decode(streamImage(r.Change.NewImage), &tr); err != nil || tr.OrgID == "" || tr.SpaceID == "" {
+			return space.WebhookEvent{}, false
+		}
+		return space.WebhookEvent{ID: id, OrgID: tr.OrgID, Type: space.EventSpaceStatusChanged, At: tr.At, SpaceID: tr.SpaceID,
+			Data: space.StatusChangedData{SpaceID: tr.SpaceID, From: tr.From, To: tr.To, Reason: tr.Reason, Detail: tr.Message, At: tr.At.UTC()}}, true
+	}
+	return space.WebhookEvent{}, false
+}
+
+// streamImage converts a stream record's image into an item.
+func streamImage(img map[string]events.DynamoDBAttributeValue) map[string]types.AttributeValue {
+	out := make(map[string]types.AttributeValue, len(img))
+	for k, v := range img {
+		out[k] = streamAttr(v)
+	}
+	return out
+}
+
+func streamAttr(v events.DynamoDBAttributeValue) types.AttributeValue {
+	switch v.DataType() {
+	case events.DataTypeString:
+		return &types.AttributeValueMemberS{Value: v.String()}
+	case events.DataTypeNumber:
+		return &types.AttributeValueMemberN{Value: v.Number()}
+	case events.DataTypeBinary:
+		return &types.AttributeValueMemberB{Value: v.Binary()}
+	case events.DataTypeBoolean:
+		return &types.AttributeValueMemberBOOL{Value: v.Boolean()}
+	case events.DataTypeStringSet:
+		return &types.AttributeValueMemberSS{Value: v.StringSet()}
+	case events.DataTypeNumberSet:
+		return &types.AttributeValueMemberNS{Value: v.NumberSet()}
+	case events.DataTypeBinarySet:
+		return &types.AttributeValueMemberBS{Value: v.BinarySet()}
+	case events.DataTypeList:
+		l := v.List()
+		out := make([]types.AttributeValue, len(l))
+		for i, e := range l {
+			out[i] = streamAttr(e)
+		}
+		return &types.AttributeValueMemberL{Value: out}
+	case events.DataTypeMap:
+		return &types.AttributeValueMemberM{Value: streamImage(v.Map())}
+	}
+	return &types.AttributeValueMemberNULL{Value: true}
+}
+
+// RecordAttempt puts one attempt in its endpoint's delivery log; it
+// expires after space.DeliveryLogTTL.
+func (s *Store) RecordAttempt(ctx context.Context, a space.DeliveryAttempt) error {
+	item, err := s.encode(a)
+	if err != nil {
+		return err
+	}
+	item["pk"] = str(prefixWebhook + a.EndpointID)
+	item["sk"] = str(prefixAttempt + a.At.UTC().Format(histTime) + "#" + a.WebhookID)
+	item["expires_at"] = num(a.At.Add(space.DeliveryLogTTL).Unix())
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item}); err != nil {
+		return awsError("PutItem", err)
+	}
+	return nil
+}
+
+// Attempts returns an endpoint's delivery log, newest first: at most
+// limit attempts, and the position to continue after when more may follow.
+// Only org's endpoint's log is read.
+func (s *Store) Attempts(ctx context.Context, org, endpointID string, page space.Page) ([]space.DeliveryAttempt, string, error) {
+	if err := checkLimit(page.Limit); err != nil {
+		return nil, "", err
+	}
+	in := &dynamodb.QueryInput{TableName: s.table, ConsistentRead: aws.Bool(true), ScanIndexForward: aws.Bool(false),
+		KeyConditionExpression:    aws.String(nPK + " = :pk AND begins_with(" + nSK + ", :prefix)"),
+		FilterExpression:          aws.String(nOrg + " = :org"),
+		ExpressionAttributeNames:  names(nPK, nSK, nOrg),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(prefixWebhook + endpointID), ":prefix": str(prefixAttempt), ":org": str(org)},
+		Limit:                     aws.Int32(int32(page.Limit + 1))}
+	if page.After != "" {
+		in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(prefixWebhook + endpointID), "sk": str(page.After)}
+	}
+	var out []space.DeliveryAttempt
+	var keys []string
+	for len(out) <= page.Limit {
+		res, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, "", awsError("Query", err)
+		}
+		for _, item := range res.Items {
+			var a space.DeliveryAttempt
+			if err := s.decode(item, &a); err != nil {
+				return nil, "", err
+			}
+			sk, _ := item["sk"].(*types.AttributeValueMemberS)
+			out, keys = append(out, a), append(keys, sk.Value)
+		}
+		if res.LastEvaluatedKey == nil {
+			break
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+	if len(out) > page.Limit {
+		return out[:page.Limit], keys[page.Limit-1], nil
+	}
+	return out, "", nil
 }

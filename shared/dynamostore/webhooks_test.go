@@ -113,7 +113,10 @@ func TestWebhookUpdateAndDelete(t *testing.T) {
 	}
 	// A stale If-Match changes nothing.
 	_, err = store.UpdateWebhook(ctx, e.OrgID, e.ID, space.Update[space.WebhookEndpoint]{IfVersion: 1, At: now,
-		Apply: func(w space.WebhookEndpoint) (space.WebhookEndpoint, error) { w.URL = "https://other.example.com/"; return w, nil }})
+		Apply: func(w space.WebhookEndpoint) (space.WebhookEndpoint, error) {
+			w.URL = "https://other.example.com/"
+			return w, nil
+		}})
 	if space.KindOf(err) != space.KindPreconditionFailed {
 		t.Fatalf("stale If-Match: %v", err)
 	}

@@ -454,3 +454,69 @@ func ClassifyDelivery(status int) DeliveryVerdict {
 		return Rejected
 	}
 }
+
+// WebhookEvent is one event to deliver, as the table's stream tells it
+// (dynamostore decodes the records): ID is the webhook-id every endpoint
+// and every retry of it sees, derived from the stream record, so that a
+// record read twice makes the same id and receivers drop the duplicate.
+type WebhookEvent struct {
+	ID    string
+	OrgID string
+	Type  EventType
+	At    time.Time
+	// SpaceID is the space the event is about ("": none); Labels are its
+	// labels when the record carries them (HasLabels), else the fan-out
+	// reads the space.
+	SpaceID   string
+	Labels    map[string]string
+	HasLabels bool
+	// Data is the event's data object (the webhooks: section of
+	// openapi.yaml): never a credential or a manifest.
+	Data any
+}
+
+// SpaceEventData is the data of space.registered and space.deregistered.
+type SpaceEventData struct {
+	SpaceID        string     `json:"space_id"`
+	Name           string     `json:"name,omitempty"`
+	Provider       Provider   `json:"provider"`
+	CloudAccountID string     `json:"cloud_account_id"`
+	Connectivity   string     `json:"connectivity,omitempty"`
+	Labels         Labels     `json:"labels,omitempty"`
+	Status         Status     `json:"status,omitempty"`
+	DeregisteredAt *time.Time `json:"deregistered_at,omitempty"`
+	DeregisteredBy string     `json:"deregistered_by,omitempty"`
+}
+
+// StatusChangedData is the data of space.status_changed: the transition
+// and the probe's detail.
+type StatusChangedData struct {
+	SpaceID string    `json:"space_id"`
+	From    Status    `json:"from"`
+	To      Status    `json:"to"`
+	Reason  string    `json:"reason,omitempty"`
+	Detail  string    `json:"detail,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// DeliveryAttempt is one attempt in an endpoint's delivery log.
+type DeliveryAttempt struct {
+	OrgID      string    `json:"org_id"`
+	EndpointID string    `json:"endpoint_id"`
+	WebhookID  string    `json:"webhook_id"`
+	Type       EventType `json:"type"`
+	// Attempt counts from 1 for the first.
+	Attempt int       `json:"attempt"`
+	At      time.Time `json:"at"`
+	// Status is the receiver's status code, 0 when it did not answer.
+	Status    int             `json:"status"`
+	LatencyMS int64           `json:"latency_ms"`
+	Verdict   DeliveryVerdict `json:"verdict"`
+	// Error is a short excerpt of what went wrong.
+	Error string `json:"error,omitempty"`
+	// NextAt is when the next attempt is due, when there is one.
+	NextAt *time.Time `json:"next_at,omitempty"`
+}
+
+// DeliveryLogTTL is how long an attempt stays in the log.
+const DeliveryLogTTL = 30 * 24 * time.Hour

@@ -104,9 +104,12 @@ type Attempt struct {
 }
 
 // Send makes one attempt: POST body to url with the Standard Webhooks
-// headers, signed with secrets.
-func (c *Client) Send(ctx context.Context, url, id string, ts time.Time, body []byte, secrets []string) Attempt {
+// headers, signed with secrets. webhook-timestamp is the attempt's time
+// (receivers refuse one far from their clock), not the event's: the body
+// carries that.
+func (c *Client) Send(ctx context.Context, url, id string, body []byte, secrets []string) Attempt {
 	start := c.now()
+	ts := start
 	a := Attempt{At: start.UTC()}
 	sig, err := Sign(id, ts, body, secrets)
 	if err != nil {

@@ -61,7 +61,7 @@ func TestSignatureVerifiesWithTheReferenceLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := c.Send(t.Context(), rc.srv.URL+"/hook", "msg_1", ts, body, []string{current, previous})
+	a := c.Send(t.Context(), rc.srv.URL+"/hook", "msg_1", body, []string{current, previous})
 	if a.Verdict != space.Delivered || a.Status != 204 || rc.count() != 1 {
 		t.Fatalf("attempt %+v, %d received", a, rc.count())
 	}
@@ -116,7 +116,7 @@ func TestVerdicts(t *testing.T) {
 		{"long body", func(w http.ResponseWriter) { w.WriteHeader(500); _, _ = w.Write([]byte(strings.Repeat("x", 10000))) }, 500, space.RetryLater, 0},
 	} {
 		rc.answer = func(w http.ResponseWriter, _ *http.Request) { c.answer(w) }
-		a := clientFor(rc, true).Send(t.Context(), rc.srv.URL, "msg_v", time.Now(), []byte(`{}`), secret)
+		a := clientFor(rc, true).Send(t.Context(), rc.srv.URL, "msg_v", []byte(`{}`), secret)
 		if a.Status != c.status || a.Verdict != c.verdict || a.RetryAfter != c.retryAfter {
 			t.Errorf("%s: %+v; want %d %s retry-after %s", c.name, a, c.status, c.verdict, c.retryAfter)
 		}
@@ -143,7 +143,7 @@ func TestTimeoutAndConnectionErrorsRetry(t *testing.T) {
 	defer close(release)
 	c := clientFor(rc, true)
 	c.timeout = 50 * time.Millisecond
-	a := c.Send(t.Context(), rc.srv.URL, "msg_t", time.Now(), []byte(`{}`), []string{space.NewWebhookSecret()})
+	a := c.Send(t.Context(), rc.srv.URL, "msg_t", []byte(`{}`), []string{space.NewWebhookSecret()})
 	if a.Status != 0 || a.Verdict != space.RetryLater || !strings.Contains(a.Error, "deadline") && !strings.Contains(a.Error, "timeout") {
 		t.Errorf("timeout: %+v", a)
 	}
@@ -154,7 +154,7 @@ func TestTimeoutAndConnectionErrorsRetry(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	a = clientFor(rc, true).Send(t.Context(), "https://"+addr+"/", "msg_c", time.Now(), []byte(`{}`), []string{space.NewWebhookSecret()})
+	a = clientFor(rc, true).Send(t.Context(), "https://"+addr+"/", "msg_c", []byte(`{}`), []string{space.NewWebhookSecret()})
 	if a.Status != 0 || a.Verdict != space.RetryLater || a.Error == "" {
 		t.Errorf("connection refused: %+v", a)
 	}
@@ -170,7 +170,9 @@ func TestGuardRefusesEveryRule(t *testing.T) {
 		"239.1.1.1": "multicast", "0.0.0.0": "unspecified", "::": "unspecified", "100.64.1.1": "carrier-grade",
 	} {
 		dialed := 0
-		g := Guard{Lookup: func(context.Context, string) ([]netip.Addr, error) { return []netip.Addr{netip.MustParseAddr(addr)}, nil },
+		g := Guard{Lookup: func(context.Context, string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr(addr)}, nil
+		},
 			dial: func(context.Context, string, string) (net.Conn, error) { dialed++; return nil, errors.New("dialed") }}
 		r, err := g.Refusal(t.Context(), "hooks.example.com")
 		if err != nil || !strings.Contains(r, want) {
@@ -190,7 +192,7 @@ func TestGuardRefusesEveryRule(t *testing.T) {
 	}
 	// Loopback is allowed only when the stack allows it.
 	rc := newReceiver(t)
-	a := clientFor(rc, false).Send(t.Context(), rc.srv.URL, "msg_l", time.Now(), []byte(`{}`), []string{space.NewWebhookSecret()})
+	a := clientFor(rc, false).Send(t.Context(), rc.srv.URL, "msg_l", []byte(`{}`), []string{space.NewWebhookSecret()})
 	if a.Verdict != space.RetryLater || !strings.Contains(a.Error, "refused address") || rc.count() != 0 {
 		t.Errorf("loopback without the local stack's leave: %+v, %d received", a, rc.count())
 	}
@@ -237,4 +239,3 @@ func TestGuardDialsTheCheckedAddress(t *testing.T) {
 		t.Fatalf("rebound answer: %v, dialed %v", err, dialed)
 	}
 }
-

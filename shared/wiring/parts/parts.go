@@ -9,6 +9,7 @@ package parts
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"spaces/shared/revisions"
 	"spaces/shared/space"
 	"spaces/shared/sqsqueue"
+	"spaces/shared/webhooks"
 )
 
 // AWS is where a workflow finds AWS: the SDK configuration and, locally,
@@ -187,4 +189,20 @@ func WakingWork(store space.AgentWorkStore, w space.Waker, log *slog.Logger) spa
 		return store
 	}
 	return space.WakingWork{AgentWorkStore: store, Waker: w, Log: log}
+}
+
+// DeliveryQueue sends webhook deliveries (webhooks.Queue) through SQS.
+type DeliveryQueue struct{ Q *sqsqueue.Queue }
+
+// SendDeliveries sends one message per delivery, after delay.
+func (q DeliveryQueue) SendDeliveries(ctx context.Context, ds []webhooks.Delivery, delay time.Duration) error {
+	out := make([]sqsqueue.Message, len(ds))
+	for i, d := range ds {
+		b, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		out[i] = sqsqueue.Message{Body: string(b), Delay: min(delay, sqsqueue.MaxDelay)}
+	}
+	return q.Q.Send(ctx, out)
 }
