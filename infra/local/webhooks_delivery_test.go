@@ -135,6 +135,14 @@ func TestWebhookDeliveredFromTheStream(t *testing.T) {
 		log[1].NextAt == nil || log[1].Attempt != 1 || log[2].Type != space.EventSpaceRegistered || log[2].Status != 204 {
 		t.Errorf("log: %+v", log)
 	}
+	// Each delivered body is what openapi.yaml's webhooks section says.
+	for _, r := range rc.requests() {
+		var h hookBody
+		_ = json.Unmarshal(r.body, &h)
+		if bad := validator.Webhook(h.Type, r.body); bad != nil {
+			t.Errorf("%s does not follow openapi.yaml: %v\n%s", h.Type, bad, r.body)
+		}
+	}
 	// Exactly once each, as far as this receiver is concerned.
 	if n := len(rc.requests()); n != 3 {
 		t.Errorf("%d requests; want 3", n)

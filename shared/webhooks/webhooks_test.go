@@ -113,7 +113,7 @@ func TestAttemptOutcomes(t *testing.T) {
 	if len(next) != 1 || next[0].ID != del.ID || next[0].Attempts != 1 || next[0].Due == nil {
 		t.Fatalf("after a 503: %+v", next)
 	}
-	if wait := next[0].Due.Sub(time.Now()); wait > 5*time.Second {
+	if wait := time.Until(*next[0].Due); wait > 5*time.Second {
 		t.Errorf("next attempt due in %s; the schedule says 5 s", wait)
 	}
 	log, _, err := f.store.Attempts(ctx, f.org, ep.ID, space.Page{Limit: 10})
