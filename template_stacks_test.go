@@ -38,6 +38,8 @@ var physicalName = map[string]string{
 	"AWS::SNS::Subscription":                      "",
 	"AWS::SNS::TopicPolicy":                       "",
 	"AWS::Lambda::Permission":                     "",
+	// A key's id is generated (no alias is given).
+	"AWS::KMS::Key": "",
 }
 
 // stackNames resolves every name the template gives a resource in the

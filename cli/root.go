@@ -109,4 +109,3 @@ func requireFlags(cmd *cobra.Command, names ...string) error {
 	}
 	return nil
 }
-

@@ -32,7 +32,7 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 	s := api.Settings{Common: parts.Common{Table: env.Name(t, "SpacesTable"), StaleAfter: space.DefaultStaleAfter},
 		CursorSecret: "test-secret-test-secret-test-secret",
 		ProbeQueue:   env.Resources["ProbeQueue"].URL, RevisionsQueue: env.Resources["RevisionsQueue"].URL,
-		ProvisioningQueue: env.Resources["ProvisioningQueue"].URL}
+		ProvisioningQueue: env.Resources["ProvisioningQueue"].URL, WebhookKey: env.Resources["WebhookSecretsKey"].Name}
 	fn := &config.Function{Log: slog.New(slog.DiscardHandler), Env: config.FromOS()}
 	h, err := handler(parts.AWS{Config: env.Config, Endpoint: env.Endpoint}, s, fn)
 	if err != nil {
@@ -75,6 +75,16 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 		"retry-provisioning-job.json":  404,
 		// Agent spaces: the sample space does not exist.
 		"reissue-agent-bootstrap.json": 404,
+		// Webhook endpoints: the sample endpoint does not exist; the
+		// creation's URL is a literal public address (no DNS asked).
+		"list-webhook-endpoints.json":  200,
+		"create-webhook-endpoint.json": 201,
+		"get-webhook-endpoint.json":    404,
+		"update-webhook-endpoint.json": 404,
+		"delete-webhook-endpoint.json": 404,
+		"pause-webhook-endpoint.json":  404,
+		"resume-webhook-endpoint.json": 404,
+		"rotate-webhook-secret.json":   404,
 	}
 	var covered []string
 	for _, f := range files {

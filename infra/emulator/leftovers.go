@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"spaces/shared/awsclient"
@@ -71,6 +72,31 @@ func (e *Emulator) RemoveTestLeftovers(ctx context.Context, template []byte) ([]
 				}
 				removed = append(removed, name)
 			}
+		}
+	}
+	// A key is found by its alias (kmsKey); the alias goes and the key is
+	// scheduled for deletion, as KMS deletes keys.
+	km := awsclient.KMS(e.cfg, e.URL)
+	aliases := kms.NewListAliasesPaginator(km, &kms.ListAliasesInput{})
+	for aliases.HasMorePages() {
+		page, err := aliases.NextPage(ctx)
+		if err != nil {
+			return removed, fmt.Errorf("list aliases: %w", err)
+		}
+		for _, a := range page.Aliases {
+			name, ok := strings.CutPrefix(aws.ToString(a.AliasName), "alias/")
+			if !ok || !leftover(TypeKMSKey, name) {
+				continue
+			}
+			if _, err := km.DeleteAlias(ctx, &kms.DeleteAliasInput{AliasName: a.AliasName}); err != nil {
+				return removed, fmt.Errorf("delete alias %s: %w", name, err)
+			}
+			if a.TargetKeyId != nil {
+				if _, err := km.ScheduleKeyDeletion(ctx, &kms.ScheduleKeyDeletionInput{KeyId: a.TargetKeyId, PendingWindowInDays: aws.Int32(7)}); err != nil {
+					return removed, fmt.Errorf("delete key %s: %w", name, err)
+				}
+			}
+			removed = append(removed, name)
 		}
 	}
 	eb := eventbus.NewClient(e.cfg, e.URL)

@@ -14,6 +14,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
@@ -65,6 +66,7 @@ func (e *Emulator) CreateResources(ctx context.Context, template []byte, names f
 		ddb: awsclient.DynamoDB(e.cfg, e.URL),
 		sqs: awsclient.SQS(e.cfg, e.URL),
 		eb:  eventbus.NewClient(e.cfg, e.URL),
+		kms: awsclient.KMS(e.cfg, e.URL),
 	}
 	created := make(Resources, len(order))
 	for _, r := range order {
@@ -80,6 +82,8 @@ func (e *Emulator) CreateResources(ctx context.Context, template []byte, names f
 			res, err = c.queue(ctx, names(r.id), raw)
 		case TypeEventBus:
 			res, err = c.eventBus(ctx, names(r.id), raw)
+		case TypeKMSKey:
+			res, err = c.kmsKey(ctx, names(r.id))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("emulator: resource %s (%s): %w", r.id, r.typ, err)
@@ -94,6 +98,7 @@ type creator struct {
 	ddb *dynamodb.Client
 	sqs *sqs.Client
 	eb  *eventbridge.Client
+	kms *kms.Client
 }
 
 func errorCode(err error) string {
@@ -432,4 +437,24 @@ func (c creator) eventBus(ctx context.Context, name string, raw []byte) (Resourc
 	default:
 		return Resource{}, err
 	}
+}
+
+// kmsKey creates a symmetric encryption key and names it by an alias,
+// alias/<name>, so that a restarted stack finds the key its sealed data
+// needs instead of creating another. Name is the key's id (what Ref
+// answers in AWS).
+func (c creator) kmsKey(ctx context.Context, name string) (Resource, error) {
+	alias := "alias/" + name
+	if d, err := c.kms.DescribeKey(ctx, &kms.DescribeKeyInput{KeyId: aws.String(alias)}); err == nil && d.KeyMetadata != nil {
+		return Resource{Name: aws.ToString(d.KeyMetadata.KeyId), ARN: aws.ToString(d.KeyMetadata.Arn)}, nil
+	}
+	out, err := c.kms.CreateKey(ctx, &kms.CreateKeyInput{Description: aws.String(name)})
+	if err != nil {
+		return Resource{}, err
+	}
+	id := aws.ToString(out.KeyMetadata.KeyId)
+	if _, err := c.kms.CreateAlias(ctx, &kms.CreateAliasInput{AliasName: aws.String(alias), TargetKeyId: aws.String(id)}); err != nil {
+		return Resource{}, err
+	}
+	return Resource{Name: id, ARN: aws.ToString(out.KeyMetadata.Arn)}, nil
 }

@@ -18,9 +18,10 @@ const (
 	TypeTable    = "AWS::DynamoDB::Table"
 	TypeQueue    = "AWS::SQS::Queue"
 	TypeEventBus = "AWS::Events::EventBus"
+	TypeKMSKey   = "AWS::KMS::Key"
 )
 
-var supported = map[string]bool{TypeTable: true, TypeQueue: true, TypeEventBus: true}
+var supported = map[string]bool{TypeTable: true, TypeQueue: true, TypeEventBus: true, TypeKMSKey: true}
 
 // A reference to another resource of the template can only be resolved once
 // that resource exists in the emulator, so the intrinsic handlers leave a
@@ -174,7 +175,9 @@ func (rs Resources) attribute(fn, id, attr string) (string, error) {
 		v = r.Name
 	case TypeQueue + " Ref ", TypeQueue + " GetAtt QueueUrl":
 		v = r.URL
-	case TypeTable + " GetAtt Arn", TypeQueue + " GetAtt Arn", TypeEventBus + " GetAtt Arn":
+	case TypeKMSKey + " Ref ", TypeKMSKey + " GetAtt KeyId":
+		v = r.Name
+	case TypeTable + " GetAtt Arn", TypeQueue + " GetAtt Arn", TypeEventBus + " GetAtt Arn", TypeKMSKey + " GetAtt Arn":
 		v = r.ARN
 	case TypeTable + " GetAtt StreamArn":
 		v = r.StreamARN

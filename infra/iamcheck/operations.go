@@ -63,6 +63,16 @@ func (r *Recorder) requests(l Local, service, op string, in, out any) []request 
 			return []request{{action: "lambda:" + op}}
 		}
 		return []request{{"lambda:InvokeFunction", functionARN(l, aws.ToString(p.FunctionName), aws.ToString(p.Qualifier))}}
+	case "KMS":
+		// Encrypt and Decrypt name the key (kmsseal always does): by id
+		// locally, which Names maps to its logical id.
+		if k := stringField(in, "KeyId"); k != "" {
+			if i := strings.LastIndex(k, "key/"); i >= 0 {
+				k = k[i+len("key/"):]
+			}
+			return []request{{"kms:" + op, arn("kms", "key/"+l.logical(k))}}
+		}
+		return []request{{action: "kms:" + op}}
 	case "STS":
 		if p, ok := in.(*sts.AssumeRoleInput); ok {
 			return []request{{"sts:AssumeRole", aws.ToString(p.RoleArn)}}

@@ -250,6 +250,8 @@ func (doc tmpl) attr(id, attr string) (string, error) {
 		return arn("sqs", id), nil
 	case attr == "Arn" && typ == "AWS::Events::EventBus":
 		return arn("events", "event-bus/"+id), nil
+	case attr == "Arn" && typ == "AWS::KMS::Key":
+		return arn("kms", "key/"+id), nil
 	case attr == "Arn" && typ == "AWS::Logs::LogGroup":
 		return arn("logs", "log-group:"+id+":*"), nil
 	case attr == "Arn" && typ == "AWS::Serverless::Function":

@@ -87,6 +87,8 @@ type Config struct {
 	Cascade CascadeConfig
 	// Revisions configures the deployment revision claims.
 	Revisions RevisionsConfig
+	// Webhooks configures the webhook deliveries.
+	Webhooks WebhooksConfig
 	// Provisioning configures the provisioning jobs' steps.
 	Provisioning ProvisioningConfig
 	// ConsoleRefresh is how often the web console polls (default 5s).
@@ -232,6 +234,7 @@ func (st *starting) parts() []part {
 		{"probing", st.startProbing},
 		{"cascade", st.startCascade},
 		{"revisions", st.startRevisions},
+		{"webhooks", st.startWebhooks},
 		{"provisioning", st.startProvisioning},
 		{"keys", st.loadKeys},
 		{"discovery", st.startDiscovery},
@@ -323,6 +326,9 @@ func (st *starting) buildCatalog(cfg *Config) (func(), error) {
 		ProvisioningQueue: st.Resources["ProvisioningQueue"].URL,
 		ProbeQueue:        st.probeQueue(cfg),
 		DiscoveryFunction: st.discoveryFunction,
+		WebhookKey:        st.Resources["WebhookSecretsKey"].Name,
+		// Receivers on the developer's machine (make run, the tests).
+		AllowLoopbackWebhooks: true,
 	}
 	opts := api.Options{Auth: st.verifier, Log: cfg.Log}
 	if cfg.Minter != nil {

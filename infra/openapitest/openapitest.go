@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pb33f/libopenapi-validator/schema_validation"
 	"io"
 	"mime"
 	"net/http"
@@ -38,7 +39,6 @@ import (
 	verrors "github.com/pb33f/libopenapi-validator/errors"
 	"github.com/pb33f/libopenapi-validator/helpers"
 	"github.com/pb33f/libopenapi-validator/paths"
-	"github.com/pb33f/libopenapi-validator/schema_validation"
 	"github.com/pb33f/libopenapi/datamodel/high/base"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 )
@@ -401,4 +401,29 @@ func bufferRequest(req *http.Request) ([]byte, *http.Request, error) {
 	out := cloneRequest(req, b)
 	out = out.WithContext(req.Context()) // the send keeps the caller's deadline
 	return b, out, nil
+}
+
+// Webhook returns why body is not what the document's webhooks section
+// says event is delivered as (nil when it is).
+func (v *Validator) Webhook(event string, body []byte) []string {
+	item, ok := v.model.Webhooks.Get(event)
+	if !ok || item.Post == nil || item.Post.RequestBody == nil {
+		return []string{"the document has no webhook " + event}
+	}
+	mt, ok := item.Post.RequestBody.Content.Get("application/json")
+	if !ok || mt.Schema == nil {
+		return []string{"webhook " + event + " has no application/json schema"}
+	}
+	okay, errs := schema_validation.NewSchemaValidator().ValidateSchemaBytes(mt.Schema.Schema(), body)
+	if okay {
+		return nil
+	}
+	var out []string
+	for _, e := range errs {
+		out = append(out, describe(e))
+	}
+	if len(out) == 0 {
+		out = []string{"does not validate"}
+	}
+	return out
 }

@@ -930,3 +930,26 @@ func BenchmarkCheckSpace(b *testing.B) {
 		v.Check(b, req, nil, resp, body)
 	}
 }
+
+// TestWebhookSchemasRefuse: the webhooks section's schemas refuse a body
+// missing its data, of another type, or with a field they do not name, so
+// that the local stack's delivery test can fail.
+func TestWebhookSchemasRefuse(t *testing.T) {
+	v := openapitest.New(t, spaces.OpenAPI)
+	good := `{"type":"space.registered","timestamp":"2026-01-01T00:00:00Z","data":{"space_id":"0b6e6c2a-1f1d-4b0e-9a43-2f0d6c1e8a11","provider":"aws","cloud_account_id":"6f1c2a9e-3b7d-4c1e-9f2a-8d4b5e6f7a81"}}`
+	if bad := v.Webhook("space.registered", []byte(good)); bad != nil {
+		t.Fatalf("a good body is refused: %v", bad)
+	}
+	for name, body := range map[string]string{
+		"no data":       `{"type":"space.registered","timestamp":"2026-01-01T00:00:00Z"}`,
+		"another type":  strings.Replace(good, `"space.registered"`, `"space.deregistered"`, 1),
+		"unknown field": strings.Replace(good, `"provider"`, `"kubeconfig":"x","provider"`, 1),
+	} {
+		if v.Webhook("space.registered", []byte(body)) == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if v.Webhook("space.exploded", []byte(good)) == nil {
+		t.Error("an undocumented event is accepted")
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -102,6 +103,16 @@ func Lambda(cfg aws.Config, endpoint string) *lambda.Client {
 // SecretsManager returns a Secrets Manager client.
 func SecretsManager(cfg aws.Config, endpoint string) *secretsmanager.Client {
 	return secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
+		o.TracerProvider = tracing.SDK()
+		if endpoint != "" {
+			o.BaseEndpoint = aws.String(endpoint)
+		}
+	})
+}
+
+// KMS returns a KMS client (webhook secrets are sealed with it).
+func KMS(cfg aws.Config, endpoint string) *kms.Client {
+	return kms.NewFromConfig(cfg, func(o *kms.Options) {
 		o.TracerProvider = tracing.SDK()
 		if endpoint != "" {
 			o.BaseEndpoint = aws.String(endpoint)

@@ -48,6 +48,8 @@ import (
 //	COUNT#<shard>      fleet counters of the       total, status_<s>, provider_<p>, account_<id> (N),
 //	                   spaces whose probe shard    each kept by the transactions that register,
 //	                   is <shard> (counts.go)      deregister and transition a space
+//	HOOK#<id>          a webhook endpoint          its fields (space.WebhookEndpoint), version (N),
+//	                   (webhooks.go)               secrets_sealed (B: its signing secrets, KMS)
 //
 // A space's own partition, pk = SPACE#<space id>, holds what hangs off it:
 //
@@ -73,6 +75,11 @@ import (
 //	                                   space.FenceRetention, TTL)
 //	PROBE           BEAT               beat_<shard> (and beat_a): the newest tick of
 //	                                   the shard the prober handled
+//
+// A webhook endpoint's delivery log, pk = HOOK#<endpoint id> (webhooks.go):
+//
+//	ATT#<at>#<webhook id> one attempt            space.DeliveryAttempt's fields,
+//	                                             expires_at (at + 30 days, TTL)
 //
 // Why links and not a GSI: "everything bound to a space" is one strongly
 // consistent Query of its partition, which an eventually consistent index
@@ -118,6 +125,12 @@ const (
 	pkBeat = "PROBE"
 	skBeat = "BEAT"
 
+	prefixWebhook = "HOOK#"
+	prefixAttempt = "ATT#"
+
+	// attrSecretsSealed holds a webhook endpoint's secrets, encrypted.
+	attrSecretsSealed = "secrets_sealed"
+
 	skAgent   = "AGENT"
 	skAgentNS = "AGENTNS"
 
@@ -159,6 +172,9 @@ func agentKey(spaceID string) map[string]types.AttributeValue { return linkKey(s
 // agentNSKey is the key of an agent space's last reported namespace list
 // (agentwork.go).
 func agentNSKey(spaceID string) map[string]types.AttributeValue { return linkKey(spaceID, skAgentNS) }
+
+// webhookSK is the sort key of a webhook endpoint in its org's partition.
+func webhookSK(id string) string { return prefixWebhook + id }
 
 // countSK is the sort key of the org's counter item that counts the space
 // (counts.go): one per probe shard.

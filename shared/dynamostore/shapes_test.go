@@ -125,6 +125,10 @@ func TestItemShapes(t *testing.T) {
 	_, err = st.Beat(ctx, "00", at)
 	must(t, "Beat", err)
 
+	hook := filled[space.WebhookEndpoint]()
+	hook.OrgID, hook.State, hook.Version, hook.EventTypes = shapeOrg, space.WebhookEnabled, 1, []space.EventType{space.EventSpaceRegistered}
+	must(t, "CreateWebhook", st.CreateWebhook(ctx, hook))
+
 	got := map[string][]string{}
 	f.itemShapes(t, got)
 

@@ -148,6 +148,8 @@ type Store struct {
 	enc   *attributevalue.Encoder
 	dec   *attributevalue.Decoder
 	beats beatCache
+	// sealer seals webhook secrets (webhooks.go).
+	sealer Sealer
 }
 
 var _ space.Store = (*Store)(nil)

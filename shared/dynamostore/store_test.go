@@ -18,6 +18,7 @@ import (
 	"spaces/infra/emulator/emulatortest"
 	"spaces/shared/awsclient"
 	"spaces/shared/dynamostore"
+	"spaces/shared/kmsseal"
 	"spaces/shared/space"
 )
 
@@ -35,6 +36,9 @@ func newFixture(t testing.TB, opts ...dynamostore.Option) *fixture {
 	env := emulatortest.Start(t)
 	db := awsclient.DynamoDB(env.Config, env.Endpoint)
 	table := env.Name(t, "SpacesTable")
+	// Webhook secrets are sealed by the template's key in the emulator's KMS.
+	sealer := kmsseal.Sealer{KMS: awsclient.KMS(env.Config, env.Endpoint), KeyID: env.Name(t, "WebhookSecretsKey")}
+	opts = append([]dynamostore.Option{dynamostore.WithSealer(sealer)}, opts...)
 	f := &fixture{store: dynamostore.New(db, table, opts...), db: db, table: table, org: uuid.NewString()}
 	f.account = f.createAccount(t, f.org, space.AWS)
 	return f

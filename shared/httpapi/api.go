@@ -52,6 +52,8 @@ type API struct {
 	// Agents serves agent-mode spaces' bootstrap, credentials and leases
 	// (agent.go); nil: 503, and agent registrations are refused.
 	Agents *space.Agents
+	// Webhooks serves the org's webhook endpoints (webhooks.go); nil: 503.
+	Webhooks *space.Webhooks
 	// Probes, when set, is asked to probe each newly registered space at once
 	// instead of at the next minute tick.
 	Probes interface {
@@ -108,6 +110,14 @@ var catalogRoutes = []route{
 	{"DELETE", "/provisioning-jobs/{id}", (*API).cancelJob},
 	{"POST", "/provisioning-jobs/{id}/retry", (*API).retryJob},
 	{"POST", "/spaces/{id}/agent-bootstrap", (*API).reissueBootstrap},
+	{"GET", "/webhook-endpoints", (*API).listWebhooks},
+	{"POST", "/webhook-endpoints", (*API).createWebhook},
+	{"GET", "/webhook-endpoints/{id}", (*API).getWebhook},
+	{"PATCH", "/webhook-endpoints/{id}", (*API).patchWebhook},
+	{"DELETE", "/webhook-endpoints/{id}", (*API).deleteWebhook},
+	{"POST", "/webhook-endpoints/{id}/pause", (*API).pauseWebhook},
+	{"POST", "/webhook-endpoints/{id}/resume", (*API).resumeWebhook},
+	{"POST", "/webhook-endpoints/{id}/rotate-secret", (*API).rotateWebhookSecret},
 }
 
 // PublicRoutes need no token.

@@ -145,6 +145,8 @@ func typeReason(dst any) string {
 		return "must be a boolean"
 	case *map[string]string:
 		return "must be an object whose values are strings"
+	case **[]string:
+		return "must be an array of strings"
 	case *[]map[string]any:
 		return "must be an array of objects"
 	case *int, **int:

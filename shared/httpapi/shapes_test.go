@@ -49,6 +49,9 @@ var bodies = map[string]func() any{
 	"AgentCredential":        func() any { return filled[space.AgentCredential]() },
 	"Lease answer":           func() any { return filled[leaseAnswer]() },
 	"Problem":                func() any { return filled[problem]() },
+	"WebhookEndpoint":        func() any { return filled[space.WebhookEndpoint]() },
+	"WebhookEndpoint list":   func() any { return filled[listResponse[space.WebhookEndpoint]]() },
+	"WebhookEndpoint secret": func() any { return filled[space.Created]() },
 }
 
 // requests are the tagged types the API reads, by section name: a whole
@@ -112,6 +115,14 @@ var routeBodies = map[string][]string{
 	"PUT /agent/spaces/{spaceID}/lease":                  {"Lease answer", "request ServerVersion (lease)"},
 	"PUT /agent/spaces/{spaceID}/namespaces":             {"request ReportedNamespace (items)", "request CreateOutcome (creates)"},
 	"PUT /agent/spaces/{spaceID}/revisions/{revisionID}": nil,
+	"GET /webhook-endpoints":                             {"WebhookEndpoint list"},
+	"POST /webhook-endpoints":                            {"WebhookEndpoint secret"},
+	"GET /webhook-endpoints/{id}":                        {"WebhookEndpoint"},
+	"PATCH /webhook-endpoints/{id}":                      {"WebhookEndpoint"},
+	"DELETE /webhook-endpoints/{id}":                     nil,
+	"POST /webhook-endpoints/{id}/pause":                 {"WebhookEndpoint"},
+	"POST /webhook-endpoints/{id}/resume":                {"WebhookEndpoint"},
+	"POST /webhook-endpoints/{id}/rotate-secret":         {"WebhookEndpoint secret"},
 }
 
 const apiGolden = "testdata/shapes.golden"

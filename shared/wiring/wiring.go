@@ -16,6 +16,7 @@ package wiring
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"strconv"
 	"time"
@@ -34,6 +35,8 @@ import (
 	"spaces/shared/space"
 	"spaces/shared/sqsqueue"
 	"spaces/shared/tracing"
+	"spaces/shared/webhook"
+	"spaces/shared/webhooks"
 	"spaces/shared/wiring/parts"
 )
 
@@ -230,4 +233,35 @@ func (p *Provisioning) HandleSQS(ctx context.Context, ev events.SQSEvent) (event
 		}
 	}
 	return resp, nil
+}
+
+// WebhooksSettings configure the webhook deliveries.
+type WebhooksSettings struct {
+	Table string
+	// Queue is the delivery queue's URL.
+	Queue string
+	// SealerKey is the KMS key that seals the endpoints' secrets.
+	SealerKey string
+	// AllowLoopback lets endpoints be on loopback: the local stack only,
+	// never read from the environment.
+	AllowLoopback bool
+	// Roots, when set, are the TLS roots receivers are trusted by (the
+	// local stack's tests: a loopback receiver's CA); nil: the system's.
+	Roots *tls.Config
+}
+
+// ReadWebhooks reads the webhook function's settings.
+func ReadWebhooks(env *config.Env) WebhooksSettings {
+	return WebhooksSettings{Table: env.Required("TABLE_NAME"), Queue: env.Required("WEBHOOK_QUEUE_URL"),
+		SealerKey: env.Required("WEBHOOK_SEALER_ARN")}
+}
+
+// Webhooks builds the fan-out and the deliverer.
+func Webhooks(a parts.AWS, s WebhooksSettings, log *slog.Logger) (*webhooks.Fanout, *webhooks.Deliverer) {
+	store := a.Store(s.Table, a.Sealer(s.SealerKey)...)
+	q := parts.DeliveryQueue{Q: a.Queue(s.Queue)}
+	eps := &space.Webhooks{Store: store, Rules: space.WebhookRules{AllowLoopback: s.AllowLoopback}, Now: time.Now}
+	return &webhooks.Fanout{Store: store, Queue: q, Log: log},
+		&webhooks.Deliverer{Store: store, Sender: webhook.NewClient(webhook.Guard{AllowLoopback: s.AllowLoopback}, s.Roots),
+			Queue: q, Endpoints: eps, Now: time.Now, Log: log}
 }

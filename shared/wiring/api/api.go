@@ -21,6 +21,7 @@ import (
 	"spaces/shared/probing"
 	"spaces/shared/provisioning"
 	"spaces/shared/space"
+	"spaces/shared/webhook"
 	"spaces/shared/wiring/parts"
 )
 
@@ -41,6 +42,12 @@ type Settings struct {
 	// ("": no cloud is reachable).
 	DiscoveryFunction string
 	Clouds            parts.Clouds // who customers' clouds are told to trust
+	// WebhookKey is the KMS key that seals webhook secrets ("": the
+	// webhook routes answer 503).
+	WebhookKey string
+	// AllowLoopbackWebhooks lets webhook endpoints be on loopback: set by
+	// the local stack only, never read from the environment.
+	AllowLoopbackWebhooks bool
 }
 
 // Read reads the api function's settings.
@@ -48,7 +55,8 @@ func Read(env *config.Env) Settings {
 	return Settings{Common: parts.ReadCommon(env), CursorSecretARN: env.Required("CURSOR_SECRET_ARN"),
 		ProbeQueue: env.Required("PROBE_QUEUE_URL"), RevisionsQueue: env.Required("REVISIONS_QUEUE_URL"),
 		ProvisioningQueue: env.Required("PROVISIONING_QUEUE_URL"),
-		DiscoveryFunction: env.Required("DISCOVERY_FUNCTION"), Clouds: parts.ReadClouds(env)}
+		DiscoveryFunction: env.Required("DISCOVERY_FUNCTION"), Clouds: parts.ReadClouds(env),
+		WebhookKey: env.String("WEBHOOK_SEALER_ARN", "")}
 }
 
 // Cloud answers the catalog's questions for a cloud: does a cluster exist,
@@ -82,7 +90,7 @@ func New(a parts.AWS, s Settings, o Options) (*httpapi.API, *space.Service, erro
 	if err != nil {
 		return nil, nil, err
 	}
-	store := a.Store(s.Table)
+	store := a.Store(s.Table, a.Sealer(s.WebhookKey)...)
 	svc := space.NewService(store, s.StaleAfter)
 	if o.Now != nil {
 		svc.Now = o.Now
@@ -107,6 +115,11 @@ func New(a parts.AWS, s Settings, o Options) (*httpapi.API, *space.Service, erro
 		if o.Now != nil {
 			api.Jobs.Now = o.Now
 		}
+	}
+	if s.WebhookKey != "" {
+		api.Webhooks = &space.Webhooks{Store: store, Rules: space.WebhookRules{AllowLoopback: s.AllowLoopbackWebhooks},
+			Hosts: webhook.Guard{AllowLoopback: s.AllowLoopbackWebhooks}, Now: svc.Now, NewID: svc.NewID,
+			NewSecret: space.NewWebhookSecret}
 	}
 	svc.Trust = s.Clouds.Trust()
 	if o.Trust != nil {

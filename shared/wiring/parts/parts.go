@@ -9,6 +9,7 @@ package parts
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"time"
@@ -19,11 +20,13 @@ import (
 	"spaces/shared/awsclient"
 	"spaces/shared/config"
 	"spaces/shared/dynamostore"
+	"spaces/shared/kmsseal"
 	"spaces/shared/probing"
 	"spaces/shared/provisioning"
 	"spaces/shared/revisions"
 	"spaces/shared/space"
 	"spaces/shared/sqsqueue"
+	"spaces/shared/webhooks"
 )
 
 // AWS is where a workflow finds AWS: the SDK configuration and, locally,
@@ -34,8 +37,17 @@ type AWS struct {
 }
 
 // Store is the spaces table.
-func (a AWS) Store(table string) *dynamostore.Store {
-	return dynamostore.New(awsclient.DynamoDB(a.Config, a.Endpoint), table)
+func (a AWS) Store(table string, opts ...dynamostore.Option) *dynamostore.Store {
+	return dynamostore.New(awsclient.DynamoDB(a.Config, a.Endpoint), table, opts...)
+}
+
+// Sealer seals webhook secrets with the KMS key keyID ("": none, and the
+// webhook routes answer 503).
+func (a AWS) Sealer(keyID string) []dynamostore.Option {
+	if keyID == "" {
+		return nil
+	}
+	return []dynamostore.Option{dynamostore.WithSealer(kmsseal.Sealer{KMS: awsclient.KMS(a.Config, a.Endpoint), KeyID: keyID})}
 }
 
 // Queue sends to (and postpones on) one SQS queue.
@@ -177,4 +189,20 @@ func WakingWork(store space.AgentWorkStore, w space.Waker, log *slog.Logger) spa
 		return store
 	}
 	return space.WakingWork{AgentWorkStore: store, Waker: w, Log: log}
+}
+
+// DeliveryQueue sends webhook deliveries (webhooks.Queue) through SQS.
+type DeliveryQueue struct{ Q *sqsqueue.Queue }
+
+// SendDeliveries sends one message per delivery, after delay.
+func (q DeliveryQueue) SendDeliveries(ctx context.Context, ds []webhooks.Delivery, delay time.Duration) error {
+	out := make([]sqsqueue.Message, len(ds))
+	for i, d := range ds {
+		b, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		out[i] = sqsqueue.Message{Body: string(b), Delay: min(delay, sqsqueue.MaxDelay)}
+	}
+	return q.Q.Send(ctx, out)
 }

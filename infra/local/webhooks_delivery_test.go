@@ -1,0 +1,150 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"spaces/shared/space"
+)
+
+// hookReceiver is a loopback HTTPS receiver: it answers with status (204
+// unless set) and keeps every request.
+type hookReceiver struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	status int
+	got    []hookRequest
+}
+
+type hookRequest struct {
+	header http.Header
+	body   []byte
+}
+
+func newHookReceiver(t *testing.T) *hookReceiver {
+	rc := &hookReceiver{status: 204}
+	rc.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		rc.got = append(rc.got, hookRequest{r.Header.Clone(), b})
+		status := rc.status
+		rc.mu.Unlock()
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func (rc *hookReceiver) setStatus(s int) { rc.mu.Lock(); rc.status = s; rc.mu.Unlock() }
+
+func (rc *hookReceiver) requests() []hookRequest {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]hookRequest(nil), rc.got...)
+}
+
+// webhookStack starts a stack whose webhook deliveries trust rc's CA.
+func webhookStack(t *testing.T, rc *hookReceiver) *Stack {
+	t.Helper()
+	prefix := fmt.Sprintf("t%d%d-", time.Now().UnixNano()%1e6, stackSeq.Add(1))
+	st, err := Start(context.Background(), Config{
+		APIAddr: "127.0.0.1:0", NoEmulatorPort: true, DataDir: t.TempDir(),
+		Log:      slog.New(slog.DiscardHandler),
+		Probing:  ProbingConfig{Disabled: true},
+		Names:    func(id string) string { return prefix + id },
+		Webhooks: WebhooksConfig{Roots: rc.srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone(), Wait: time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return st
+}
+
+type hookBody struct {
+	Type      string         `json:"type"`
+	Timestamp string         `json:"timestamp"`
+	Data      map[string]any `json:"data"`
+}
+
+// TestWebhookDeliveredFromTheStream: registering a space reaches a real
+// HTTPS receiver as space.registered, from the table's stream, signed so
+// that the Standard Webhooks reference library verifies it with the
+// endpoint's secret; a receiver that is down (503) gets the deregistration
+// once it is back, by the schedule's retry, with the same webhook-id, and
+// the endpoint's log shows both attempts.
+func TestWebhookDeliveredFromTheStream(t *testing.T) {
+	rc := newHookReceiver(t)
+	st := webhookStack(t, rc)
+	c := newClient(t, st, "acme")
+	created := c.must(201, c.do("POST", "/webhook-endpoints", map[string]any{
+		"url": rc.srv.URL + "/hooks", "event_types": []string{"space.registered", "space.deregistered"}}))
+	endpointID, secret := created["id"].(string), created["secret"].(string)
+	verifier, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	acct := c.account("aws")
+	spaceID := c.must(201, c.do("POST", "/spaces", registerBody("aws", acct, "hooked")))["id"].(string)
+	eventually(t, "space.registered at the receiver", func() bool { return len(rc.requests()) >= 1 })
+	first := rc.requests()[0]
+	if err := verifier.Verify(first.body, first.header); err != nil {
+		t.Fatalf("the reference library refuses the delivery: %v\n%s", err, first.body)
+	}
+	var b hookBody
+	if err := json.Unmarshal(first.body, &b); err != nil || b.Type != "space.registered" || b.Data["space_id"] != spaceID || b.Data["provider"] != "aws" {
+		t.Fatalf("delivered %s (%v)", first.body, err)
+	}
+
+	// Down: the deregistration's first attempt gets 503.
+	rc.setStatus(503)
+	c.deregister(spaceID)
+	eventually(t, "the deregistration's first attempt", func() bool { return len(rc.requests()) >= 2 })
+	failedID := rc.requests()[1].header.Get("webhook-id")
+	rc.setStatus(204)
+	eventually(t, "the deregistration's retry", func() bool { return len(rc.requests()) >= 3 })
+	retry := rc.requests()[2]
+	if err := verifier.Verify(retry.body, retry.header); err != nil {
+		t.Fatalf("the retry does not verify: %v", err)
+	}
+	if retry.header.Get("webhook-id") != failedID || failedID == first.header.Get("webhook-id") {
+		t.Fatalf("webhook-ids: first %q, failed %q, retry %q", first.header.Get("webhook-id"), failedID, retry.header.Get("webhook-id"))
+	}
+	if err := json.Unmarshal(retry.body, &b); err != nil || b.Type != "space.deregistered" || b.Data["space_id"] != spaceID {
+		t.Fatalf("retried %s (%v)", retry.body, err)
+	}
+
+	var log []space.DeliveryAttempt
+	eventually(t, "three attempts in the endpoint's log", func() bool {
+		log, _, err = st.webhookStore().Attempts(t.Context(), "acme", endpointID, space.Page{Limit: 10})
+		return err == nil && len(log) == 3
+	})
+	// Newest first: delivered, the 503 (with its next attempt), delivered.
+	if log[0].Verdict != space.Delivered || log[0].Attempt != 2 || log[1].Status != 503 || log[1].Verdict != space.RetryLater ||
+		log[1].NextAt == nil || log[1].Attempt != 1 || log[2].Type != space.EventSpaceRegistered || log[2].Status != 204 {
+		t.Errorf("log: %+v", log)
+	}
+	// Each delivered body is what openapi.yaml's webhooks section says.
+	for _, r := range rc.requests() {
+		var h hookBody
+		_ = json.Unmarshal(r.body, &h)
+		if bad := validator.Webhook(h.Type, r.body); bad != nil {
+			t.Errorf("%s does not follow openapi.yaml: %v\n%s", h.Type, bad, r.body)
+		}
+	}
+	// Exactly once each, as far as this receiver is concerned.
+	if n := len(rc.requests()); n != 3 {
+		t.Errorf("%d requests; want 3", n)
+	}
+}

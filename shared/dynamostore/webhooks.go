@@ -1,0 +1,337 @@
+package dynamostore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"spaces/shared/space"
+)
+
+// Sealer encrypts and decrypts the webhook endpoints' signing secrets
+// (shared/kmsseal: the template's KMS key). ec binds a ciphertext to its
+// item: a sealed value copied onto another endpoint does not open.
+type Sealer interface {
+	Seal(ctx context.Context, plaintext []byte, ec map[string]string) ([]byte, error)
+	Open(ctx context.Context, ciphertext []byte, ec map[string]string) ([]byte, error)
+}
+
+// WithSealer sets what seals webhook secrets; without one, the webhook
+// calls fail (no secret is ever stored in the clear).
+func WithSealer(s Sealer) Option { return func(st *Store) { st.sealer = s } }
+
+var _ space.WebhookStore = (*Store)(nil)
+
+func webhookEC(org, id string) map[string]string {
+	return map[string]string{"org_id": org, "webhook_id": id}
+}
+
+// webhookItem is the endpoint's item: its fields and its secrets, sealed.
+func (s *Store) webhookItem(ctx context.Context, e space.WebhookEndpoint) (map[string]types.AttributeValue, error) {
+	if s.sealer == nil {
+		return nil, internal("seal webhook secrets", errors.New("no sealer configured"))
+	}
+	item, err := s.encode(e)
+	if err != nil {
+		return nil, err
+	}
+	plain, err := json.Marshal(e.Secrets)
+	if err != nil {
+		return nil, internal("encode webhook secrets", err)
+	}
+	sealed, err := s.sealer.Seal(ctx, plain, webhookEC(e.OrgID, e.ID))
+	if err != nil {
+		return nil, unavailable("the key that seals webhook secrets is unavailable", err)
+	}
+	item[attrSecretsSealed] = &types.AttributeValueMemberB{Value: sealed}
+	for k, v := range itemKey(e.OrgID, webhookSK(e.ID)) {
+		item[k] = v
+	}
+	return item, nil
+}
+
+// decodeWebhook reads an endpoint's item, opening its secrets when open.
+func (s *Store) decodeWebhook(ctx context.Context, item map[string]types.AttributeValue, open bool) (space.WebhookEndpoint, error) {
+	var e space.WebhookEndpoint
+	if err := s.decode(item, &e); err != nil {
+		return e, err
+	}
+	if !open {
+		return e, nil
+	}
+	b, ok := item[attrSecretsSealed].(*types.AttributeValueMemberB)
+	if !ok || s.sealer == nil {
+		return e, internal("open webhook secrets", errors.New("no sealed secrets or no sealer"))
+	}
+	plain, err := s.sealer.Open(ctx, b.Value, webhookEC(e.OrgID, e.ID))
+	if err != nil {
+		return e, unavailable("the key that seals webhook secrets is unavailable", err)
+	}
+	if err := json.Unmarshal(plain, &e.Secrets); err != nil {
+		return e, internal("decode webhook secrets", err)
+	}
+	return e, nil
+}
+
+// CreateWebhook stores a new endpoint, only if its id is free.
+func (s *Store) CreateWebhook(ctx context.Context, e space.WebhookEndpoint) error {
+	item, err := s.webhookItem(ctx, e)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item,
+		ConditionExpression:      aws.String("attribute_not_exists(" + nPK + ")"),
+		ExpressionAttributeNames: names(nPK)})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ccf):
+		return space.Errorf(space.KindConflict, "a webhook endpoint with id %s already exists", e.ID)
+	default:
+		return awsError("PutItem", err)
+	}
+}
+
+// GetWebhook returns org's endpoint with its secrets (one Decrypt).
+func (s *Store) GetWebhook(ctx context.Context, org, id string) (space.WebhookEndpoint, error) {
+	item, err := s.getItem(ctx, itemKey(org, webhookSK(id)))
+	if err != nil {
+		return space.WebhookEndpoint{}, err
+	}
+	if item == nil {
+		return space.WebhookEndpoint{}, space.ErrNotFound("webhook endpoint")
+	}
+	return s.decodeWebhook(ctx, item, true)
+}
+
+// ListWebhooks returns org's endpoints ordered by id, without their
+// secrets (no Decrypt: a list never shows them).
+func (s *Store) ListWebhooks(ctx context.Context, org string, page space.Page) ([]space.WebhookEndpoint, string, error) {
+	if err := checkLimit(page.Limit); err != nil {
+		return nil, "", err
+	}
+	out := make([]space.WebhookEndpoint, 0, page.Limit+1)
+	err := s.queryOrg(ctx, org, prefixWebhook, page.After, "", nil, nil,
+		func() int { return page.Limit + 1 - len(out) },
+		func(item map[string]types.AttributeValue) error {
+			e, err := s.decodeWebhook(ctx, item, false)
+			if err != nil {
+				return err
+			}
+			if e.ID > page.After {
+				out = append(out, e)
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, "", err
+	}
+	if len(out) > page.Limit {
+		out = out[:page.Limit]
+		return out, out[len(out)-1].ID, nil
+	}
+	return out, "", nil
+}
+
+// UpdateWebhook changes an endpoint (space.Run): the whole item is put
+// again, secrets sealed again, only over the version read.
+func (s *Store) UpdateWebhook(ctx context.Context, org, id string, u space.Update[space.WebhookEndpoint]) (space.Updated[space.WebhookEndpoint], error) {
+	return space.Run(ctx, space.WebhookVersioned, u,
+		func(ctx context.Context) (space.WebhookEndpoint, error) { return s.GetWebhook(ctx, org, id) },
+		func(ctx context.Context, before, after space.WebhookEndpoint) error {
+			item, err := s.webhookItem(ctx, after)
+			if err != nil {
+				return err
+			}
+			err = s.putVersioned(ctx, "webhook endpoint", s.versionedPut(item, before.Version), before.Version)
+			if space.KindOf(err) == space.KindPreconditionFailed {
+				// Gone since the read: not found, never "changed".
+				if cur, gerr := s.getItem(ctx, itemKey(org, webhookSK(id))); gerr == nil && cur == nil {
+					return space.ErrNotFound("webhook endpoint")
+				}
+			}
+			return err
+		})
+}
+
+// DeleteWebhook removes an endpoint, only at version when version is not
+// 0. Its delivery log expires with its TTL.
+func (s *Store) DeleteWebhook(ctx context.Context, org, id string, version int64) error {
+	in := &dynamodb.DeleteItemInput{TableName: s.table, Key: itemKey(org, webhookSK(id)),
+		ConditionExpression:                 aws.String("attribute_exists(" + nPK + ")"),
+		ExpressionAttributeNames:            names(nPK),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
+	if version != 0 {
+		in.ConditionExpression = aws.String(versionIs)
+		in.ExpressionAttributeNames = names(nPK, nVersion)
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":prev": num(version)}
+	}
+	_, err := s.db.DeleteItem(ctx, in)
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &ccf):
+		return awsError("DeleteItem", err)
+	}
+	item := ccf.Item
+	if item == nil {
+		if item, err = s.getItem(ctx, itemKey(org, webhookSK(id))); err != nil {
+			return err
+		}
+	}
+	if item == nil {
+		return space.ErrNotFound("webhook endpoint")
+	}
+	return s.changedFrom("webhook endpoint", item, version)
+}
+
+// WebhookEvent reads a record of the table's stream as an event for the
+// org's webhook endpoints: a space item's INSERT (space.registered), the
+// MODIFY that sets its deleted_at (space.deregistered), and a history
+// item's INSERT (space.status_changed: every stored transition, written in
+// the same transaction as the space). Anything else is not an event. The
+// webhook-id is "msg_" and the record's event id: the same for every read
+// of the record.
+func (s *Store) WebhookEvent(r events.DynamoDBEventRecord) (space.WebhookEvent, bool) {
+	pk, _ := r.Change.Keys["pk"]
+	sk, _ := r.Change.Keys["sk"]
+	if pk.DataType() != events.DataTypeString || sk.DataType() != events.DataTypeString || r.EventID == "" {
+		return space.WebhookEvent{}, false
+	}
+	id := "msg_" + r.EventID
+	switch {
+	case r.EventName == string(events.DynamoDBOperationTypeInsert) && strings.HasPrefix(pk.String(), prefixOrg) && strings.HasPrefix(sk.String(), prefixSpace):
+		var sp space.Space
+		if err := s.decode(streamImage(r.Change.NewImage), &sp); err != nil || sp.ID == "" || sp.Deleted() {
+			return space.WebhookEvent{}, false
+		}
+		return space.WebhookEvent{ID: id, OrgID: sp.OrgID, Type: space.EventSpaceRegistered, At: sp.CreatedAt,
+			SpaceID: sp.ID, Labels: sp.Labels, HasLabels: true,
+			Data: space.SpaceEventData{SpaceID: sp.ID, Name: sp.Name, Provider: sp.Provider, CloudAccountID: sp.CloudAccountID,
+				Connectivity: string(sp.Connectivity), Labels: sp.Labels, Status: sp.Status}}, true
+	case r.EventName == string(events.DynamoDBOperationTypeModify):
+		d, ok := s.Deregistration(r)
+		if !ok {
+			return space.WebhookEvent{}, false
+		}
+		var sp space.Space
+		_ = s.decode(streamImage(r.Change.NewImage), &sp) // the labels; Deregistration read the rest
+		at := d.DeletedAt.UTC()
+		return space.WebhookEvent{ID: id, OrgID: d.OrgID, Type: space.EventSpaceDeregistered, At: at,
+			SpaceID: d.SpaceID, Labels: sp.Labels, HasLabels: true,
+			Data: space.SpaceEventData{SpaceID: d.SpaceID, Name: d.Name, Provider: d.Provider, CloudAccountID: d.CloudAccountID,
+				Connectivity: string(d.Connectivity), Labels: sp.Labels, DeregisteredAt: &at, DeregisteredBy: d.DeletedBy}}, true
+	case r.EventName == string(events.DynamoDBOperationTypeInsert) && strings.HasPrefix(pk.String(), prefixSpace) && strings.HasPrefix(sk.String(), prefixHist):
+		var tr space.Transition
+		if err := s.decode(streamImage(r.Change.NewImage), &tr); err != nil || tr.OrgID == "" || tr.SpaceID == "" {
+			return space.WebhookEvent{}, false
+		}
+		return space.WebhookEvent{ID: id, OrgID: tr.OrgID, Type: space.EventSpaceStatusChanged, At: tr.At, SpaceID: tr.SpaceID,
+			Data: space.StatusChangedData{SpaceID: tr.SpaceID, From: tr.From, To: tr.To, Reason: tr.Reason, Detail: tr.Message, At: tr.At.UTC()}}, true
+	}
+	return space.WebhookEvent{}, false
+}
+
+// streamImage converts a stream record's image into an item.
+func streamImage(img map[string]events.DynamoDBAttributeValue) map[string]types.AttributeValue {
+	out := make(map[string]types.AttributeValue, len(img))
+	for k, v := range img {
+		out[k] = streamAttr(v)
+	}
+	return out
+}
+
+func streamAttr(v events.DynamoDBAttributeValue) types.AttributeValue {
+	switch v.DataType() {
+	case events.DataTypeString:
+		return &types.AttributeValueMemberS{Value: v.String()}
+	case events.DataTypeNumber:
+		return &types.AttributeValueMemberN{Value: v.Number()}
+	case events.DataTypeBinary:
+		return &types.AttributeValueMemberB{Value: v.Binary()}
+	case events.DataTypeBoolean:
+		return &types.AttributeValueMemberBOOL{Value: v.Boolean()}
+	case events.DataTypeStringSet:
+		return &types.AttributeValueMemberSS{Value: v.StringSet()}
+	case events.DataTypeNumberSet:
+		return &types.AttributeValueMemberNS{Value: v.NumberSet()}
+	case events.DataTypeBinarySet:
+		return &types.AttributeValueMemberBS{Value: v.BinarySet()}
+	case events.DataTypeList:
+		l := v.List()
+		out := make([]types.AttributeValue, len(l))
+		for i, e := range l {
+			out[i] = streamAttr(e)
+		}
+		return &types.AttributeValueMemberL{Value: out}
+	case events.DataTypeMap:
+		return &types.AttributeValueMemberM{Value: streamImage(v.Map())}
+	}
+	return &types.AttributeValueMemberNULL{Value: true}
+}
+
+// RecordAttempt puts one attempt in its endpoint's delivery log; it
+// expires after space.DeliveryLogTTL.
+func (s *Store) RecordAttempt(ctx context.Context, a space.DeliveryAttempt) error {
+	item, err := s.encode(a)
+	if err != nil {
+		return err
+	}
+	item["pk"] = str(prefixWebhook + a.EndpointID)
+	item["sk"] = str(prefixAttempt + a.At.UTC().Format(histTime) + "#" + a.WebhookID)
+	item["expires_at"] = num(a.At.Add(space.DeliveryLogTTL).Unix())
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item}); err != nil {
+		return awsError("PutItem", err)
+	}
+	return nil
+}
+
+// Attempts returns an endpoint's delivery log, newest first: at most
+// limit attempts, and the position to continue after when more may follow.
+// Only org's endpoint's log is read.
+func (s *Store) Attempts(ctx context.Context, org, endpointID string, page space.Page) ([]space.DeliveryAttempt, string, error) {
+	if err := checkLimit(page.Limit); err != nil {
+		return nil, "", err
+	}
+	in := &dynamodb.QueryInput{TableName: s.table, ConsistentRead: aws.Bool(true), ScanIndexForward: aws.Bool(false),
+		KeyConditionExpression:    aws.String(nPK + " = :pk AND begins_with(" + nSK + ", :prefix)"),
+		FilterExpression:          aws.String(nOrg + " = :org"),
+		ExpressionAttributeNames:  names(nPK, nSK, nOrg),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(prefixWebhook + endpointID), ":prefix": str(prefixAttempt), ":org": str(org)},
+		Limit:                     aws.Int32(int32(page.Limit + 1))}
+	if page.After != "" {
+		in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(prefixWebhook + endpointID), "sk": str(page.After)}
+	}
+	var out []space.DeliveryAttempt
+	var keys []string
+	for len(out) <= page.Limit {
+		res, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, "", awsError("Query", err)
+		}
+		for _, item := range res.Items {
+			var a space.DeliveryAttempt
+			if err := s.decode(item, &a); err != nil {
+				return nil, "", err
+			}
+			sk, _ := item["sk"].(*types.AttributeValueMemberS)
+			out, keys = append(out, a), append(keys, sk.Value)
+		}
+		if res.LastEvaluatedKey == nil {
+			break
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+	if len(out) > page.Limit {
+		return out[:page.Limit], keys[page.Limit-1], nil
+	}
+	return out, "", nil
+}

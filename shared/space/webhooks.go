@@ -1,0 +1,175 @@
+package space
+
+import (
+	"context"
+	"net/url"
+	"time"
+)
+
+// WebhookStore persists webhook endpoints, their secrets encrypted.
+type WebhookStore interface {
+	// CreateWebhook stores a new endpoint (only if its id is free).
+	CreateWebhook(ctx context.Context, e WebhookEndpoint) error
+	// GetWebhook returns org's endpoint, secrets included.
+	GetWebhook(ctx context.Context, org, id string) (WebhookEndpoint, error)
+	// ListWebhooks returns org's endpoints ordered by id, after page.After.
+	ListWebhooks(ctx context.Context, org string, page Page) ([]WebhookEndpoint, string, error)
+	// UpdateWebhook changes an endpoint the one way versioned items change.
+	UpdateWebhook(ctx context.Context, org, id string, u Update[WebhookEndpoint]) (Updated[WebhookEndpoint], error)
+	// DeleteWebhook removes an endpoint, if its version is still version
+	// (0: any).
+	DeleteWebhook(ctx context.Context, org, id string, version int64) error
+}
+
+// HostChecker resolves an endpoint's host and says why one of its
+// addresses may not be reached (AddressRefusal), or "" when none is
+// refused; an error is a host that does not resolve.
+type HostChecker interface {
+	Refusal(ctx context.Context, host string) (string, error)
+}
+
+// Webhooks is the endpoints' use cases.
+type Webhooks struct {
+	Store WebhookStore
+	Rules WebhookRules
+	// Hosts, when set, resolves a new or changed URL's host at once, so
+	// that an endpoint that would be refused at every delivery is refused
+	// at creation instead.
+	Hosts     HostChecker
+	Now       func() time.Time
+	NewID     func() string
+	NewSecret func() string
+}
+
+// Created is a new endpoint with its secret, shown this once.
+type Created struct {
+	WebhookEndpoint
+	Secret string `json:"secret"`
+}
+
+// Create validates and stores a new endpoint, enabled, with a new secret.
+func (w *Webhooks) Create(ctx context.Context, org string, in WebhookInput) (Created, error) {
+	e, err := w.Rules.Apply(WebhookEndpoint{}, in, true)
+	if err != nil {
+		return Created{}, err
+	}
+	if err := w.checkHost(ctx, e.URL); err != nil {
+		return Created{}, err
+	}
+	now := w.Now().UTC()
+	secret := w.NewSecret()
+	e.ID, e.OrgID, e.State, e.CreatedAt, e.UpdatedAt, e.Version = w.NewID(), org, WebhookEnabled, now, now, 1
+	e.Secrets = []WebhookSecret{{Value: secret}}
+	if err := w.Store.CreateWebhook(ctx, e); err != nil {
+		return Created{}, err
+	}
+	return Created{WebhookEndpoint: e, Secret: secret}, nil
+}
+
+func (w *Webhooks) checkHost(ctx context.Context, raw string) error {
+	if w.Hosts == nil {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return err // Apply parsed it already
+	}
+	reason, err := w.Hosts.Refusal(ctx, u.Hostname())
+	if err != nil {
+		return &Error{Kind: KindInvalid, Message: "the webhook endpoint is not valid",
+			Fields: []FieldError{{Field: "url", Reason: "the host does not resolve"}}, Err: err}
+	}
+	if reason != "" {
+		return &Error{Kind: KindInvalid, Message: "the webhook endpoint is not valid",
+			Fields: []FieldError{{Field: "url", Reason: "resolves to " + reason}}}
+	}
+	return nil
+}
+
+// Get returns org's endpoint.
+func (w *Webhooks) Get(ctx context.Context, org, id string) (WebhookEndpoint, error) {
+	if !ValidID(id) {
+		return WebhookEndpoint{}, ErrNotFound("webhook endpoint")
+	}
+	return w.Store.GetWebhook(ctx, org, id)
+}
+
+// List returns a page of org's endpoints.
+func (w *Webhooks) List(ctx context.Context, org string, page Page) ([]WebhookEndpoint, string, error) {
+	return w.Store.ListWebhooks(ctx, org, page)
+}
+
+// Update changes an endpoint's URL, description, event types or selector.
+func (w *Webhooks) Update(ctx context.Context, org, id string, version int64, in WebhookInput) (WebhookEndpoint, error) {
+	if !ValidID(id) {
+		return WebhookEndpoint{}, ErrNotFound("webhook endpoint")
+	}
+	// Validated before anything is read: a bad request changes nothing.
+	if _, err := w.Rules.Apply(WebhookEndpoint{}, in, false); err != nil {
+		return WebhookEndpoint{}, err
+	}
+	if in.URL != nil {
+		if err := w.checkHost(ctx, *in.URL); err != nil {
+			return WebhookEndpoint{}, err
+		}
+	}
+	return w.change(ctx, org, id, version, func(e WebhookEndpoint) (WebhookEndpoint, error) {
+		return w.Rules.Apply(e, in, false)
+	})
+}
+
+// SetState pauses or resumes an endpoint (resuming a disabled one too).
+// Pausing a paused endpoint answers it unchanged.
+func (w *Webhooks) SetState(ctx context.Context, org, id string, version int64, state WebhookState) (WebhookEndpoint, error) {
+	if !ValidID(id) {
+		return WebhookEndpoint{}, ErrNotFound("webhook endpoint")
+	}
+	return w.change(ctx, org, id, version, func(e WebhookEndpoint) (WebhookEndpoint, error) {
+		return e.SetState(state, "")
+	})
+}
+
+// Disable stops deliveries to an endpoint for reason (Spaces' own
+// decision: 410 Gone, or failing for too long).
+func (w *Webhooks) Disable(ctx context.Context, org, id, reason string) (WebhookEndpoint, error) {
+	return w.change(ctx, org, id, 0, func(e WebhookEndpoint) (WebhookEndpoint, error) {
+		if e.State != WebhookEnabled {
+			return e, ErrUnchanged
+		}
+		return e.SetState(WebhookDisabled, reason)
+	})
+}
+
+// Rotate gives an endpoint a new secret, shown this once; the replaced one
+// keeps signing for WebhookRotationOverlap.
+func (w *Webhooks) Rotate(ctx context.Context, org, id string, version int64) (Created, error) {
+	if !ValidID(id) {
+		return Created{}, ErrNotFound("webhook endpoint")
+	}
+	secret := w.NewSecret()
+	now := w.Now()
+	e, err := w.change(ctx, org, id, version, func(e WebhookEndpoint) (WebhookEndpoint, error) {
+		return e.Rotate(secret, now, WebhookRotationOverlap), nil
+	})
+	if err != nil {
+		return Created{}, err
+	}
+	return Created{WebhookEndpoint: e, Secret: secret}, nil
+}
+
+// Delete removes an endpoint; its pending deliveries find it gone and
+// are dropped.
+func (w *Webhooks) Delete(ctx context.Context, org, id string, version int64) error {
+	if !ValidID(id) {
+		return ErrNotFound("webhook endpoint")
+	}
+	return w.Store.DeleteWebhook(ctx, org, id, version)
+}
+
+func (w *Webhooks) change(ctx context.Context, org, id string, version int64, apply func(WebhookEndpoint) (WebhookEndpoint, error)) (WebhookEndpoint, error) {
+	res, err := w.Store.UpdateWebhook(ctx, org, id, Update[WebhookEndpoint]{IfVersion: version, At: w.Now(), Apply: apply})
+	if err != nil {
+		return WebhookEndpoint{}, err
+	}
+	return res.After, nil
+}

@@ -1,0 +1,203 @@
+package webhooks_test
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/google/uuid"
+
+	"spaces/infra/emulator/emulatortest"
+	"spaces/shared/awsclient"
+	"spaces/shared/dynamostore"
+	"spaces/shared/space"
+	"spaces/shared/webhook"
+	"spaces/shared/webhooks"
+	"spaces/shared/wiring/parts"
+)
+
+type fixture struct {
+	store    *dynamostore.Store
+	sqs      *sqs.Client
+	queueURL string
+	d        *webhooks.Deliverer
+	f        *webhooks.Fanout
+	eps      *space.Webhooks
+	org      string
+	status   atomic.Int64
+	hits     atomic.Int64
+	url      string
+}
+
+// newFixture: the store, KMS and the delivery queue on the emulator, and
+// a loopback HTTPS receiver answering f.status.
+func newFixture(t *testing.T) *fixture {
+	env := emulatortest.Start(t)
+	a := parts.AWS{Config: env.Config, Endpoint: env.Endpoint}
+	f := &fixture{org: uuid.NewString(), queueURL: env.Resources["WebhooksQueue"].URL, sqs: awsclient.SQS(env.Config, env.Endpoint)}
+	f.store = a.Store(env.Name(t, "SpacesTable"), a.Sealer(env.Resources["WebhookSecretsKey"].Name)...)
+	f.status.Store(204)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		f.hits.Add(1)
+		w.WriteHeader(int(f.status.Load()))
+	}))
+	t.Cleanup(srv.Close)
+	f.url = srv.URL
+	q := parts.DeliveryQueue{Q: a.Queue(f.queueURL)}
+	f.eps = &space.Webhooks{Store: f.store, Rules: space.WebhookRules{AllowLoopback: true}, Now: time.Now,
+		NewID: uuid.NewString, NewSecret: space.NewWebhookSecret}
+	client := webhook.NewClient(webhook.Guard{AllowLoopback: true}, srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone())
+	log := slog.New(slog.DiscardHandler)
+	f.d = &webhooks.Deliverer{Store: f.store, Sender: client, Queue: q, Endpoints: f.eps, Now: time.Now, Jitter: func() float64 { return 0 }, Log: log}
+	f.f = &webhooks.Fanout{Store: f.store, Queue: q, Log: log}
+	return f
+}
+
+func (f *fixture) endpoint(t *testing.T, selector string, types ...space.EventType) space.WebhookEndpoint {
+	u, sel := f.url, selector
+	c, err := f.eps.Create(t.Context(), f.org, space.WebhookInput{URL: &u, EventTypes: types, LabelSelector: &sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.WebhookEndpoint
+}
+
+// queued drains the delivery queue (delayed messages included: the
+// emulator is asked until nothing more comes within the wait).
+func (f *fixture) queued(t *testing.T, wait time.Duration) []webhooks.Delivery {
+	var out []webhooks.Delivery
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		res, err := f.sqs.ReceiveMessage(t.Context(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(f.queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range res.Messages {
+			var d webhooks.Delivery
+			if err := json.Unmarshal([]byte(aws.ToString(m.Body)), &d); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, d)
+			_, _ = f.sqs.DeleteMessage(t.Context(), &sqs.DeleteMessageInput{QueueUrl: aws.String(f.queueURL), ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+	return out
+}
+
+func delivery(org string, ep space.WebhookEndpoint) webhooks.Delivery {
+	return webhooks.Delivery{OrgID: org, EndpointID: ep.ID, ID: "msg_" + uuid.NewString(), Type: space.EventSpaceRegistered,
+		At: time.Now().UTC(), Data: json.RawMessage(`{"space_id":"x"}`)}
+}
+
+// TestAttemptOutcomes: a 503 queues the next attempt (attempts 1, due in
+// the schedule's 5 s) and logs when; a 404 is logged and not retried; a
+// 410 disables the endpoint (ReceiverGone) and is not retried; a paused or
+// deleted endpoint gets nothing.
+func TestAttemptOutcomes(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	ep := f.endpoint(t, "", space.EventSpaceRegistered)
+
+	f.status.Store(503)
+	del := delivery(f.org, ep)
+	if err := f.d.Deliver(ctx, del); err != nil {
+		t.Fatal(err)
+	}
+	next := f.queued(t, 8*time.Second)
+	if len(next) != 1 || next[0].ID != del.ID || next[0].Attempts != 1 || next[0].Due == nil {
+		t.Fatalf("after a 503: %+v", next)
+	}
+	if wait := time.Until(*next[0].Due); wait > 5*time.Second {
+		t.Errorf("next attempt due in %s; the schedule says 5 s", wait)
+	}
+	log, _, err := f.store.Attempts(ctx, f.org, ep.ID, space.Page{Limit: 10})
+	if err != nil || len(log) != 1 || log[0].Status != 503 || log[0].NextAt == nil || log[0].Verdict != space.RetryLater {
+		t.Fatalf("log after a 503: %+v %v", log, err)
+	}
+
+	f.status.Store(404)
+	if err := f.d.Deliver(ctx, delivery(f.org, ep)); err != nil {
+		t.Fatal(err)
+	}
+	f.status.Store(410)
+	if err := f.d.Deliver(ctx, delivery(f.org, ep)); err != nil {
+		t.Fatal(err)
+	}
+	if q := f.queued(t, 2*time.Second); len(q) != 0 {
+		t.Errorf("a 404 or a 410 was retried: %+v", q)
+	}
+	got, err := f.store.GetWebhook(ctx, f.org, ep.ID)
+	if err != nil || got.State != space.WebhookDisabled || got.StateReason != space.ReasonReceiverGone {
+		t.Fatalf("after a 410: %s %s %v", got.State, got.StateReason, err)
+	}
+	if len(got.Secrets) != 1 {
+		t.Errorf("disabling lost the secrets: %d", len(got.Secrets))
+	}
+	hits := f.hits.Load()
+	if err := f.d.Deliver(ctx, delivery(f.org, ep)); err != nil || f.hits.Load() != hits {
+		t.Errorf("a disabled endpoint was called: %v", err)
+	}
+	if err := f.eps.Delete(ctx, f.org, ep.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.d.Deliver(ctx, delivery(f.org, ep)); err != nil || f.hits.Load() != hits {
+		t.Errorf("a deleted endpoint was called: %v", err)
+	}
+	log, _, _ = f.store.Attempts(ctx, f.org, ep.ID, space.Page{Limit: 10})
+	if len(log) != 3 || log[0].Verdict != space.Gone || log[1].Verdict != space.Rejected || log[1].NextAt != nil {
+		t.Errorf("log: %+v", log)
+	}
+}
+
+// TestEarlyMessageWaits: a message whose attempt is not due (a wait longer
+// than SQS's 15-minute delay) is sent on, and the receiver is not called.
+func TestEarlyMessageWaits(t *testing.T) {
+	f := newFixture(t)
+	ep := f.endpoint(t, "", space.EventSpaceRegistered)
+	del := delivery(f.org, ep)
+	due := time.Now().Add(2 * time.Second)
+	del.Attempts, del.Due = 4, &due
+	if err := f.d.Deliver(t.Context(), del); err != nil {
+		t.Fatal(err)
+	}
+	q := f.queued(t, 5*time.Second)
+	if f.hits.Load() != 0 || len(q) != 1 || q[0].Attempts != 4 || q[0].ID != del.ID {
+		t.Fatalf("early message: %d calls, queued %+v", f.hits.Load(), q)
+	}
+}
+
+// TestFanOutChoosesEndpoints: an event goes to each enabled endpoint of
+// its org that subscribes to its type and whose selector matches the
+// space's labels, once each, under the event's webhook-id.
+func TestFanOutChoosesEndpoints(t *testing.T) {
+	f := newFixture(t)
+	all := f.endpoint(t, "", space.EventSpaceRegistered)
+	prod := f.endpoint(t, "env=prod", space.EventSpaceRegistered)
+	f.endpoint(t, "env=dev", space.EventSpaceRegistered)
+	f.endpoint(t, "", space.EventSpaceDeregistered)
+	paused := f.endpoint(t, "", space.EventSpaceRegistered)
+	if _, err := f.eps.SetState(t.Context(), f.org, paused.ID, 0, space.WebhookPaused); err != nil {
+		t.Fatal(err)
+	}
+	n, err := f.f.Fan(t.Context(), space.WebhookEvent{ID: "msg_e1", OrgID: f.org, Type: space.EventSpaceRegistered, At: time.Now(),
+		SpaceID: "s1", Labels: map[string]string{"env": "prod"}, HasLabels: true, Data: space.SpaceEventData{SpaceID: "s1"}})
+	if err != nil || n != 2 {
+		t.Fatalf("fanned to %d: %v", n, err)
+	}
+	got := map[string]bool{}
+	for _, d := range f.queued(t, 2*time.Second) {
+		if d.ID != "msg_e1" || d.Attempts != 0 || d.Due != nil {
+			t.Errorf("delivery %+v", d)
+		}
+		got[d.EndpointID] = true
+	}
+	if len(got) != 2 || !got[all.ID] || !got[prod.ID] {
+		t.Errorf("delivered to %v; want %s and %s", got, all.ID, prod.ID)
+	}
+}
