@@ -128,6 +128,10 @@ func TestItemShapes(t *testing.T) {
 	hook := filled[space.WebhookEndpoint]()
 	hook.OrgID, hook.State, hook.Version, hook.EventTypes = shapeOrg, space.WebhookEnabled, 1, []space.EventType{space.EventSpaceRegistered}
 	must(t, "CreateWebhook", st.CreateWebhook(ctx, hook))
+	// One attempt of its delivery log.
+	attempt := filled[space.DeliveryAttempt]()
+	attempt.OrgID, attempt.EndpointID, attempt.At = shapeOrg, hook.ID, at
+	must(t, "RecordAttempt", st.RecordAttempt(ctx, attempt))
 
 	got := map[string][]string{}
 	f.itemShapes(t, got)
@@ -244,7 +248,9 @@ func (f *fixture) itemShapes(t *testing.T, got map[string][]string) {
 		}
 		for _, item := range page.Items {
 			s, ok := item["pk"].(*types.AttributeValueMemberS)
-			fleetWide := ok && (strings.HasPrefix(s.Value, "FENCE#") || s.Value == "PROBE")
+			// Keyed by no org or space: the fleet-wide items and an
+			// endpoint's delivery log (this fixture writes one endpoint).
+			fleetWide := ok && (strings.HasPrefix(s.Value, "FENCE#") || s.Value == "PROBE" || strings.HasPrefix(s.Value, "HOOK#"))
 			if !ok || !fleetWide && !strings.Contains(s.Value, shapeOrg) && !strings.Contains(s.Value, shapeSpace) {
 				continue // the fixture's own account, in another org
 			}
