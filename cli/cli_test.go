@@ -326,7 +326,7 @@ func TestCLIJobsEnvironmentsRevisions(t *testing.T) {
 	}
 	c.ok("wait", spaceID, "--for", "status=active", "--timeout", "2m", "--interval", "500ms")
 
-	env := decode[map[string]any](t, c.ok("environments", "create", "--space", spaceID, "--name", "web", "--namespace", "default", "-o", "json"))
+	env := decode[map[string]any](t, c.ok("environments", "create", "--space", spaceID, "--name", "web", "--namespace", "web", "-o", "json"))
 	envID := env["id"].(string)
 	if envs := decode[[]map[string]any](t, c.ok("environments", "list", "-o", "json")); len(envs) != 1 || envs[0]["id"] != envID {
 		t.Fatalf("environments list: %v", envs)
