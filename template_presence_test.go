@@ -34,13 +34,16 @@ func grants(tpl rawTemplate, role string) []string {
 
 // TestAgentPresenceChannel: the presence channel's resources
 // (shared/space/presence.go) are wired as the code expects: IoT Core's
-// custom authorizer invokes AgentFunction (and only it may); the topic
+// custom authorizer invokes PresenceFunction (and only it may); the topic
 // rule selects this stack's clients' lifecycle events into
-// AgentPresenceQueue, with a role that may only send there; AgentFunction
-// consumes the queue with partial batch failures; the names the function
-// reads from its environment are the resources' (agents.Read, fed the
-// environment as a stack would resolve it); the functions that wake
-// agents may publish on this stack's wake topics only.
+// AgentPresenceQueue, with a role that may only send there;
+// PresenceFunction consumes the queue with partial batch failures; the
+// names both agent functions read from their environments are the
+// resources' (agents.Read, fed the environment as a stack would resolve
+// it); the functions that wake agents may publish on this stack's wake
+// topics only. PresenceFunction is apart from AgentFunction, whose URL is
+// public: no URL of its own, its own role and reserved concurrency, and
+// AgentFunction neither consumes the queue nor may read it.
 func TestAgentPresenceChannel(t *testing.T) {
 	tpl := parseRaw(t)
 	const stackName = "spaces-dev"
@@ -50,33 +53,57 @@ func TestAgentPresenceChannel(t *testing.T) {
 	}
 
 	auth := tpl.Resources["AgentAuthorizer"]
-	if auth.Type != "AWS::IoT::Authorizer" || ref(auth.Properties["AuthorizerFunctionArn"]) != "AgentFunction.Alias" ||
+	if auth.Type != "AWS::IoT::Authorizer" || ref(auth.Properties["AuthorizerFunctionArn"]) != "PresenceFunction.Alias" ||
 		auth.Properties["SigningDisabled"] != true || auth.Properties["Status"] != "ACTIVE" {
-		t.Errorf("AgentAuthorizer = %+v, want an ACTIVE IoT authorizer of AgentFunction.Alias with signing disabled", auth)
+		t.Errorf("AgentAuthorizer = %+v, want an ACTIVE IoT authorizer of PresenceFunction.Alias with signing disabled", auth)
 	}
 	perm := tpl.Resources["AgentAuthorizerPermission"].Properties
 	if perm["Principal"] != "iot.amazonaws.com" || perm["Action"] != "lambda:InvokeFunction" ||
-		ref(perm["FunctionName"]) != "AgentFunction.Alias" || ref(perm["SourceArn"]) != "AgentAuthorizer" {
-		t.Errorf("AgentAuthorizerPermission = %v, want iot.amazonaws.com invoking AgentFunction.Alias for AgentAuthorizer only", perm)
+		ref(perm["FunctionName"]) != "PresenceFunction.Alias" || ref(perm["SourceArn"]) != "AgentAuthorizer" {
+		t.Errorf("AgentAuthorizerPermission = %v, want iot.amazonaws.com invoking PresenceFunction.Alias for AgentAuthorizer only", perm)
 	}
 
-	// The function's settings, as the stack resolves them.
-	fn := tpl.Resources["AgentFunction"].Properties
-	vars, _ := get(fn, "Environment", "Variables").(map[string]any)
-	env := map[string]string{"PROBE_QUEUE_URL": "https://sqs/probe", "TABLE_NAME": "t"}
-	for k, v := range vars {
-		switch {
-		case ref(v) == "AgentMQTTEndpoint":
-			env[k] = "abc-ats.iot.us-east-1.amazonaws.com:443"
-		case sub(v) != "":
-			env[k] = sub(v)
+	// The functions' settings, as the stack resolves them: the agent
+	// function tells agents the channel, the presence function checks it.
+	var s agents.Settings
+	for _, id := range []string{"AgentFunction", "PresenceFunction"} {
+		vars, _ := get(tpl.Resources[id].Properties, "Environment", "Variables").(map[string]any)
+		env := map[string]string{"PROBE_QUEUE_URL": "https://sqs/probe", "TABLE_NAME": "t"}
+		for k, v := range vars {
+			switch {
+			case ref(v) == "AgentMQTTEndpoint":
+				env[k] = "abc-ats.iot.us-east-1.amazonaws.com:443"
+			case sub(v) != "":
+				env[k] = sub(v)
+			}
+		}
+		s = agents.Read(&config.Env{Lookup: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+		want := space.PresenceConfig{Endpoint: "abc-ats.iot.us-east-1.amazonaws.com:443", Authorizer: sub(auth.Properties["AuthorizerName"]),
+			ClientPrefix: stackName + "_"}
+		if s.Presence != want || want.Authorizer != stackName+"-agent" {
+			t.Errorf("%s reads %+v from its environment, want %+v", id, s.Presence, want)
 		}
 	}
-	s := agents.Read(&config.Env{Lookup: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
-	want := space.PresenceConfig{Endpoint: "abc-ats.iot.us-east-1.amazonaws.com:443", Authorizer: sub(auth.Properties["AuthorizerName"]),
-		ClientPrefix: stackName + "_"}
-	if s.Presence != want || want.Authorizer != stackName+"-agent" {
-		t.Errorf("AgentFunction reads %+v from its environment, want %+v", s.Presence, want)
+	fn := tpl.Resources["PresenceFunction"].Properties
+	agentFn := tpl.Resources["AgentFunction"].Properties
+	if fn["FunctionUrlConfig"] != nil {
+		t.Errorf("PresenceFunction has a function URL %v, want none: the public edge is AgentFunction's", fn["FunctionUrlConfig"])
+	}
+	if ref(fn["Role"]) == ref(agentFn["Role"]) || ref(fn["Role"]) == "" {
+		t.Errorf("PresenceFunction's role is %q, want one of its own (AgentFunction's is %q)", ref(fn["Role"]), ref(agentFn["Role"]))
+	}
+	if n, ok := fn["ReservedConcurrentExecutions"].(float64); !ok || n < 1 {
+		t.Errorf("PresenceFunction ReservedConcurrentExecutions = %v, want its own, at least 1", fn["ReservedConcurrentExecutions"])
+	}
+	for name, ev := range func() map[string]any { m, _ := agentFn["Events"].(map[string]any); return m }() {
+		if get(ev, "Type") == "SQS" {
+			t.Errorf("AgentFunction has the queue trigger %s, want none: the presence queue is PresenceFunction's", name)
+		}
+	}
+	for _, g := range grants(tpl, ref(agentFn["Role"])) {
+		if strings.HasSuffix(g, " AgentPresenceQueue") {
+			t.Errorf("AgentFunction's role grants %s, want nothing on the presence queue", g)
+		}
 	}
 	if d, ok := tpl.Parameters["AgentMQTTEndpoint"]["Default"]; !ok || d != "" {
 		t.Errorf("AgentMQTTEndpoint default = %v, want empty (no presence channel: agents renew over HTTP)", d)
@@ -110,12 +137,12 @@ func TestAgentPresenceChannel(t *testing.T) {
 	}
 	if src == nil || fmt.Sprint(get(src, "BatchSize")) != "10" ||
 		!slices.Contains(list(get(src, "FunctionResponseTypes")), any("ReportBatchItemFailures")) {
-		t.Errorf("AgentFunction's AgentPresenceQueue trigger = %v, want BatchSize 10 with ReportBatchItemFailures", src)
+		t.Errorf("PresenceFunction's AgentPresenceQueue trigger = %v, want BatchSize 10 with ReportBatchItemFailures", src)
 	}
 	got := grants(tpl, ref(fn["Role"]))
 	for _, a := range []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"} {
 		if !slices.Contains(got, a+" AgentPresenceQueue") {
-			t.Errorf("AgentFunction's role lacks %s on AgentPresenceQueue", a)
+			t.Errorf("PresenceFunction's role lacks %s on AgentPresenceQueue", a)
 		}
 	}
 	if d := ref(get(tpl.Resources["AgentPresenceQueue"].Properties, "RedrivePolicy", "deadLetterTargetArn")); d != "AgentPresenceDLQ" {

@@ -6,10 +6,9 @@
 // unauthenticated routes hold only its reserved concurrency (docs/operating.md,
 // "Concurrency"). It links neither client-go nor a cloud SDK.
 //
-// It is also the agents' presence channel over AWS IoT Core: the custom
-// authorizer of their MQTT connections and the consumer of their
-// lifecycle events (AgentPresenceQueue); agents.Lambda tells the three
-// event shapes apart.
+// The agents' presence channel over AWS IoT Core (the custom authorizer
+// and the lifecycle events) is functions/presence's, not this one's: this
+// URL is public, and a flood of it must not refuse agents' connections.
 package main
 
 import (
@@ -33,14 +32,11 @@ func main() {
 	lambda.Start(serve(h, fn.Tracing))
 }
 
-// serve is the Lambda handler: each shape in the invocation's span; an
-// HTTP request (a function URL's, payload format 2.0) through the API
-// Gateway v2 adapter, then a span per
-// request.
+// serve is the Lambda handler: an HTTP request (a function URL's,
+// payload format 2.0) in the invocation's span, through the API Gateway
+// v2 adapter, then a span per request; no other shape is this function's.
 func serve(h *agents.Handlers, t *tracing.Tracing) func(context.Context, json.RawMessage) (any, error) {
 	return agents.Lambda{
-		HTTP:      tracing.Handler(t, "agent", httpadapter.NewV2(tracehttp.Handler(t, h.HTTP)).ProxyWithContext),
-		Authorize: tracing.Handler(t, "agent authorize", h.Authorize),
-		Presence:  tracing.Handler(t, "agent presence", h.Presence),
+		HTTP: tracing.Handler(t, "agent", httpadapter.NewV2(tracehttp.Handler(t, h.HTTP)).ProxyWithContext),
 	}.Handle
 }

@@ -100,18 +100,16 @@ func sample(t *testing.T, path string) events.APIGatewayV2HTTPRequest {
 	return ev
 }
 
-// TestIoTSampleEventsThroughTheLambdaPath sends the IoT samples (an
-// authorizer request, a presence batch) through the same Lambda handler:
-// each reaches its handler by its shape. The sample's credential is no
-// one's: refused, without a Lambda error; its space is unknown: dropped,
-// no batch item failure.
-func TestIoTSampleEventsThroughTheLambdaPath(t *testing.T) {
+// TestIoTEventsAreNotTheAgentFunctions: the presence channel's events
+// are PresenceFunction's (functions/presence): sent here by mistake, a
+// presence batch is an error and an authorizer request a refusal, and
+// neither reaches a handler.
+func TestIoTEventsAreNotTheAgentFunctions(t *testing.T) {
 	env := emulatortest.Start(t)
 	s := agents.Settings{Common: parts.Common{Table: env.Name(t, "SpacesTable"), StaleAfter: space.DefaultStaleAfter},
-		ProbeQueue: env.Resources["ProbeQueue"].URL,
-		Presence:   space.PresenceConfig{Endpoint: "example-ats.iot.us-east-1.amazonaws.com:443", Authorizer: "spaces-agent", ClientPrefix: "spaces-"}}
+		ProbeQueue: env.Resources["ProbeQueue"].URL}
 	handle := serve(agents.NewHandlers(parts.AWS{Config: env.Config, Endpoint: env.Endpoint}, s, agents.Options{Log: slog.New(slog.DiscardHandler)}), nil)
-	raw, err := os.ReadFile("../../events/agent/iot/authorizer.json")
+	raw, err := os.ReadFile("../../events/presence/authorizer.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,11 +117,10 @@ func TestIoTSampleEventsThroughTheLambdaPath(t *testing.T) {
 	if res, ok := out.(events.IoTCoreCustomAuthorizerResponse); err != nil || !ok || res.IsAuthenticated {
 		t.Errorf("authorizer sample: %#v %v, want a refusal", out, err)
 	}
-	if raw, err = os.ReadFile("../../events/agent/iot/presence.json"); err != nil {
+	if raw, err = os.ReadFile("../../events/presence/presence.json"); err != nil {
 		t.Fatal(err)
 	}
-	out, err = handle(t.Context(), raw)
-	if res, ok := out.(events.SQSEventResponse); err != nil || !ok || len(res.BatchItemFailures) != 0 {
-		t.Errorf("presence sample: %#v %v, want no failures", out, err)
+	if out, err = handle(t.Context(), raw); err == nil {
+		t.Errorf("presence sample: %#v, want an error (not this function's)", out)
 	}
 }

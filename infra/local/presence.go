@@ -25,9 +25,10 @@ import (
 
 // The agents' presence channel, as deployed (ARCHITECTURE.md, "Agent
 // spaces"): AWS IoT Core is infra/iotcore's local model, with the
-// template's custom authorizer (AgentFunction's handler) and topic rules
+// template's custom authorizer (PresenceFunction's handler) and topic rules
 // (lifecycle events into AgentPresenceQueue), whose event source feeds
-// AgentFunction's presence handler.
+// PresenceFunction's presence handler. AgentFunction, whose URL is
+// public, serves neither.
 
 // Names of the local stack's presence channel: the stack is "spaces".
 const (
@@ -37,8 +38,9 @@ const (
 )
 
 // startPresence starts the agents' presence channel: the local IoT Core,
-// AgentFunction's handlers (its custom authorizer among them), and the
-// poller of AgentPresenceQueue into their presence handler, as Lambda's SQS
+// AgentFunction's handlers (its routes, served by serveAgentRoutes) and
+// PresenceFunction's (the custom authorizer), and the poller of
+// AgentPresenceQueue into PresenceFunction's presence handler, as Lambda's SQS
 // source does in AWS. Stopping closes the broker first, so that its last
 // lifecycle events reach the queue while the poller still runs.
 func (st *starting) startPresence(cfg *Config) (func(), error) {
@@ -46,19 +48,22 @@ func (st *starting) startPresence(cfg *Config) (func(), error) {
 	if !ok {
 		return nil, errors.New("the template declares no AgentPresenceQueue")
 	}
-	// The broker's authorizer is AgentFunction's, which is told the
-	// broker's address once it runs.
+	// The broker's authorizer is PresenceFunction's; both functions are
+	// told the broker's address once it runs, each built on its own as
+	// each is its own process in AWS.
+	var presence *agents.Handlers
 	if err := st.startBroker(cfg, func(ctx context.Context, req events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error) {
-		return lambdarules.Handler(st.Functions.Get("AgentFunction"), st.agents.Authorize)(ctx, req)
+		return lambdarules.Handler(st.Functions.Get("PresenceFunction"), presence.Authorize)(ctx, req)
 	}); err != nil {
 		return nil, err
 	}
-	st.agents = agents.NewHandlers(st.aws, agents.Settings{Common: st.common(cfg), ProbeQueue: st.probeQueue(cfg),
-		Presence: space.PresenceConfig{Endpoint: st.Broker.MQTTAddr(), Authorizer: agentAuthorizer, ClientPrefix: agentClientIDPre}},
-		agents.Options{Log: cfg.Log})
+	settings := agents.Settings{Common: st.common(cfg), ProbeQueue: st.probeQueue(cfg),
+		Presence: space.PresenceConfig{Endpoint: st.Broker.MQTTAddr(), Authorizer: agentAuthorizer, ClientPrefix: agentClientIDPre}}
+	st.agents = agents.NewHandlers(st.aws, settings, agents.Options{Log: cfg.Log})
+	presence = agents.NewHandlers(st.aws, settings, agents.Options{Log: cfg.Log})
 	poller := &lambdarules.Poller{SQS: awsclient.SQS(st.AWS, st.EmulatorURL), QueueURL: queue.URL, QueueARN: queue.ARN,
-		Function: st.function("AgentFunction"), DLQURL: st.Resources["AgentPresenceDLQ"].URL,
-		Handler: tracing.Handler(cfg.Tracing, "agent-presence", st.agents.Presence), Log: cfg.Log}
+		Function: st.function("PresenceFunction"), DLQURL: st.Resources["AgentPresenceDLQ"].URL,
+		Handler: tracing.Handler(cfg.Tracing, "agent-presence", presence.Presence), Log: cfg.Log}
 	stopPoller := inBackground(poller.Run)
 	return func() {
 		st.Broker.Close()

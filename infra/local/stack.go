@@ -211,8 +211,8 @@ type starting struct {
 	*Stack
 	ctx      context.Context
 	verifier *auth.LocalVerifier
-	// agents are AgentFunction's handlers: its routes, the presence
-	// channel's authorizer and its lifecycle events.
+	// agents are AgentFunction's handlers: its routes (the presence
+	// channel's are PresenceFunction's, startPresence).
 	agents *agents.Handlers
 	// disc is the discovery function, and discoveryFunction its name in
 	// the emulator's Lambda ("" when no cloud is reachable).

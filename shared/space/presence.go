@@ -11,7 +11,7 @@ import (
 // The agent's presence channel. Besides its HTTP lease, an
 // agent holds an MQTT connection to AWS IoT Core, authenticated by a
 // custom authorizer (Authorize) with its credential as the password. IoT
-// Core's lifecycle events (connected, disconnected) reach AgentFunction
+// Core's lifecycle events (connected, disconnected) reach PresenceFunction
 // through a topic rule and a queue and are stored on the lease
 // (RecordPresence). While connected the lease counts as fresh with no
 // HTTP renewal; after a disconnect it ages from the moment the connection

@@ -1,4 +1,5 @@
-// Package agents assembles the agent function (functions/agent): the routes
+// Package agents assembles the agent function (functions/agent) and the
+// presence function (functions/presence). The agent function serves the routes
 // an in-cluster agent calls (httpapi.AgentRoutes: the bootstrap exchange,
 // credential and lease renewal, and the reports of the work its lease
 // answers carry: namespaces listed and created, revisions applied), on
@@ -8,10 +9,12 @@
 // catalog API's. It needs only the table and the probe queue: no cursor
 // key, no cloud.
 //
-// The same function is the presence channel's (space/presence.go): IoT
-// Core's custom authorizer for the agents' MQTT connections (Authorize)
-// and the consumer of their lifecycle events (Presence); Lambda tells the
-// three event shapes apart.
+// The presence function is the presence channel's (space/presence.go):
+// IoT Core's custom authorizer for the agents' MQTT connections
+// (Authorize) and the consumer of their lifecycle events (Presence), on
+// the same use cases but a function of its own, so that a flood of the
+// agent function's public URL refuses no connection and delays no event;
+// Lambda tells the event shapes apart.
 package agents
 
 import (
@@ -61,8 +64,9 @@ type Options struct {
 // New returns the agent routes' handler.
 func New(a parts.AWS, s Settings, o Options) http.Handler { return NewHandlers(a, s, o).HTTP }
 
-// Handlers are the agent function's three handlers on one set of use
-// cases: HTTP (the agent routes), Authorize and Presence (presence.go).
+// Handlers are the agent channel's three handlers on one set of use
+// cases: HTTP (the agent routes, the agent function's), Authorize and
+// Presence (presence.go, the presence function's).
 type Handlers struct {
 	HTTP   http.Handler
 	agents *space.Agents

@@ -140,9 +140,11 @@ func cause(err error) string {
 	return err.Error()
 }
 
-// Lambda is AgentFunction's one handler for its three event shapes: API
-// Gateway's HTTP requests (requestContext), IoT Core's authorizer
-// requests (protocolData) and AgentPresenceQueue's batches (Records).
+// Lambda is one handler for the agent channel's three event shapes: API
+// Gateway's HTTP requests (requestContext; AgentFunction's), IoT Core's
+// authorizer requests (protocolData) and AgentPresenceQueue's batches
+// (Records; both PresenceFunction's). A shape whose handler is nil is not
+// the function's: an error, as for a misrouted invocation.
 type Lambda struct {
 	HTTP      func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 	Authorize func(context.Context, events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error)
@@ -177,6 +179,9 @@ func (l Lambda) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
 }
 
 func handle[In, Out any](ctx context.Context, raw json.RawMessage, h func(context.Context, In) (Out, error)) (any, error) {
+	if h == nil {
+		return nil, errors.New("this function serves no event of this shape")
+	}
 	var in In
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil, errors.New("the event cannot be read as its shape")
