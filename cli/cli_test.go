@@ -326,6 +326,16 @@ func TestCLIJobsEnvironmentsRevisions(t *testing.T) {
 	}
 	c.ok("wait", spaceID, "--for", "status=active", "--timeout", "2m", "--interval", "500ms")
 
+	// The environment's namespace, created through the API (default, which
+	// the cluster has, is not one Spaces may use).
+	nsReq, _ := http.NewRequest("POST", st.APIURL+"/space-discovery/"+spaceID+"/namespaces", strings.NewReader(`{"name":"web"}`))
+	nsReq.Header.Set("Authorization", "Bearer "+kept.Token)
+	nsReq.Header.Set("Content-Type", "application/json")
+	if res, err := c.hc.Do(nsReq); err != nil || res.StatusCode != http.StatusCreated {
+		t.Fatalf("create namespace web: %v %v", res, err)
+	} else {
+		res.Body.Close()
+	}
 	env := decode[map[string]any](t, c.ok("environments", "create", "--space", spaceID, "--name", "web", "--namespace", "web", "-o", "json"))
 	envID := env["id"].(string)
 	if envs := decode[[]map[string]any](t, c.ok("environments", "list", "-o", "json")); len(envs) != 1 || envs[0]["id"] != envID {
