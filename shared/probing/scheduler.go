@@ -32,7 +32,7 @@ type Queue interface {
 }
 
 // Scheduler fans the probe index out into probe messages, each naming
-// up to MaxSpaces spaces of one page that share a delay. Build it
+// up to MaxSpaces spaces of one page (pageMessages). Build it
 // with NewScheduler, which sets the defaults named below.
 type Scheduler struct {
 	Targets TargetLister
