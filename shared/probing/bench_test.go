@@ -182,8 +182,8 @@ func benchFanOut(b *testing.B, n int, indexOnly bool) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(ticks), "ms/tick")
 	b.ReportMetric(float64(cnt.get("SendMessageBatch"))/float64(ticks), "sqs-calls/tick")
-	// A message names up to probing.MaxSpaces spaces of a page that
-	// share a delay; a SendMessageBatch carries up to 10 messages.
+	// A message names up to probing.MaxSpaces spaces of a page; a
+	// SendMessageBatch carries up to 10 messages.
 	b.ReportMetric(float64(last.Messages), "messages/tick")
 	b.ReportMetric(math.Ceil(float64(last.Messages)/10), "sqs-min-calls")
 	b.ReportMetric(float64(last.Pages), "index-pages/tick")

@@ -148,8 +148,8 @@ func readTemplate(b testing.TB) deployed {
 // formed here as one poller with the batching window would form them: a batch opens with the first message due, takes every message due
 // before its window ends, and is invoked then, or as soon as it holds
 // BatchSize messages — or, for a variant with spacesPerBatch, that many
-// spaces: at 1,000 spaces a message names about 3 spaces (a page's spaces
-// that share a delay are few), where at 10,000 and more it names tens, so
+// spaces: at 1,000 spaces a message names about 31 spaces (a shard's page
+// holds about 62), where at 10,000 and more it names about 48, so
 // "after" forms the batches of a fleet whose messages are full (BatchSize ×
 // MaxSpaces spaces), and BenchmarkProbingCostAtScale takes the invocations
 // and sends of each fleet size from what it measures there. Lambda time is the measured wall time of each handler

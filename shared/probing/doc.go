@@ -12,11 +12,13 @@
 //
 // Every interval (one minute) the scheduler lists every registered,
 // non-synthetic space from the sparse probe index, its shards in parallel,
-// and probes each space delayed by a stable hash of its id (0..59 s) so
-// that probes spread evenly over the minute and each space is probed at the
-// same second of every minute. The spaces of one index page that share a
-// delay go in one message, up to MaxSpaces (SQS's sends, receives and
-// deletes fall by the spaces a message holds), and the
+// and sends each index page's spaces, in order of a stable hash of their
+// ids (0..59 s), in as few messages as MaxSpaces allows, each delayed by
+// its first space's hash: probes spread over the minute and a space is
+// probed at the same second of every minute while its page keeps its
+// spaces. Full messages share the prober's fence read of a message among
+// up to MaxSpaces spaces, and SQS's sends, receives and deletes fall by
+// the spaces a message holds; the
 // messages of a page are sent in order of delay, so that every
 // SendMessageBatch becomes visible at one instant and Lambda's pollers
 // receive it whole (BENCHMARKS.md, "Monthly cost per 1,000 spaces"). A

@@ -20,14 +20,14 @@ const (
 	KindReprobe = "reprobe"
 )
 
-// MaxSpaces is the most spaces one probe message names: the scheduler puts
-// the spaces of one index page that share a delay in one message, up to
-// this many, so that SQS's sends, receives and deletes (each priced per
-// request) fall by up to this factor. The prober probes a message's spaces
+// MaxSpaces is the most spaces one probe message names: the scheduler cuts
+// each index page into as few messages as this allows, so that the
+// prober's fence read of a message and SQS's sends, receives and deletes
+// (each priced per request) fall by up to this factor. The prober probes a message's spaces
 // at once: the template's BatchSize (1 message) × MaxSpaces is the
 // prober's DefaultConcurrency, and its Timeout is sized for one such round
 // (TestBatchFitsTheProberTimeout). 50 rather than 10: at 10,000 spaces a
-// shard's page holds about 42 spaces per delay, and messages of up to 10
+// shard's page held about 42 spaces per second of delay, and messages of up to 10
 // (7.1 spaces each, in batches of 5 messages) still left the event
 // source's receives at 0.11 a space; one message a batch of up to 50 takes
 // one receive and one delete per message (BENCHMARKS.md, "Monthly cost per

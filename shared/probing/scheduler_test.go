@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"spaces/shared/probing"
 	"spaces/shared/space"
@@ -58,8 +57,8 @@ type failingQueue struct{ err error }
 
 func (q failingQueue) Enqueue(context.Context, []probing.Delayed) error { return q.err }
 
-// Agent spaces are packed MaxSpaces a message whatever their delays,
-// where direct spaces go one message per delay.
+// Agent spaces are packed MaxSpaces a message whatever their delays and
+// shards, where direct spaces fill messages within one shard's page.
 func TestAgentSpacesArePacked(t *testing.T) {
 	c := newClock()
 	q := &clockQueue{clock: c}
@@ -71,10 +70,10 @@ func TestAgentSpacesArePacked(t *testing.T) {
 	if out.Spaces != 150 {
 		t.Fatalf("fan-out %+v, want 150 spaces", out)
 	}
-	// 120 agent spaces: 3 messages (50, 50, 20); 30 direct spaces: one a
-	// delay (their ids' jitters differ, so about 30).
-	if out.Messages < 3+25 || out.Messages > 3+30 {
-		t.Errorf("%d messages, want 3 for the agent spaces and about one per direct space", out.Messages)
+	// 120 agent spaces: 3 messages (50, 50, 20); 30 direct spaces of one
+	// shard: one message.
+	if out.Messages != 3+1 {
+		t.Errorf("%d messages, want 3 for the agent spaces and 1 for the direct spaces", out.Messages)
 	}
 	sizes := map[int]int{}
 	q.mu.Lock()
@@ -82,8 +81,8 @@ func TestAgentSpacesArePacked(t *testing.T) {
 		sizes[len(m.msg.Each())]++
 	}
 	q.mu.Unlock()
-	if sizes[50] != 2 || sizes[20] != 1 {
-		t.Errorf("message sizes %v, want two of 50 and one of 20 (the agent spaces)", sizes)
+	if sizes[50] != 2 || sizes[20] != 1 || sizes[30] != 1 {
+		t.Errorf("message sizes %v, want two of 50 and one of 20 (the agent spaces), one of 30 (the direct)", sizes)
 	}
 
 	// Across shards too: 3 shards of 20 agent spaces are 2 messages (50
@@ -192,12 +191,12 @@ func (q *recordingQueue) Enqueue(_ context.Context, msgs []probing.Delayed) erro
 	return nil
 }
 
-// A page is sent with equal delays side by side (so that each
-// SendMessageBatch of 10 becomes visible at one instant and is received
-// whole), its spaces that share a delay in messages of up to MaxSpaces
-// (ticks of one space in the one-space form), and every space keeps its
-// own delay, Jitter of its id.
-func TestTickSendsEqualDelaysTogether(t *testing.T) {
+// A page is sent in as few messages as MaxSpaces allows, of even sizes
+// (so that the prober's fence read of a message is shared by up to
+// MaxSpaces spaces), in order of delay (so that each SendMessageBatch of 10
+// becomes visible together); each message waits its first space's delay,
+// and no space is probed later than its own, Jitter of its id.
+func TestTickFillsMessages(t *testing.T) {
 	q := &recordingQueue{}
 	s := probing.NewScheduler(probing.Scheduler{Targets: shardedLister{perShard: 700}, Queue: q, PageSize: 500, Log: discardLogger()})
 	out, err := s.Tick(t.Context())
@@ -213,7 +212,7 @@ func TestTickSendsEqualDelaysTogether(t *testing.T) {
 		if !slices.IsSortedFunc(msgs, func(a, b probing.Delayed) int { return cmp.Compare(a.Delay, b.Delay) }) {
 			t.Errorf("a page of %d sent with its delays out of order", len(msgs))
 		}
-		perDelay := map[time.Duration]int{}
+		inPage, smallest, largest := 0, probing.MaxSpaces, 0
 		for _, m := range msgs {
 			ones := m.Message.Each()
 			if len(ones) > probing.MaxSpaces || (len(ones) > 1) != (m.Message.Spaces != nil) {
@@ -222,24 +221,23 @@ func TestTickSendsEqualDelaysTogether(t *testing.T) {
 			if _, err := probing.DecodeMessage(m.Message.Encode()); err != nil {
 				t.Errorf("message %+v: %v", m.Message, err)
 			}
+			if want := probing.Jitter(ones[0].ID, space.DefaultProbeInterval); m.Delay != want {
+				t.Errorf("a message delayed %s, want its first space's %s", m.Delay, want)
+			}
 			for _, o := range ones {
-				if want := probing.Jitter(o.ID, space.DefaultProbeInterval); m.Delay != want {
-					t.Errorf("%s delayed %s, want its own %s", o.ID, m.Delay, want)
+				if own := probing.Jitter(o.ID, space.DefaultProbeInterval); own < m.Delay {
+					t.Errorf("%s delayed %s, later than its own %s", o.ID, m.Delay, own)
 				}
 				if seen[o.ID] {
 					t.Errorf("%s sent twice", o.ID)
 				}
 				seen[o.ID] = true
-				perDelay[m.Delay]++
 			}
+			inPage += len(ones)
+			smallest, largest = min(smallest, len(ones)), max(largest, len(ones))
 		}
-		// As few messages as MaxSpaces allows: one per MaxSpaces spaces of a delay.
-		want := 0
-		for _, n := range perDelay {
-			want += (n + probing.MaxSpaces - 1) / probing.MaxSpaces
-		}
-		if len(msgs) != want {
-			t.Errorf("a page sent in %d messages, want %d", len(msgs), want)
+		if want := (inPage + probing.MaxSpaces - 1) / probing.MaxSpaces; len(msgs) != want || largest-smallest > 1 {
+			t.Errorf("a page of %d sent in %d messages of %d to %d spaces, want %d of even sizes", inPage, len(msgs), smallest, largest, want)
 		}
 		sent += len(msgs)
 	}
