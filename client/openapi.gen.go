@@ -61,16 +61,16 @@ func (e CloudAccountStatus) Valid() bool {
 
 // Defines values for Connectivity.
 const (
-	Agent  Connectivity = "agent"
-	Direct Connectivity = "direct"
+	ConnectivityAgent  Connectivity = "agent"
+	ConnectivityDirect Connectivity = "direct"
 )
 
 // Valid indicates whether the value is a known member of the Connectivity enum.
 func (e Connectivity) Valid() bool {
 	switch e {
-	case Agent:
+	case ConnectivityAgent:
 		return true
-	case Direct:
+	case ConnectivityDirect:
 		return true
 	default:
 		return false
@@ -223,19 +223,19 @@ func (e SpaceType) Valid() bool {
 
 // Defines values for Status.
 const (
-	Active   Status = "active"
-	Inactive Status = "inactive"
-	Unknown  Status = "unknown"
+	StatusActive   Status = "active"
+	StatusInactive Status = "inactive"
+	StatusUnknown  Status = "unknown"
 )
 
 // Valid indicates whether the value is a known member of the Status enum.
 func (e Status) Valid() bool {
 	switch e {
-	case Active:
+	case StatusActive:
 		return true
-	case Inactive:
+	case StatusInactive:
 		return true
-	case Unknown:
+	case StatusUnknown:
 		return true
 	default:
 		return false
@@ -257,6 +257,273 @@ func (e TombstoneProvider) Valid() bool {
 	case TombstoneProviderAzure:
 		return true
 	case TombstoneProviderGcp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookDeliveryAttemptVerdict.
+const (
+	VerdictDelivered WebhookDeliveryAttemptVerdict = "delivered"
+	VerdictGone      WebhookDeliveryAttemptVerdict = "gone"
+	VerdictRejected  WebhookDeliveryAttemptVerdict = "rejected"
+	VerdictRetry     WebhookDeliveryAttemptVerdict = "retry"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryAttemptVerdict enum.
+func (e WebhookDeliveryAttemptVerdict) Valid() bool {
+	switch e {
+	case VerdictDelivered:
+		return true
+	case VerdictGone:
+		return true
+	case VerdictRejected:
+		return true
+	case VerdictRetry:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookEndpointState.
+const (
+	WebhookEndpointStateDisabled WebhookEndpointState = "disabled"
+	WebhookEndpointStateEnabled  WebhookEndpointState = "enabled"
+	WebhookEndpointStatePaused   WebhookEndpointState = "paused"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEndpointState enum.
+func (e WebhookEndpointState) Valid() bool {
+	switch e {
+	case WebhookEndpointStateDisabled:
+		return true
+	case WebhookEndpointStateEnabled:
+		return true
+	case WebhookEndpointStatePaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookEndpointWithSecretState.
+const (
+	WebhookEndpointWithSecretStateDisabled WebhookEndpointWithSecretState = "disabled"
+	WebhookEndpointWithSecretStateEnabled  WebhookEndpointWithSecretState = "enabled"
+	WebhookEndpointWithSecretStatePaused   WebhookEndpointWithSecretState = "paused"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEndpointWithSecretState enum.
+func (e WebhookEndpointWithSecretState) Valid() bool {
+	switch e {
+	case WebhookEndpointWithSecretStateDisabled:
+		return true
+	case WebhookEndpointWithSecretStateEnabled:
+		return true
+	case WebhookEndpointWithSecretStatePaused:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookEventType.
+const (
+	CloudAccountVerificationFailed WebhookEventType = "cloud_account.verification_failed"
+	ProvisioningJobFailed          WebhookEventType = "provisioning_job.failed"
+	ProvisioningJobSucceeded       WebhookEventType = "provisioning_job.succeeded"
+	RevisionDeployed               WebhookEventType = "revision.deployed"
+	RevisionFailed                 WebhookEventType = "revision.failed"
+	RevisionStopped                WebhookEventType = "revision.stopped"
+	SpaceDeregistered              WebhookEventType = "space.deregistered"
+	SpaceRegistered                WebhookEventType = "space.registered"
+	SpaceStatusChanged             WebhookEventType = "space.status_changed"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEventType enum.
+func (e WebhookEventType) Valid() bool {
+	switch e {
+	case CloudAccountVerificationFailed:
+		return true
+	case ProvisioningJobFailed:
+		return true
+	case ProvisioningJobSucceeded:
+		return true
+	case RevisionDeployed:
+		return true
+	case RevisionFailed:
+		return true
+	case RevisionStopped:
+		return true
+	case SpaceDeregistered:
+		return true
+	case SpaceRegistered:
+		return true
+	case SpaceStatusChanged:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookSpaceDataConnectivity.
+const (
+	WebhookSpaceDataConnectivityAgent  WebhookSpaceDataConnectivity = "agent"
+	WebhookSpaceDataConnectivityDirect WebhookSpaceDataConnectivity = "direct"
+)
+
+// Valid indicates whether the value is a known member of the WebhookSpaceDataConnectivity enum.
+func (e WebhookSpaceDataConnectivity) Valid() bool {
+	switch e {
+	case WebhookSpaceDataConnectivityAgent:
+		return true
+	case WebhookSpaceDataConnectivityDirect:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookSpaceDataProvider.
+const (
+	WebhookSpaceDataProviderAws   WebhookSpaceDataProvider = "aws"
+	WebhookSpaceDataProviderAzure WebhookSpaceDataProvider = "azure"
+	WebhookSpaceDataProviderGcp   WebhookSpaceDataProvider = "gcp"
+)
+
+// Valid indicates whether the value is a known member of the WebhookSpaceDataProvider enum.
+func (e WebhookSpaceDataProvider) Valid() bool {
+	switch e {
+	case WebhookSpaceDataProviderAws:
+		return true
+	case WebhookSpaceDataProviderAzure:
+		return true
+	case WebhookSpaceDataProviderGcp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookSpaceDataStatus.
+const (
+	WebhookSpaceDataStatusActive   WebhookSpaceDataStatus = "active"
+	WebhookSpaceDataStatusInactive WebhookSpaceDataStatus = "inactive"
+	WebhookSpaceDataStatusUnknown  WebhookSpaceDataStatus = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the WebhookSpaceDataStatus enum.
+func (e WebhookSpaceDataStatus) Valid() bool {
+	switch e {
+	case WebhookSpaceDataStatusActive:
+		return true
+	case WebhookSpaceDataStatusInactive:
+		return true
+	case WebhookSpaceDataStatusUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookSpaceDeregisteredDataConnectivity.
+const (
+	WebhookSpaceDeregisteredDataConnectivityAgent  WebhookSpaceDeregisteredDataConnectivity = "agent"
+	WebhookSpaceDeregisteredDataConnectivityDirect WebhookSpaceDeregisteredDataConnectivity = "direct"
+)
+
+// Valid indicates whether the value is a known member of the WebhookSpaceDeregisteredDataConnectivity enum.
+func (e WebhookSpaceDeregisteredDataConnectivity) Valid() bool {
+	switch e {
+	case WebhookSpaceDeregisteredDataConnectivityAgent:
+		return true
+	case WebhookSpaceDeregisteredDataConnectivityDirect:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookSpaceDeregisteredDataProvider.
+const (
+	WebhookSpaceDeregisteredDataProviderAws   WebhookSpaceDeregisteredDataProvider = "aws"
+	WebhookSpaceDeregisteredDataProviderAzure WebhookSpaceDeregisteredDataProvider = "azure"
+	WebhookSpaceDeregisteredDataProviderGcp   WebhookSpaceDeregisteredDataProvider = "gcp"
+)
+
+// Valid indicates whether the value is a known member of the WebhookSpaceDeregisteredDataProvider enum.
+func (e WebhookSpaceDeregisteredDataProvider) Valid() bool {
+	switch e {
+	case WebhookSpaceDeregisteredDataProviderAws:
+		return true
+	case WebhookSpaceDeregisteredDataProviderAzure:
+		return true
+	case WebhookSpaceDeregisteredDataProviderGcp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookSpaceDeregisteredDataStatus.
+const (
+	WebhookSpaceDeregisteredDataStatusActive   WebhookSpaceDeregisteredDataStatus = "active"
+	WebhookSpaceDeregisteredDataStatusInactive WebhookSpaceDeregisteredDataStatus = "inactive"
+	WebhookSpaceDeregisteredDataStatusUnknown  WebhookSpaceDeregisteredDataStatus = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the WebhookSpaceDeregisteredDataStatus enum.
+func (e WebhookSpaceDeregisteredDataStatus) Valid() bool {
+	switch e {
+	case WebhookSpaceDeregisteredDataStatusActive:
+		return true
+	case WebhookSpaceDeregisteredDataStatusInactive:
+		return true
+	case WebhookSpaceDeregisteredDataStatusUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookSpaceStatusChangedDataFrom.
+const (
+	WebhookSpaceStatusChangedDataFromActive   WebhookSpaceStatusChangedDataFrom = "active"
+	WebhookSpaceStatusChangedDataFromInactive WebhookSpaceStatusChangedDataFrom = "inactive"
+	WebhookSpaceStatusChangedDataFromUnknown  WebhookSpaceStatusChangedDataFrom = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the WebhookSpaceStatusChangedDataFrom enum.
+func (e WebhookSpaceStatusChangedDataFrom) Valid() bool {
+	switch e {
+	case WebhookSpaceStatusChangedDataFromActive:
+		return true
+	case WebhookSpaceStatusChangedDataFromInactive:
+		return true
+	case WebhookSpaceStatusChangedDataFromUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookSpaceStatusChangedDataTo.
+const (
+	WebhookSpaceStatusChangedDataToActive   WebhookSpaceStatusChangedDataTo = "active"
+	WebhookSpaceStatusChangedDataToInactive WebhookSpaceStatusChangedDataTo = "inactive"
+	WebhookSpaceStatusChangedDataToUnknown  WebhookSpaceStatusChangedDataTo = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the WebhookSpaceStatusChangedDataTo enum.
+func (e WebhookSpaceStatusChangedDataTo) Valid() bool {
+	switch e {
+	case WebhookSpaceStatusChangedDataToActive:
+		return true
+	case WebhookSpaceStatusChangedDataToInactive:
+		return true
+	case WebhookSpaceStatusChangedDataToUnknown:
 		return true
 	default:
 		return false
@@ -636,6 +903,15 @@ type CloudOperation struct {
 	Stage string `json:"stage"`
 }
 
+// ClusterBinding The cluster the agent runs in: the `kube-system` namespace's UID
+// and the SHA-256 (hex) of the first certificate of its API server's
+// CA bundle. Named at the exchange, it binds the credentials; every
+// lease must then name the same. A CA rotation needs a new bootstrap.
+type ClusterBinding struct {
+	CaSha256      string `json:"ca_sha256"`
+	KubeSystemUid string `json:"kube_system_uid"`
+}
+
 // ClusterConfig The cluster's identity at its provider: exactly the keys of the
 // space's provider. Immutable once registered; one registration per
 // cluster and org.
@@ -798,6 +1074,18 @@ type CreateProvisioningJobRequest2 struct {
 	Provider interface{}         `json:"provider"`
 }
 
+// CreateWebhookEndpointRequest defines model for CreateWebhookEndpointRequest.
+type CreateWebhookEndpointRequest struct {
+	Description *string            `json:"description,omitempty"`
+	EventTypes  []WebhookEventType `json:"event_types"`
+
+	// LabelSelector A label selector, as `GET /spaces?label_selector=` takes it.
+	LabelSelector *string `json:"label_selector,omitempty"`
+
+	// Url An absolute `https` URL without credentials or fragment.
+	Url string `json:"url"`
+}
+
 // DiscoveredCluster A cluster the cloud account can see, as the cluster picker offers it.
 type DiscoveredCluster struct {
 	// Config The identity to send as `config` in `POST /spaces` (with the account's provider).
@@ -952,6 +1240,12 @@ type LeaseAnswer struct {
 // LeaseReport defines model for LeaseReport.
 type LeaseReport struct {
 	AgentVersion string `json:"agent_version"`
+
+	// Cluster The cluster the agent runs in: the `kube-system` namespace's UID
+	// and the SHA-256 (hex) of the first certificate of its API server's
+	// CA bundle. Named at the exchange, it binds the credentials; every
+	// lease must then name the same. A CA rotation needs a new bootstrap.
+	Cluster *ClusterBinding `json:"cluster,omitempty"`
 
 	// ServerVersion The cluster's `/version` answer, as the agent read it.
 	ServerVersion struct {
@@ -1665,6 +1959,222 @@ type TrustSetup struct {
 // UUID defines model for UUID.
 type UUID = openapi_types.UUID
 
+// UpdateWebhookEndpointRequest defines model for UpdateWebhookEndpointRequest.
+type UpdateWebhookEndpointRequest struct {
+	Description *string             `json:"description,omitempty"`
+	EventTypes  *[]WebhookEventType `json:"event_types,omitempty"`
+
+	// LabelSelector `""` removes the selector.
+	LabelSelector *string `json:"label_selector,omitempty"`
+	Url           *string `json:"url,omitempty"`
+}
+
+// WebhookDeliveryAttempt One attempt to deliver one event to the endpoint.
+type WebhookDeliveryAttempt struct {
+	// At When the attempt was made.
+	At Timestamp `json:"at"`
+
+	// Attempt 1 for the first attempt of this delivery.
+	Attempt    int  `json:"attempt"`
+	EndpointId UUID `json:"endpoint_id"`
+
+	// Error A short excerpt of what went wrong; the response body is never stored beyond it.
+	Error     *string `json:"error,omitempty"`
+	LatencyMs int     `json:"latency_ms"`
+
+	// NextAt When the next attempt is due; absent when none follows.
+	NextAt *Timestamp `json:"next_at,omitempty"`
+	OrgId  string     `json:"org_id"`
+
+	// Status The receiver's status code; 0 when it did not answer (timeout, connection error, refused address).
+	Status int `json:"status"`
+
+	// Type The event's type (one of the subscribable types, or `webhook.test`).
+	Type string `json:"type"`
+
+	// Verdict `delivered` (2xx); `retry` (5xx, 429, 408, a timeout or a failed
+	// connection: a next attempt follows while the schedule lasts);
+	// `rejected` (any other answer: not retried); `gone` (410: the
+	// endpoint was disabled).
+	Verdict WebhookDeliveryAttemptVerdict `json:"verdict"`
+
+	// WebhookId The delivery's `webhook-id`, the same on every attempt of one event.
+	WebhookId string `json:"webhook_id"`
+}
+
+// WebhookDeliveryAttemptVerdict `delivered` (2xx); `retry` (5xx, 429, 408, a timeout or a failed
+// connection: a next attempt follows while the schedule lasts);
+// `rejected` (any other answer: not retried); `gone` (410: the
+// endpoint was disabled).
+type WebhookDeliveryAttemptVerdict string
+
+// WebhookDeliveryList defines model for WebhookDeliveryList.
+type WebhookDeliveryList struct {
+	// Items Newest first.
+	Items []WebhookDeliveryAttempt `json:"items"`
+
+	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// WebhookEndpoint A receiver of the org's events. Its secrets are never part of it.
+type WebhookEndpoint struct {
+	// CreatedAt RFC 3339 time in UTC.
+	CreatedAt   Timestamp          `json:"created_at"`
+	Description *string            `json:"description,omitempty"`
+	EventTypes  []WebhookEventType `json:"event_types"`
+	Id          UUID               `json:"id"`
+
+	// LabelSelector Narrows events about a space (or its revisions) to spaces whose labels match; cloud account events are not narrowed.
+	LabelSelector *string `json:"label_selector,omitempty"`
+	OrgId         string  `json:"org_id"`
+
+	// State `disabled`: Spaces stopped delivering (see `state_reason`); resume to enable it again.
+	State WebhookEndpointState `json:"state"`
+
+	// StateReason Why Spaces disabled the endpoint (`ReceiverGone`, `FailedTooLong`).
+	StateReason *string `json:"state_reason,omitempty"`
+
+	// UpdatedAt RFC 3339 time in UTC.
+	UpdatedAt Timestamp `json:"updated_at"`
+	Url       string    `json:"url"`
+	Version   int       `json:"version"`
+}
+
+// WebhookEndpointState `disabled`: Spaces stopped delivering (see `state_reason`); resume to enable it again.
+type WebhookEndpointState string
+
+// WebhookEndpointList defines model for WebhookEndpointList.
+type WebhookEndpointList struct {
+	Items []WebhookEndpoint `json:"items"`
+
+	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	NextCursor *string `json:"next_cursor,omitempty"`
+}
+
+// WebhookEndpointWithSecret An endpoint with its signing secret, answered only by its creation and by a rotation.
+type WebhookEndpointWithSecret struct {
+	// CreatedAt RFC 3339 time in UTC.
+	CreatedAt   Timestamp          `json:"created_at"`
+	Description *string            `json:"description,omitempty"`
+	EventTypes  []WebhookEventType `json:"event_types"`
+	Id          UUID               `json:"id"`
+
+	// LabelSelector Narrows events about a space (or its revisions) to spaces whose labels match; cloud account events are not narrowed.
+	LabelSelector *string `json:"label_selector,omitempty"`
+	OrgId         string  `json:"org_id"`
+
+	// Secret The Standard Webhooks secret: `whsec_` and the base64 of 32 random bytes, the HMAC-SHA256 key.
+	Secret string `json:"secret"`
+
+	// State `disabled`: Spaces stopped delivering (see `state_reason`); resume to enable it again.
+	State WebhookEndpointWithSecretState `json:"state"`
+
+	// StateReason Why Spaces disabled the endpoint (`ReceiverGone`, `FailedTooLong`).
+	StateReason *string `json:"state_reason,omitempty"`
+
+	// UpdatedAt RFC 3339 time in UTC.
+	UpdatedAt Timestamp `json:"updated_at"`
+	Url       string    `json:"url"`
+	Version   int       `json:"version"`
+}
+
+// WebhookEndpointWithSecretState `disabled`: Spaces stopped delivering (see `state_reason`); resume to enable it again.
+type WebhookEndpointWithSecretState string
+
+// WebhookEventType defines model for WebhookEventType.
+type WebhookEventType string
+
+// WebhookSpaceData defines model for WebhookSpaceData.
+type WebhookSpaceData struct {
+	CloudAccountId UUID                          `json:"cloud_account_id"`
+	Connectivity   *WebhookSpaceDataConnectivity `json:"connectivity,omitempty"`
+
+	// DeregisteredAt RFC 3339 time in UTC.
+	DeregisteredAt *Timestamp               `json:"deregistered_at,omitempty"`
+	DeregisteredBy *string                  `json:"deregistered_by,omitempty"`
+	Labels         *map[string]string       `json:"labels,omitempty"`
+	Name           *string                  `json:"name,omitempty"`
+	Provider       WebhookSpaceDataProvider `json:"provider"`
+	SpaceId        UUID                     `json:"space_id"`
+	Status         *WebhookSpaceDataStatus  `json:"status,omitempty"`
+}
+
+// WebhookSpaceDataConnectivity defines model for WebhookSpaceData.Connectivity.
+type WebhookSpaceDataConnectivity string
+
+// WebhookSpaceDataProvider defines model for WebhookSpaceData.Provider.
+type WebhookSpaceDataProvider string
+
+// WebhookSpaceDataStatus defines model for WebhookSpaceData.Status.
+type WebhookSpaceDataStatus string
+
+// WebhookSpaceDeregistered defines model for WebhookSpaceDeregistered.
+type WebhookSpaceDeregistered struct {
+	Data struct {
+		CloudAccountId UUID                                      `json:"cloud_account_id"`
+		Connectivity   *WebhookSpaceDeregisteredDataConnectivity `json:"connectivity,omitempty"`
+
+		// DeregisteredAt RFC 3339 time in UTC.
+		DeregisteredAt Timestamp                            `json:"deregistered_at"`
+		DeregisteredBy *string                              `json:"deregistered_by,omitempty"`
+		Labels         *map[string]string                   `json:"labels,omitempty"`
+		Name           *string                              `json:"name,omitempty"`
+		Provider       WebhookSpaceDeregisteredDataProvider `json:"provider"`
+		SpaceId        UUID                                 `json:"space_id"`
+		Status         *WebhookSpaceDeregisteredDataStatus  `json:"status,omitempty"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// WebhookSpaceDeregisteredDataConnectivity defines model for WebhookSpaceDeregistered.Data.Connectivity.
+type WebhookSpaceDeregisteredDataConnectivity string
+
+// WebhookSpaceDeregisteredDataProvider defines model for WebhookSpaceDeregistered.Data.Provider.
+type WebhookSpaceDeregisteredDataProvider string
+
+// WebhookSpaceDeregisteredDataStatus defines model for WebhookSpaceDeregistered.Data.Status.
+type WebhookSpaceDeregisteredDataStatus string
+
+// WebhookSpaceRegistered defines model for WebhookSpaceRegistered.
+type WebhookSpaceRegistered struct {
+	Data WebhookSpaceData `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// WebhookSpaceStatusChanged defines model for WebhookSpaceStatusChanged.
+type WebhookSpaceStatusChanged struct {
+	Data struct {
+		// At RFC 3339 time in UTC.
+		At Timestamp `json:"at"`
+
+		// Detail The probe's detail.
+		Detail *string                           `json:"detail,omitempty"`
+		From   WebhookSpaceStatusChangedDataFrom `json:"from"`
+
+		// Reason The probe's machine-readable reason (`Unreachable`, `Timeout`, ...).
+		Reason  *string                         `json:"reason,omitempty"`
+		SpaceId UUID                            `json:"space_id"`
+		To      WebhookSpaceStatusChangedDataTo `json:"to"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// WebhookSpaceStatusChangedDataFrom defines model for WebhookSpaceStatusChanged.Data.From.
+type WebhookSpaceStatusChangedDataFrom string
+
+// WebhookSpaceStatusChangedDataTo defines model for WebhookSpaceStatusChanged.Data.To.
+type WebhookSpaceStatusChangedDataTo string
+
 // CloudAccountFilter defines model for CloudAccountFilter.
 type CloudAccountFilter = openapi_types.UUID
 
@@ -1738,6 +2248,37 @@ type SpaceTypeFilter = SpaceType
 // `inactive` after 3 consecutive failures, `unknown` before the first
 // probe or when no probe result arrived for too long.
 type StatusFilter = Status
+
+// WebhookEndpointID defines model for WebhookEndpointID.
+type WebhookEndpointID = string
+
+// AgentReportTooSoon defines model for AgentReportTooSoon.
+type AgentReportTooSoon struct {
+	// Detail What went wrong, for humans.
+	Detail *string `json:"detail,omitempty"`
+
+	// Errors Every bad field, query parameter or header.
+	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// ExistingJobId On a `409` provisioning conflict, the live job already provisioning the cluster.
+	ExistingJobId *UUID `json:"existing_job_id,omitempty"`
+
+	// ExistingSpaceId On a `409` registration conflict, the space that already holds the cluster.
+	ExistingSpaceId *UUID `json:"existing_space_id,omitempty"`
+
+	// Instance The request path, decoded.
+	Instance *string     `json:"instance,omitempty"`
+	Reason   interface{} `json:"reason,omitempty"`
+
+	// RequestId The request id, as in `X-Request-Id`.
+	RequestId *string     `json:"request_id,omitempty"`
+	Status    interface{} `json:"status"`
+	Title     interface{} `json:"title"`
+
+	// Tombstone On the `404` of a space the caller's org deregistered (by any route that names it), what remains of it.
+	Tombstone *Tombstone  `json:"tombstone,omitempty"`
+	Type      interface{} `json:"type"`
+}
 
 // BadGateway defines model for BadGateway.
 type BadGateway struct {
@@ -2305,6 +2846,15 @@ type RenewAgentCredentialParams struct {
 	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
 }
 
+// ExchangeAgentBootstrapJSONBody defines parameters for ExchangeAgentBootstrap.
+type ExchangeAgentBootstrapJSONBody struct {
+	// Cluster The cluster the agent runs in: the `kube-system` namespace's UID
+	// and the SHA-256 (hex) of the first certificate of its API server's
+	// CA bundle. Named at the exchange, it binds the credentials; every
+	// lease must then name the same. A CA rotation needs a new bootstrap.
+	Cluster *ClusterBinding `json:"cluster,omitempty"`
+}
+
 // ExchangeAgentBootstrapParams defines parameters for ExchangeAgentBootstrap.
 type ExchangeAgentBootstrapParams struct {
 	// XRequestId Correlation id for logs. Echoed in the `X-Request-Id` response header
@@ -2861,6 +3411,134 @@ type GetSpaceStatusHistoryParams struct {
 	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
 }
 
+// ListWebhookEndpointsParams defines parameters for ListWebhookEndpoints.
+type ListWebhookEndpointsParams struct {
+	// Limit Page size, at least 1. Values above 100 are clamped to 100. Default 50.
+	// A page can hold fewer items than `limit` while more remain: follow
+	// `next_cursor` until it is absent.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page. Opaque; valid only for the
+	// same org, route and filters (`400` otherwise).
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// IfNoneMatch The `ETag` of this page as last read (or a list of them, or `*`):
+	// answered `304` without a body when the page is unchanged. Compared
+	// weakly, so `"l-…"` matches `W/"l-…"` too.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+
+	// XRequestId Correlation id for logs. Echoed in the `X-Request-Id` response header
+	// when it matches `^[A-Za-z0-9._:=-]{1,128}$`; otherwise the server
+	// generates one.
+	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
+}
+
+// CreateWebhookEndpointParams defines parameters for CreateWebhookEndpoint.
+type CreateWebhookEndpointParams struct {
+	// XRequestId Correlation id for logs. Echoed in the `X-Request-Id` response header
+	// when it matches `^[A-Za-z0-9._:=-]{1,128}$`; otherwise the server
+	// generates one.
+	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
+}
+
+// DeleteWebhookEndpointParams defines parameters for DeleteWebhookEndpoint.
+type DeleteWebhookEndpointParams struct {
+	// IfMatch The space's ETag as last read (`"3"`), or `*`. When given, `412` if
+	// the space has changed or the tag is weak (`W/"3"` never matches);
+	// `400` when it is not one ETag.
+	IfMatch *IfMatchOptional `json:"If-Match,omitempty"`
+
+	// XRequestId Correlation id for logs. Echoed in the `X-Request-Id` response header
+	// when it matches `^[A-Za-z0-9._:=-]{1,128}$`; otherwise the server
+	// generates one.
+	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
+}
+
+// GetWebhookEndpointParams defines parameters for GetWebhookEndpoint.
+type GetWebhookEndpointParams struct {
+	// XRequestId Correlation id for logs. Echoed in the `X-Request-Id` response header
+	// when it matches `^[A-Za-z0-9._:=-]{1,128}$`; otherwise the server
+	// generates one.
+	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
+}
+
+// UpdateWebhookEndpointParams defines parameters for UpdateWebhookEndpoint.
+type UpdateWebhookEndpointParams struct {
+	// IfMatch The space's ETag as last read (`"3"`), or `*`. When given, `412` if
+	// the space has changed or the tag is weak (`W/"3"` never matches);
+	// `400` when it is not one ETag.
+	IfMatch *IfMatchOptional `json:"If-Match,omitempty"`
+
+	// XRequestId Correlation id for logs. Echoed in the `X-Request-Id` response header
+	// when it matches `^[A-Za-z0-9._:=-]{1,128}$`; otherwise the server
+	// generates one.
+	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
+}
+
+// ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
+type ListWebhookDeliveriesParams struct {
+	// Limit Page size, at least 1. Values above 100 are clamped to 100. Default 50.
+	// A page can hold fewer items than `limit` while more remain: follow
+	// `next_cursor` until it is absent.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page. Opaque; valid only for the
+	// same org, route and filters (`400` otherwise).
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// IfNoneMatch The `ETag` of this page as last read (or a list of them, or `*`):
+	// answered `304` without a body when the page is unchanged. Compared
+	// weakly, so `"l-…"` matches `W/"l-…"` too.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+
+	// XRequestId Correlation id for logs. Echoed in the `X-Request-Id` response header
+	// when it matches `^[A-Za-z0-9._:=-]{1,128}$`; otherwise the server
+	// generates one.
+	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
+}
+
+// PauseWebhookEndpointParams defines parameters for PauseWebhookEndpoint.
+type PauseWebhookEndpointParams struct {
+	// IfMatch The space's ETag as last read (`"3"`), or `*`. When given, `412` if
+	// the space has changed or the tag is weak (`W/"3"` never matches);
+	// `400` when it is not one ETag.
+	IfMatch *IfMatchOptional `json:"If-Match,omitempty"`
+
+	// XRequestId Correlation id for logs. Echoed in the `X-Request-Id` response header
+	// when it matches `^[A-Za-z0-9._:=-]{1,128}$`; otherwise the server
+	// generates one.
+	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
+}
+
+// ResumeWebhookEndpointParams defines parameters for ResumeWebhookEndpoint.
+type ResumeWebhookEndpointParams struct {
+	// IfMatch The space's ETag as last read (`"3"`), or `*`. When given, `412` if
+	// the space has changed or the tag is weak (`W/"3"` never matches);
+	// `400` when it is not one ETag.
+	IfMatch *IfMatchOptional `json:"If-Match,omitempty"`
+
+	// XRequestId Correlation id for logs. Echoed in the `X-Request-Id` response header
+	// when it matches `^[A-Za-z0-9._:=-]{1,128}$`; otherwise the server
+	// generates one.
+	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
+}
+
+// RotateWebhookSecretParams defines parameters for RotateWebhookSecret.
+type RotateWebhookSecretParams struct {
+	// IfMatch The space's ETag as last read (`"3"`), or `*`. When given, `412` if
+	// the space has changed or the tag is weak (`W/"3"` never matches);
+	// `400` when it is not one ETag.
+	IfMatch *IfMatchOptional `json:"If-Match,omitempty"`
+
+	// XRequestId Correlation id for logs. Echoed in the `X-Request-Id` response header
+	// when it matches `^[A-Za-z0-9._:=-]{1,128}$`; otherwise the server
+	// generates one.
+	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
+}
+
+// ExchangeAgentBootstrapJSONRequestBody defines body for ExchangeAgentBootstrap for application/json ContentType.
+type ExchangeAgentBootstrapJSONRequestBody ExchangeAgentBootstrapJSONBody
+
 // RenewAgentLeaseJSONRequestBody defines body for RenewAgentLease for application/json ContentType.
 type RenewAgentLeaseJSONRequestBody = LeaseReport
 
@@ -2899,6 +3577,21 @@ type SetSpaceLabelsJSONRequestBody = SetLabelsRequest
 
 // SetSpaceStatusJSONRequestBody defines body for SetSpaceStatus for application/json ContentType.
 type SetSpaceStatusJSONRequestBody = StatusUpdateRequest
+
+// CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
+type CreateWebhookEndpointJSONRequestBody = CreateWebhookEndpointRequest
+
+// UpdateWebhookEndpointJSONRequestBody defines body for UpdateWebhookEndpoint for application/json ContentType.
+type UpdateWebhookEndpointJSONRequestBody = UpdateWebhookEndpointRequest
+
+// WebhookSpaceDeregisteredJSONRequestBody defines body for WebhookSpaceDeregistered for application/json ContentType.
+type WebhookSpaceDeregisteredJSONRequestBody = WebhookSpaceDeregistered
+
+// WebhookSpaceRegisteredJSONRequestBody defines body for WebhookSpaceRegistered for application/json ContentType.
+type WebhookSpaceRegisteredJSONRequestBody = WebhookSpaceRegistered
+
+// WebhookSpaceStatusChangedJSONRequestBody defines body for WebhookSpaceStatusChanged for application/json ContentType.
+type WebhookSpaceStatusChangedJSONRequestBody = WebhookSpaceStatusChanged
 
 // Getter for additional properties for Manifest. Returns the specified
 // element and whether it was found
@@ -4628,17 +5321,23 @@ type ClientInterface interface {
 	// `Authorization: Bearer <agent credential>`, no body: answers a new
 	// credential for the same space (renew at half-life; a credential
 	// lives 24 hours). The renewed credential keeps working for one more
-	// hour, so a renewal whose answer was lost can be retried. Once the
-	// space is deregistered every credential of it answers `401`: the
-	// agent stops.
+	// hour, so a renewal whose answer was lost can be retried, but only
+	// until the new credential is used: presented after that (or the
+	// one before it) it is a copy, answers `401` and revokes every
+	// credential of the space, the agent's too (reinstall it with a new
+	// bootstrap). Once the space is deregistered every credential of it
+	// answers `401`: the agent stops.
 	//
 	// Corresponds with POST /agent/credential (the `RenewAgentCredential` operationId).
 	RenewAgentCredential(ctx context.Context, params *RenewAgentCredentialParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ExchangeAgentBootstrap Exchange a bootstrap token for an agent credential
+	// ExchangeAgentBootstrapWithBody Exchange a bootstrap token for an agent credential
 	//
 	// Called by the agent once, at install: `Authorization: Bearer
-	// <bootstrap token>`, no body. A bootstrap token works once and
+	// <bootstrap token>`, and a body naming its cluster (optional, at
+	// most 4 KiB): the credentials are then bound to that cluster, and
+	// a lease naming another (or none) answers `401` and is logged. A
+	// bootstrap token works once and
 	// within an hour of its issue; a second use answers `401` (and is
 	// logged as a reuse). The credential answered acts for its one space
 	// only; exchanging a new bootstrap revokes the credentials of an
@@ -4646,8 +5345,29 @@ type ClientInterface interface {
 	// agent function's URL, not the HTTP API, and takes no JWT; the token
 	// itself is checked.
 	//
+	// Takes any type of body and a specified content type.
+	//
 	// Corresponds with POST /agent/exchange (the `ExchangeAgentBootstrap` operationId).
-	ExchangeAgentBootstrap(ctx context.Context, params *ExchangeAgentBootstrapParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ExchangeAgentBootstrapWithBody(ctx context.Context, params *ExchangeAgentBootstrapParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExchangeAgentBootstrap Exchange a bootstrap token for an agent credential
+	//
+	// Called by the agent once, at install: `Authorization: Bearer
+	// <bootstrap token>`, and a body naming its cluster (optional, at
+	// most 4 KiB): the credentials are then bound to that cluster, and
+	// a lease naming another (or none) answers `401` and is logged. A
+	// bootstrap token works once and
+	// within an hour of its issue; a second use answers `401` (and is
+	// logged as a reuse). The credential answered acts for its one space
+	// only; exchanging a new bootstrap revokes the credentials of an
+	// earlier install. Not for users: like every agent route it is on the
+	// agent function's URL, not the HTTP API, and takes no JWT; the token
+	// itself is checked.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /agent/exchange (the `ExchangeAgentBootstrap` operationId).
+	ExchangeAgentBootstrap(ctx context.Context, params *ExchangeAgentBootstrapParams, body ExchangeAgentBootstrapJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RenewAgentLeaseWithBody Renew the agent's lease
 	//
@@ -4663,7 +5383,10 @@ type ClientInterface interface {
 	// the credential answer) the MQTT connection keeps the lease fresh
 	// between renewals: a connected agent renews when it connects, when
 	// woken on its wake topic (work waits, or the space was
-	// deregistered) and every `fallback_seconds`.
+	// deregistered) and every `fallback_seconds`. The body is at most
+	// 4 KiB (`413` beyond, judged by `Content-Length` before any byte is
+	// read): it is read before the renewal's write checks the
+	// credential.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4684,7 +5407,10 @@ type ClientInterface interface {
 	// the credential answer) the MQTT connection keeps the lease fresh
 	// between renewals: a connected agent renews when it connects, when
 	// woken on its wake topic (work waits, or the space was
-	// deregistered) and every `fallback_seconds`.
+	// deregistered) and every `fallback_seconds`. The body is at most
+	// 4 KiB (`413` beyond, judged by `Content-Length` before any byte is
+	// read): it is read before the renewal's write checks the
+	// credential.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4705,7 +5431,12 @@ type ClientInterface interface {
 	// namespaces by name that fit, 1,000 at most). Authenticated like
 	// the lease, before the body is read: no valid credential answers
 	// `401`, a credential of another space (of any org) `404`; a bad
-	// report `422` or `400`, and nothing is stored.
+	// report `422` or `400`, and nothing is stored. A list equal to the
+	// stored one rewrites nothing (the time observed moves). A list
+	// that changes the stored one unasked (answering no create, no
+	// user's ask since the last report) is taken at most once a minute:
+	// sooner answers `429` (reason `ReportTooSoon`) with `Retry-After`,
+	// and nothing is stored.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4726,7 +5457,12 @@ type ClientInterface interface {
 	// namespaces by name that fit, 1,000 at most). Authenticated like
 	// the lease, before the body is read: no valid credential answers
 	// `401`, a credential of another space (of any org) `404`; a bad
-	// report `422` or `400`, and nothing is stored.
+	// report `422` or `400`, and nothing is stored. A list equal to the
+	// stored one rewrites nothing (the time observed moves). A list
+	// that changes the stored one unasked (answering no create, no
+	// user's ask since the last report) is taken at most once a minute:
+	// sooner answers `429` (reason `ReportTooSoon`) with `Retry-After`,
+	// and nothing is stored.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5463,6 +6199,110 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /spaces/{id}/status-history (the `GetSpaceStatusHistory` operationId).
 	GetSpaceStatusHistory(ctx context.Context, id SpaceID, params *GetSpaceStatusHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWebhookEndpoints List webhook endpoints
+	//
+	// Lists the org's webhook endpoints ordered by id; secrets are never listed.
+	//
+	// Corresponds with GET /webhook-endpoints (the `ListWebhookEndpoints` operationId).
+	ListWebhookEndpoints(ctx context.Context, params *ListWebhookEndpointsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateWebhookEndpointWithBody Create a webhook endpoint
+	//
+	// Registers a receiver of the org's events, signed per Standard
+	// Webhooks v1 (docs/webhooks.md). The URL must be `https`; its host
+	// is resolved at once and refused (`422` on `url`) when any of its
+	// addresses is loopback, private, link-local (cloud metadata
+	// included), multicast, unspecified or otherwise special-purpose, and
+	// checked again at every delivery. The answer carries the signing
+	// secret (`whsec_...`) this once: store it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
+	CreateWebhookEndpointWithBody(ctx context.Context, params *CreateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateWebhookEndpoint Create a webhook endpoint
+	//
+	// Registers a receiver of the org's events, signed per Standard
+	// Webhooks v1 (docs/webhooks.md). The URL must be `https`; its host
+	// is resolved at once and refused (`422` on `url`) when any of its
+	// addresses is loopback, private, link-local (cloud metadata
+	// included), multicast, unspecified or otherwise special-purpose, and
+	// checked again at every delivery. The answer carries the signing
+	// secret (`whsec_...`) this once: store it.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
+	CreateWebhookEndpoint(ctx context.Context, params *CreateWebhookEndpointParams, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteWebhookEndpoint Delete a webhook endpoint
+	//
+	// Removes the endpoint; deliveries still queued for it are dropped.
+	//
+	// Corresponds with DELETE /webhook-endpoints/{id} (the `DeleteWebhookEndpoint` operationId).
+	DeleteWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *DeleteWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWebhookEndpoint Get a webhook endpoint
+	//
+	// Corresponds with GET /webhook-endpoints/{id} (the `GetWebhookEndpoint` operationId).
+	GetWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *GetWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateWebhookEndpointWithBody Change a webhook endpoint
+	//
+	// Changes the fields the body names; the others stay. A new URL is checked as at creation.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /webhook-endpoints/{id} (the `UpdateWebhookEndpoint` operationId).
+	UpdateWebhookEndpointWithBody(ctx context.Context, id WebhookEndpointID, params *UpdateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateWebhookEndpoint Change a webhook endpoint
+	//
+	// Changes the fields the body names; the others stay. A new URL is checked as at creation.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /webhook-endpoints/{id} (the `UpdateWebhookEndpoint` operationId).
+	UpdateWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *UpdateWebhookEndpointParams, body UpdateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWebhookDeliveries List a webhook endpoint's delivery attempts
+	//
+	// The endpoint's delivery log: every attempt, newest first, paged
+	// with `limit` and `cursor` (the cursor is bound to the org and this
+	// endpoint). Each attempt has its time, the receiver's status code
+	// (0 when it did not answer), the latency, the verdict, a short
+	// excerpt of what went wrong, and when the next attempt is due if
+	// there is one. Attempts are kept for 30 days. An unknown endpoint,
+	// or another org's, is `404`.
+	//
+	// Corresponds with GET /webhook-endpoints/{id}/deliveries (the `ListWebhookDeliveries` operationId).
+	ListWebhookDeliveries(ctx context.Context, id WebhookEndpointID, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PauseWebhookEndpoint Pause a webhook endpoint
+	//
+	// No event is delivered to a paused endpoint until it is resumed; pausing a paused one changes nothing.
+	//
+	// Corresponds with POST /webhook-endpoints/{id}/pause (the `PauseWebhookEndpoint` operationId).
+	PauseWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *PauseWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeWebhookEndpoint Resume a webhook endpoint
+	//
+	// Enables a paused endpoint, or one Spaces disabled (the receiver answered 410 Gone).
+	//
+	// Corresponds with POST /webhook-endpoints/{id}/resume (the `ResumeWebhookEndpoint` operationId).
+	ResumeWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *ResumeWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateWebhookSecret Rotate a webhook endpoint's secret
+	//
+	// Answers a new signing secret, this once. For 24 hours every delivery
+	// carries two signatures, one per secret (`webhook-signature:
+	// v1,<new> v1,<old>`), so receivers can switch without losing one; a
+	// second rotation within those hours ends the oldest secret's overlap.
+	//
+	// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
+	RotateWebhookSecret(ctx context.Context, id WebhookEndpointID, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // RenewAgentCredential Renew the agent's credential
@@ -5470,9 +6310,12 @@ type ClientInterface interface {
 // `Authorization: Bearer <agent credential>`, no body: answers a new
 // credential for the same space (renew at half-life; a credential
 // lives 24 hours). The renewed credential keeps working for one more
-// hour, so a renewal whose answer was lost can be retried. Once the
-// space is deregistered every credential of it answers `401`: the
-// agent stops.
+// hour, so a renewal whose answer was lost can be retried, but only
+// until the new credential is used: presented after that (or the
+// one before it) it is a copy, answers `401` and revokes every
+// credential of the space, the agent's too (reinstall it with a new
+// bootstrap). Once the space is deregistered every credential of it
+// answers `401`: the agent stops.
 //
 // Corresponds with POST /agent/credential (the `RenewAgentCredential` operationId).
 func (c *Client) RenewAgentCredential(ctx context.Context, params *RenewAgentCredentialParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5487,10 +6330,13 @@ func (c *Client) RenewAgentCredential(ctx context.Context, params *RenewAgentCre
 	return c.Client.Do(req)
 }
 
-// ExchangeAgentBootstrap Exchange a bootstrap token for an agent credential
+// ExchangeAgentBootstrapWithBody Exchange a bootstrap token for an agent credential
 //
 // Called by the agent once, at install: `Authorization: Bearer
-// <bootstrap token>`, no body. A bootstrap token works once and
+// <bootstrap token>`, and a body naming its cluster (optional, at
+// most 4 KiB): the credentials are then bound to that cluster, and
+// a lease naming another (or none) answers `401` and is logged. A
+// bootstrap token works once and
 // within an hour of its issue; a second use answers `401` (and is
 // logged as a reuse). The credential answered acts for its one space
 // only; exchanging a new bootstrap revokes the credentials of an
@@ -5498,9 +6344,40 @@ func (c *Client) RenewAgentCredential(ctx context.Context, params *RenewAgentCre
 // agent function's URL, not the HTTP API, and takes no JWT; the token
 // itself is checked.
 //
+// Takes any type of body and a specified content type.
+//
 // Corresponds with POST /agent/exchange (the `ExchangeAgentBootstrap` operationId).
-func (c *Client) ExchangeAgentBootstrap(ctx context.Context, params *ExchangeAgentBootstrapParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewExchangeAgentBootstrapRequest(c.Server, params)
+func (c *Client) ExchangeAgentBootstrapWithBody(ctx context.Context, params *ExchangeAgentBootstrapParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExchangeAgentBootstrapRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExchangeAgentBootstrap Exchange a bootstrap token for an agent credential
+//
+// Called by the agent once, at install: `Authorization: Bearer
+// <bootstrap token>`, and a body naming its cluster (optional, at
+// most 4 KiB): the credentials are then bound to that cluster, and
+// a lease naming another (or none) answers `401` and is logged. A
+// bootstrap token works once and
+// within an hour of its issue; a second use answers `401` (and is
+// logged as a reuse). The credential answered acts for its one space
+// only; exchanging a new bootstrap revokes the credentials of an
+// earlier install. Not for users: like every agent route it is on the
+// agent function's URL, not the HTTP API, and takes no JWT; the token
+// itself is checked.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /agent/exchange (the `ExchangeAgentBootstrap` operationId).
+func (c *Client) ExchangeAgentBootstrap(ctx context.Context, params *ExchangeAgentBootstrapParams, body ExchangeAgentBootstrapJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExchangeAgentBootstrapRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5525,7 +6402,10 @@ func (c *Client) ExchangeAgentBootstrap(ctx context.Context, params *ExchangeAge
 // the credential answer) the MQTT connection keeps the lease fresh
 // between renewals: a connected agent renews when it connects, when
 // woken on its wake topic (work waits, or the space was
-// deregistered) and every `fallback_seconds`.
+// deregistered) and every `fallback_seconds`. The body is at most
+// 4 KiB (`413` beyond, judged by `Content-Length` before any byte is
+// read): it is read before the renewal's write checks the
+// credential.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5556,7 +6436,10 @@ func (c *Client) RenewAgentLeaseWithBody(ctx context.Context, spaceID DiscoveryS
 // the credential answer) the MQTT connection keeps the lease fresh
 // between renewals: a connected agent renews when it connects, when
 // woken on its wake topic (work waits, or the space was
-// deregistered) and every `fallback_seconds`.
+// deregistered) and every `fallback_seconds`. The body is at most
+// 4 KiB (`413` beyond, judged by `Content-Length` before any byte is
+// read): it is read before the renewal's write checks the
+// credential.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5587,7 +6470,12 @@ func (c *Client) RenewAgentLease(ctx context.Context, spaceID DiscoverySpaceID, 
 // namespaces by name that fit, 1,000 at most). Authenticated like
 // the lease, before the body is read: no valid credential answers
 // `401`, a credential of another space (of any org) `404`; a bad
-// report `422` or `400`, and nothing is stored.
+// report `422` or `400`, and nothing is stored. A list equal to the
+// stored one rewrites nothing (the time observed moves). A list
+// that changes the stored one unasked (answering no create, no
+// user's ask since the last report) is taken at most once a minute:
+// sooner answers `429` (reason `ReportTooSoon`) with `Retry-After`,
+// and nothing is stored.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5618,7 +6506,12 @@ func (c *Client) ReportAgentNamespacesWithBody(ctx context.Context, spaceID Disc
 // namespaces by name that fit, 1,000 at most). Authenticated like
 // the lease, before the body is read: no valid credential answers
 // `401`, a credential of another space (of any org) `404`; a bad
-// report `422` or `400`, and nothing is stored.
+// report `422` or `400`, and nothing is stored. A list equal to the
+// stored one rewrites nothing (the time observed moves). A list
+// that changes the stored one unasked (answering no create, no
+// user's ask since the last report) is taken at most once a minute:
+// sooner answers `429` (reason `ReportTooSoon`) with `Retry-After`,
+// and nothing is stored.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6836,6 +7729,220 @@ func (c *Client) GetSpaceStatusHistory(ctx context.Context, id SpaceID, params *
 	return c.Client.Do(req)
 }
 
+// ListWebhookEndpoints List webhook endpoints
+//
+// Lists the org's webhook endpoints ordered by id; secrets are never listed.
+//
+// Corresponds with GET /webhook-endpoints (the `ListWebhookEndpoints` operationId).
+func (c *Client) ListWebhookEndpoints(ctx context.Context, params *ListWebhookEndpointsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWebhookEndpointsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateWebhookEndpointWithBody Create a webhook endpoint
+//
+// Registers a receiver of the org's events, signed per Standard
+// Webhooks v1 (docs/webhooks.md). The URL must be `https`; its host
+// is resolved at once and refused (`422` on `url`) when any of its
+// addresses is loopback, private, link-local (cloud metadata
+// included), multicast, unspecified or otherwise special-purpose, and
+// checked again at every delivery. The answer carries the signing
+// secret (`whsec_...`) this once: store it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
+func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, params *CreateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWebhookEndpointRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateWebhookEndpoint Create a webhook endpoint
+//
+// Registers a receiver of the org's events, signed per Standard
+// Webhooks v1 (docs/webhooks.md). The URL must be `https`; its host
+// is resolved at once and refused (`422` on `url`) when any of its
+// addresses is loopback, private, link-local (cloud metadata
+// included), multicast, unspecified or otherwise special-purpose, and
+// checked again at every delivery. The answer carries the signing
+// secret (`whsec_...`) this once: store it.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
+func (c *Client) CreateWebhookEndpoint(ctx context.Context, params *CreateWebhookEndpointParams, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWebhookEndpointRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteWebhookEndpoint Delete a webhook endpoint
+//
+// Removes the endpoint; deliveries still queued for it are dropped.
+//
+// Corresponds with DELETE /webhook-endpoints/{id} (the `DeleteWebhookEndpoint` operationId).
+func (c *Client) DeleteWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *DeleteWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteWebhookEndpointRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWebhookEndpoint Get a webhook endpoint
+//
+// Corresponds with GET /webhook-endpoints/{id} (the `GetWebhookEndpoint` operationId).
+func (c *Client) GetWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *GetWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWebhookEndpointRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateWebhookEndpointWithBody Change a webhook endpoint
+//
+// Changes the fields the body names; the others stay. A new URL is checked as at creation.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /webhook-endpoints/{id} (the `UpdateWebhookEndpoint` operationId).
+func (c *Client) UpdateWebhookEndpointWithBody(ctx context.Context, id WebhookEndpointID, params *UpdateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateWebhookEndpointRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateWebhookEndpoint Change a webhook endpoint
+//
+// Changes the fields the body names; the others stay. A new URL is checked as at creation.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /webhook-endpoints/{id} (the `UpdateWebhookEndpoint` operationId).
+func (c *Client) UpdateWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *UpdateWebhookEndpointParams, body UpdateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateWebhookEndpointRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWebhookDeliveries List a webhook endpoint's delivery attempts
+//
+// The endpoint's delivery log: every attempt, newest first, paged
+// with `limit` and `cursor` (the cursor is bound to the org and this
+// endpoint). Each attempt has its time, the receiver's status code
+// (0 when it did not answer), the latency, the verdict, a short
+// excerpt of what went wrong, and when the next attempt is due if
+// there is one. Attempts are kept for 30 days. An unknown endpoint,
+// or another org's, is `404`.
+//
+// Corresponds with GET /webhook-endpoints/{id}/deliveries (the `ListWebhookDeliveries` operationId).
+func (c *Client) ListWebhookDeliveries(ctx context.Context, id WebhookEndpointID, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWebhookDeliveriesRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PauseWebhookEndpoint Pause a webhook endpoint
+//
+// No event is delivered to a paused endpoint until it is resumed; pausing a paused one changes nothing.
+//
+// Corresponds with POST /webhook-endpoints/{id}/pause (the `PauseWebhookEndpoint` operationId).
+func (c *Client) PauseWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *PauseWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseWebhookEndpointRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeWebhookEndpoint Resume a webhook endpoint
+//
+// Enables a paused endpoint, or one Spaces disabled (the receiver answered 410 Gone).
+//
+// Corresponds with POST /webhook-endpoints/{id}/resume (the `ResumeWebhookEndpoint` operationId).
+func (c *Client) ResumeWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *ResumeWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeWebhookEndpointRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RotateWebhookSecret Rotate a webhook endpoint's secret
+//
+// Answers a new signing secret, this once. For 24 hours every delivery
+// carries two signatures, one per secret (`webhook-signature:
+// v1,<new> v1,<old>`), so receivers can switch without losing one; a
+// second rotation within those hours ends the oldest secret's overlap.
+//
+// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
+func (c *Client) RotateWebhookSecret(ctx context.Context, id WebhookEndpointID, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateWebhookSecretRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // NewRenewAgentCredentialRequest constructs an http.Request for the RenewAgentCredential method
 func NewRenewAgentCredentialRequest(server string, params *RenewAgentCredentialParams) (*http.Request, error) {
 	var err error
@@ -6878,8 +7985,19 @@ func NewRenewAgentCredentialRequest(server string, params *RenewAgentCredentialP
 	return req, nil
 }
 
-// NewExchangeAgentBootstrapRequest constructs an http.Request for the ExchangeAgentBootstrap method
-func NewExchangeAgentBootstrapRequest(server string, params *ExchangeAgentBootstrapParams) (*http.Request, error) {
+// NewExchangeAgentBootstrapRequest calls the generic ExchangeAgentBootstrap builder with application/json body
+func NewExchangeAgentBootstrapRequest(server string, params *ExchangeAgentBootstrapParams, body ExchangeAgentBootstrapJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewExchangeAgentBootstrapRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewExchangeAgentBootstrapRequestWithBody constructs an http.Request for the ExchangeAgentBootstrap method, with any body, and a specified content type
+func NewExchangeAgentBootstrapRequestWithBody(server string, params *ExchangeAgentBootstrapParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -6897,10 +8015,12 @@ func NewExchangeAgentBootstrapRequest(server string, params *ExchangeAgentBootst
 		return nil, err
 	}
 
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	if params != nil {
 
@@ -9508,6 +10628,614 @@ func NewGetSpaceStatusHistoryRequest(server string, id SpaceID, params *GetSpace
 	return req, nil
 }
 
+// NewListWebhookEndpointsRequest constructs an http.Request for the ListWebhookEndpoints method
+func NewListWebhookEndpointsRequest(server string, params *ListWebhookEndpointsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook-endpoints")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCreateWebhookEndpointRequest calls the generic CreateWebhookEndpoint builder with application/json body
+func NewCreateWebhookEndpointRequest(server string, params *CreateWebhookEndpointParams, body CreateWebhookEndpointJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateWebhookEndpointRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateWebhookEndpointRequestWithBody constructs an http.Request for the CreateWebhookEndpoint method, with any body, and a specified content type
+func NewCreateWebhookEndpointRequestWithBody(server string, params *CreateWebhookEndpointParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook-endpoints")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteWebhookEndpointRequest constructs an http.Request for the DeleteWebhookEndpoint method
+func NewDeleteWebhookEndpointRequest(server string, id WebhookEndpointID, params *DeleteWebhookEndpointParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook-endpoints/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetWebhookEndpointRequest constructs an http.Request for the GetWebhookEndpoint method
+func NewGetWebhookEndpointRequest(server string, id WebhookEndpointID, params *GetWebhookEndpointParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook-endpoints/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewUpdateWebhookEndpointRequest calls the generic UpdateWebhookEndpoint builder with application/json body
+func NewUpdateWebhookEndpointRequest(server string, id WebhookEndpointID, params *UpdateWebhookEndpointParams, body UpdateWebhookEndpointJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateWebhookEndpointRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewUpdateWebhookEndpointRequestWithBody constructs an http.Request for the UpdateWebhookEndpoint method, with any body, and a specified content type
+func NewUpdateWebhookEndpointRequestWithBody(server string, id WebhookEndpointID, params *UpdateWebhookEndpointParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook-endpoints/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListWebhookDeliveriesRequest constructs an http.Request for the ListWebhookDeliveries method
+func NewListWebhookDeliveriesRequest(server string, id WebhookEndpointID, params *ListWebhookDeliveriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook-endpoints/%s/deliveries", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewPauseWebhookEndpointRequest constructs an http.Request for the PauseWebhookEndpoint method
+func NewPauseWebhookEndpointRequest(server string, id WebhookEndpointID, params *PauseWebhookEndpointParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook-endpoints/%s/pause", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewResumeWebhookEndpointRequest constructs an http.Request for the ResumeWebhookEndpoint method
+func NewResumeWebhookEndpointRequest(server string, id WebhookEndpointID, params *ResumeWebhookEndpointParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook-endpoints/%s/resume", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRotateWebhookSecretRequest constructs an http.Request for the RotateWebhookSecret method
+func NewRotateWebhookSecretRequest(server string, id WebhookEndpointID, params *RotateWebhookSecretParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook-endpoints/%s/rotate-secret", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -9557,19 +11285,25 @@ type ClientWithResponsesInterface interface {
 	// `Authorization: Bearer <agent credential>`, no body: answers a new
 	// credential for the same space (renew at half-life; a credential
 	// lives 24 hours). The renewed credential keeps working for one more
-	// hour, so a renewal whose answer was lost can be retried. Once the
-	// space is deregistered every credential of it answers `401`: the
-	// agent stops.
+	// hour, so a renewal whose answer was lost can be retried, but only
+	// until the new credential is used: presented after that (or the
+	// one before it) it is a copy, answers `401` and revokes every
+	// credential of the space, the agent's too (reinstall it with a new
+	// bootstrap). Once the space is deregistered every credential of it
+	// answers `401`: the agent stops.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /agent/credential (the `RenewAgentCredential` operationId).
 	RenewAgentCredentialWithResponse(ctx context.Context, params *RenewAgentCredentialParams, reqEditors ...RequestEditorFn) (*RenewAgentCredentialResponse, error)
 
-	// ExchangeAgentBootstrapWithResponse Exchange a bootstrap token for an agent credential
+	// ExchangeAgentBootstrapWithBodyWithResponse Exchange a bootstrap token for an agent credential
 	//
 	// Called by the agent once, at install: `Authorization: Bearer
-	// <bootstrap token>`, no body. A bootstrap token works once and
+	// <bootstrap token>`, and a body naming its cluster (optional, at
+	// most 4 KiB): the credentials are then bound to that cluster, and
+	// a lease naming another (or none) answers `401` and is logged. A
+	// bootstrap token works once and
 	// within an hour of its issue; a second use answers `401` (and is
 	// logged as a reuse). The credential answered acts for its one space
 	// only; exchanging a new bootstrap revokes the credentials of an
@@ -9577,10 +11311,29 @@ type ClientWithResponsesInterface interface {
 	// agent function's URL, not the HTTP API, and takes no JWT; the token
 	// itself is checked.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /agent/exchange (the `ExchangeAgentBootstrap` operationId).
-	ExchangeAgentBootstrapWithResponse(ctx context.Context, params *ExchangeAgentBootstrapParams, reqEditors ...RequestEditorFn) (*ExchangeAgentBootstrapResponse, error)
+	ExchangeAgentBootstrapWithBodyWithResponse(ctx context.Context, params *ExchangeAgentBootstrapParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExchangeAgentBootstrapResponse, error)
+
+	// ExchangeAgentBootstrapWithResponse Exchange a bootstrap token for an agent credential
+	//
+	// Called by the agent once, at install: `Authorization: Bearer
+	// <bootstrap token>`, and a body naming its cluster (optional, at
+	// most 4 KiB): the credentials are then bound to that cluster, and
+	// a lease naming another (or none) answers `401` and is logged. A
+	// bootstrap token works once and
+	// within an hour of its issue; a second use answers `401` (and is
+	// logged as a reuse). The credential answered acts for its one space
+	// only; exchanging a new bootstrap revokes the credentials of an
+	// earlier install. Not for users: like every agent route it is on the
+	// agent function's URL, not the HTTP API, and takes no JWT; the token
+	// itself is checked.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /agent/exchange (the `ExchangeAgentBootstrap` operationId).
+	ExchangeAgentBootstrapWithResponse(ctx context.Context, params *ExchangeAgentBootstrapParams, body ExchangeAgentBootstrapJSONRequestBody, reqEditors ...RequestEditorFn) (*ExchangeAgentBootstrapResponse, error)
 
 	// RenewAgentLeaseWithBodyWithResponse Renew the agent's lease
 	//
@@ -9596,7 +11349,10 @@ type ClientWithResponsesInterface interface {
 	// the credential answer) the MQTT connection keeps the lease fresh
 	// between renewals: a connected agent renews when it connects, when
 	// woken on its wake topic (work waits, or the space was
-	// deregistered) and every `fallback_seconds`.
+	// deregistered) and every `fallback_seconds`. The body is at most
+	// 4 KiB (`413` beyond, judged by `Content-Length` before any byte is
+	// read): it is read before the renewal's write checks the
+	// credential.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9617,7 +11373,10 @@ type ClientWithResponsesInterface interface {
 	// the credential answer) the MQTT connection keeps the lease fresh
 	// between renewals: a connected agent renews when it connects, when
 	// woken on its wake topic (work waits, or the space was
-	// deregistered) and every `fallback_seconds`.
+	// deregistered) and every `fallback_seconds`. The body is at most
+	// 4 KiB (`413` beyond, judged by `Content-Length` before any byte is
+	// read): it is read before the renewal's write checks the
+	// credential.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9638,7 +11397,12 @@ type ClientWithResponsesInterface interface {
 	// namespaces by name that fit, 1,000 at most). Authenticated like
 	// the lease, before the body is read: no valid credential answers
 	// `401`, a credential of another space (of any org) `404`; a bad
-	// report `422` or `400`, and nothing is stored.
+	// report `422` or `400`, and nothing is stored. A list equal to the
+	// stored one rewrites nothing (the time observed moves). A list
+	// that changes the stored one unasked (answering no create, no
+	// user's ask since the last report) is taken at most once a minute:
+	// sooner answers `429` (reason `ReportTooSoon`) with `Retry-After`,
+	// and nothing is stored.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9659,7 +11423,12 @@ type ClientWithResponsesInterface interface {
 	// namespaces by name that fit, 1,000 at most). Authenticated like
 	// the lease, before the body is read: no valid credential answers
 	// `401`, a credential of another space (of any org) `404`; a bad
-	// report `422` or `400`, and nothing is stored.
+	// report `422` or `400`, and nothing is stored. A list equal to the
+	// stored one rewrites nothing (the time observed moves). A list
+	// that changes the stored one unasked (answering no create, no
+	// user's ask since the last report) is taken at most once a minute:
+	// sooner answers `429` (reason `ReportTooSoon`) with `Retry-After`,
+	// and nothing is stored.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10446,6 +12215,124 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /spaces/{id}/status-history (the `GetSpaceStatusHistory` operationId).
 	GetSpaceStatusHistoryWithResponse(ctx context.Context, id SpaceID, params *GetSpaceStatusHistoryParams, reqEditors ...RequestEditorFn) (*GetSpaceStatusHistoryResponse, error)
+
+	// ListWebhookEndpointsWithResponse List webhook endpoints
+	//
+	// Lists the org's webhook endpoints ordered by id; secrets are never listed.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /webhook-endpoints (the `ListWebhookEndpoints` operationId).
+	ListWebhookEndpointsWithResponse(ctx context.Context, params *ListWebhookEndpointsParams, reqEditors ...RequestEditorFn) (*ListWebhookEndpointsResponse, error)
+
+	// CreateWebhookEndpointWithBodyWithResponse Create a webhook endpoint
+	//
+	// Registers a receiver of the org's events, signed per Standard
+	// Webhooks v1 (docs/webhooks.md). The URL must be `https`; its host
+	// is resolved at once and refused (`422` on `url`) when any of its
+	// addresses is loopback, private, link-local (cloud metadata
+	// included), multicast, unspecified or otherwise special-purpose, and
+	// checked again at every delivery. The answer carries the signing
+	// secret (`whsec_...`) this once: store it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
+	CreateWebhookEndpointWithBodyWithResponse(ctx context.Context, params *CreateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error)
+
+	// CreateWebhookEndpointWithResponse Create a webhook endpoint
+	//
+	// Registers a receiver of the org's events, signed per Standard
+	// Webhooks v1 (docs/webhooks.md). The URL must be `https`; its host
+	// is resolved at once and refused (`422` on `url`) when any of its
+	// addresses is loopback, private, link-local (cloud metadata
+	// included), multicast, unspecified or otherwise special-purpose, and
+	// checked again at every delivery. The answer carries the signing
+	// secret (`whsec_...`) this once: store it.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
+	CreateWebhookEndpointWithResponse(ctx context.Context, params *CreateWebhookEndpointParams, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error)
+
+	// DeleteWebhookEndpointWithResponse Delete a webhook endpoint
+	//
+	// Removes the endpoint; deliveries still queued for it are dropped.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /webhook-endpoints/{id} (the `DeleteWebhookEndpoint` operationId).
+	DeleteWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, params *DeleteWebhookEndpointParams, reqEditors ...RequestEditorFn) (*DeleteWebhookEndpointResponse, error)
+
+	// GetWebhookEndpointWithResponse Get a webhook endpoint
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /webhook-endpoints/{id} (the `GetWebhookEndpoint` operationId).
+	GetWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, params *GetWebhookEndpointParams, reqEditors ...RequestEditorFn) (*GetWebhookEndpointResponse, error)
+
+	// UpdateWebhookEndpointWithBodyWithResponse Change a webhook endpoint
+	//
+	// Changes the fields the body names; the others stay. A new URL is checked as at creation.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /webhook-endpoints/{id} (the `UpdateWebhookEndpoint` operationId).
+	UpdateWebhookEndpointWithBodyWithResponse(ctx context.Context, id WebhookEndpointID, params *UpdateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWebhookEndpointResponse, error)
+
+	// UpdateWebhookEndpointWithResponse Change a webhook endpoint
+	//
+	// Changes the fields the body names; the others stay. A new URL is checked as at creation.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /webhook-endpoints/{id} (the `UpdateWebhookEndpoint` operationId).
+	UpdateWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, params *UpdateWebhookEndpointParams, body UpdateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWebhookEndpointResponse, error)
+
+	// ListWebhookDeliveriesWithResponse List a webhook endpoint's delivery attempts
+	//
+	// The endpoint's delivery log: every attempt, newest first, paged
+	// with `limit` and `cursor` (the cursor is bound to the org and this
+	// endpoint). Each attempt has its time, the receiver's status code
+	// (0 when it did not answer), the latency, the verdict, a short
+	// excerpt of what went wrong, and when the next attempt is due if
+	// there is one. Attempts are kept for 30 days. An unknown endpoint,
+	// or another org's, is `404`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /webhook-endpoints/{id}/deliveries (the `ListWebhookDeliveries` operationId).
+	ListWebhookDeliveriesWithResponse(ctx context.Context, id WebhookEndpointID, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListWebhookDeliveriesResponse, error)
+
+	// PauseWebhookEndpointWithResponse Pause a webhook endpoint
+	//
+	// No event is delivered to a paused endpoint until it is resumed; pausing a paused one changes nothing.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook-endpoints/{id}/pause (the `PauseWebhookEndpoint` operationId).
+	PauseWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, params *PauseWebhookEndpointParams, reqEditors ...RequestEditorFn) (*PauseWebhookEndpointResponse, error)
+
+	// ResumeWebhookEndpointWithResponse Resume a webhook endpoint
+	//
+	// Enables a paused endpoint, or one Spaces disabled (the receiver answered 410 Gone).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook-endpoints/{id}/resume (the `ResumeWebhookEndpoint` operationId).
+	ResumeWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, params *ResumeWebhookEndpointParams, reqEditors ...RequestEditorFn) (*ResumeWebhookEndpointResponse, error)
+
+	// RotateWebhookSecretWithResponse Rotate a webhook endpoint's secret
+	//
+	// Answers a new signing secret, this once. For 24 hours every delivery
+	// carries two signatures, one per secret (`webhook-signature:
+	// v1,<new> v1,<old>`), so receivers can switch without losing one; a
+	// second rotation within those hours ends the oldest secret's overlap.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
+	RotateWebhookSecretWithResponse(ctx context.Context, id WebhookEndpointID, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
 }
 
 // RenewAgentCredentialResponse200Headers the declared response headers of an HTTP 200 response for RenewAgentCredential
@@ -10881,6 +12768,12 @@ type ReportAgentNamespacesResponse422Headers struct {
 	XRequestId string
 }
 
+// ReportAgentNamespacesResponse429Headers the declared response headers of an HTTP 429 response for ReportAgentNamespaces
+type ReportAgentNamespacesResponse429Headers struct {
+	RetryAfter *int
+	XRequestId string
+}
+
 // ReportAgentNamespacesResponse500Headers the declared response headers of an HTTP 500 response for ReportAgentNamespaces
 type ReportAgentNamespacesResponse500Headers struct {
 	XRequestId string
@@ -10910,6 +12803,8 @@ type ReportAgentNamespacesResponse struct {
 	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *UnprocessableContent
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *AgentReportTooSoon
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -10930,6 +12825,8 @@ type ReportAgentNamespacesResponse struct {
 	Headers415 *ReportAgentNamespacesResponse415Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
 	Headers422 *ReportAgentNamespacesResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReportAgentNamespacesResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *ReportAgentNamespacesResponse500Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10974,6 +12871,11 @@ func (r ReportAgentNamespacesResponse) GetApplicationproblemJSON415() *Unsupport
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r ReportAgentNamespacesResponse) GetApplicationproblemJSON422() *UnprocessableContent {
 	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ReportAgentNamespacesResponse) GetApplicationproblemJSON429() *AgentReportTooSoon {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -16625,14 +18527,1421 @@ func (r GetSpaceStatusHistoryResponse) ContentType() string {
 	return ""
 }
 
+// ListWebhookEndpointsResponse200Headers the declared response headers of an HTTP 200 response for ListWebhookEndpoints
+type ListWebhookEndpointsResponse200Headers struct {
+	ETag       string
+	XRequestId string
+}
+
+// ListWebhookEndpointsResponse304Headers the declared response headers of an HTTP 304 response for ListWebhookEndpoints
+type ListWebhookEndpointsResponse304Headers struct {
+	ETag       string
+	XRequestId string
+}
+
+// ListWebhookEndpointsResponse400Headers the declared response headers of an HTTP 400 response for ListWebhookEndpoints
+type ListWebhookEndpointsResponse400Headers struct {
+	XRequestId string
+}
+
+// ListWebhookEndpointsResponse401Headers the declared response headers of an HTTP 401 response for ListWebhookEndpoints
+type ListWebhookEndpointsResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// ListWebhookEndpointsResponse500Headers the declared response headers of an HTTP 500 response for ListWebhookEndpoints
+type ListWebhookEndpointsResponse500Headers struct {
+	XRequestId string
+}
+
+// ListWebhookEndpointsResponse503Headers the declared response headers of an HTTP 503 response for ListWebhookEndpoints
+type ListWebhookEndpointsResponse503Headers struct {
+	XRequestId string
+}
+
+type ListWebhookEndpointsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookEndpointList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *UnauthorizedApplicationJSON
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *UnauthorizedApplicationProblemPlusJSON
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListWebhookEndpointsResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ListWebhookEndpointsResponse304Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListWebhookEndpointsResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListWebhookEndpointsResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListWebhookEndpointsResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListWebhookEndpointsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWebhookEndpointsResponse) GetJSON200() *WebhookEndpointList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListWebhookEndpointsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListWebhookEndpointsResponse) GetJSON401() *UnauthorizedApplicationJSON {
+	return r.JSON401
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListWebhookEndpointsResponse) GetApplicationproblemJSON401() *UnauthorizedApplicationProblemPlusJSON {
+	return r.ApplicationproblemJSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListWebhookEndpointsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListWebhookEndpointsResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListWebhookEndpointsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ListWebhookEndpointsResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWebhookEndpointsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWebhookEndpointsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWebhookEndpointsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWebhookEndpointsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateWebhookEndpointResponse201Headers the declared response headers of an HTTP 201 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse201Headers struct {
+	ETag       string
+	Location   string
+	XRequestId string
+}
+
+// CreateWebhookEndpointResponse400Headers the declared response headers of an HTTP 400 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse400Headers struct {
+	XRequestId string
+}
+
+// CreateWebhookEndpointResponse401Headers the declared response headers of an HTTP 401 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// CreateWebhookEndpointResponse409Headers the declared response headers of an HTTP 409 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse409Headers struct {
+	XRequestId string
+}
+
+// CreateWebhookEndpointResponse413Headers the declared response headers of an HTTP 413 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse413Headers struct {
+	XRequestId string
+}
+
+// CreateWebhookEndpointResponse415Headers the declared response headers of an HTTP 415 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse415Headers struct {
+	XRequestId string
+}
+
+// CreateWebhookEndpointResponse422Headers the declared response headers of an HTTP 422 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse422Headers struct {
+	XRequestId string
+}
+
+// CreateWebhookEndpointResponse500Headers the declared response headers of an HTTP 500 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse500Headers struct {
+	XRequestId string
+}
+
+// CreateWebhookEndpointResponse503Headers the declared response headers of an HTTP 503 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse503Headers struct {
+	XRequestId string
+}
+
+type CreateWebhookEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *WebhookEndpointWithSecret
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *UnauthorizedApplicationJSON
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *UnauthorizedApplicationProblemPlusJSON
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *ContentTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableContent
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateWebhookEndpointResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateWebhookEndpointResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateWebhookEndpointResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateWebhookEndpointResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateWebhookEndpointResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateWebhookEndpointResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateWebhookEndpointResponse422Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateWebhookEndpointResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateWebhookEndpointResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateWebhookEndpointResponse) GetJSON201() *WebhookEndpointWithSecret {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateWebhookEndpointResponse) GetJSON401() *UnauthorizedApplicationJSON {
+	return r.JSON401
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON401() *UnauthorizedApplicationProblemPlusJSON {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON413() *ContentTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON422() *UnprocessableContent {
+	return r.ApplicationproblemJSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateWebhookEndpointResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r CreateWebhookEndpointResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateWebhookEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateWebhookEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateWebhookEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateWebhookEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteWebhookEndpointResponse204Headers the declared response headers of an HTTP 204 response for DeleteWebhookEndpoint
+type DeleteWebhookEndpointResponse204Headers struct {
+	XRequestId string
+}
+
+// DeleteWebhookEndpointResponse400Headers the declared response headers of an HTTP 400 response for DeleteWebhookEndpoint
+type DeleteWebhookEndpointResponse400Headers struct {
+	XRequestId string
+}
+
+// DeleteWebhookEndpointResponse401Headers the declared response headers of an HTTP 401 response for DeleteWebhookEndpoint
+type DeleteWebhookEndpointResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// DeleteWebhookEndpointResponse404Headers the declared response headers of an HTTP 404 response for DeleteWebhookEndpoint
+type DeleteWebhookEndpointResponse404Headers struct {
+	XRequestId string
+}
+
+// DeleteWebhookEndpointResponse412Headers the declared response headers of an HTTP 412 response for DeleteWebhookEndpoint
+type DeleteWebhookEndpointResponse412Headers struct {
+	XRequestId string
+}
+
+// DeleteWebhookEndpointResponse500Headers the declared response headers of an HTTP 500 response for DeleteWebhookEndpoint
+type DeleteWebhookEndpointResponse500Headers struct {
+	XRequestId string
+}
+
+// DeleteWebhookEndpointResponse503Headers the declared response headers of an HTTP 503 response for DeleteWebhookEndpoint
+type DeleteWebhookEndpointResponse503Headers struct {
+	XRequestId string
+}
+
+type DeleteWebhookEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *UnauthorizedApplicationJSON
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *UnauthorizedApplicationProblemPlusJSON
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *PreconditionFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteWebhookEndpointResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteWebhookEndpointResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteWebhookEndpointResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteWebhookEndpointResponse404Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *DeleteWebhookEndpointResponse412Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteWebhookEndpointResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteWebhookEndpointResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteWebhookEndpointResponse) GetJSON401() *UnauthorizedApplicationJSON {
+	return r.JSON401
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON401() *UnauthorizedApplicationProblemPlusJSON {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON412() *PreconditionFailed {
+	return r.ApplicationproblemJSON412
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteWebhookEndpointResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r DeleteWebhookEndpointResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteWebhookEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteWebhookEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteWebhookEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteWebhookEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetWebhookEndpointResponse200Headers the declared response headers of an HTTP 200 response for GetWebhookEndpoint
+type GetWebhookEndpointResponse200Headers struct {
+	ETag       string
+	XRequestId string
+}
+
+// GetWebhookEndpointResponse401Headers the declared response headers of an HTTP 401 response for GetWebhookEndpoint
+type GetWebhookEndpointResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// GetWebhookEndpointResponse404Headers the declared response headers of an HTTP 404 response for GetWebhookEndpoint
+type GetWebhookEndpointResponse404Headers struct {
+	XRequestId string
+}
+
+// GetWebhookEndpointResponse500Headers the declared response headers of an HTTP 500 response for GetWebhookEndpoint
+type GetWebhookEndpointResponse500Headers struct {
+	XRequestId string
+}
+
+// GetWebhookEndpointResponse503Headers the declared response headers of an HTTP 503 response for GetWebhookEndpoint
+type GetWebhookEndpointResponse503Headers struct {
+	XRequestId string
+}
+
+type GetWebhookEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookEndpoint
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *UnauthorizedApplicationJSON
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *UnauthorizedApplicationProblemPlusJSON
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetWebhookEndpointResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetWebhookEndpointResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetWebhookEndpointResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetWebhookEndpointResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetWebhookEndpointResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWebhookEndpointResponse) GetJSON200() *WebhookEndpoint {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetWebhookEndpointResponse) GetJSON401() *UnauthorizedApplicationJSON {
+	return r.JSON401
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetWebhookEndpointResponse) GetApplicationproblemJSON401() *UnauthorizedApplicationProblemPlusJSON {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetWebhookEndpointResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetWebhookEndpointResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetWebhookEndpointResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetWebhookEndpointResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r GetWebhookEndpointResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWebhookEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWebhookEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWebhookEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWebhookEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateWebhookEndpointResponse200Headers the declared response headers of an HTTP 200 response for UpdateWebhookEndpoint
+type UpdateWebhookEndpointResponse200Headers struct {
+	ETag       string
+	XRequestId string
+}
+
+// UpdateWebhookEndpointResponse400Headers the declared response headers of an HTTP 400 response for UpdateWebhookEndpoint
+type UpdateWebhookEndpointResponse400Headers struct {
+	XRequestId string
+}
+
+// UpdateWebhookEndpointResponse401Headers the declared response headers of an HTTP 401 response for UpdateWebhookEndpoint
+type UpdateWebhookEndpointResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// UpdateWebhookEndpointResponse404Headers the declared response headers of an HTTP 404 response for UpdateWebhookEndpoint
+type UpdateWebhookEndpointResponse404Headers struct {
+	XRequestId string
+}
+
+// UpdateWebhookEndpointResponse412Headers the declared response headers of an HTTP 412 response for UpdateWebhookEndpoint
+type UpdateWebhookEndpointResponse412Headers struct {
+	XRequestId string
+}
+
+// UpdateWebhookEndpointResponse413Headers the declared response headers of an HTTP 413 response for UpdateWebhookEndpoint
+type UpdateWebhookEndpointResponse413Headers struct {
+	XRequestId string
+}
+
+// UpdateWebhookEndpointResponse415Headers the declared response headers of an HTTP 415 response for UpdateWebhookEndpoint
+type UpdateWebhookEndpointResponse415Headers struct {
+	XRequestId string
+}
+
+// UpdateWebhookEndpointResponse422Headers the declared response headers of an HTTP 422 response for UpdateWebhookEndpoint
+type UpdateWebhookEndpointResponse422Headers struct {
+	XRequestId string
+}
+
+// UpdateWebhookEndpointResponse500Headers the declared response headers of an HTTP 500 response for UpdateWebhookEndpoint
+type UpdateWebhookEndpointResponse500Headers struct {
+	XRequestId string
+}
+
+// UpdateWebhookEndpointResponse503Headers the declared response headers of an HTTP 503 response for UpdateWebhookEndpoint
+type UpdateWebhookEndpointResponse503Headers struct {
+	XRequestId string
+}
+
+type UpdateWebhookEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookEndpoint
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *UnauthorizedApplicationJSON
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *UnauthorizedApplicationProblemPlusJSON
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *PreconditionFailed
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *ContentTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableContent
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateWebhookEndpointResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *UpdateWebhookEndpointResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateWebhookEndpointResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *UpdateWebhookEndpointResponse404Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *UpdateWebhookEndpointResponse412Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *UpdateWebhookEndpointResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *UpdateWebhookEndpointResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdateWebhookEndpointResponse422Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *UpdateWebhookEndpointResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateWebhookEndpointResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateWebhookEndpointResponse) GetJSON200() *WebhookEndpoint {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateWebhookEndpointResponse) GetJSON401() *UnauthorizedApplicationJSON {
+	return r.JSON401
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON401() *UnauthorizedApplicationProblemPlusJSON {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON412() *PreconditionFailed {
+	return r.ApplicationproblemJSON412
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON413() *ContentTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON422() *UnprocessableContent {
+	return r.ApplicationproblemJSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateWebhookEndpointResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r UpdateWebhookEndpointResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateWebhookEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateWebhookEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateWebhookEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateWebhookEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListWebhookDeliveriesResponse200Headers the declared response headers of an HTTP 200 response for ListWebhookDeliveries
+type ListWebhookDeliveriesResponse200Headers struct {
+	ETag       string
+	XRequestId string
+}
+
+// ListWebhookDeliveriesResponse304Headers the declared response headers of an HTTP 304 response for ListWebhookDeliveries
+type ListWebhookDeliveriesResponse304Headers struct {
+	ETag       string
+	XRequestId string
+}
+
+// ListWebhookDeliveriesResponse400Headers the declared response headers of an HTTP 400 response for ListWebhookDeliveries
+type ListWebhookDeliveriesResponse400Headers struct {
+	XRequestId string
+}
+
+// ListWebhookDeliveriesResponse401Headers the declared response headers of an HTTP 401 response for ListWebhookDeliveries
+type ListWebhookDeliveriesResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// ListWebhookDeliveriesResponse404Headers the declared response headers of an HTTP 404 response for ListWebhookDeliveries
+type ListWebhookDeliveriesResponse404Headers struct {
+	XRequestId string
+}
+
+// ListWebhookDeliveriesResponse500Headers the declared response headers of an HTTP 500 response for ListWebhookDeliveries
+type ListWebhookDeliveriesResponse500Headers struct {
+	XRequestId string
+}
+
+// ListWebhookDeliveriesResponse503Headers the declared response headers of an HTTP 503 response for ListWebhookDeliveries
+type ListWebhookDeliveriesResponse503Headers struct {
+	XRequestId string
+}
+
+type ListWebhookDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookDeliveryList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *UnauthorizedApplicationJSON
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *UnauthorizedApplicationProblemPlusJSON
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListWebhookDeliveriesResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ListWebhookDeliveriesResponse304Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListWebhookDeliveriesResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListWebhookDeliveriesResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ListWebhookDeliveriesResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListWebhookDeliveriesResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListWebhookDeliveriesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWebhookDeliveriesResponse) GetJSON200() *WebhookDeliveryList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListWebhookDeliveriesResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListWebhookDeliveriesResponse) GetJSON401() *UnauthorizedApplicationJSON {
+	return r.JSON401
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListWebhookDeliveriesResponse) GetApplicationproblemJSON401() *UnauthorizedApplicationProblemPlusJSON {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListWebhookDeliveriesResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListWebhookDeliveriesResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListWebhookDeliveriesResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListWebhookDeliveriesResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ListWebhookDeliveriesResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWebhookDeliveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWebhookDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWebhookDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWebhookDeliveriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PauseWebhookEndpointResponse200Headers the declared response headers of an HTTP 200 response for PauseWebhookEndpoint
+type PauseWebhookEndpointResponse200Headers struct {
+	ETag       string
+	XRequestId string
+}
+
+// PauseWebhookEndpointResponse400Headers the declared response headers of an HTTP 400 response for PauseWebhookEndpoint
+type PauseWebhookEndpointResponse400Headers struct {
+	XRequestId string
+}
+
+// PauseWebhookEndpointResponse401Headers the declared response headers of an HTTP 401 response for PauseWebhookEndpoint
+type PauseWebhookEndpointResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// PauseWebhookEndpointResponse404Headers the declared response headers of an HTTP 404 response for PauseWebhookEndpoint
+type PauseWebhookEndpointResponse404Headers struct {
+	XRequestId string
+}
+
+// PauseWebhookEndpointResponse412Headers the declared response headers of an HTTP 412 response for PauseWebhookEndpoint
+type PauseWebhookEndpointResponse412Headers struct {
+	XRequestId string
+}
+
+// PauseWebhookEndpointResponse500Headers the declared response headers of an HTTP 500 response for PauseWebhookEndpoint
+type PauseWebhookEndpointResponse500Headers struct {
+	XRequestId string
+}
+
+// PauseWebhookEndpointResponse503Headers the declared response headers of an HTTP 503 response for PauseWebhookEndpoint
+type PauseWebhookEndpointResponse503Headers struct {
+	XRequestId string
+}
+
+type PauseWebhookEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookEndpoint
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *UnauthorizedApplicationJSON
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *UnauthorizedApplicationProblemPlusJSON
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *PreconditionFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *PauseWebhookEndpointResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *PauseWebhookEndpointResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PauseWebhookEndpointResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *PauseWebhookEndpointResponse404Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *PauseWebhookEndpointResponse412Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *PauseWebhookEndpointResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PauseWebhookEndpointResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PauseWebhookEndpointResponse) GetJSON200() *WebhookEndpoint {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PauseWebhookEndpointResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PauseWebhookEndpointResponse) GetJSON401() *UnauthorizedApplicationJSON {
+	return r.JSON401
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PauseWebhookEndpointResponse) GetApplicationproblemJSON401() *UnauthorizedApplicationProblemPlusJSON {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PauseWebhookEndpointResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r PauseWebhookEndpointResponse) GetApplicationproblemJSON412() *PreconditionFailed {
+	return r.ApplicationproblemJSON412
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PauseWebhookEndpointResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PauseWebhookEndpointResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PauseWebhookEndpointResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r PauseWebhookEndpointResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r PauseWebhookEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PauseWebhookEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PauseWebhookEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PauseWebhookEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResumeWebhookEndpointResponse200Headers the declared response headers of an HTTP 200 response for ResumeWebhookEndpoint
+type ResumeWebhookEndpointResponse200Headers struct {
+	ETag       string
+	XRequestId string
+}
+
+// ResumeWebhookEndpointResponse400Headers the declared response headers of an HTTP 400 response for ResumeWebhookEndpoint
+type ResumeWebhookEndpointResponse400Headers struct {
+	XRequestId string
+}
+
+// ResumeWebhookEndpointResponse401Headers the declared response headers of an HTTP 401 response for ResumeWebhookEndpoint
+type ResumeWebhookEndpointResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// ResumeWebhookEndpointResponse404Headers the declared response headers of an HTTP 404 response for ResumeWebhookEndpoint
+type ResumeWebhookEndpointResponse404Headers struct {
+	XRequestId string
+}
+
+// ResumeWebhookEndpointResponse412Headers the declared response headers of an HTTP 412 response for ResumeWebhookEndpoint
+type ResumeWebhookEndpointResponse412Headers struct {
+	XRequestId string
+}
+
+// ResumeWebhookEndpointResponse500Headers the declared response headers of an HTTP 500 response for ResumeWebhookEndpoint
+type ResumeWebhookEndpointResponse500Headers struct {
+	XRequestId string
+}
+
+// ResumeWebhookEndpointResponse503Headers the declared response headers of an HTTP 503 response for ResumeWebhookEndpoint
+type ResumeWebhookEndpointResponse503Headers struct {
+	XRequestId string
+}
+
+type ResumeWebhookEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookEndpoint
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *UnauthorizedApplicationJSON
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *UnauthorizedApplicationProblemPlusJSON
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *PreconditionFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ResumeWebhookEndpointResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ResumeWebhookEndpointResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResumeWebhookEndpointResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ResumeWebhookEndpointResponse404Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *ResumeWebhookEndpointResponse412Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ResumeWebhookEndpointResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResumeWebhookEndpointResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResumeWebhookEndpointResponse) GetJSON200() *WebhookEndpoint {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ResumeWebhookEndpointResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ResumeWebhookEndpointResponse) GetJSON401() *UnauthorizedApplicationJSON {
+	return r.JSON401
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ResumeWebhookEndpointResponse) GetApplicationproblemJSON401() *UnauthorizedApplicationProblemPlusJSON {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ResumeWebhookEndpointResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r ResumeWebhookEndpointResponse) GetApplicationproblemJSON412() *PreconditionFailed {
+	return r.ApplicationproblemJSON412
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ResumeWebhookEndpointResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ResumeWebhookEndpointResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ResumeWebhookEndpointResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ResumeWebhookEndpointResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r ResumeWebhookEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResumeWebhookEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResumeWebhookEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResumeWebhookEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RotateWebhookSecretResponse200Headers the declared response headers of an HTTP 200 response for RotateWebhookSecret
+type RotateWebhookSecretResponse200Headers struct {
+	ETag       string
+	XRequestId string
+}
+
+// RotateWebhookSecretResponse400Headers the declared response headers of an HTTP 400 response for RotateWebhookSecret
+type RotateWebhookSecretResponse400Headers struct {
+	XRequestId string
+}
+
+// RotateWebhookSecretResponse401Headers the declared response headers of an HTTP 401 response for RotateWebhookSecret
+type RotateWebhookSecretResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// RotateWebhookSecretResponse404Headers the declared response headers of an HTTP 404 response for RotateWebhookSecret
+type RotateWebhookSecretResponse404Headers struct {
+	XRequestId string
+}
+
+// RotateWebhookSecretResponse412Headers the declared response headers of an HTTP 412 response for RotateWebhookSecret
+type RotateWebhookSecretResponse412Headers struct {
+	XRequestId string
+}
+
+// RotateWebhookSecretResponse500Headers the declared response headers of an HTTP 500 response for RotateWebhookSecret
+type RotateWebhookSecretResponse500Headers struct {
+	XRequestId string
+}
+
+// RotateWebhookSecretResponse503Headers the declared response headers of an HTTP 503 response for RotateWebhookSecret
+type RotateWebhookSecretResponse503Headers struct {
+	XRequestId string
+}
+
+type RotateWebhookSecretResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookEndpointWithSecret
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *UnauthorizedApplicationJSON
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *UnauthorizedApplicationProblemPlusJSON
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *PreconditionFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RotateWebhookSecretResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RotateWebhookSecretResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RotateWebhookSecretResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RotateWebhookSecretResponse404Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *RotateWebhookSecretResponse412Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RotateWebhookSecretResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RotateWebhookSecretResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON200() *WebhookEndpointWithSecret {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RotateWebhookSecretResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON401() *UnauthorizedApplicationJSON {
+	return r.JSON401
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RotateWebhookSecretResponse) GetApplicationproblemJSON401() *UnauthorizedApplicationProblemPlusJSON {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RotateWebhookSecretResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r RotateWebhookSecretResponse) GetApplicationproblemJSON412() *PreconditionFailed {
+	return r.ApplicationproblemJSON412
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RotateWebhookSecretResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RotateWebhookSecretResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r RotateWebhookSecretResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RotateWebhookSecretResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RotateWebhookSecretResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RotateWebhookSecretResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RenewAgentCredentialWithResponse Renew the agent's credential
 //
 // `Authorization: Bearer <agent credential>`, no body: answers a new
 // credential for the same space (renew at half-life; a credential
 // lives 24 hours). The renewed credential keeps working for one more
-// hour, so a renewal whose answer was lost can be retried. Once the
-// space is deregistered every credential of it answers `401`: the
-// agent stops.
+// hour, so a renewal whose answer was lost can be retried, but only
+// until the new credential is used: presented after that (or the
+// one before it) it is a copy, answers `401` and revokes every
+// credential of the space, the agent's too (reinstall it with a new
+// bootstrap). Once the space is deregistered every credential of it
+// answers `401`: the agent stops.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -16645,10 +19954,13 @@ func (c *ClientWithResponses) RenewAgentCredentialWithResponse(ctx context.Conte
 	return ParseRenewAgentCredentialResponse(rsp)
 }
 
-// ExchangeAgentBootstrapWithResponse Exchange a bootstrap token for an agent credential
+// ExchangeAgentBootstrapWithBodyWithResponse Exchange a bootstrap token for an agent credential
 //
 // Called by the agent once, at install: `Authorization: Bearer
-// <bootstrap token>`, no body. A bootstrap token works once and
+// <bootstrap token>`, and a body naming its cluster (optional, at
+// most 4 KiB): the credentials are then bound to that cluster, and
+// a lease naming another (or none) answers `401` and is logged. A
+// bootstrap token works once and
 // within an hour of its issue; a second use answers `401` (and is
 // logged as a reuse). The credential answered acts for its one space
 // only; exchanging a new bootstrap revokes the credentials of an
@@ -16656,11 +19968,36 @@ func (c *ClientWithResponses) RenewAgentCredentialWithResponse(ctx context.Conte
 // agent function's URL, not the HTTP API, and takes no JWT; the token
 // itself is checked.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /agent/exchange (the `ExchangeAgentBootstrap` operationId).
-func (c *ClientWithResponses) ExchangeAgentBootstrapWithResponse(ctx context.Context, params *ExchangeAgentBootstrapParams, reqEditors ...RequestEditorFn) (*ExchangeAgentBootstrapResponse, error) {
-	rsp, err := c.ExchangeAgentBootstrap(ctx, params, reqEditors...)
+func (c *ClientWithResponses) ExchangeAgentBootstrapWithBodyWithResponse(ctx context.Context, params *ExchangeAgentBootstrapParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExchangeAgentBootstrapResponse, error) {
+	rsp, err := c.ExchangeAgentBootstrapWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExchangeAgentBootstrapResponse(rsp)
+}
+
+// ExchangeAgentBootstrapWithResponse Exchange a bootstrap token for an agent credential
+//
+// Called by the agent once, at install: `Authorization: Bearer
+// <bootstrap token>`, and a body naming its cluster (optional, at
+// most 4 KiB): the credentials are then bound to that cluster, and
+// a lease naming another (or none) answers `401` and is logged. A
+// bootstrap token works once and
+// within an hour of its issue; a second use answers `401` (and is
+// logged as a reuse). The credential answered acts for its one space
+// only; exchanging a new bootstrap revokes the credentials of an
+// earlier install. Not for users: like every agent route it is on the
+// agent function's URL, not the HTTP API, and takes no JWT; the token
+// itself is checked.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /agent/exchange (the `ExchangeAgentBootstrap` operationId).
+func (c *ClientWithResponses) ExchangeAgentBootstrapWithResponse(ctx context.Context, params *ExchangeAgentBootstrapParams, body ExchangeAgentBootstrapJSONRequestBody, reqEditors ...RequestEditorFn) (*ExchangeAgentBootstrapResponse, error) {
+	rsp, err := c.ExchangeAgentBootstrap(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -16681,7 +20018,10 @@ func (c *ClientWithResponses) ExchangeAgentBootstrapWithResponse(ctx context.Con
 // the credential answer) the MQTT connection keeps the lease fresh
 // between renewals: a connected agent renews when it connects, when
 // woken on its wake topic (work waits, or the space was
-// deregistered) and every `fallback_seconds`.
+// deregistered) and every `fallback_seconds`. The body is at most
+// 4 KiB (`413` beyond, judged by `Content-Length` before any byte is
+// read): it is read before the renewal's write checks the
+// credential.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16708,7 +20048,10 @@ func (c *ClientWithResponses) RenewAgentLeaseWithBodyWithResponse(ctx context.Co
 // the credential answer) the MQTT connection keeps the lease fresh
 // between renewals: a connected agent renews when it connects, when
 // woken on its wake topic (work waits, or the space was
-// deregistered) and every `fallback_seconds`.
+// deregistered) and every `fallback_seconds`. The body is at most
+// 4 KiB (`413` beyond, judged by `Content-Length` before any byte is
+// read): it is read before the renewal's write checks the
+// credential.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16735,7 +20078,12 @@ func (c *ClientWithResponses) RenewAgentLeaseWithResponse(ctx context.Context, s
 // namespaces by name that fit, 1,000 at most). Authenticated like
 // the lease, before the body is read: no valid credential answers
 // `401`, a credential of another space (of any org) `404`; a bad
-// report `422` or `400`, and nothing is stored.
+// report `422` or `400`, and nothing is stored. A list equal to the
+// stored one rewrites nothing (the time observed moves). A list
+// that changes the stored one unasked (answering no create, no
+// user's ask since the last report) is taken at most once a minute:
+// sooner answers `429` (reason `ReportTooSoon`) with `Retry-After`,
+// and nothing is stored.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16762,7 +20110,12 @@ func (c *ClientWithResponses) ReportAgentNamespacesWithBodyWithResponse(ctx cont
 // namespaces by name that fit, 1,000 at most). Authenticated like
 // the lease, before the body is read: no valid credential answers
 // `401`, a credential of another space (of any org) `404`; a bad
-// report `422` or `400`, and nothing is stored.
+// report `422` or `400`, and nothing is stored. A list equal to the
+// stored one rewrites nothing (the time observed moves). A list
+// that changes the stored one unasked (answering no create, no
+// user's ask since the last report) is taken at most once a minute:
+// sooner answers `429` (reason `ReportTooSoon`) with `Retry-After`,
+// and nothing is stored.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -17838,6 +21191,190 @@ func (c *ClientWithResponses) GetSpaceStatusHistoryWithResponse(ctx context.Cont
 	return ParseGetSpaceStatusHistoryResponse(rsp)
 }
 
+// ListWebhookEndpointsWithResponse List webhook endpoints
+//
+// Lists the org's webhook endpoints ordered by id; secrets are never listed.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /webhook-endpoints (the `ListWebhookEndpoints` operationId).
+func (c *ClientWithResponses) ListWebhookEndpointsWithResponse(ctx context.Context, params *ListWebhookEndpointsParams, reqEditors ...RequestEditorFn) (*ListWebhookEndpointsResponse, error) {
+	rsp, err := c.ListWebhookEndpoints(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWebhookEndpointsResponse(rsp)
+}
+
+// CreateWebhookEndpointWithBodyWithResponse Create a webhook endpoint
+//
+// Registers a receiver of the org's events, signed per Standard
+// Webhooks v1 (docs/webhooks.md). The URL must be `https`; its host
+// is resolved at once and refused (`422` on `url`) when any of its
+// addresses is loopback, private, link-local (cloud metadata
+// included), multicast, unspecified or otherwise special-purpose, and
+// checked again at every delivery. The answer carries the signing
+// secret (`whsec_...`) this once: store it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
+func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx context.Context, params *CreateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error) {
+	rsp, err := c.CreateWebhookEndpointWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateWebhookEndpointResponse(rsp)
+}
+
+// CreateWebhookEndpointWithResponse Create a webhook endpoint
+//
+// Registers a receiver of the org's events, signed per Standard
+// Webhooks v1 (docs/webhooks.md). The URL must be `https`; its host
+// is resolved at once and refused (`422` on `url`) when any of its
+// addresses is loopback, private, link-local (cloud metadata
+// included), multicast, unspecified or otherwise special-purpose, and
+// checked again at every delivery. The answer carries the signing
+// secret (`whsec_...`) this once: store it.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
+func (c *ClientWithResponses) CreateWebhookEndpointWithResponse(ctx context.Context, params *CreateWebhookEndpointParams, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error) {
+	rsp, err := c.CreateWebhookEndpoint(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateWebhookEndpointResponse(rsp)
+}
+
+// DeleteWebhookEndpointWithResponse Delete a webhook endpoint
+//
+// Removes the endpoint; deliveries still queued for it are dropped.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /webhook-endpoints/{id} (the `DeleteWebhookEndpoint` operationId).
+func (c *ClientWithResponses) DeleteWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, params *DeleteWebhookEndpointParams, reqEditors ...RequestEditorFn) (*DeleteWebhookEndpointResponse, error) {
+	rsp, err := c.DeleteWebhookEndpoint(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteWebhookEndpointResponse(rsp)
+}
+
+// GetWebhookEndpointWithResponse Get a webhook endpoint
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /webhook-endpoints/{id} (the `GetWebhookEndpoint` operationId).
+func (c *ClientWithResponses) GetWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, params *GetWebhookEndpointParams, reqEditors ...RequestEditorFn) (*GetWebhookEndpointResponse, error) {
+	rsp, err := c.GetWebhookEndpoint(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWebhookEndpointResponse(rsp)
+}
+
+// UpdateWebhookEndpointWithBodyWithResponse Change a webhook endpoint
+//
+// Changes the fields the body names; the others stay. A new URL is checked as at creation.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /webhook-endpoints/{id} (the `UpdateWebhookEndpoint` operationId).
+func (c *ClientWithResponses) UpdateWebhookEndpointWithBodyWithResponse(ctx context.Context, id WebhookEndpointID, params *UpdateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWebhookEndpointResponse, error) {
+	rsp, err := c.UpdateWebhookEndpointWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateWebhookEndpointResponse(rsp)
+}
+
+// UpdateWebhookEndpointWithResponse Change a webhook endpoint
+//
+// Changes the fields the body names; the others stay. A new URL is checked as at creation.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /webhook-endpoints/{id} (the `UpdateWebhookEndpoint` operationId).
+func (c *ClientWithResponses) UpdateWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, params *UpdateWebhookEndpointParams, body UpdateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWebhookEndpointResponse, error) {
+	rsp, err := c.UpdateWebhookEndpoint(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateWebhookEndpointResponse(rsp)
+}
+
+// ListWebhookDeliveriesWithResponse List a webhook endpoint's delivery attempts
+//
+// The endpoint's delivery log: every attempt, newest first, paged
+// with `limit` and `cursor` (the cursor is bound to the org and this
+// endpoint). Each attempt has its time, the receiver's status code
+// (0 when it did not answer), the latency, the verdict, a short
+// excerpt of what went wrong, and when the next attempt is due if
+// there is one. Attempts are kept for 30 days. An unknown endpoint,
+// or another org's, is `404`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /webhook-endpoints/{id}/deliveries (the `ListWebhookDeliveries` operationId).
+func (c *ClientWithResponses) ListWebhookDeliveriesWithResponse(ctx context.Context, id WebhookEndpointID, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListWebhookDeliveriesResponse, error) {
+	rsp, err := c.ListWebhookDeliveries(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWebhookDeliveriesResponse(rsp)
+}
+
+// PauseWebhookEndpointWithResponse Pause a webhook endpoint
+//
+// No event is delivered to a paused endpoint until it is resumed; pausing a paused one changes nothing.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook-endpoints/{id}/pause (the `PauseWebhookEndpoint` operationId).
+func (c *ClientWithResponses) PauseWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, params *PauseWebhookEndpointParams, reqEditors ...RequestEditorFn) (*PauseWebhookEndpointResponse, error) {
+	rsp, err := c.PauseWebhookEndpoint(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePauseWebhookEndpointResponse(rsp)
+}
+
+// ResumeWebhookEndpointWithResponse Resume a webhook endpoint
+//
+// Enables a paused endpoint, or one Spaces disabled (the receiver answered 410 Gone).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook-endpoints/{id}/resume (the `ResumeWebhookEndpoint` operationId).
+func (c *ClientWithResponses) ResumeWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, params *ResumeWebhookEndpointParams, reqEditors ...RequestEditorFn) (*ResumeWebhookEndpointResponse, error) {
+	rsp, err := c.ResumeWebhookEndpoint(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeWebhookEndpointResponse(rsp)
+}
+
+// RotateWebhookSecretWithResponse Rotate a webhook endpoint's secret
+//
+// Answers a new signing secret, this once. For 24 hours every delivery
+// carries two signatures, one per secret (`webhook-signature:
+// v1,<new> v1,<old>`), so receivers can switch without losing one; a
+// second rotation within those hours ends the oldest secret's overlap.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
+func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Context, id WebhookEndpointID, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
+	rsp, err := c.RotateWebhookSecret(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateWebhookSecretResponse(rsp)
+}
+
 // ParseRenewAgentCredentialResponse parses an HTTP response from a RenewAgentCredentialWithResponse call
 func ParseRenewAgentCredentialResponse(rsp *http.Response) (*RenewAgentCredentialResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -18360,8 +21897,12 @@ func ParseReportAgentNamespacesResponse(rsp *http.Response) (*ReportAgentNamespa
 		}
 		response.ApplicationproblemJSON422 = &dest
 
-	case rsp.StatusCode == 429:
-		break // No content-type
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest AgentReportTooSoon
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -18470,6 +22011,23 @@ func ParseReportAgentNamespacesResponse(rsp *http.Response) (*ReportAgentNamespa
 			headers.XRequestId = value
 		}
 		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReportAgentNamespacesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 500:
 		var headers ReportAgentNamespacesResponse500Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
@@ -24948,4 +28506,1871 @@ func ParseGetSpaceStatusHistoryResponse(rsp *http.Response) (*GetSpaceStatusHist
 	}
 
 	return response, nil
+}
+
+// ParseListWebhookEndpointsResponse parses an HTTP response from a ListWebhookEndpointsWithResponse call
+func ParseListWebhookEndpointsResponse(rsp *http.Response) (*ListWebhookEndpointsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWebhookEndpointsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookEndpointList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/problem+json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationProblemPlusJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListWebhookEndpointsResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers ListWebhookEndpointsResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListWebhookEndpointsResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListWebhookEndpointsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListWebhookEndpointsResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListWebhookEndpointsResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateWebhookEndpointResponse parses an HTTP response from a CreateWebhookEndpointWithResponse call
+func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateWebhookEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest WebhookEndpointWithSecret
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/problem+json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationProblemPlusJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ContentTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableContent
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateWebhookEndpointResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: "uri-reference"}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateWebhookEndpointResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateWebhookEndpointResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateWebhookEndpointResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateWebhookEndpointResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateWebhookEndpointResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateWebhookEndpointResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateWebhookEndpointResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateWebhookEndpointResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteWebhookEndpointResponse parses an HTTP response from a DeleteWebhookEndpointWithResponse call
+func ParseDeleteWebhookEndpointResponse(rsp *http.Response) (*DeleteWebhookEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteWebhookEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/problem+json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationProblemPlusJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteWebhookEndpointResponse204Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteWebhookEndpointResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteWebhookEndpointResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteWebhookEndpointResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 412:
+		var headers DeleteWebhookEndpointResponse412Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteWebhookEndpointResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteWebhookEndpointResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetWebhookEndpointResponse parses an HTTP response from a GetWebhookEndpointWithResponse call
+func ParseGetWebhookEndpointResponse(rsp *http.Response) (*GetWebhookEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWebhookEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookEndpoint
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/problem+json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationProblemPlusJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetWebhookEndpointResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GetWebhookEndpointResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetWebhookEndpointResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetWebhookEndpointResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetWebhookEndpointResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateWebhookEndpointResponse parses an HTTP response from a UpdateWebhookEndpointWithResponse call
+func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateWebhookEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookEndpoint
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/problem+json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationProblemPlusJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ContentTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableContent
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateWebhookEndpointResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers UpdateWebhookEndpointResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateWebhookEndpointResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers UpdateWebhookEndpointResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 412:
+		var headers UpdateWebhookEndpointResponse412Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 413:
+		var headers UpdateWebhookEndpointResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers UpdateWebhookEndpointResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdateWebhookEndpointResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 500:
+		var headers UpdateWebhookEndpointResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateWebhookEndpointResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListWebhookDeliveriesResponse parses an HTTP response from a ListWebhookDeliveriesWithResponse call
+func ParseListWebhookDeliveriesResponse(rsp *http.Response) (*ListWebhookDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWebhookDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookDeliveryList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/problem+json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationProblemPlusJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListWebhookDeliveriesResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers ListWebhookDeliveriesResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListWebhookDeliveriesResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListWebhookDeliveriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ListWebhookDeliveriesResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListWebhookDeliveriesResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListWebhookDeliveriesResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePauseWebhookEndpointResponse parses an HTTP response from a PauseWebhookEndpointWithResponse call
+func ParsePauseWebhookEndpointResponse(rsp *http.Response) (*PauseWebhookEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PauseWebhookEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookEndpoint
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/problem+json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationProblemPlusJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers PauseWebhookEndpointResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers PauseWebhookEndpointResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers PauseWebhookEndpointResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers PauseWebhookEndpointResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 412:
+		var headers PauseWebhookEndpointResponse412Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 500:
+		var headers PauseWebhookEndpointResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers PauseWebhookEndpointResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResumeWebhookEndpointResponse parses an HTTP response from a ResumeWebhookEndpointWithResponse call
+func ParseResumeWebhookEndpointResponse(rsp *http.Response) (*ResumeWebhookEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResumeWebhookEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookEndpoint
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/problem+json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationProblemPlusJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ResumeWebhookEndpointResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ResumeWebhookEndpointResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ResumeWebhookEndpointResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ResumeWebhookEndpointResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 412:
+		var headers ResumeWebhookEndpointResponse412Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 500:
+		var headers ResumeWebhookEndpointResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResumeWebhookEndpointResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRotateWebhookSecretResponse parses an HTTP response from a RotateWebhookSecretWithResponse call
+func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RotateWebhookSecretResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookEndpointWithSecret
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/problem+json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationProblemPlusJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RotateWebhookSecretResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RotateWebhookSecretResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RotateWebhookSecretResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers RotateWebhookSecretResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 412:
+		var headers RotateWebhookSecretResponse412Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 500:
+		var headers RotateWebhookSecretResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RotateWebhookSecretResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// WebhookInitiator sends OpenAPI 3.1 webhook requests to target URLs.
+// Modeled on the generated Client, but with no stored Server -- the full
+// target URL is provided per-call by the caller (typically discovered
+// from a subscription registration).
+type WebhookInitiator struct {
+	// Doer for performing requests, typically a *http.Client with any
+	// customized settings, such as certificate chains.
+	Client HttpRequestDoer
+
+	// A list of callbacks for modifying requests which are generated before sending over
+	// the network.
+	RequestEditors []RequestEditorFn
+}
+
+// WebhookInitiatorOption allows setting custom parameters during construction.
+type WebhookInitiatorOption func(*WebhookInitiator) error
+
+// NewWebhookInitiator creates a new WebhookInitiator with reasonable defaults.
+func NewWebhookInitiator(opts ...WebhookInitiatorOption) (*WebhookInitiator, error) {
+	initiator := WebhookInitiator{}
+	for _, o := range opts {
+		if err := o(&initiator); err != nil {
+			return nil, err
+		}
+	}
+	if initiator.Client == nil {
+		initiator.Client = &http.Client{}
+	}
+	return &initiator, nil
+}
+
+// WithWebhookHTTPClient allows overriding the default Doer, which is
+// automatically created using http.Client. This is useful for tests.
+func WithWebhookHTTPClient(doer HttpRequestDoer) WebhookInitiatorOption {
+	return func(p *WebhookInitiator) error {
+		p.Client = doer
+		return nil
+	}
+}
+
+// WithWebhookRequestEditorFn allows setting up a callback function, which
+// will be called right before sending the webhook request. This can be
+// used to mutate the request, e.g. to add signature headers.
+func WithWebhookRequestEditorFn(fn RequestEditorFn) WebhookInitiatorOption {
+	return func(p *WebhookInitiator) error {
+		p.RequestEditors = append(p.RequestEditors, fn)
+		return nil
+	}
+}
+
+func (p *WebhookInitiator) applyWebhookEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
+	for _, r := range p.RequestEditors {
+		if err := r(ctx, req); err != nil {
+			return err
+		}
+	}
+	for _, r := range additionalEditors {
+		if err := r(ctx, req); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WebhookInitiatorInterface is the interface specification for the webhook initiator.
+type WebhookInitiatorInterface interface {
+	// WebhookSpaceDeregisteredWithBody fires the space.deregistered webhook with any body
+	WebhookSpaceDeregisteredWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookSpaceDeregistered(ctx context.Context, targetURL string, body WebhookSpaceDeregisteredJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookSpaceRegisteredWithBody fires the space.registered webhook with any body
+	WebhookSpaceRegisteredWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookSpaceRegistered(ctx context.Context, targetURL string, body WebhookSpaceRegisteredJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookSpaceStatusChangedWithBody fires the space.status_changed webhook with any body
+	WebhookSpaceStatusChangedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookSpaceStatusChanged(ctx context.Context, targetURL string, body WebhookSpaceStatusChangedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+func (p *WebhookInitiator) WebhookSpaceDeregisteredWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookSpaceDeregisteredWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookSpaceDeregistered(ctx context.Context, targetURL string, body WebhookSpaceDeregisteredJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookSpaceDeregisteredWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookSpaceRegisteredWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookSpaceRegisteredWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookSpaceRegistered(ctx context.Context, targetURL string, body WebhookSpaceRegisteredJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookSpaceRegisteredWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookSpaceStatusChangedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookSpaceStatusChangedWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookSpaceStatusChanged(ctx context.Context, targetURL string, body WebhookSpaceStatusChangedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookSpaceStatusChangedWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+// NewWebhookSpaceDeregisteredWebhookRequest builds a application/json POST request for the space.deregistered webhook
+func NewWebhookSpaceDeregisteredWebhookRequest(targetURL string, body WebhookSpaceDeregisteredJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookSpaceDeregisteredWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookSpaceDeregisteredWebhookRequestWithBody builds a POST request for the space.deregistered webhook with any body
+func NewWebhookSpaceDeregisteredWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookSpaceRegisteredWebhookRequest builds a application/json POST request for the space.registered webhook
+func NewWebhookSpaceRegisteredWebhookRequest(targetURL string, body WebhookSpaceRegisteredJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookSpaceRegisteredWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookSpaceRegisteredWebhookRequestWithBody builds a POST request for the space.registered webhook with any body
+func NewWebhookSpaceRegisteredWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookSpaceStatusChangedWebhookRequest builds a application/json POST request for the space.status_changed webhook
+func NewWebhookSpaceStatusChangedWebhookRequest(targetURL string, body WebhookSpaceStatusChangedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookSpaceStatusChangedWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookSpaceStatusChangedWebhookRequestWithBody builds a POST request for the space.status_changed webhook with any body
+func NewWebhookSpaceStatusChangedWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
 }

@@ -82,7 +82,8 @@ type hookBody struct {
 // that the Standard Webhooks reference library verifies it with the
 // endpoint's secret; a receiver that is down (503) gets the deregistration
 // once it is back, by the schedule's retry, with the same webhook-id, and
-// the endpoint's log shows both attempts.
+// the endpoint's log shows every attempt, in the store and through
+// GET /webhook-endpoints/{id}/deliveries (newest first, paged).
 func TestWebhookDeliveredFromTheStream(t *testing.T) {
 	rc := newHookReceiver(t)
 	st := webhookStack(t, rc)
@@ -134,6 +135,22 @@ func TestWebhookDeliveredFromTheStream(t *testing.T) {
 	if log[0].Verdict != space.Delivered || log[0].Attempt != 2 || log[1].Status != 503 || log[1].Verdict != space.RetryLater ||
 		log[1].NextAt == nil || log[1].Attempt != 1 || log[2].Type != space.EventSpaceRegistered || log[2].Status != 204 {
 		t.Errorf("log: %+v", log)
+	}
+	// The API answers the same log, newest first, paged.
+	page := c.must(200, c.do("GET", "/webhook-endpoints/"+endpointID+"/deliveries?limit=2", nil))
+	items, _ := page["items"].([]any)
+	cursor, _ := page["next_cursor"].(string)
+	if len(items) != 2 || cursor == "" {
+		t.Fatalf("first page: %v", page)
+	}
+	newest, second := items[0].(map[string]any), items[1].(map[string]any)
+	if newest["verdict"] != "delivered" || newest["attempt"] != 2.0 || newest["webhook_id"] != failedID ||
+		second["status"] != 503.0 || second["verdict"] != "retry" || second["next_at"] == nil || second["latency_ms"] == nil {
+		t.Errorf("first page: %v", items)
+	}
+	rest := c.must(200, c.do("GET", "/webhook-endpoints/"+endpointID+"/deliveries?limit=2&cursor="+cursor, nil))
+	if items, _ := rest["items"].([]any); len(items) != 1 || items[0].(map[string]any)["type"] != "space.registered" || rest["next_cursor"] != nil {
+		t.Errorf("second page: %v", rest)
 	}
 	// Each delivered body is what openapi.yaml's webhooks section says.
 	for _, r := range rc.requests() {

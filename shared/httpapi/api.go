@@ -118,6 +118,7 @@ var catalogRoutes = []route{
 	{"POST", "/webhook-endpoints/{id}/pause", (*API).pauseWebhook},
 	{"POST", "/webhook-endpoints/{id}/resume", (*API).resumeWebhook},
 	{"POST", "/webhook-endpoints/{id}/rotate-secret", (*API).rotateWebhookSecret},
+	{"GET", "/webhook-endpoints/{id}/deliveries", (*API).webhookDeliveries},
 }
 
 // PublicRoutes need no token.

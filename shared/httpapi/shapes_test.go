@@ -52,6 +52,7 @@ var bodies = map[string]func() any{
 	"WebhookEndpoint":        func() any { return filled[space.WebhookEndpoint]() },
 	"WebhookEndpoint list":   func() any { return filled[listResponse[space.WebhookEndpoint]]() },
 	"WebhookEndpoint secret": func() any { return filled[space.Created]() },
+	"DeliveryAttempt list":   func() any { return filled[listResponse[space.DeliveryAttempt]]() },
 }
 
 // requests are the tagged types the API reads, by section name: a whole
@@ -123,6 +124,7 @@ var routeBodies = map[string][]string{
 	"POST /webhook-endpoints/{id}/pause":                 {"WebhookEndpoint"},
 	"POST /webhook-endpoints/{id}/resume":                {"WebhookEndpoint"},
 	"POST /webhook-endpoints/{id}/rotate-secret":         {"WebhookEndpoint secret"},
+	"GET /webhook-endpoints/{id}/deliveries":             {"DeliveryAttempt list"},
 }
 
 const apiGolden = "testdata/shapes.golden"

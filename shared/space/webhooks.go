@@ -19,6 +19,9 @@ type WebhookStore interface {
 	// DeleteWebhook removes an endpoint, if its version is still version
 	// (0: any).
 	DeleteWebhook(ctx context.Context, org, id string, version int64) error
+	// Attempts returns a page of org's endpoint's delivery log, newest
+	// first.
+	Attempts(ctx context.Context, org, endpointID string, page Page) ([]DeliveryAttempt, string, error)
 }
 
 // HostChecker resolves an endpoint's host and says why one of its
@@ -155,6 +158,16 @@ func (w *Webhooks) Rotate(ctx context.Context, org, id string, version int64) (C
 		return Created{}, err
 	}
 	return Created{WebhookEndpoint: e, Secret: secret}, nil
+}
+
+// Deliveries returns a page of org's endpoint's delivery log, newest
+// first. The endpoint is read first, so an unknown one, or another org's,
+// is not found rather than an empty log.
+func (w *Webhooks) Deliveries(ctx context.Context, org, id string, page Page) ([]DeliveryAttempt, string, error) {
+	if _, err := w.Get(ctx, org, id); err != nil {
+		return nil, "", err
+	}
+	return w.Store.Attempts(ctx, org, id, page)
 }
 
 // Delete removes an endpoint; its pending deliveries find it gone and
