@@ -2175,6 +2175,23 @@ type WebhookSpaceStatusChangedDataFrom string
 // WebhookSpaceStatusChangedDataTo defines model for WebhookSpaceStatusChanged.Data.To.
 type WebhookSpaceStatusChangedDataTo string
 
+// WebhookTestAccepted defines model for WebhookTestAccepted.
+type WebhookTestAccepted struct {
+	// WebhookId The test event's `webhook-id`, as the receiver will see it.
+	WebhookId string `json:"webhook_id"`
+}
+
+// WebhookTestEvent defines model for WebhookTestEvent.
+type WebhookTestEvent struct {
+	Data struct {
+		EndpointId UUID `json:"endpoint_id"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
 // CloudAccountFilter defines model for CloudAccountFilter.
 type CloudAccountFilter = openapi_types.UUID
 
@@ -3536,6 +3553,14 @@ type RotateWebhookSecretParams struct {
 	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
 }
 
+// SendWebhookTestEventParams defines parameters for SendWebhookTestEvent.
+type SendWebhookTestEventParams struct {
+	// XRequestId Correlation id for logs. Echoed in the `X-Request-Id` response header
+	// when it matches `^[A-Za-z0-9._:=-]{1,128}$`; otherwise the server
+	// generates one.
+	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
+}
+
 // ExchangeAgentBootstrapJSONRequestBody defines body for ExchangeAgentBootstrap for application/json ContentType.
 type ExchangeAgentBootstrapJSONRequestBody ExchangeAgentBootstrapJSONBody
 
@@ -3592,6 +3617,9 @@ type WebhookSpaceRegisteredJSONRequestBody = WebhookSpaceRegistered
 
 // WebhookSpaceStatusChangedJSONRequestBody defines body for WebhookSpaceStatusChanged for application/json ContentType.
 type WebhookSpaceStatusChangedJSONRequestBody = WebhookSpaceStatusChanged
+
+// WebhookTestJSONRequestBody defines body for WebhookTest for application/json ContentType.
+type WebhookTestJSONRequestBody = WebhookTestEvent
 
 // Getter for additional properties for Manifest. Returns the specified
 // element and whether it was found
@@ -6303,6 +6331,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
 	RotateWebhookSecret(ctx context.Context, id WebhookEndpointID, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SendWebhookTestEvent Send a test event to a webhook endpoint
+	//
+	// Queues a `webhook.test` event for this endpoint alone, delivered
+	// like any event (signed, retried, in the delivery log). Answers its
+	// `webhook-id` at once; the attempt follows. A paused or disabled
+	// endpoint is `409`: resume it first.
+	//
+	// Corresponds with POST /webhook-endpoints/{id}/test (the `SendWebhookTestEvent` operationId).
+	SendWebhookTestEvent(ctx context.Context, id WebhookEndpointID, params *SendWebhookTestEventParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // RenewAgentCredential Renew the agent's credential
@@ -7933,6 +7971,26 @@ func (c *Client) ResumeWebhookEndpoint(ctx context.Context, id WebhookEndpointID
 // Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
 func (c *Client) RotateWebhookSecret(ctx context.Context, id WebhookEndpointID, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRotateWebhookSecretRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SendWebhookTestEvent Send a test event to a webhook endpoint
+//
+// Queues a `webhook.test` event for this endpoint alone, delivered
+// like any event (signed, retried, in the delivery log). Answers its
+// `webhook-id` at once; the attempt follows. A paused or disabled
+// endpoint is `409`: resume it first.
+//
+// Corresponds with POST /webhook-endpoints/{id}/test (the `SendWebhookTestEvent` operationId).
+func (c *Client) SendWebhookTestEvent(ctx context.Context, id WebhookEndpointID, params *SendWebhookTestEventParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendWebhookTestEventRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -11236,6 +11294,55 @@ func NewRotateWebhookSecretRequest(server string, id WebhookEndpointID, params *
 	return req, nil
 }
 
+// NewSendWebhookTestEventRequest constructs an http.Request for the SendWebhookTestEvent method
+func NewSendWebhookTestEventRequest(server string, id WebhookEndpointID, params *SendWebhookTestEventParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook-endpoints/%s/test", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -12333,6 +12440,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookSecret` operationId).
 	RotateWebhookSecretWithResponse(ctx context.Context, id WebhookEndpointID, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
+
+	// SendWebhookTestEventWithResponse Send a test event to a webhook endpoint
+	//
+	// Queues a `webhook.test` event for this endpoint alone, delivered
+	// like any event (signed, retried, in the delivery log). Answers its
+	// `webhook-id` at once; the attempt follows. A paused or disabled
+	// endpoint is `409`: resume it first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook-endpoints/{id}/test (the `SendWebhookTestEvent` operationId).
+	SendWebhookTestEventWithResponse(ctx context.Context, id WebhookEndpointID, params *SendWebhookTestEventParams, reqEditors ...RequestEditorFn) (*SendWebhookTestEventResponse, error)
 }
 
 // RenewAgentCredentialResponse200Headers the declared response headers of an HTTP 200 response for RenewAgentCredential
@@ -19931,6 +20050,146 @@ func (r RotateWebhookSecretResponse) ContentType() string {
 	return ""
 }
 
+// SendWebhookTestEventResponse202Headers the declared response headers of an HTTP 202 response for SendWebhookTestEvent
+type SendWebhookTestEventResponse202Headers struct {
+	XRequestId string
+}
+
+// SendWebhookTestEventResponse401Headers the declared response headers of an HTTP 401 response for SendWebhookTestEvent
+type SendWebhookTestEventResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// SendWebhookTestEventResponse404Headers the declared response headers of an HTTP 404 response for SendWebhookTestEvent
+type SendWebhookTestEventResponse404Headers struct {
+	XRequestId string
+}
+
+// SendWebhookTestEventResponse409Headers the declared response headers of an HTTP 409 response for SendWebhookTestEvent
+type SendWebhookTestEventResponse409Headers struct {
+	XRequestId string
+}
+
+// SendWebhookTestEventResponse500Headers the declared response headers of an HTTP 500 response for SendWebhookTestEvent
+type SendWebhookTestEventResponse500Headers struct {
+	XRequestId string
+}
+
+// SendWebhookTestEventResponse503Headers the declared response headers of an HTTP 503 response for SendWebhookTestEvent
+type SendWebhookTestEventResponse503Headers struct {
+	XRequestId string
+}
+
+type SendWebhookTestEventResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *WebhookTestAccepted
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *UnauthorizedApplicationJSON
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *UnauthorizedApplicationProblemPlusJSON
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *SendWebhookTestEventResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SendWebhookTestEventResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *SendWebhookTestEventResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SendWebhookTestEventResponse409Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *SendWebhookTestEventResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SendWebhookTestEventResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r SendWebhookTestEventResponse) GetJSON202() *WebhookTestAccepted {
+	return r.JSON202
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SendWebhookTestEventResponse) GetJSON401() *UnauthorizedApplicationJSON {
+	return r.JSON401
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SendWebhookTestEventResponse) GetApplicationproblemJSON401() *UnauthorizedApplicationProblemPlusJSON {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SendWebhookTestEventResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r SendWebhookTestEventResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r SendWebhookTestEventResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SendWebhookTestEventResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SendWebhookTestEventResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r SendWebhookTestEventResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r SendWebhookTestEventResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SendWebhookTestEventResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SendWebhookTestEventResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SendWebhookTestEventResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RenewAgentCredentialWithResponse Renew the agent's credential
 //
 // `Authorization: Bearer <agent credential>`, no body: answers a new
@@ -21373,6 +21632,24 @@ func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Contex
 		return nil, err
 	}
 	return ParseRotateWebhookSecretResponse(rsp)
+}
+
+// SendWebhookTestEventWithResponse Send a test event to a webhook endpoint
+//
+// Queues a `webhook.test` event for this endpoint alone, delivered
+// like any event (signed, retried, in the delivery log). Answers its
+// `webhook-id` at once; the attempt follows. A paused or disabled
+// endpoint is `409`: resume it first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook-endpoints/{id}/test (the `SendWebhookTestEvent` operationId).
+func (c *ClientWithResponses) SendWebhookTestEventWithResponse(ctx context.Context, id WebhookEndpointID, params *SendWebhookTestEventParams, reqEditors ...RequestEditorFn) (*SendWebhookTestEventResponse, error) {
+	rsp, err := c.SendWebhookTestEvent(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSendWebhookTestEventResponse(rsp)
 }
 
 // ParseRenewAgentCredentialResponse parses an HTTP response from a RenewAgentCredentialWithResponse call
@@ -30128,6 +30405,158 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 	return response, nil
 }
 
+// ParseSendWebhookTestEventResponse parses an HTTP response from a SendWebhookTestEventWithResponse call
+func ParseSendWebhookTestEventResponse(rsp *http.Response) (*SendWebhookTestEventResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SendWebhookTestEventResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest WebhookTestAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/problem+json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationProblemPlusJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers SendWebhookTestEventResponse202Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers SendWebhookTestEventResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers SendWebhookTestEventResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers SendWebhookTestEventResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 500:
+		var headers SendWebhookTestEventResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers SendWebhookTestEventResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // WebhookInitiator sends OpenAPI 3.1 webhook requests to target URLs.
 // Modeled on the generated Client, but with no stored Server -- the full
 // target URL is provided per-call by the caller (typically discovered
@@ -30208,6 +30637,11 @@ type WebhookInitiatorInterface interface {
 	WebhookSpaceStatusChangedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	WebhookSpaceStatusChanged(ctx context.Context, targetURL string, body WebhookSpaceStatusChangedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookTestWithBody fires the webhook.test webhook with any body
+	WebhookTestWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookTest(ctx context.Context, targetURL string, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 func (p *WebhookInitiator) WebhookSpaceDeregisteredWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -30272,6 +30706,30 @@ func (p *WebhookInitiator) WebhookSpaceStatusChangedWithBody(ctx context.Context
 
 func (p *WebhookInitiator) WebhookSpaceStatusChanged(ctx context.Context, targetURL string, body WebhookSpaceStatusChangedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewWebhookSpaceStatusChangedWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookTestWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookTestWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookTest(ctx context.Context, targetURL string, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookTestWebhookRequest(targetURL, body)
 	if err != nil {
 		return nil, err
 	}
@@ -30357,6 +30815,37 @@ func NewWebhookSpaceStatusChangedWebhookRequest(targetURL string, body WebhookSp
 
 // NewWebhookSpaceStatusChangedWebhookRequestWithBody builds a POST request for the space.status_changed webhook with any body
 func NewWebhookSpaceStatusChangedWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookTestWebhookRequest builds a application/json POST request for the webhook.test webhook
+func NewWebhookTestWebhookRequest(targetURL string, body WebhookTestJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookTestWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookTestWebhookRequestWithBody builds a POST request for the webhook.test webhook with any body
+func NewWebhookTestWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 	_ = err
 

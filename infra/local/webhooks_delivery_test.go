@@ -165,3 +165,50 @@ func TestWebhookDeliveredFromTheStream(t *testing.T) {
 		t.Errorf("%d requests; want 3", n)
 	}
 }
+
+// TestWebhookTestEvent: POST /webhook-endpoints/{id}/test answers 202 with
+// a webhook-id, and the receiver gets webhook.test with that id, signed so
+// that the reference library verifies it, logged like any attempt; a
+// paused endpoint is 409 and another org's 404, and neither sends one.
+func TestWebhookTestEvent(t *testing.T) {
+	rc := newHookReceiver(t)
+	st := webhookStack(t, rc)
+	c := newClient(t, st, "acme")
+	created := c.must(201, c.do("POST", "/webhook-endpoints", map[string]any{
+		"url": rc.srv.URL + "/hooks", "event_types": []string{"space.registered"}}))
+	endpointID, secret := created["id"].(string), created["secret"].(string)
+	verifier, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newClient(t, st, "globex").must(404, newClient(t, st, "globex").do("POST", "/webhook-endpoints/"+endpointID+"/test", nil))
+	c.must(404, c.do("POST", "/webhook-endpoints/0b6f3c1e-2d4a-4f8b-9c1d-7e5a3b2c1d0f/test", nil))
+	c.must(200, c.do("POST", "/webhook-endpoints/"+endpointID+"/pause", nil))
+	c.must(409, c.do("POST", "/webhook-endpoints/"+endpointID+"/test", nil))
+	c.must(200, c.do("POST", "/webhook-endpoints/"+endpointID+"/resume", nil))
+
+	id, _ := c.must(202, c.do("POST", "/webhook-endpoints/"+endpointID+"/test", nil))["webhook_id"].(string)
+	if id == "" {
+		t.Fatal("no webhook_id answered")
+	}
+	eventually(t, "webhook.test at the receiver", func() bool { return len(rc.requests()) >= 1 })
+	got := rc.requests()[0]
+	if err := verifier.Verify(got.body, got.header); err != nil {
+		t.Fatalf("the reference library refuses the test event: %v\n%s", err, got.body)
+	}
+	var b hookBody
+	if err := json.Unmarshal(got.body, &b); err != nil || b.Type != "webhook.test" || b.Data["endpoint_id"] != endpointID || got.header.Get("webhook-id") != id {
+		t.Fatalf("delivered %s with id %q (%v); want webhook.test with id %q", got.body, got.header.Get("webhook-id"), err, id)
+	}
+	if bad := validator.Webhook(b.Type, got.body); bad != nil {
+		t.Errorf("webhook.test does not follow openapi.yaml: %v\n%s", bad, got.body)
+	}
+	eventually(t, "the test event in the log", func() bool {
+		log := c.must(200, c.do("GET", "/webhook-endpoints/"+endpointID+"/deliveries", nil))["items"].([]any)
+		return len(log) == 1 && log[0].(map[string]any)["webhook_id"] == id && log[0].(map[string]any)["verdict"] == "delivered"
+	})
+	// Only the one request: the refused ones sent nothing.
+	if n := len(rc.requests()); n != 1 {
+		t.Errorf("%d requests; want 1", n)
+	}
+}

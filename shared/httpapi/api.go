@@ -119,6 +119,7 @@ var catalogRoutes = []route{
 	{"POST", "/webhook-endpoints/{id}/resume", (*API).resumeWebhook},
 	{"POST", "/webhook-endpoints/{id}/rotate-secret", (*API).rotateWebhookSecret},
 	{"GET", "/webhook-endpoints/{id}/deliveries", (*API).webhookDeliveries},
+	{"POST", "/webhook-endpoints/{id}/test", (*API).testWebhook},
 }
 
 // PublicRoutes need no token.

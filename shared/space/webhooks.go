@@ -31,6 +31,17 @@ type HostChecker interface {
 	Refusal(ctx context.Context, host string) (string, error)
 }
 
+// WebhookQueue queues one event for one endpoint, to be delivered like
+// any other (the delivery queue: same attempts, retries and log).
+type WebhookQueue interface {
+	Enqueue(ctx context.Context, endpointID string, e WebhookEvent) error
+}
+
+// TestEventData is the data of webhook.test.
+type TestEventData struct {
+	EndpointID string `json:"endpoint_id"`
+}
+
 // Webhooks is the endpoints' use cases.
 type Webhooks struct {
 	Store WebhookStore
@@ -42,6 +53,8 @@ type Webhooks struct {
 	Now       func() time.Time
 	NewID     func() string
 	NewSecret func() string
+	// Queue sends test events; nil: they answer unavailable.
+	Queue WebhookQueue
 }
 
 // Created is a new endpoint with its secret, shown this once.
@@ -158,6 +171,28 @@ func (w *Webhooks) Rotate(ctx context.Context, org, id string, version int64) (C
 		return Created{}, err
 	}
 	return Created{WebhookEndpoint: e, Secret: secret}, nil
+}
+
+// SendTest queues a webhook.test event for org's endpoint alone and
+// returns its webhook-id. A paused or disabled endpoint would drop it, so
+// it is refused instead.
+func (w *Webhooks) SendTest(ctx context.Context, org, id string) (string, error) {
+	e, err := w.Get(ctx, org, id)
+	if err != nil {
+		return "", err
+	}
+	if w.Queue == nil {
+		return "", Errorf(KindUnavailable, "test events are not configured")
+	}
+	if e.State != WebhookEnabled {
+		return "", Errorf(KindConflict, "the webhook endpoint is %s: resume it to send a test event", e.State)
+	}
+	ev := WebhookEvent{ID: "msg_" + w.NewID(), OrgID: org, Type: EventWebhookTest, At: w.Now().UTC(),
+		Data: TestEventData{EndpointID: e.ID}}
+	if err := w.Queue.Enqueue(ctx, e.ID, ev); err != nil {
+		return "", err
+	}
+	return ev.ID, nil
 }
 
 // Deliveries returns a page of org's endpoint's delivery log, newest
