@@ -85,6 +85,8 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 		"pause-webhook-endpoint.json":  404,
 		"resume-webhook-endpoint.json": 404,
 		"rotate-webhook-secret.json":   404,
+		"test-webhook-endpoint.json":   404,
+		"list-webhook-deliveries.json": 404,
 	}
 	var covered []string
 	for _, f := range files {

@@ -327,6 +327,7 @@ func (st *starting) buildCatalog(cfg *Config) (func(), error) {
 		ProbeQueue:        st.probeQueue(cfg),
 		DiscoveryFunction: st.discoveryFunction,
 		WebhookKey:        st.Resources["WebhookSecretsKey"].Name,
+		WebhookQueue:      st.Resources["WebhooksQueue"].URL,
 		// Receivers on the developer's machine (make run, the tests).
 		AllowLoopbackWebhooks: true,
 	}

@@ -82,7 +82,8 @@ type hookBody struct {
 // that the Standard Webhooks reference library verifies it with the
 // endpoint's secret; a receiver that is down (503) gets the deregistration
 // once it is back, by the schedule's retry, with the same webhook-id, and
-// the endpoint's log shows both attempts.
+// the endpoint's log shows every attempt, in the store and through
+// GET /webhook-endpoints/{id}/deliveries (newest first, paged).
 func TestWebhookDeliveredFromTheStream(t *testing.T) {
 	rc := newHookReceiver(t)
 	st := webhookStack(t, rc)
@@ -135,6 +136,22 @@ func TestWebhookDeliveredFromTheStream(t *testing.T) {
 		log[1].NextAt == nil || log[1].Attempt != 1 || log[2].Type != space.EventSpaceRegistered || log[2].Status != 204 {
 		t.Errorf("log: %+v", log)
 	}
+	// The API answers the same log, newest first, paged.
+	page := c.must(200, c.do("GET", "/webhook-endpoints/"+endpointID+"/deliveries?limit=2", nil))
+	items, _ := page["items"].([]any)
+	cursor, _ := page["next_cursor"].(string)
+	if len(items) != 2 || cursor == "" {
+		t.Fatalf("first page: %v", page)
+	}
+	newest, second := items[0].(map[string]any), items[1].(map[string]any)
+	if newest["verdict"] != "delivered" || newest["attempt"] != 2.0 || newest["webhook_id"] != failedID ||
+		second["status"] != 503.0 || second["verdict"] != "retry" || second["next_at"] == nil || second["latency_ms"] == nil {
+		t.Errorf("first page: %v", items)
+	}
+	rest := c.must(200, c.do("GET", "/webhook-endpoints/"+endpointID+"/deliveries?limit=2&cursor="+cursor, nil))
+	if items, _ := rest["items"].([]any); len(items) != 1 || items[0].(map[string]any)["type"] != "space.registered" || rest["next_cursor"] != nil {
+		t.Errorf("second page: %v", rest)
+	}
 	// Each delivered body is what openapi.yaml's webhooks section says.
 	for _, r := range rc.requests() {
 		var h hookBody
@@ -146,5 +163,52 @@ func TestWebhookDeliveredFromTheStream(t *testing.T) {
 	// Exactly once each, as far as this receiver is concerned.
 	if n := len(rc.requests()); n != 3 {
 		t.Errorf("%d requests; want 3", n)
+	}
+}
+
+// TestWebhookTestEvent: POST /webhook-endpoints/{id}/test answers 202 with
+// a webhook-id, and the receiver gets webhook.test with that id, signed so
+// that the reference library verifies it, logged like any attempt; a
+// paused endpoint is 409 and another org's 404, and neither sends one.
+func TestWebhookTestEvent(t *testing.T) {
+	rc := newHookReceiver(t)
+	st := webhookStack(t, rc)
+	c := newClient(t, st, "acme")
+	created := c.must(201, c.do("POST", "/webhook-endpoints", map[string]any{
+		"url": rc.srv.URL + "/hooks", "event_types": []string{"space.registered"}}))
+	endpointID, secret := created["id"].(string), created["secret"].(string)
+	verifier, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newClient(t, st, "globex").must(404, newClient(t, st, "globex").do("POST", "/webhook-endpoints/"+endpointID+"/test", nil))
+	c.must(404, c.do("POST", "/webhook-endpoints/0b6f3c1e-2d4a-4f8b-9c1d-7e5a3b2c1d0f/test", nil))
+	c.must(200, c.do("POST", "/webhook-endpoints/"+endpointID+"/pause", nil))
+	c.must(409, c.do("POST", "/webhook-endpoints/"+endpointID+"/test", nil))
+	c.must(200, c.do("POST", "/webhook-endpoints/"+endpointID+"/resume", nil))
+
+	id, _ := c.must(202, c.do("POST", "/webhook-endpoints/"+endpointID+"/test", nil))["webhook_id"].(string)
+	if id == "" {
+		t.Fatal("no webhook_id answered")
+	}
+	eventually(t, "webhook.test at the receiver", func() bool { return len(rc.requests()) >= 1 })
+	got := rc.requests()[0]
+	if err := verifier.Verify(got.body, got.header); err != nil {
+		t.Fatalf("the reference library refuses the test event: %v\n%s", err, got.body)
+	}
+	var b hookBody
+	if err := json.Unmarshal(got.body, &b); err != nil || b.Type != "webhook.test" || b.Data["endpoint_id"] != endpointID || got.header.Get("webhook-id") != id {
+		t.Fatalf("delivered %s with id %q (%v); want webhook.test with id %q", got.body, got.header.Get("webhook-id"), err, id)
+	}
+	if bad := validator.Webhook(b.Type, got.body); bad != nil {
+		t.Errorf("webhook.test does not follow openapi.yaml: %v\n%s", bad, got.body)
+	}
+	eventually(t, "the test event in the log", func() bool {
+		log := c.must(200, c.do("GET", "/webhook-endpoints/"+endpointID+"/deliveries", nil))["items"].([]any)
+		return len(log) == 1 && log[0].(map[string]any)["webhook_id"] == id && log[0].(map[string]any)["verdict"] == "delivered"
+	})
+	// Only the one request: the refused ones sent nothing.
+	if n := len(rc.requests()); n != 1 {
+		t.Errorf("%d requests; want 1", n)
 	}
 }

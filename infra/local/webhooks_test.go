@@ -112,6 +112,29 @@ func TestWebhookBadRequestsChangeNothing(t *testing.T) {
 			t.Errorf("%s: %d %s; want %d naming %s", tc.name, r.status, r.body, tc.status, tc.field)
 		}
 	}
+	// The delivery log: an unknown endpoint, another org's, a bad limit.
+	other := newClient(t, st, "globex")
+	for _, tc := range []struct {
+		name   string
+		c      *client
+		path   string
+		status int
+	}{
+		{"unknown endpoint", c, "/webhook-endpoints/0b6f3c1e-2d4a-4f8b-9c1d-7e5a3b2c1d0f/deliveries", 404},
+		{"not a uuid", c, "/webhook-endpoints/nope/deliveries", 404},
+		{"another org's", other, "/webhook-endpoints/" + id + "/deliveries", 404},
+		{"limit 0", c, "/webhook-endpoints/" + id + "/deliveries?limit=0", 400},
+		{"limit not a number", c, "/webhook-endpoints/" + id + "/deliveries?limit=x", 400},
+		{"bad cursor", c, "/webhook-endpoints/" + id + "/deliveries?cursor=zzz", 400},
+		{"unknown parameter", c, "/webhook-endpoints/" + id + "/deliveries?since=1", 400},
+	} {
+		if r := tc.c.do("GET", tc.path, nil); r.status != tc.status {
+			t.Errorf("%s: %d %s; want %d", tc.name, r.status, r.body, tc.status)
+		}
+	}
+	if log := c.must(200, c.do("GET", "/webhook-endpoints/"+id+"/deliveries", nil)); len(log["items"].([]any)) != 0 {
+		t.Errorf("an endpoint nothing was sent to has a log: %v", log)
+	}
 	if items := c.must(200, c.do("GET", "/webhook-endpoints", nil))["items"].([]any); len(items) != 1 {
 		t.Errorf("bad requests created endpoints: %d listed", len(items))
 	}

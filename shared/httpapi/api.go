@@ -118,6 +118,8 @@ var catalogRoutes = []route{
 	{"POST", "/webhook-endpoints/{id}/pause", (*API).pauseWebhook},
 	{"POST", "/webhook-endpoints/{id}/resume", (*API).resumeWebhook},
 	{"POST", "/webhook-endpoints/{id}/rotate-secret", (*API).rotateWebhookSecret},
+	{"GET", "/webhook-endpoints/{id}/deliveries", (*API).webhookDeliveries},
+	{"POST", "/webhook-endpoints/{id}/test", (*API).testWebhook},
 }
 
 // PublicRoutes need no token.

@@ -52,6 +52,8 @@ var bodies = map[string]func() any{
 	"WebhookEndpoint":        func() any { return filled[space.WebhookEndpoint]() },
 	"WebhookEndpoint list":   func() any { return filled[listResponse[space.WebhookEndpoint]]() },
 	"WebhookEndpoint secret": func() any { return filled[space.Created]() },
+	"DeliveryAttempt list":   func() any { return filled[listResponse[space.DeliveryAttempt]]() },
+	"WebhookTest accepted":   func() any { return filled[testAccepted]() },
 }
 
 // requests are the tagged types the API reads, by section name: a whole
@@ -123,6 +125,8 @@ var routeBodies = map[string][]string{
 	"POST /webhook-endpoints/{id}/pause":                 {"WebhookEndpoint"},
 	"POST /webhook-endpoints/{id}/resume":                {"WebhookEndpoint"},
 	"POST /webhook-endpoints/{id}/rotate-secret":         {"WebhookEndpoint secret"},
+	"GET /webhook-endpoints/{id}/deliveries":             {"DeliveryAttempt list"},
+	"POST /webhook-endpoints/{id}/test":                  {"WebhookTest accepted"},
 }
 
 const apiGolden = "testdata/shapes.golden"

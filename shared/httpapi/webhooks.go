@@ -73,6 +73,45 @@ func (a *API) listWebhooks(w http.ResponseWriter, r *http.Request, p auth.Princi
 	return writeList(a, w, r, scope, items, after, err)
 }
 
+// webhookDeliveries answers an endpoint's delivery log, newest first,
+// paged with a cursor bound to the org and the endpoint.
+func (a *API) webhookDeliveries(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	wh, err := a.webhooks()
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	q := newQuery(r.URL.RawQuery, pageParams...)
+	scope := strings.Join([]string{"webhook-deliveries", p.OrgID, id}, "|")
+	page := a.page(q, scope)
+	if err := q.err(); err != nil {
+		return err
+	}
+	items, after, err := wh.Deliveries(r.Context(), p.OrgID, id, page)
+	return writeList(a, w, r, scope, items, after, err)
+}
+
+// testWebhook queues a webhook.test event for the endpoint and answers 202
+// with its webhook-id: delivery follows on the queue, like any event's.
+func (a *API) testWebhook(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	wh, err := a.webhooks()
+	if err != nil {
+		return err
+	}
+	id, err := wh.SendTest(r.Context(), p.OrgID, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	addLogAttrs(r.Context(), slog.String("webhook_id", id))
+	writeJSON(w, http.StatusAccepted, "application/json", testAccepted{WebhookID: id})
+	return nil
+}
+
+// testAccepted answers a queued test event.
+type testAccepted struct {
+	WebhookID string `json:"webhook_id"`
+}
+
 func (a *API) getWebhook(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	wh, err := a.webhooks()
 	if err != nil {

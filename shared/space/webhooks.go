@@ -19,6 +19,9 @@ type WebhookStore interface {
 	// DeleteWebhook removes an endpoint, if its version is still version
 	// (0: any).
 	DeleteWebhook(ctx context.Context, org, id string, version int64) error
+	// Attempts returns a page of org's endpoint's delivery log, newest
+	// first.
+	Attempts(ctx context.Context, org, endpointID string, page Page) ([]DeliveryAttempt, string, error)
 }
 
 // HostChecker resolves an endpoint's host and says why one of its
@@ -26,6 +29,17 @@ type WebhookStore interface {
 // refused; an error is a host that does not resolve.
 type HostChecker interface {
 	Refusal(ctx context.Context, host string) (string, error)
+}
+
+// WebhookQueue queues one event for one endpoint, to be delivered like
+// any other (the delivery queue: same attempts, retries and log).
+type WebhookQueue interface {
+	Enqueue(ctx context.Context, endpointID string, e WebhookEvent) error
+}
+
+// TestEventData is the data of webhook.test.
+type TestEventData struct {
+	EndpointID string `json:"endpoint_id"`
 }
 
 // Webhooks is the endpoints' use cases.
@@ -39,6 +53,8 @@ type Webhooks struct {
 	Now       func() time.Time
 	NewID     func() string
 	NewSecret func() string
+	// Queue sends test events; nil: they answer unavailable.
+	Queue WebhookQueue
 }
 
 // Created is a new endpoint with its secret, shown this once.
@@ -155,6 +171,38 @@ func (w *Webhooks) Rotate(ctx context.Context, org, id string, version int64) (C
 		return Created{}, err
 	}
 	return Created{WebhookEndpoint: e, Secret: secret}, nil
+}
+
+// SendTest queues a webhook.test event for org's endpoint alone and
+// returns its webhook-id. A paused or disabled endpoint would drop it, so
+// it is refused instead.
+func (w *Webhooks) SendTest(ctx context.Context, org, id string) (string, error) {
+	e, err := w.Get(ctx, org, id)
+	if err != nil {
+		return "", err
+	}
+	if w.Queue == nil {
+		return "", Errorf(KindUnavailable, "test events are not configured")
+	}
+	if e.State != WebhookEnabled {
+		return "", Errorf(KindConflict, "the webhook endpoint is %s: resume it to send a test event", e.State)
+	}
+	ev := WebhookEvent{ID: "msg_" + w.NewID(), OrgID: org, Type: EventWebhookTest, At: w.Now().UTC(),
+		Data: TestEventData{EndpointID: e.ID}}
+	if err := w.Queue.Enqueue(ctx, e.ID, ev); err != nil {
+		return "", err
+	}
+	return ev.ID, nil
+}
+
+// Deliveries returns a page of org's endpoint's delivery log, newest
+// first. The endpoint is read first, so an unknown one, or another org's,
+// is not found rather than an empty log.
+func (w *Webhooks) Deliveries(ctx context.Context, org, id string, page Page) ([]DeliveryAttempt, string, error) {
+	if _, err := w.Get(ctx, org, id); err != nil {
+		return nil, "", err
+	}
+	return w.Store.Attempts(ctx, org, id, page)
 }
 
 // Delete removes an endpoint; its pending deliveries find it gone and

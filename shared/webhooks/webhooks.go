@@ -135,6 +135,18 @@ func (f *Fanout) Fan(ctx context.Context, e space.WebhookEvent) (int, error) {
 	return len(ds), f.Queue.SendDeliveries(ctx, ds, 0)
 }
 
+// Enqueuer sends one event to one endpoint's delivery (space.WebhookQueue).
+type Enqueuer struct{ Queue Queue }
+
+// Enqueue queues e for endpointID alone.
+func (q Enqueuer) Enqueue(ctx context.Context, endpointID string, e space.WebhookEvent) error {
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return err
+	}
+	return q.Queue.SendDeliveries(ctx, []Delivery{{OrgID: e.OrgID, EndpointID: endpointID, ID: e.ID, Type: e.Type, At: e.At.UTC(), Data: data}}, 0)
+}
+
 // Store is what the deliverer reads and writes.
 type Store interface {
 	GetWebhook(ctx context.Context, org, id string) (space.WebhookEndpoint, error)

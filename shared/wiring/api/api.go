@@ -22,6 +22,7 @@ import (
 	"spaces/shared/provisioning"
 	"spaces/shared/space"
 	"spaces/shared/webhook"
+	"spaces/shared/webhooks"
 	"spaces/shared/wiring/parts"
 )
 
@@ -45,6 +46,9 @@ type Settings struct {
 	// WebhookKey is the KMS key that seals webhook secrets ("": the
 	// webhook routes answer 503).
 	WebhookKey string
+	// WebhookQueue is the webhook delivery queue, where test events are
+	// sent ("": they answer 503).
+	WebhookQueue string
 	// AllowLoopbackWebhooks lets webhook endpoints be on loopback: set by
 	// the local stack only, never read from the environment.
 	AllowLoopbackWebhooks bool
@@ -56,7 +60,7 @@ func Read(env *config.Env) Settings {
 		ProbeQueue: env.Required("PROBE_QUEUE_URL"), RevisionsQueue: env.Required("REVISIONS_QUEUE_URL"),
 		ProvisioningQueue: env.Required("PROVISIONING_QUEUE_URL"),
 		DiscoveryFunction: env.Required("DISCOVERY_FUNCTION"), Clouds: parts.ReadClouds(env),
-		WebhookKey: env.String("WEBHOOK_SEALER_ARN", "")}
+		WebhookKey: env.String("WEBHOOK_SEALER_ARN", ""), WebhookQueue: env.String("WEBHOOK_QUEUE_URL", "")}
 }
 
 // Cloud answers the catalog's questions for a cloud: does a cluster exist,
@@ -120,6 +124,9 @@ func New(a parts.AWS, s Settings, o Options) (*httpapi.API, *space.Service, erro
 		api.Webhooks = &space.Webhooks{Store: store, Rules: space.WebhookRules{AllowLoopback: s.AllowLoopbackWebhooks},
 			Hosts: webhook.Guard{AllowLoopback: s.AllowLoopbackWebhooks}, Now: svc.Now, NewID: svc.NewID,
 			NewSecret: space.NewWebhookSecret}
+		if s.WebhookQueue != "" {
+			api.Webhooks.Queue = webhooks.Enqueuer{Queue: parts.DeliveryQueue{Q: a.Queue(s.WebhookQueue)}}
+		}
 	}
 	svc.Trust = s.Clouds.Trust()
 	if o.Trust != nil {
