@@ -19,6 +19,17 @@ func (a *API) webhooks() (*space.Webhooks, error) {
 	return a.Webhooks, nil
 }
 
+// webhookChange is what every change of one endpoint starts with: the use
+// case, and the optional If-Match version.
+func (a *API) webhookChange(r *http.Request) (*space.Webhooks, int64, error) {
+	wh, err := a.webhooks()
+	if err != nil {
+		return nil, 0, err
+	}
+	version, err := ifMatch(r, false)
+	return wh, version, err
+}
+
 // webhookInput reads an endpoint's settable fields; on a PATCH an absent
 // field is left as it is.
 func webhookInput(w http.ResponseWriter, r *http.Request) (space.WebhookInput, error) {
@@ -123,11 +134,7 @@ func (a *API) getWebhook(w http.ResponseWriter, r *http.Request, p auth.Principa
 
 // patchWebhook changes the fields the body names; If-Match is optional.
 func (a *API) patchWebhook(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	wh, err := a.webhooks()
-	if err != nil {
-		return err
-	}
-	version, err := ifMatch(r, false)
+	wh, version, err := a.webhookChange(r)
 	if err != nil {
 		return err
 	}
@@ -140,11 +147,7 @@ func (a *API) patchWebhook(w http.ResponseWriter, r *http.Request, p auth.Princi
 }
 
 func (a *API) deleteWebhook(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	wh, err := a.webhooks()
-	if err != nil {
-		return err
-	}
-	version, err := ifMatch(r, false)
+	wh, version, err := a.webhookChange(r)
 	if err != nil {
 		return err
 	}
@@ -165,11 +168,7 @@ func (a *API) resumeWebhook(w http.ResponseWriter, r *http.Request, p auth.Princ
 }
 
 func (a *API) setWebhookState(w http.ResponseWriter, r *http.Request, p auth.Principal, state space.WebhookState) error {
-	wh, err := a.webhooks()
-	if err != nil {
-		return err
-	}
-	version, err := ifMatch(r, false)
+	wh, version, err := a.webhookChange(r)
 	if err != nil {
 		return err
 	}
@@ -180,11 +179,7 @@ func (a *API) setWebhookState(w http.ResponseWriter, r *http.Request, p auth.Pri
 // rotateWebhookSecret answers the new secret, this once; the replaced one
 // keeps signing for space.WebhookRotationOverlap.
 func (a *API) rotateWebhookSecret(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
-	wh, err := a.webhooks()
-	if err != nil {
-		return err
-	}
-	version, err := ifMatch(r, false)
+	wh, version, err := a.webhookChange(r)
 	if err != nil {
 		return err
 	}
