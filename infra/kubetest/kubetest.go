@@ -27,7 +27,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -40,6 +39,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"spaces/infra/loopport"
 )
 
 // KubernetesVersion is the kube-apiserver version the binaries are built at
@@ -238,7 +239,7 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	ports, err := freePorts(3)
+	ports, err := loopport.Free(3)
 	if err != nil {
 		return fmt.Errorf("find free ports: %w", err)
 	}
@@ -534,26 +535,6 @@ func writeWebhookKubeconfig(path string, w *TokenWebhook) error {
 		return err
 	}
 	return os.WriteFile(path, data, 0o600)
-}
-
-// freePorts returns n distinct loopback TCP ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // proc is a started child process whose output goes to a log file.

@@ -29,6 +29,7 @@ import (
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 
+	"spaces/infra/loopport"
 	"spaces/shared/kubecred"
 )
 
@@ -152,7 +153,13 @@ func New(opts ...Option) (*Cluster, error) {
 	c.mux = c.routes()
 
 	c.srv = httptest.NewUnstartedServer(c)
-	c.ln = newListener(c.srv.Listener, c.admit)
+	// A port Stop and Start can reopen: one from :0 may be taken meanwhile.
+	inner, err := loopport.Listen()
+	if err != nil {
+		return nil, err
+	}
+	c.srv.Listener.Close()
+	c.ln = newListener(inner, c.admit)
 	c.srv.Listener = c.ln
 	c.srv.EnableHTTP2 = cfg.http2
 	c.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
