@@ -1348,6 +1348,13 @@ type PolicyTargetKind string
 
 // Probe What the reachability probe last learned. Optional fields are absent until known.
 type Probe struct {
+	// Certificate The API server's serving (leaf) certificate as the TLS handshake of
+	// the last probe that got an answer showed it (a refusal shows it
+	// too); kept while the cluster does not answer, stored only when it
+	// changes. Absent for an agent space: Spaces never connects to its API
+	// server.
+	Certificate *ServingCertificate `json:"certificate,omitempty"`
+
 	// ConsecutiveFailures Failed probes since the last success, as stored; 3 make the space inactive, and the further failures of an inactive space with the same reason are not stored.
 	ConsecutiveFailures int `json:"consecutive_failures"`
 
@@ -1711,6 +1718,19 @@ type ServerVersion struct {
 
 	// Platform Such as `linux/amd64`.
 	Platform string `json:"platform"`
+}
+
+// ServingCertificate The API server's serving (leaf) certificate as the TLS handshake of
+// the last probe that got an answer showed it (a refusal shows it
+// too); kept while the cluster does not answer, stored only when it
+// changes. Absent for an agent space: Spaces never connects to its API
+// server.
+type ServingCertificate struct {
+	// Issuer The issuer's distinguished name, such as `CN=kubernetes`.
+	Issuer string `json:"issuer"`
+
+	// NotAfter When the certificate stops being valid.
+	NotAfter Timestamp `json:"not_after"`
 }
 
 // SetLabelsRequest The whole set of labels the space is to have: it replaces every
