@@ -43,6 +43,7 @@ type config struct {
 	http2      bool
 	errorLog   *log.Logger
 	check      func(ctx context.Context, token string) bool
+	cert       *tls.Certificate
 }
 
 // WithCA serves with a certificate from ca, shared with every other cluster
@@ -58,6 +59,13 @@ func WithTokens(tokens ...string) Option {
 // WithVersion sets what /version reports (default v1.31.4, linux/amd64).
 func WithVersion(gitVersion, platform string) Option {
 	return func(c *config) { c.gitVersion, c.platform = gitVersion, platform }
+}
+
+// WithServingCertificate serves cert instead of the CA's shared one
+// (CA.ServerCertificate); it must be signed by the cluster's CA
+// (CA.ServerCertificateUntil), for instance to serve one about to expire.
+func WithServingCertificate(cert tls.Certificate) Option {
+	return func(c *config) { c.cert = &cert }
 }
 
 // WithHTTP2 offers HTTP/2 in the TLS handshake, as real API servers do.
@@ -124,6 +132,9 @@ func New(opts ...Option) (*Cluster, error) {
 	cert, err := cfg.ca.ServerCertificate()
 	if err != nil {
 		return nil, err
+	}
+	if cfg.cert != nil {
+		cert = *cfg.cert
 	}
 	if len(cfg.tokens) == 0 {
 		cfg.tokens = []string{randomToken()}
