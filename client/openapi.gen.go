@@ -206,6 +206,30 @@ func (e RevisionSummaryState) Valid() bool {
 	}
 }
 
+// Defines values for SpaceFactsSupportState.
+const (
+	SpaceFactsSupportStateExtended    SpaceFactsSupportState = "extended"
+	SpaceFactsSupportStateSupported   SpaceFactsSupportState = "supported"
+	SpaceFactsSupportStateUnknown     SpaceFactsSupportState = "unknown"
+	SpaceFactsSupportStateUnsupported SpaceFactsSupportState = "unsupported"
+)
+
+// Valid indicates whether the value is a known member of the SpaceFactsSupportState enum.
+func (e SpaceFactsSupportState) Valid() bool {
+	switch e {
+	case SpaceFactsSupportStateExtended:
+		return true
+	case SpaceFactsSupportStateSupported:
+		return true
+	case SpaceFactsSupportStateUnknown:
+		return true
+	case SpaceFactsSupportStateUnsupported:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SpaceType.
 const (
 	Kubernetes SpaceType = "kubernetes"
@@ -1348,6 +1372,13 @@ type PolicyTargetKind string
 
 // Probe What the reachability probe last learned. Optional fields are absent until known.
 type Probe struct {
+	// Certificate The API server's serving (leaf) certificate as the TLS handshake of
+	// the last probe that got an answer showed it (a refusal shows it
+	// too); kept while the cluster does not answer, stored only when it
+	// changes. Absent for an agent space: Spaces never connects to its API
+	// server.
+	Certificate *ServingCertificate `json:"certificate,omitempty"`
+
 	// ConsecutiveFailures Failed probes since the last success, as stored; 3 make the space inactive, and the further failures of an inactive space with the same reason are not stored.
 	ConsecutiveFailures int `json:"consecutive_failures"`
 
@@ -1713,6 +1744,19 @@ type ServerVersion struct {
 	Platform string `json:"platform"`
 }
 
+// ServingCertificate The API server's serving (leaf) certificate as the TLS handshake of
+// the last probe that got an answer showed it (a refusal shows it
+// too); kept while the cluster does not answer, stored only when it
+// changes. Absent for an agent space: Spaces never connects to its API
+// server.
+type ServingCertificate struct {
+	// Issuer The issuer's distinguished name, such as `CN=kubernetes`.
+	Issuer string `json:"issuer"`
+
+	// NotAfter When the certificate stops being valid.
+	NotAfter Timestamp `json:"not_after"`
+}
+
 // SetLabelsRequest The whole set of labels the space is to have: it replaces every
 // label; `{}` removes them all.
 type SetLabelsRequest struct {
@@ -1747,6 +1791,12 @@ type Space struct {
 
 	// CreatedAt RFC 3339 time in UTC.
 	CreatedAt Timestamp `json:"created_at"`
+
+	// Facts What Spaces knows of the cluster beside its status. The version and
+	// the certificate are stored when a probe sees them change (no write
+	// otherwise); the support is computed when the space is read, from
+	// the provider's dated support file, so it moves with the calendar.
+	Facts SpaceFacts `json:"facts"`
 
 	// Id Stable across renames; a re-registration gets a new one.
 	Id UUID `json:"id"`
@@ -1840,6 +1890,47 @@ type SpaceCounts struct {
 	// Total Registered spaces (deregistered ones are not counted).
 	Total int `json:"total"`
 }
+
+// SpaceFacts What Spaces knows of the cluster beside its status. The version and
+// the certificate are stored when a probe sees them change (no write
+// otherwise); the support is computed when the space is read, from
+// the provider's dated support file, so it moves with the calendar.
+type SpaceFacts struct {
+	// Certificate The API server's serving (leaf) certificate as the TLS handshake of
+	// the last probe that got an answer showed it (a refusal shows it
+	// too); kept while the cluster does not answer, stored only when it
+	// changes. Absent for an agent space: Spaces never connects to its API
+	// server.
+	Certificate *ServingCertificate `json:"certificate,omitempty"`
+
+	// KubernetesVersion The version the cluster last answered (`probe.server_version.gitVersion`,
+	// from the probe or an agent's lease), else the cloud's
+	// `kubernetes_version` at registration; absent when neither is known.
+	KubernetesVersion *string `json:"kubernetes_version,omitempty"`
+	Support           struct {
+		// ExtendedEnds The first day (UTC) without extended support; absent when the provider has none for the version, or `unknown`.
+		ExtendedEnds *openapi_types.Date `json:"extended_ends,omitempty"`
+
+		// StandardEnds The first day (UTC) without standard support; absent when `unknown`.
+		StandardEnds *openapi_types.Date `json:"standard_ends,omitempty"`
+
+		// State Where the version's major.minor stands in its provider's
+		// support window today (UTC): `supported` (standard support),
+		// `extended` (the provider's paid extended support, EKS),
+		// `unsupported` (all support has ended), `unknown` (no version,
+		// or one the provider's file does not list: never taken for
+		// supported).
+		State SpaceFactsSupportState `json:"state"`
+	} `json:"support"`
+}
+
+// SpaceFactsSupportState Where the version's major.minor stands in its provider's
+// support window today (UTC): `supported` (standard support),
+// `extended` (the provider's paid extended support, EKS),
+// `unsupported` (all support has ended), `unknown` (no version,
+// or one the provider's file does not list: never taken for
+// supported).
+type SpaceFactsSupportState string
 
 // SpaceLabels A space's labels, validated exactly like Kubernetes labels: each key
 // is an optional DNS-1123 subdomain prefix of at most 253 characters
@@ -3313,6 +3404,26 @@ type ListSpacesParams struct {
 	// behind them) or only the others (`false`). Like `status`, it
 	// filters the spaces a page reads.
 	Synthetic *ListSpacesParamsSynthetic `form:"synthetic,omitempty" json:"synthetic,omitempty"`
+
+	// Version Only the spaces whose current Kubernetes version
+	// (`facts.kubernetes_version`) is of this major.minor, whatever the
+	// patch and the provider's suffix. Like `status`, it filters the
+	// spaces a page reads.
+	Version *string `form:"version,omitempty" json:"version,omitempty"`
+
+	// SupportEndsWithinDays Only the spaces whose version leaves its provider's standard
+	// support within this many UTC calendar days, or already has
+	// (`facts.support.state` `extended` or `unsupported`). A version
+	// the provider's support file does not list (`unknown`) never
+	// matches. Like `status`, it filters the spaces a page reads.
+	SupportEndsWithinDays *int `form:"support_ends_within_days,omitempty" json:"support_ends_within_days,omitempty"`
+
+	// CertificateExpiresWithinDays Only the spaces whose API server's serving certificate
+	// (`probe.certificate.not_after`) expires within this many days
+	// (of 24 hours) from now, or has expired. A space without one (an
+	// agent space, or one whose API server never answered) never
+	// matches. Like `status`, it filters the spaces a page reads.
+	CertificateExpiresWithinDays *int `form:"certificate_expires_within_days,omitempty" json:"certificate_expires_within_days,omitempty"`
 
 	// IfNoneMatch The `ETag` of this page as last read (or a list of them, or `*`):
 	// answered `304` without a body when the page is unchanged. Compared
@@ -5055,6 +5166,11 @@ func (t Space) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'created_at': %w", err)
 	}
 
+	object["facts"], err = json.Marshal(t.Facts)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'facts': %w", err)
+	}
+
 	object["id"], err = json.Marshal(t.Id)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'id': %w", err)
@@ -5173,6 +5289,13 @@ func (t *Space) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.CreatedAt)
 		if err != nil {
 			return fmt.Errorf("error reading 'created_at': %w", err)
+		}
+	}
+
+	if raw, found := object["facts"]; found {
+		err = json.Unmarshal(raw, &t.Facts)
+		if err != nil {
+			return fmt.Errorf("error reading 'facts': %w", err)
 		}
 	}
 
@@ -10165,6 +10288,42 @@ func NewListSpacesRequest(server string, params *ListSpacesParams) (*http.Reques
 		if params.Synthetic != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "synthetic", *params.Synthetic, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Version != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "version", *params.Version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SupportEndsWithinDays != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "support_ends_within_days", *params.SupportEndsWithinDays, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CertificateExpiresWithinDays != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "certificate_expires_within_days", *params.CertificateExpiresWithinDays, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

@@ -97,6 +97,11 @@ type Spec struct {
 	Platform   string
 	// Flaps marks the cluster that goes down and comes back.
 	Flaps bool
+	// CertificateExpiresIn is how long the API server's serving
+	// certificate stays valid from the demo's start (zero:
+	// DefaultCertificateLife): one cluster's expires within 30 days, so
+	// the fleet shows it (certificate_expires_within_days).
+	CertificateExpiresIn time.Duration
 	// Real marks a cluster served by the real kube-apiserver: it takes
 	// revisions. It exists only when the binaries are in the cache.
 	Real bool
@@ -117,7 +122,7 @@ func (s Spec) Config() space.Config {
 var Specs = []Spec{
 	{Provider: space.AWS, Name: "demo-eks-1", Location: AWSRegion, GitVersion: "v1.31.4-eks-2d5f260", Platform: "linux/amd64"},
 	{Provider: space.AWS, Name: "demo-eks-2", Location: AWSRegion, GitVersion: "v1.30.8-eks-56e63d8", Platform: "linux/arm64"},
-	{Provider: space.GCP, Name: "demo-gke-1", Location: "europe-west1", GitVersion: "v1.31.5-gke.1023000", Platform: "linux/amd64"},
+	{Provider: space.GCP, Name: "demo-gke-1", Location: "europe-west1", GitVersion: "v1.31.5-gke.1023000", Platform: "linux/amd64", CertificateExpiresIn: ExpiringCertificateLife},
 	{Provider: space.GCP, Name: "demo-gke-2", Location: "us-central1", GitVersion: "v1.30.9-gke.1009000", Platform: "linux/amd64"},
 	{Provider: space.Azure, Name: "demo-aks-1", Location: "westeurope", GitVersion: "v1.31.3", Platform: "linux/amd64"},
 	{Provider: space.Azure, Name: "demo-aks-2", Location: "northeurope", GitVersion: "v1.30.7", Platform: "linux/amd64", Flaps: true},
@@ -125,6 +130,19 @@ var Specs = []Spec{
 	{Provider: space.GCP, Name: "demo-gke-apps", Location: "europe-west1", GitVersion: kubetest.KubernetesVersion, Platform: realPlatform, Real: true},
 	{Provider: space.Azure, Name: "demo-aks-apps", Location: AzureLocation, GitVersion: kubetest.KubernetesVersion, Platform: realPlatform, Real: true},
 }
+
+// DefaultCertificateLife is a demo API server's serving certificate's
+// validity (the real kube-apiserver's own is ten years, infra/kubetest);
+// ExpiringCertificateLife is demo-gke-1's, within the 30 days an operator
+// is warned before.
+const (
+	DefaultCertificateLife  = 365 * 24 * time.Hour
+	ExpiringCertificateLife = 20 * 24 * time.Hour
+)
+
+// Specs' facts that the fleet view shows: demo-gke-1's certificate expires
+// within 30 days; the EKS versions (1.31, 1.30) are past EKS's standard
+// support (supportwindows/eks.json), which TestDemoShowsFacts holds.
 
 // realPlatform is the real API server's platform: this machine's.
 const realPlatform = runtime.GOOS + "/" + runtime.GOARCH
@@ -257,7 +275,16 @@ func Start(opts Options) (*Demo, error) {
 		}
 		// The cluster's name is its token-review backend key: each cluster
 		// accepts the tokens simcloud would accept for it and no other.
-		tc, err := testcluster.New(testcluster.WithCA(ca), testcluster.WithHTTP2(),
+		life := spec.CertificateExpiresIn
+		if life == 0 {
+			life = DefaultCertificateLife
+		}
+		cert, err := ca.ServerCertificateUntil(time.Now().Add(life))
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		tc, err := testcluster.New(testcluster.WithCA(ca), testcluster.WithHTTP2(), testcluster.WithServingCertificate(cert),
 			testcluster.WithVersion(spec.GitVersion, spec.Platform), testcluster.WithTokenCheck(sc.TokenCheck(spec.Name)))
 		if err != nil {
 			d.Close()

@@ -63,35 +63,39 @@ func (ca *CA) PEM() []byte { return append([]byte(nil), ca.pem...) }
 // once and shared by every cluster of this CA.
 func (ca *CA) ServerCertificate() (tls.Certificate, error) {
 	ca.leafOnce.Do(func() {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			ca.leafErr = fmt.Errorf("testcluster: server key: %w", err)
-			return
-		}
-		now := time.Now()
-		tmpl := &x509.Certificate{
-			SerialNumber: serial(),
-			Subject:      pkix.Name{CommonName: "kube-apiserver"},
-			NotBefore:    now.Add(-time.Hour),
-			NotAfter:     now.Add(24 * time.Hour),
-			KeyUsage:     x509.KeyUsageDigitalSignature,
-			ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-			IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-			DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default.svc"},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-		if err != nil {
-			ca.leafErr = fmt.Errorf("testcluster: server certificate: %w", err)
-			return
-		}
-		leaf, err := x509.ParseCertificate(der)
-		if err != nil {
-			ca.leafErr = fmt.Errorf("testcluster: server certificate: %w", err)
-			return
-		}
-		ca.leaf = tls.Certificate{Certificate: [][]byte{der, ca.cert.Raw}, PrivateKey: key, Leaf: leaf}
+		ca.leaf, ca.leafErr = ca.ServerCertificateUntil(time.Now().Add(24 * time.Hour))
 	})
 	return ca.leaf, ca.leafErr
+}
+
+// ServerCertificateUntil is a new serving certificate for loopback valid
+// until notAfter: a renewed certificate (Cluster.SetServingCertificate),
+// or one about to expire. notAfter may lie beyond the CA's own expiry;
+// crypto/x509 signs it as a real CA would.
+func (ca *CA) ServerCertificateUntil(notAfter time.Time) (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("testcluster: server key: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     notAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default.svc"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("testcluster: server certificate: %w", err)
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("testcluster: server certificate: %w", err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der, ca.cert.Raw}, PrivateKey: key, Leaf: leaf}, nil
 }
 
 func serial() *big.Int {

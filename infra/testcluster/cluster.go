@@ -44,6 +44,7 @@ type config struct {
 	http2      bool
 	errorLog   *log.Logger
 	check      func(ctx context.Context, token string) bool
+	cert       *tls.Certificate
 }
 
 // WithCA serves with a certificate from ca, shared with every other cluster
@@ -59,6 +60,13 @@ func WithTokens(tokens ...string) Option {
 // WithVersion sets what /version reports (default v1.31.4, linux/amd64).
 func WithVersion(gitVersion, platform string) Option {
 	return func(c *config) { c.gitVersion, c.platform = gitVersion, platform }
+}
+
+// WithServingCertificate serves cert instead of the CA's shared one
+// (CA.ServerCertificate); it must be signed by the cluster's CA
+// (CA.ServerCertificateUntil), for instance to serve one about to expire.
+func WithServingCertificate(cert tls.Certificate) Option {
+	return func(c *config) { c.cert = &cert }
 }
 
 // WithHTTP2 offers HTTP/2 in the TLS handshake, as real API servers do.
@@ -100,6 +108,7 @@ type Cluster struct {
 	open       int
 	gitVersion string
 	platform   string
+	serving    *tls.Config // set by SetServingCertificate
 	namespaces map[string]corev1.Namespace
 	rv         int64
 	check      func(ctx context.Context, token string) bool
@@ -124,6 +133,9 @@ func New(opts ...Option) (*Cluster, error) {
 	cert, err := cfg.ca.ServerCertificate()
 	if err != nil {
 		return nil, err
+	}
+	if cfg.cert != nil {
+		cert = *cfg.cert
 	}
 	if len(cfg.tokens) == 0 {
 		cfg.tokens = []string{randomToken()}
@@ -162,7 +174,15 @@ func New(opts ...Option) (*Cluster, error) {
 	c.ln = newListener(inner, c.admit)
 	c.srv.Listener = c.ln
 	c.srv.EnableHTTP2 = cfg.http2
-	c.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	c.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+		// Called on every handshake (GetCertificate is not without SNI,
+		// and a client of 127.0.0.1 sends none): the certificate set by
+		// SetServingCertificate, or nil for the one above.
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return c.serving, nil
+		}}
 	c.srv.Config.ErrorLog = cfg.errorLog
 	c.srv.Config.ConnState = c.connState
 	c.srv.StartTLS()
@@ -236,6 +256,19 @@ func (c *Cluster) SetVersion(gitVersion, platform string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gitVersion, c.platform = gitVersion, platform
+}
+
+// SetServingCertificate makes the API server present cert from now on, as
+// a restart with a renewed certificate would: the connections open now are
+// closed, so a client's kept-alive connection sees the new one too. cert
+// must be signed by the cluster's CA for clients to trust it.
+func (c *Cluster) SetServingCertificate(cert tls.Certificate) {
+	c.mu.Lock()
+	cfg := c.srv.TLS.Clone() // httptest's: with its NextProtos
+	cfg.Certificates, cfg.GetConfigForClient = []tls.Certificate{cert}, nil
+	c.serving = cfg
+	c.mu.Unlock()
+	c.srv.CloseClientConnections()
 }
 
 // SetMode switches how the cluster answers from now on and drops modes

@@ -234,6 +234,6 @@ func (a *API) reissueBootstrap(w http.ResponseWriter, r *http.Request, p auth.Pr
 // registered is a registration's answer: the space, and for an agent
 // space its one-time bootstrap.
 type registered struct {
-	space.Space
+	spaceBody
 	AgentBootstrap *bootstrapAnswer `json:"agent_bootstrap,omitempty"`
 }

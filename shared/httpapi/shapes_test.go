@@ -26,8 +26,8 @@ func filled[T any]() T {
 
 // bodies are the JSON bodies the API writes, by section name.
 var bodies = map[string]func() any{
-	"Space":                  func() any { return filled[space.Space]() },
-	"Space list":             func() any { return filled[listResponse[space.Space]]() },
+	"Space":                  func() any { return filled[spaceBody]() },
+	"Space list":             func() any { return filled[listResponse[spaceBody]]() },
 	"Space registered":       func() any { return filled[registered]() },
 	"CloudAccount":           func() any { return filled[space.CloudAccount]() },
 	"CloudAccount list":      func() any { return filled[listResponse[space.CloudAccount]]() },

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"spaces/shared/auth"
 	"spaces/shared/space"
@@ -12,7 +13,8 @@ import (
 
 func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
 	q := newQuery(r.URL.RawQuery, append(pageParams, "provider", "status", "space_type", "cloud_account_id", "picker",
-		"name_prefix", "name_contains", "sort", "label_selector", "synthetic")...)
+		"name_prefix", "name_contains", "sort", "label_selector", "synthetic",
+		"version", "support_ends_within_days", "certificate_expires_within_days")...)
 	f := space.ListFilter{
 		Provider:  oneOf(q, "provider", space.Providers),
 		Status:    oneOf(q, "status", space.Statuses),
@@ -47,6 +49,15 @@ func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principa
 		synthetic := v == "true"
 		f.Synthetic = &synthetic
 	}
+	if _, given := q.v["version"]; given {
+		v := q.get("version")
+		if !space.ValidMinor(v) {
+			q.fail("version", "must be a Kubernetes major.minor version such as 1.31")
+		}
+		f.Version = v
+	}
+	f.SupportEndsWithinDays = withinDays(q, "support_ends_within_days")
+	f.CertificateExpiresWithinDays = withinDays(q, "certificate_expires_within_days")
 	if f.NamePrefix != "" && f.NameContains != "" {
 		q.fail("name_contains", "cannot be combined with name_prefix")
 	}
@@ -54,13 +65,55 @@ func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principa
 	// continues the listing it came from, never another search or order.
 	scope := strings.Join([]string{"spaces", p.OrgID, string(f.Provider), string(f.Status), f.SpaceType, f.CloudAccountID, string(f.Picker),
 		string(f.Sort), strconv.Quote(space.FoldName(f.NamePrefix)), strconv.Quote(space.FoldName(f.NameContains)),
-		strconv.Quote(f.Selector.String()), q.get("synthetic")}, "|")
+		strconv.Quote(f.Selector.String()), q.get("synthetic"),
+		f.Version, q.get("support_ends_within_days"), q.get("certificate_expires_within_days")}, "|")
 	page := a.page(q, scope)
 	if err := q.err(); err != nil {
 		return err
 	}
 	items, after, err := a.Spaces.List(r.Context(), p.OrgID, f, page)
-	return writeList(a, w, r, scope, items, after, err)
+	return writeList(a, w, r, scope, a.spaceBodies(items), after, err)
+}
+
+// withinDays reads an optional "within N days" filter: a whole number of
+// days from 0 to space.MaxWithinDays.
+func withinDays(q *query, name string) *int {
+	if _, given := q.v[name]; !given {
+		return nil
+	}
+	n, err := strconv.Atoi(q.get(name))
+	if err != nil || n < 0 || n > space.MaxWithinDays || strings.HasPrefix(q.get(name), "+") {
+		q.fail(name, "must be a whole number of days from 0 to "+strconv.Itoa(space.MaxWithinDays))
+		return nil
+	}
+	return &n
+}
+
+// spaceBody is a space as the API answers it: the stored space (as
+// observed) and its facts as read now (space.Facts: the support state is
+// computed at read time, never stored).
+type spaceBody struct {
+	space.Space
+	Facts space.Facts `json:"facts"`
+}
+
+func (a *API) spaceBody(s space.Space) spaceBody {
+	return spaceBody{Space: s, Facts: s.FactsAt(a.now())}
+}
+
+func (a *API) spaceBodies(ss []space.Space) []spaceBody {
+	out := make([]spaceBody, len(ss))
+	for i, s := range ss {
+		out[i] = a.spaceBody(s)
+	}
+	return out
+}
+
+func (a *API) now() time.Time {
+	if a.Spaces != nil && a.Spaces.Now != nil {
+		return a.Spaces.Now()
+	}
+	return time.Now()
 }
 
 // idempotencyKey follows the IETF Idempotency-Key draft: an opaque string;
@@ -110,10 +163,10 @@ func (a *API) registerSpace(w http.ResponseWriter, r *http.Request, p auth.Princ
 		}
 		w.Header().Set("ETag", etag(s.Version))
 		w.Header().Set("Cache-Control", "no-store")
-		writeJSON(w, http.StatusCreated, "application/json", registered{Space: s, AgentBootstrap: answerBootstrap(b)})
+		writeJSON(w, http.StatusCreated, "application/json", registered{spaceBody: a.spaceBody(s), AgentBootstrap: answerBootstrap(b)})
 		return nil
 	}
-	writeSpace(w, http.StatusCreated, s)
+	a.writeSpace(w, http.StatusCreated, s)
 	return nil
 }
 
@@ -132,7 +185,7 @@ func (a *API) getSpace(w http.ResponseWriter, r *http.Request, p auth.Principal)
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
-	writeJSON(w, http.StatusOK, "application/json", s)
+	writeJSON(w, http.StatusOK, "application/json", a.spaceBody(s))
 	return nil
 }
 
@@ -162,7 +215,7 @@ func (a *API) patchStatus(w http.ResponseWriter, r *http.Request, p auth.Princip
 	if err != nil {
 		return err
 	}
-	writeSpace(w, http.StatusOK, s)
+	a.writeSpace(w, http.StatusOK, s)
 	return nil
 }
 
@@ -185,7 +238,7 @@ func (a *API) putLabels(w http.ResponseWriter, r *http.Request, p auth.Principal
 	if err != nil {
 		return err
 	}
-	writeSpace(w, http.StatusOK, s)
+	a.writeSpace(w, http.StatusOK, s)
 	return nil
 }
 
@@ -201,9 +254,9 @@ func (a *API) deregisterSpace(w http.ResponseWriter, r *http.Request, p auth.Pri
 	return nil
 }
 
-func writeSpace(w http.ResponseWriter, status int, s space.Space) {
+func (a *API) writeSpace(w http.ResponseWriter, status int, s space.Space) {
 	w.Header().Set("ETag", etag(s.Version))
-	writeJSON(w, status, "application/json", s)
+	writeJSON(w, status, "application/json", a.spaceBody(s))
 }
 
 func etag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }

@@ -3,18 +3,15 @@ package kubeprobe
 import (
 	"net/http"
 	"sync"
-	"time"
+
+	"spaces/shared/space"
 )
 
 // ServingCertificate is what an API server's TLS handshake showed of its
-// leaf certificate: when it stops being valid and who issued it. It comes
-// free with the probe's GET /version; no extra connection is made for it.
-type ServingCertificate struct {
-	NotAfter time.Time // UTC
-	// Issuer is the issuer's distinguished name, as crypto/x509 spells it
-	// ("CN=kubernetes", "CN=...,O=Google LLC,C=US").
-	Issuer string
-}
+// leaf certificate: when it stops being valid (UTC) and who issued it, the
+// domain's space.Certificate. It comes free with the probe's GET /version;
+// no extra connection is made for it.
+type ServingCertificate = space.Certificate
 
 // certCapture sits under client-go's wrappers for one probe and keeps the
 // leaf certificate of the connection that answered. A kept-alive

@@ -13,7 +13,8 @@ import (
 // handshake of the probe's own GET /version against a real TLS server,
 // over HTTP/1.1 and HTTP/2, again on a kept-alive connection, and with any
 // answer (a 401 too); no answer means no certificate, including a server
-// whose certificate the probe does not trust.
+// whose certificate the probe does not trust. Probe's outcome carries the
+// same certificate (Outcome.Certificate).
 func TestProbeWithCertificate(t *testing.T) {
 	ca, err := testcluster.NewCA()
 	if err != nil {
@@ -43,6 +44,11 @@ func TestProbeWithCertificate(t *testing.T) {
 				if cert == nil || !cert.NotAfter.Equal(wantNotAfter) || cert.NotAfter.Location() != time.UTC || cert.Issuer != wantIssuer {
 					t.Fatalf("probe %d: certificate %+v, want notAfter %s issuer %q", i, cert, wantNotAfter, wantIssuer)
 				}
+				// Probe answers the same certificate on its outcome,
+				// which is what the prober stores.
+				if o := p.Probe(t.Context(), c.Credentials()); o.Certificate == nil || *o.Certificate != *cert {
+					t.Fatalf("probe %d: Probe's outcome certificate %+v, want %+v", i, o.Certificate, cert)
+				}
 			}
 
 			c.SetMode(testcluster.Unauthorized())
@@ -57,7 +63,7 @@ func TestProbeWithCertificate(t *testing.T) {
 		c := testcluster.NewForTest(t, testcluster.WithCA(ca))
 		c.SetMode(testcluster.Down())
 		o, cert := newProber(t, short).ProbeWithCertificate(t.Context(), c.Credentials())
-		if o.OK() || cert != nil {
+		if o.OK() || cert != nil || o.Certificate != nil {
 			t.Fatalf("a cluster that is down: outcome %+v, certificate %+v", o, cert)
 		}
 	})

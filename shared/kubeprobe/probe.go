@@ -68,8 +68,13 @@ type Prober struct {
 //
 // Credentials that cannot be used are CredentialsUnavailable and expired
 // ones Unauthorized; neither is sent.
+//
+// The outcome carries the serving certificate (Outcome.Certificate) as
+// ProbeWithCertificate answers it: the prober stores it as a fact of the
+// space, written only when it changes (space.NeedsWrite).
 func (p *Prober) Probe(ctx context.Context, creds kubecred.Credentials) space.Outcome {
-	return p.probe(ctx, creds, nil)
+	o, _ := p.ProbeWithCertificate(ctx, creds)
+	return o
 }
 
 // ProbeWithCertificate is Probe that also answers the serving certificate
@@ -80,7 +85,8 @@ func (p *Prober) Probe(ctx context.Context, creds kubecred.Credentials) space.Ou
 func (p *Prober) ProbeWithCertificate(ctx context.Context, creds kubecred.Credentials) (space.Outcome, *ServingCertificate) {
 	var c certCapture
 	o := p.probe(ctx, creds, &c)
-	return o, c.get()
+	o.Certificate = c.get()
+	return o, o.Certificate
 }
 
 func (p *Prober) probe(ctx context.Context, creds kubecred.Credentials, capture *certCapture) space.Outcome {

@@ -119,7 +119,9 @@
 // # Writes
 //
 // Only a change is stored (space.NeedsWrite: a transition, a reason, a
-// server version, a failure count below the threshold), at once, on the
+// server version, a serving certificate (its notAfter or issuer, from the
+// probe's own handshake; TestCertificateFactWrittenOnlyOnChange), a failure
+// count below the threshold), at once, on the
 // condition that the space is at the version carried or read and not
 // deregistered, so a late probe result can never resurrect a deregistered
 // space. A conflict (the version moved, or the index was behind) re-reads

@@ -7,7 +7,8 @@ import "time"
 // probe the space and to store a change without reading its item: its
 // identity (provider, account, config, connectivity), its name (the status
 // index's key, rewritten with a transition), its status, its probe record
-// and its version. The index holds these as the space's own attributes, so
+// (with the facts a probe compares: the server version and the serving
+// certificate, Probe.Certificate) and its version. The index holds these as the space's own attributes, so
 // they change only when the space is written, which a probe does only on
 // a change (NeedsWrite). A target of a registration probe, a re-probe or an
 // agent space carries only its ids (Carried is false): the prober reads

@@ -83,13 +83,14 @@ func TestTargetSpace(t *testing.T) {
 	at := t0
 	tg := ProbeTarget{OrgID: "o", ID: "a", Shard: "07", Name: "n", Provider: AWS, CloudAccountID: "acc",
 		Config: Config{"clusterName": "c"}, Connectivity: Direct, Status: Active,
-		Probe: &Probe{ConsecutiveFailures: 1, LastProbeAt: &at}, Version: 3}
+		Probe: &Probe{ConsecutiveFailures: 1, LastProbeAt: &at, Certificate: cert1}, Version: 3}
 	if !tg.Carried() || tg.Ids().Carried() {
 		t.Fatal("Carried")
 	}
 	s := tg.Space()
 	if s.ID != "a" || s.OrgID != "o" || s.Name != "n" || s.Provider != AWS || s.CloudAccountID != "acc" ||
-		s.Config["clusterName"] != "c" || s.Status != Active || s.Version != 3 || s.Probe.ConsecutiveFailures != 1 {
+		s.Config["clusterName"] != "c" || s.Status != Active || s.Version != 3 || s.Probe.ConsecutiveFailures != 1 ||
+		s.Probe.Certificate == nil || *s.Probe.Certificate != *cert1 {
 		t.Errorf("Space() = %+v", s)
 	}
 }

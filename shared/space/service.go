@@ -105,7 +105,19 @@ type ListFilter struct {
 	// Synthetic, when set, keeps only the synthetic spaces (true) or only
 	// the others (false).
 	Synthetic *bool
+	// Version keeps the spaces whose current version (CurrentVersion) is
+	// of this "major.minor" (ValidMinor).
+	Version string
+	// SupportEndsWithinDays and CertificateExpiresWithinDays, when set,
+	// keep the spaces for which Space.SupportEndsWithin and
+	// Space.CertificateExpiresWithin hold at the time of the listing.
+	SupportEndsWithinDays        *int
+	CertificateExpiresWithinDays *int
 }
+
+// ValidMinor reports whether v is a "major.minor" version such as "1.31",
+// what the version filter takes.
+func ValidMinor(v string) bool { return minorRE.MatchString(v) }
 
 // List pages through org's live spaces matching f, as observed now, so that
 // status filters and pickers see stale statuses as unknown.
@@ -125,6 +137,15 @@ func (svc *Service) List(ctx context.Context, org string, f ListFilter, page Pag
 		// expression is present",
 		// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Query.FilterExpression.html).
 		if !f.Selector.Matches(s.Labels) {
+			return false
+		}
+		if f.Version != "" && s.MinorVersion() != f.Version {
+			return false
+		}
+		if f.SupportEndsWithinDays != nil && !s.SupportEndsWithin(now, *f.SupportEndsWithinDays) {
+			return false
+		}
+		if f.CertificateExpiresWithinDays != nil && !s.CertificateExpiresWithin(now, *f.CertificateExpiresWithinDays) {
 			return false
 		}
 		return f.Picker == "" || f.Picker.Allows(o)

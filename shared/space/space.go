@@ -86,6 +86,19 @@ type Probe struct {
 	LastSuccessAt       *time.Time     `json:"last_success_at,omitempty"`
 	LastTransitionAt    *time.Time     `json:"last_transition_at,omitempty"`
 	ServerVersion       *ServerVersion `json:"server_version,omitempty"`
+	// Certificate is the API server's serving certificate as the last
+	// probe that got an answer saw it; an agent space has none (Spaces
+	// never reaches its API server, and the lease does not report one).
+	Certificate *Certificate `json:"certificate,omitempty"`
+}
+
+// Certificate is what a TLS handshake with the API server showed of its
+// serving (leaf) certificate: when it stops being valid and who issued it.
+type Certificate struct {
+	NotAfter time.Time `json:"not_after"`
+	// Issuer is the issuer's distinguished name as crypto/x509 spells it
+	// ("CN=kubernetes").
+	Issuer string `json:"issuer"`
 }
 
 // ServerVersion is the part of the cluster's /version answer worth keeping.

@@ -42,6 +42,10 @@ type Outcome struct {
 	Message string
 	Latency time.Duration
 	Version *ServerVersion
+	// Certificate is the serving certificate the API server presented, set
+	// by any probe that got an answer (a 401 shows it too); nil when none
+	// came back, and always for an agent's lease.
+	Certificate *Certificate
 	// Missed, for an agent's lease (LeaseCadence.Outcome), is how many lease
 	// intervals went by without a renewal: the failure count is that,
 	// not the number of checks, so checking more often never makes a
@@ -60,6 +64,13 @@ func ApplyProbe(s Space, o Outcome) (Space, bool) {
 	at := o.At.UTC()
 	s.Probe.LastProbeAt = &at
 	s.Probe.LatencyMS = o.Latency.Milliseconds()
+	if o.Certificate != nil {
+		// Kept when a probe saw none: a cluster that stops answering has
+		// not changed its certificate.
+		c := *o.Certificate
+		c.NotAfter = c.NotAfter.UTC()
+		s.Probe.Certificate = &c
+	}
 	next := s.Status
 	if o.OK() {
 		s.Probe.ConsecutiveFailures = 0
@@ -105,7 +116,7 @@ func transition(s Space, next Status, at time.Time) (Space, bool) {
 
 // NeedsWrite reports whether a probe that turned old into next must be
 // stored. Only changes are: the status, the failure reason, the server
-// version (the probe's facts), and the failure count up to
+// version and the serving certificate (the probe's facts), and the failure count up to
 // FailureThreshold (it moves the space toward inactive). An unchanged
 // result, and further failures of an inactive space with the same reason,
 // are not written at all, so the cost of probing grows with changes, not
@@ -115,6 +126,7 @@ func NeedsWrite(old, next Space) bool {
 	if old.Status != next.Status ||
 		old.Probe.Reason != next.Probe.Reason ||
 		!sameVersion(old.Probe.ServerVersion, next.Probe.ServerVersion) ||
+		!sameCertificate(old.Probe.Certificate, next.Probe.Certificate) ||
 		old.Probe.LastProbeAt == nil || next.Probe.LastProbeAt == nil {
 		return true
 	}
@@ -127,6 +139,13 @@ func sameVersion(a, b *ServerVersion) bool {
 		return a == b
 	}
 	return *a == *b
+}
+
+func sameCertificate(a, b *Certificate) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Issuer == b.Issuer && a.NotAfter.Equal(b.NotAfter)
 }
 
 // Observed is the space as readers must see it at now: a status whose last

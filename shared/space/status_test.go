@@ -7,8 +7,10 @@ import (
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
+var cert1 = &Certificate{NotAfter: time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC), Issuer: "CN=kubernetes"}
+
 func ok(at time.Time) Outcome {
-	return Outcome{At: at, Latency: 40 * time.Millisecond, Version: &ServerVersion{GitVersion: "v1.31.4", Platform: "linux/amd64"}}
+	return Outcome{At: at, Latency: 40 * time.Millisecond, Version: &ServerVersion{GitVersion: "v1.31.4", Platform: "linux/amd64"}, Certificate: cert1}
 }
 
 func fail(at time.Time, reason string) Outcome {
@@ -81,9 +83,10 @@ func TestApplyManual(t *testing.T) {
 
 // TestNeedsWrite walks a space through probes, step by step: only a
 // change is written (the first probe, a transition, a new reason, a new
-// server version, a failure count below the threshold); an unchanged
-// success, however long after the last write, and the further failures
-// of an inactive space with the same reason are not.
+// server version, a new serving certificate, a failure count below the
+// threshold); an unchanged success, however long after the last write, the
+// same certificate seen again (in another time zone too), and the further
+// failures of an inactive space with the same reason are not.
 func TestNeedsWrite(t *testing.T) {
 	v2 := &ServerVersion{GitVersion: "v1.32.0", Platform: "linux/amd64"}
 	type step struct {
@@ -94,6 +97,24 @@ func TestNeedsWrite(t *testing.T) {
 		write    bool
 	}
 	upgraded := func(at time.Time) Outcome { o := ok(at); o.Version = v2; return o }
+	cert2 := &Certificate{NotAfter: cert1.NotAfter.AddDate(1, 0, 0), Issuer: cert1.Issuer}
+	renewed := func(at time.Time) Outcome { o := upgraded(at); o.Certificate = cert2; return o }
+	reissued := func(at time.Time) Outcome {
+		o := renewed(at)
+		o.Certificate = &Certificate{NotAfter: cert2.NotAfter, Issuer: "CN=other CA"}
+		return o
+	}
+	sameInParis := func(at time.Time) Outcome {
+		o := reissued(at)
+		paris := time.FixedZone("CET", 3600)
+		o.Certificate = &Certificate{NotAfter: cert2.NotAfter.In(paris), Issuer: "CN=other CA"}
+		return o
+	}
+	refusedWithCert := func(at time.Time) Outcome { // a 401 shows the certificate too
+		o := fail(at, ReasonUnauthorized)
+		o.Certificate = cert2
+		return o
+	}
 	timeout := func(at time.Time) Outcome { return fail(at, ReasonTimeout) }
 	unreachable := func(at time.Time) Outcome { return fail(at, ReasonUnreachable) }
 	unauthorized := func(at time.Time) Outcome { return fail(at, ReasonUnauthorized) }
@@ -111,6 +132,16 @@ func TestNeedsWrite(t *testing.T) {
 		{5 * time.Hour, unreachable, Inactive, 4, false},
 		{5*time.Hour + time.Minute, unauthorized, Inactive, 4, true}, // a new reason
 		{5*time.Hour + 2*time.Minute, upgraded, Active, 0, true},     // back
+		{6 * time.Hour, upgraded, Active, 0, false},                  // the same certificate
+		{6*time.Hour + time.Minute, renewed, Active, 0, true},        // a renewed certificate: a new notAfter
+		{6*time.Hour + 2*time.Minute, renewed, Active, 0, false},     // seen again
+		{6*time.Hour + 3*time.Minute, reissued, Active, 0, true},     // another issuer
+		{6*time.Hour + 4*time.Minute, sameInParis, Active, 0, false}, // the same instant
+		{7 * time.Hour, timeout, Active, 1, true},                    // no answer: the certificate is kept
+		{7*time.Hour + time.Minute, upgraded, Active, 0, true},       // recovered, with the first certificate again
+		{8 * time.Hour, refusedWithCert, Active, 1, true},            // a refusal that showed a new certificate
+		{8*time.Hour + time.Minute, renewed, Active, 0, true},        // recovered: the count resets, the certificate stays
+		{8*time.Hour + 2*time.Minute, renewed, Active, 0, false},
 	}
 	s := Space{ID: "space-a", Status: Unknown, CreatedAt: t0}
 	for i, st := range steps {
@@ -120,6 +151,12 @@ func TestNeedsWrite(t *testing.T) {
 		}
 		if w := NeedsWrite(s, next); w != st.write {
 			t.Fatalf("step %d: NeedsWrite = %v, want %v", i, w, st.write)
+		}
+		if next.Probe.Certificate == nil {
+			t.Fatalf("step %d: no certificate after %+v", i, st.o(t0))
+		}
+		if o := st.o(t0); o.Certificate != nil && (!next.Probe.Certificate.NotAfter.Equal(o.Certificate.NotAfter) || next.Probe.Certificate.NotAfter.Location() != time.UTC) {
+			t.Fatalf("step %d: certificate %+v, want %+v in UTC", i, next.Probe.Certificate, o.Certificate)
 		}
 		if st.write {
 			s = next
