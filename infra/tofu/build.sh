@@ -15,7 +15,8 @@
 #   SPACES_TOFU_BIN_DIR  put the binary here (default: see below)
 #   SPACES_CACHE_DIR     cache root (default: $HOME/.cache/spaces); the binary
 #                        goes to $SPACES_CACHE_DIR/tofu/<version>/tofu
-#   TOFU_BUILD_PARALLEL  go build -p value (default 1: a shared, small machine)
+#   TOFU_BUILD_PARALLEL  go build -p value (default: the number of cores, as go
+#                        build; tofu needs far less memory than kube-apiserver)
 set -euo pipefail
 
 # The pinned version: here and nowhere else (terraform/acc_test.go finds
@@ -65,7 +66,7 @@ export CGO_ENABLED=0
 # Only the module flags we set: a caller's GOFLAGS (the emulator's -modfile)
 # names another module's go.mod. GOWORK=off: no workspace around the source.
 export GOFLAGS="-mod=readonly -buildvcs=false" GOWORK=off
-parallel="${TOFU_BUILD_PARALLEL:-1}"
+parallel="${TOFU_BUILD_PARALLEL:-$(nproc)}"
 
 start=$SECONDS
 echo "[$((SECONDS - start))s] go mod download github.com/opentofu/opentofu@$tofu_version"
