@@ -519,8 +519,8 @@ data "spaces_space" "bound" {
 // pending, its setup exported (the AWS trust policy names the principal
 // and requires the external id); a verification before the customer's side
 // is applied fails with the cloud's reason; once the trust is applied in
-// the simulated cloud, the verification makes the account ready; import
-// by id; destroy removes the account.
+// the simulated cloud, the verification makes the account ready (and a
+// refresh reads it so); import by id; destroy removes the account.
 func TestAccCloudAccount(t *testing.T) {
 	accEnv(t)
 	s := startAccStack(t)
@@ -597,6 +597,15 @@ resource "spaces_cloud_account_verification" "prod" {
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr("spaces_cloud_account_verification.prod", "status", "ready"),
 					apiStatus("ready"),
+				),
+			},
+			{
+				// The verification changed the account: a refresh reads
+				// it ready (status is as last read).
+				RefreshState: true,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(acct, "status", "ready"),
+					resource.TestCheckNoResourceAttr(acct, "status_reason"),
 				),
 			},
 			{

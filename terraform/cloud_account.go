@@ -92,6 +92,9 @@ func fromCloudAccount(ctx context.Context, a client.CloudAccount) cloudAccountMo
 	raw, _ := a.Connection.MarshalJSON()
 	conn := map[string]string{}
 	_ = json.Unmarshal(raw, &conn)
+	// The API adds the AWS external id it generated to the connection;
+	// it is setup_external_id here, so the configured map stays as written.
+	delete(conn, "externalId")
 	m := cloudAccountModel{
 		ID: types.StringValue(a.Id.String()), Cloud: types.StringValue(string(a.Provider)), Name: types.StringValue(a.Name),
 		Status: types.StringValue(string(a.Status)), StatusReason: types.StringPointerValue(a.StatusReason),

@@ -78,7 +78,10 @@ if [[ ! -f "$src/go.mod" ]]; then
 fi
 # The module cache is read-only and shared: the build writes only to -o.
 echo "[$((SECONDS - start))s] go build -p $parallel ./cmd/tofu in $src (downloads its modules on first use)"
-(cd "$src" && go build -p "$parallel" -trimpath -ldflags "-s -w" -o "$tmp/tofu" ./cmd/tofu)
+# version.dev=no is what OpenTofu's release build sets: without it the
+# binary calls itself v1.12.6-dev.
+(cd "$src" && go build -p "$parallel" -trimpath \
+	-ldflags "-s -w -X 'github.com/opentofu/opentofu/version.dev=no'" -o "$tmp/tofu" ./cmd/tofu)
 echo "[$((SECONDS - start))s] built"
 
 "$tmp/tofu" version
