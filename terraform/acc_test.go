@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,23 +83,28 @@ func tofuPath(t *testing.T) string {
 // and nothing of the machine's: TF_ACC set here so the test always runs,
 // OpenTofu's provider address for the in-process provider (it reattaches
 // to registry.opentofu.org/hashicorp/spaces, the address tofu gives a
-// provider named spaces), an empty CLI configuration, no checkpoint.
+// provider named spaces), an empty CLI configuration, no checkpoint. The
+// same for every test, set once, so that the tests run in parallel (each
+// calls accEnv before t.Parallel).
 func accEnv(t *testing.T) {
 	t.Helper()
 	bin := tofuPath(t)
-	cliConfig := filepath.Join(t.TempDir(), "tofurc")
-	if err := os.WriteFile(cliConfig, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range map[string]string{
-		"TF_ACC": "1", "TF_ACC_TERRAFORM_PATH": bin, "TF_ACC_TERRAFORM_VERSION": "",
-		"TF_ACC_PROVIDER_HOST": "registry.opentofu.org", "TF_ACC_PROVIDER_NAMESPACE": "hashicorp",
-		"TF_CLI_CONFIG_FILE": cliConfig, "CHECKPOINT_DISABLE": "1", "TF_ACC_TEMP_DIR": t.TempDir(),
-		"SPACES_SERVER": "", "SPACES_TOKEN": "",
-	} {
-		t.Setenv(k, v)
-	}
+	accEnvOnce.Do(func() {
+		for k, v := range map[string]string{
+			"TF_ACC": "1", "TF_ACC_TERRAFORM_PATH": bin, "TF_ACC_TERRAFORM_VERSION": "",
+			"TF_ACC_PROVIDER_HOST": "registry.opentofu.org", "TF_ACC_PROVIDER_NAMESPACE": "hashicorp",
+			"TF_CLI_CONFIG_FILE": os.DevNull, "CHECKPOINT_DISABLE": "1",
+			"SPACES_SERVER": "", "SPACES_TOKEN": "",
+		} {
+			if err := os.Setenv(k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	t.Parallel()
 }
+
+var accEnvOnce sync.Once
 
 // providers serves the provider in-process, as the tests' tofu reaches it.
 var providers = map[string]func() (tfprotov6.ProviderServer, error){
