@@ -20,7 +20,7 @@ LAMBDA_FLAGS := -tags lambda.norpc -trimpath -ldflags="-s -w"
 # recipe, loudly, when it cannot, so nothing ever runs unpatched.
 WITH_OVERLAY = modfile=$$(bash infra/emulator/kumo/overlay.sh) && export GOFLAGS="$(strip $(GOFLAGS)) -modfile=$$modfile" &&
 
-.PHONY: run test test-stress lint lint-tools sam-check token deps kube-bins browser tour-tools vet bench fuzz build clean overlay agent-image spaces terraform-provider generate
+.PHONY: run test test-stress lint lint-tools sam-check token deps kube-bins tofu browser tour-tools vet bench fuzz build clean overlay agent-image spaces terraform-provider generate
 .DEFAULT_GOAL := run
 
 ## run: the whole service locally (embedded AWS emulator, API on 127.0.0.1:8080)
@@ -28,7 +28,7 @@ run: deps
 	@mkdir -p $(KUMO_DATA_DIR)
 	$(WITH_OVERLAY) KUMO_DATA_DIR=$(KUMO_DATA_DIR) $(GO) run ./infra/cmd/local
 
-## test: the lints, then every test, after installing what they need (modules, kube-apiserver + etcd, chromium, the tour's curl and jq)
+## test: the lints, then every test, after installing what they need (modules, kube-apiserver + etcd, tofu, chromium, the tour's curl and jq)
 # infra/local starts the whole stack in each test, and its tests mostly wait
 # (on Chromium, the stack's clock, a real kube-apiserver): one after another
 # they would be most of the suite's time with the machine idle. So its browser
@@ -40,7 +40,7 @@ RUN_TESTS = bash infra/parallel.sh \
 		"$(GO) test $(TEST_FLAGS) $$($(GO) list ./... | grep -v '/infra/local$$' | tr '\n' ' ')" \
 		"$(GO) test $(TEST_FLAGS) -skip '^TestConsole' ./infra/local" \
 		"$(GO) test $(TEST_FLAGS) -run '^TestConsole' ./infra/local"
-test: lint sam-check deps kube-bins browser tour-tools
+test: lint sam-check deps kube-bins tofu browser tour-tools
 	unset KUMO_DATA_DIR && $(WITH_OVERLAY) $(GO) vet ./... && $(RUN_TESTS)
 
 ## test-stress: the tests of make test N times (default 3) with a busy loop on every core beside them; prints ok/FAIL and the failed tests per run: make test-stress N=3
@@ -48,7 +48,7 @@ test: lint sam-check deps kube-bins browser tour-tools
 # shakes such tests out. Its runs are make test's (RUN_TESTS); the
 # hogs are this recipe's children, stopped on any exit. Not part of make test.
 N ?= 3
-test-stress: deps kube-bins browser tour-tools
+test-stress: deps kube-bins tofu browser tour-tools
 	@unset KUMO_DATA_DIR && $(WITH_OVERLAY) $(GO) vet ./... && \
 	hogs=(); for _ in $$(seq 1 $$(nproc)); do { while :; do :; done; } & hogs+=($$!); done; \
 	trap 'kill $${hogs[@]} 2>/dev/null' EXIT; \
@@ -173,6 +173,10 @@ tour-tools:
 ## kube-bins: build kube-apiserver and etcd once into a cache outside the repo
 kube-bins:
 	bash infra/kube/build.sh
+
+## tofu: build OpenTofu's tofu once into the same cache, for the Terraform provider's acceptance tests (infra/tofu/README.md)
+tofu:
+	bash infra/tofu/build.sh
 
 ## bench: the benchmarks behind BENCHMARKS.md
 bench: deps browser

@@ -1,15 +1,19 @@
 // Package terraform is the Spaces provider for Terraform and OpenTofu
-// (terraform-plugin-framework): the spaces_space resource and the
-// spaces_spaces data source, over the generated client (package client),
-// never hand-written HTTP. Its entry point is
+// (terraform-plugin-framework): the resources spaces_space,
+// spaces_environment, spaces_cloud_account and
+// spaces_cloud_account_verification, and the data sources spaces_space,
+// spaces_spaces and spaces_clusters, over the generated client (package
+// client), never hand-written HTTP. Its entry point is
 // terraform/cmd/terraform-provider-spaces.
 package terraform
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -81,9 +85,32 @@ func (p *Provider) Configure(ctx context.Context, req provider.ConfigureRequest,
 }
 
 func (p *Provider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{func() resource.Resource { return &spaceResource{} }}
+	return []func() resource.Resource{
+		func() resource.Resource { return &spaceResource{} },
+		func() resource.Resource { return &environmentResource{} },
+		func() resource.Resource { return &cloudAccountResource{} },
+		func() resource.Resource { return &verificationResource{} },
+	}
 }
 
 func (p *Provider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{func() datasource.DataSource { return &spacesDataSource{} }}
+	return []func() datasource.DataSource{
+		func() datasource.DataSource { return &spacesDataSource{} },
+		func() datasource.DataSource { return &spaceDataSource{} },
+		func() datasource.DataSource { return &clustersDataSource{} },
+	}
+}
+
+// apiOf is the client Configure handed the resources and data sources:
+// nil before the provider is configured (the framework calls Configure
+// early, during validation, too).
+func apiOf(data any, diags *diag.Diagnostics) *client.API {
+	if data == nil {
+		return nil
+	}
+	api, ok := data.(*client.API)
+	if !ok {
+		diags.AddError("Unexpected provider data", fmt.Sprintf("%T", data))
+	}
+	return api
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -79,15 +78,7 @@ func (r *spaceResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 }
 
 func (r *spaceResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	api, ok := req.ProviderData.(*client.API)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected provider data", fmt.Sprintf("%T", req.ProviderData))
-		return
-	}
-	r.api = api
+	r.api = apiOf(req.ProviderData, &resp.Diagnostics)
 }
 
 func stringMap(ctx context.Context, m types.Map) (map[string]string, error) {

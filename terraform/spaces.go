@@ -2,7 +2,6 @@ package terraform
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -55,15 +54,7 @@ func (d *spacesDataSource) Schema(_ context.Context, _ datasource.SchemaRequest,
 }
 
 func (d *spacesDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
-	if req.ProviderData == nil {
-		return
-	}
-	api, ok := req.ProviderData.(*client.API)
-	if !ok {
-		resp.Diagnostics.AddError("Unexpected provider data", fmt.Sprintf("%T", req.ProviderData))
-		return
-	}
-	d.api = api
+	d.api = apiOf(req.ProviderData, &resp.Diagnostics)
 }
 
 func (d *spacesDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
