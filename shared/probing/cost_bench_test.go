@@ -340,7 +340,7 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 		p.Concurrency = v.concurrency
 	}
 	// PROBE_TIMEOUT (a duration) raises the prober's timeout of a mint
-	// and of a GET /version for a machine so loaded that a 50 ms answer
+	// and of a GET /version (and kubeprobe's own) for a machine so loaded that a 50 ms answer
 	// times out: its timeouts are the machine's, not a cluster's change,
 	// and would turn a measurement of the steady state into one of
 	// failures (their writes, re-probes and reads).
@@ -349,7 +349,7 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 		if err != nil || d <= 0 {
 			b.Fatalf("PROBE_TIMEOUT: %q", s)
 		}
-		p.Timeout = d
+		p.Timeout, checker.Timeout = d, d
 	}
 	q := sqsMirror{real: p.Queue, clockQueue: &clockQueue{clock: c}}
 	p.Now, p.Queue, p.Metrics = c.Now, q, quiet
