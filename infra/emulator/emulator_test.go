@@ -58,7 +58,7 @@ func TestCreateResourcesFromRepositoryTemplate(t *testing.T) {
 	for name, want := range map[string]struct {
 		keys, projected []string
 	}{
-		"probe":             {[]string{"probe_shard HASH", "id RANGE"}, []string{"org_id", "name", "provider", "cloud_account_id", "config", "connectivity", "status", "probe", "version"}},
+		"probe-digest":      {[]string{"probe_shard HASH", "sk RANGE"}, []string{"pd"}},
 		"names":             {[]string{"org_id HASH", "name_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},
 		"registered":        {[]string{"org_id HASH", "reg_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},
 		"status":            {[]string{"org_id HASH", "status_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},
@@ -72,9 +72,9 @@ func TestCreateResourcesFromRepositoryTemplate(t *testing.T) {
 		}
 	}
 	if len(idx) != 6 {
-		t.Errorf("indexes %v, want probe, names, registered, status, env-revisions and stopped-revisions", slices.Sorted(maps.Keys(idx)))
+		t.Errorf("indexes %v, want probe-digest, names, registered, status, env-revisions and stopped-revisions", slices.Sorted(maps.Keys(idx)))
 	}
-	if p := idx["probe"].ProvisionedThroughput; p != nil && (aws.ToInt64(p.ReadCapacityUnits) != 0 || aws.ToInt64(p.WriteCapacityUnits) != 0) {
+	if p := idx["probe-digest"].ProvisionedThroughput; p != nil && (aws.ToInt64(p.ReadCapacityUnits) != 0 || aws.ToInt64(p.WriteCapacityUnits) != 0) {
 		t.Errorf("index throughput %+v, want none on demand", p)
 	}
 	if s := desc.StreamSpecification; s == nil || !aws.ToBool(s.StreamEnabled) || s.StreamViewType != ddbtypes.StreamViewTypeNewAndOldImages {

@@ -15,10 +15,12 @@ import (
 // Backfilling the listing indexes. The sparse GSIs "names", "registered",
 // "status", "env-revisions" and "stopped-revisions" hold only items that
 // carry their key attributes, which the writes that added each index put
-// on every item they write. A table that held data before those writes
+// on every item they write; "probe-digest" lists a space without its
+// digest (pd) by ids only, which the prober then reads every minute. A table that held data before those writes
 // existed has spaces and revisions without them: invisible in those
 // orders. Backfill writes the missing attributes, computed by the same
-// functions the writes use (setNameAttrs, revKey, stoppedKey), on every
+// functions the writes use (setNameAttrs, space.DigestOf, revKey,
+// stoppedKey), on every
 // registered space and every revision that lacks one.
 //
 // Each write is conditional on the item's version (and, for a space, on
@@ -57,10 +59,11 @@ func (s *Store) Backfill(ctx context.Context, segment, totalSegments int) (Backf
 		TableName: s.table,
 		// Only what lacks a key; the scan still reads (and bills) the rest.
 		FilterExpression: aws.String("(begins_with(#sk, :space) AND attribute_not_exists(#del) AND " +
-			"(attribute_not_exists(#nkey) OR attribute_not_exists(#rkey) OR attribute_not_exists(#ordst) OR attribute_not_exists(#nlc))) OR " +
+			"(attribute_not_exists(#nkey) OR attribute_not_exists(#rkey) OR attribute_not_exists(#ordst) OR attribute_not_exists(#nlc) OR " +
+			"(attribute_exists(#shard) AND attribute_not_exists(#pd)))) OR " +
 			"(begins_with(#sk, :rev) AND (attribute_not_exists(#revkey) OR (#pstate = :stopped AND attribute_not_exists(#stopkey))))"),
 		ExpressionAttributeNames: map[string]string{"#sk": "sk", "#del": "deleted_at", "#nkey": "name_key", "#rkey": "reg_key",
-			"#ordst": "status_key", "#nlc": "name_lc", "#revkey": "rev_key", "#pstate": "state", "#stopkey": "stopped_key"},
+			"#ordst": "status_key", "#nlc": "name_lc", "#shard": "probe_shard", "#pd": "pd", "#revkey": "rev_key", "#pstate": "state", "#stopkey": "stopped_key"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":space": str(prefixSpace), ":rev": str(prefixRevision),
 			":stopped": str(string(space.RevisionStopped))},
 		Segment: aws.Int32(int32(segment)), TotalSegments: aws.Int32(int32(totalSegments)),
@@ -137,6 +140,9 @@ func (s *Store) backfillOnce(ctx context.Context, key, item map[string]types.Att
 		}
 		set = map[string]types.AttributeValue{}
 		setNameAttrs(set, sp)
+		if !sp.Synthetic {
+			set["pd"] = str(space.DigestOf(sp).String())
+		}
 		cond += " AND attribute_not_exists(#del)"
 		names["#del"] = "deleted_at"
 		count = &rep.Spaces

@@ -156,3 +156,24 @@ func TestBackfillListingKeys(t *testing.T) {
 		t.Errorf("a second backfill wrote %+v", again)
 	}
 }
+
+// A space stored before the probe digest: the probe index lists it by ids
+// only (the prober would read it every minute). The backfill gives it its
+// digest, as its writes would, and then has nothing left to do.
+func TestBackfillProbeDigest(t *testing.T) {
+	f := newFixture(t)
+	s := f.register(t, f.newSpace(1))
+	f.strip(t, f.org, "SPACE#"+s.ID, "pd")
+	if tg, ok := shardTargets(t, f.store)[s.ID]; !ok || tg.Carried() || tg.OrgID != s.OrgID {
+		t.Fatalf("without a digest: target %+v (listed %t), want ids only", tg, ok)
+	}
+	if rep := f.backfill(t, 2); rep.Spaces != 1 {
+		t.Errorf("backfill: %+v, want 1 space", rep)
+	}
+	if tg := shardTargets(t, f.store)[s.ID]; !tg.Carried() || tg.Digest.String() != space.DigestOf(s).String() {
+		t.Errorf("after the backfill: %+v, want the digest %s", tg, space.DigestOf(s))
+	}
+	if rep := f.backfill(t, 1); rep.Spaces != 0 {
+		t.Errorf("a second backfill: %+v, want nothing done", rep)
+	}
+}

@@ -1,6 +1,7 @@
 package dynamostore_test
 
 import (
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -33,42 +34,64 @@ func shardTargets(t *testing.T, st *dynamostore.Store) map[string]space.ProbeTar
 	return out
 }
 
-// TestProbeTargetsCarryTheSpace: the probe index carries what a probe
-// needs, as stored (so the prober need not read the space), and follows a
-// written change.
+// TestProbeTargetsCarryTheSpace: the probe index carries the space's
+// digest as stored (so the prober need not read the space), and follows
+// every write of it: a probe's, and one that changes nothing the digest
+// holds but the version (a rename); a deregistered space leaves it, and
+// its tombstone keeps no digest.
 func TestProbeTargetsCarryTheSpace(t *testing.T) {
 	f := newFixture(t)
 	s := f.register(t, f.newSpace(1))
+	if tg, ok := shardTargets(t, f.store)[s.ID]; !ok || !tg.Carried() || !reflect.DeepEqual(*tg.Digest, space.DigestOf(s)) {
+		t.Fatalf("after registration: target %+v (listed %t), want the digest of %+v", tg, ok, s)
+	}
 	s, _ = probeStep(t, f, s, space.Outcome{At: now.Add(time.Minute), Version: &space.ServerVersion{GitVersion: "v1.31.4", Platform: "linux/amd64"}})
 	tg, ok := shardTargets(t, f.store)[s.ID]
 	if !ok || !tg.Carried() {
 		t.Fatalf("target %+v (listed %t): want one carrying its state", tg, ok)
 	}
-	got, want := tg.Space(), s
-	if got.OrgID != want.OrgID || got.Name != want.Name || got.Provider != want.Provider || got.CloudAccountID != want.CloudAccountID ||
-		got.Config["clusterName"] != want.Config["clusterName"] || got.Status != space.Active || got.Version != want.Version ||
-		got.Probe.LastProbeAt == nil || !got.Probe.LastProbeAt.Equal(*want.Probe.LastProbeAt) ||
-		got.Probe.ServerVersion == nil || *got.Probe.ServerVersion != *want.Probe.ServerVersion {
-		t.Errorf("carried %+v, stored %+v", got, want)
+	if want := space.DigestOf(s); !reflect.DeepEqual(*tg.Digest, want) {
+		t.Errorf("carried %s, stored %s", tg.Digest, want)
 	}
-	// A write from the carried state (what the prober does) is the
-	// space's own conditional write: it lands, and keeps what it does not
-	// carry.
-	from := tg.Space()
-	res, err := f.store.UpdateSpace(t.Context(), s.OrgID, s.ID, space.Update[space.Space]{At: now.Add(2 * time.Minute), Read: &from,
+	got := tg.Space()
+	if got.OrgID != s.OrgID || got.ID != s.ID || got.Provider != s.Provider || got.CloudAccountID != s.CloudAccountID ||
+		got.Config["clusterName"] != s.Config["clusterName"] || got.Status != space.Active || got.Version != s.Version ||
+		got.Probe.LastProbeAt == nil || !got.Probe.LastProbeAt.Equal(s.Probe.LastProbeAt.Truncate(time.Second)) {
+		t.Errorf("carried %+v, stored %+v", got, s)
+	}
+	// The prober's write after a change: the space read again and written
+	// on its version; the index follows.
+	res, err := f.store.UpdateSpace(t.Context(), s.OrgID, s.ID, space.Update[space.Space]{At: now.Add(2 * time.Minute),
 		Apply: func(cur space.Space) (space.Space, error) {
 			next, _ := space.ApplyProbe(cur, space.Outcome{At: now.Add(2 * time.Minute), Reason: space.ReasonTimeout})
 			return next, nil
 		}})
 	if err != nil || !res.Written {
-		t.Fatalf("write from the carried state: %+v, %v", res, err)
+		t.Fatalf("write after a change: %+v, %v", res, err)
 	}
 	stored, err := f.store.LiveSpace(t.Context(), s.OrgID, s.ID)
-	if err != nil || stored.CreatedAt.IsZero() || stored.Name != s.Name || stored.Probe.ConsecutiveFailures != 1 || stored.Version != s.Version+1 {
+	if err != nil || stored.Name != s.Name || stored.Probe.ConsecutiveFailures != 1 || stored.Version != s.Version+1 {
 		t.Errorf("after the write: %+v, %v", stored, err)
 	}
-	if tg := shardTargets(t, f.store)[s.ID]; tg.Version != stored.Version || tg.Probe.ConsecutiveFailures != 1 {
-		t.Errorf("the index carries version %d, %d failures; want %d, 1", tg.Version, tg.Probe.ConsecutiveFailures, stored.Version)
+	if tg := shardTargets(t, f.store)[s.ID]; tg.Digest == nil || !reflect.DeepEqual(*tg.Digest, space.DigestOf(stored)) {
+		t.Errorf("the index carries %v; want %s", tg.Digest, space.DigestOf(stored))
+	}
+	renamed, err := f.store.UpdateSpace(t.Context(), s.OrgID, s.ID, space.Update[space.Space]{At: now.Add(3 * time.Minute),
+		Apply: func(cur space.Space) (space.Space, error) { cur.Name += "-renamed"; return cur, nil }})
+	if err != nil || !renamed.Written {
+		t.Fatalf("rename: %+v, %v", renamed, err)
+	}
+	if tg := shardTargets(t, f.store)[s.ID]; tg.Digest == nil || tg.Digest.Version != renamed.After.Version {
+		t.Errorf("after a rename the index carries %v, want version %d", tg.Digest, renamed.After.Version)
+	}
+	if _, err := f.store.Deregister(t.Context(), f.org, s.ID, 0, now.Add(4*time.Minute), "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, listed := shardTargets(t, f.store)[s.ID]; listed {
+		t.Error("a deregistered space is still listed")
+	}
+	if raw := f.raw(t, f.org, "SPACE#"+s.ID); raw["pd"] != nil || raw["probe_shard"] != nil {
+		t.Errorf("the tombstone keeps %v, %v", raw["pd"], raw["probe_shard"])
 	}
 }
 

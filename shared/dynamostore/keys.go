@@ -27,7 +27,8 @@ import (
 //	sk                 what                        attributes
 //	SPACE#<id>         a space (kept after         the space's fields, times RFC 3339, version (N),
 //	                   deregistration: its         deleted_at and deleted_by once deregistered,
-//	                   tombstone)                  probe_shard while probed ("a"+shard for an agent space)
+//	                   tombstone)                  probe_shard while probed ("a"+shard for an agent space),
+//	                                               pd (its space.ProbeDigest) while probed
 //	CLAIM#<identity>   a cluster identity claim    space_id: the space holding the identity
 //	ACCOUNT#<id>       a cloud account             its fields, space_count (N)
 //	IDEMP#<key>        an Idempotency-Key record   key, hash, space (the first answer),
@@ -95,10 +96,11 @@ import (
 // its own, so a grant exists exactly while the space is registered and no
 // credential can be minted for a space that is gone.
 //
-// The sparse GSI "probe" (probe_shard HASH, id RANGE, INCLUDE probeAttrs:
-// what the prober needs, probeindex.go) holds only registered,
-// non-synthetic spaces: probe_shard is "00".."15", a stable hash of the
-// space id, set at registration and removed at deregistration.
+// The sparse GSI "probe-digest" (probe_shard HASH, sk RANGE, INCLUDE pd:
+// the space's probe digest, what the prober needs, probeindex.go) holds
+// only registered, non-synthetic spaces: probe_shard is "00".."15", a
+// stable hash of the space id, set at registration and removed at
+// deregistration; pd is rewritten with every write of the space.
 // The GSIs "names", "registered" and "status" (names.go; name_lc,
 // name_key, reg_key and status_key while registered), "env-revisions" and
 // "stopped-revisions" (revisions.go) list spaces by name, registration and
@@ -136,7 +138,7 @@ const (
 
 	histTime = "2006-01-02T15:04:05.000000000Z"
 
-	probeIndex  = "probe"
+	probeIndex  = "probe-digest"
 	probeShards = 16
 
 	namesIndex            = "names"

@@ -39,6 +39,7 @@ func (s *Store) spaceItem(sp space.Space) (map[string]types.AttributeValue, erro
 	item["sk"] = str(prefixSpace + sp.ID)
 	if !sp.Synthetic && sp.DeletedAt == nil {
 		item["probe_shard"] = str(probeShardOf(sp))
+		item["pd"] = str(space.DigestOf(sp).String())
 	}
 	if sp.DeletedAt == nil {
 		setNameAttrs(item, sp)
@@ -468,6 +469,12 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space) error
 		},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
+	if !after.Synthetic {
+		// The probe index's digest follows every write (its version does).
+		*upd.UpdateExpression += ", " + nDigest + " = :pd"
+		upd.ExpressionAttributeNames[nDigest] = attrNames[nDigest]
+		upd.ExpressionAttributeValues[":pd"] = str(space.DigestOf(after).String())
+	}
 	if after.Name != before.Name {
 		// Only a rename moves the space in the names index (names.go).
 		*upd.UpdateExpression += ", " + nNameLC + " = :nlc, " + nNameKey + " = :nkey"
@@ -620,9 +627,9 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 			// Removing name_key, reg_key and status_key takes it out of the
 			// names, registered and status indexes.
 			UpdateExpression: aws.String("SET " + nDeleted + " = :at, " + nDeletedBy + " = :by, " + nUpdated + " = :at, " +
-				nVersion + " = " + nVersion + " + :one REMOVE " + nShard + ", " + nNameLC + ", " + nNameKey + ", " + nRegKey + ", " + nStatusKey),
+				nVersion + " = " + nVersion + " + :one REMOVE " + nShard + ", " + nDigest + ", " + nNameLC + ", " + nNameKey + ", " + nRegKey + ", " + nStatusKey),
 			ConditionExpression: aws.String(cond),
-			ExpressionAttributeNames: names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nPK, nStatus, nNameLC, nNameKey,
+			ExpressionAttributeNames: names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nDigest, nPK, nStatus, nNameLC, nNameKey,
 				nRegKey, nStatusKey),
 			ExpressionAttributeValues:           vals,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,

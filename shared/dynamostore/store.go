@@ -118,6 +118,7 @@ const (
 	nConfig    = "#cfg"
 	nConn      = "#conn"
 	nBeat      = "#beat"
+	nDigest    = "#pd"
 )
 
 var attrNames = map[string]string{
@@ -128,6 +129,7 @@ var attrNames = map[string]string{
 	nGate: "gate", nPState: "state", nPReason: "state_reason",
 	nNameLC: "name_lc", nNameKey: "name_key", nDeletedBy: "deleted_by", nRegKey: "reg_key",
 	nStatusKey: "status_key", nLabels: "labels", nConfig: "config", nConn: "connectivity",
+	nDigest: "pd",
 }
 
 // names returns the ExpressionAttributeNames for the given placeholders

@@ -25,6 +25,14 @@ const (
 	DefaultRefreshBefore = time.Minute
 	// DefaultTimeout bounds one mint, whoever waits for it.
 	DefaultTimeout = 10 * time.Second
+	// DefaultAccountsFor is how long a cloud account read for one mint
+	// serves the mints of its other spaces. An account is shared by many
+	// spaces and each space's credential expires (an EKS token every 14
+	// minutes), so reading it for every mint was the prober's one steady
+	// read of the table per space (BENCHMARKS.md, "Probing on the current
+	// tree"); a change of the account (its trust failed, re-verified)
+	// reaches the prober's mints within this much.
+	DefaultAccountsFor = time.Minute
 )
 
 // Provider mints for one cloud.
@@ -71,11 +79,20 @@ type Minter struct {
 	RefreshBefore time.Duration
 	Timeout       time.Duration
 	Now           func() time.Time
+	// AccountsFor defaults to DefaultAccountsFor.
+	AccountsFor time.Duration
 
 	flights singleflight.Group
 	mu      sync.Mutex
 	cache   map[string]entry
 	gen     map[string]uint64 // bumped by Invalidate: a mint begun before must not be cached
+	accts   map[[2]string]readAccount
+}
+
+// readAccount is an account as read, and when.
+type readAccount struct {
+	acct space.CloudAccount
+	at   time.Time
 }
 
 type entry struct {
@@ -199,7 +216,7 @@ func (m *Minter) mint(ctx context.Context, s space.Space) (kubecred.Credentials,
 
 // account loads the account and its provider's minter.
 func (m *Minter) account(ctx context.Context, org, id string, want space.Provider) (space.CloudAccount, Provider, error) {
-	acct, err := m.Accounts.GetAccount(ctx, org, id)
+	acct, err := m.readAccount(ctx, org, id)
 	if err != nil {
 		if space.KindOf(err) == space.KindNotFound {
 			return space.CloudAccount{}, nil, cloud.Errorf(space.ReasonCredentialsUnavailable, "the cloud account is gone", err)
@@ -218,6 +235,33 @@ func (m *Minter) account(ctx context.Context, org, id string, want space.Provide
 		return space.CloudAccount{}, nil, cloud.Errorf(space.ReasonCredentialsUnavailable, "no minter is configured for "+string(acct.Provider), nil)
 	}
 	return acct, p, nil
+}
+
+// readAccount reads the account, or reuses one read less than AccountsFor
+// ago (DefaultAccountsFor).
+func (m *Minter) readAccount(ctx context.Context, org, id string) (space.CloudAccount, error) {
+	key, now := [2]string{org, id}, m.now()
+	ttl := m.AccountsFor
+	if ttl <= 0 {
+		ttl = DefaultAccountsFor
+	}
+	m.mu.Lock()
+	r, ok := m.accts[key]
+	m.mu.Unlock()
+	if ok && now.Sub(r.at) < ttl && !now.Before(r.at) {
+		return r.acct, nil
+	}
+	acct, err := m.Accounts.GetAccount(ctx, org, id)
+	if err != nil {
+		return acct, err
+	}
+	m.mu.Lock()
+	if m.accts == nil {
+		m.accts = map[[2]string]readAccount{}
+	}
+	m.accts[key] = readAccount{acct: acct, at: now}
+	m.mu.Unlock()
+	return acct, nil
 }
 
 // classify keeps the providers' domain errors and turns anything else into
@@ -274,6 +318,8 @@ func (m *Minter) Invalidate(spaceID string) {
 		}
 	}
 	delete(m.cache, spaceID)
+	// A refused credential may come of a changed account: read it again.
+	clear(m.accts)
 	if m.gen == nil {
 		m.gen = map[string]uint64{}
 	}

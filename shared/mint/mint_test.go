@@ -1,7 +1,9 @@
 package mint_test
 
 import (
+	"context"
 	"encoding/base64"
+	"fmt"
 	"encoding/json"
 	"errors"
 	"net/url"
@@ -14,6 +16,7 @@ import (
 	"spaces/infra/simcloud"
 	"spaces/infra/testcluster"
 	"spaces/shared/kubeprobe"
+	"spaces/shared/mint"
 	"spaces/shared/mint/eks"
 	"spaces/shared/space"
 )
@@ -335,5 +338,61 @@ func TestEKSTokenReview(t *testing.T) {
 	}
 	if st := review("review-a", tampered); st["authenticated"] != false {
 		t.Errorf("tampered token accepted: %v", st)
+	}
+}
+
+// countingAccounts counts the account reads a minter makes.
+type countingAccounts struct {
+	mu    sync.Mutex
+	reads int
+	next  interface {
+		GetAccount(ctx context.Context, org, id string) (space.CloudAccount, error)
+	}
+}
+
+func (c *countingAccounts) GetAccount(ctx context.Context, org, id string) (space.CloudAccount, error) {
+	c.mu.Lock()
+	c.reads++
+	c.mu.Unlock()
+	return c.next.GetAccount(ctx, org, id)
+}
+
+// TestAccountReadServesItsSpaces: one read of a cloud account serves the
+// mints of its spaces for AccountsFor; after that, or after a refused
+// credential (Invalidate), the next mint reads it again.
+func TestAccountReadServesItsSpaces(t *testing.T) {
+	env := minttest.Start(t)
+	var mu sync.Mutex
+	now := time.Now()
+	env.Minter.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	accts := &countingAccounts{next: env.Minter.Accounts}
+	env.Minter.Accounts = accts
+	var spaces []space.Space
+	for i := range 3 {
+		s, _ := testclusterSpace(t, env, space.GCP, fmt.Sprintf("shared-acct-%d", i))
+		spaces = append(spaces, s)
+	}
+	mintOne := func(s space.Space) {
+		t.Helper()
+		if _, err := env.Minter.Mint(t.Context(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mintOne(spaces[0])
+	mintOne(spaces[1])
+	if accts.reads != 1 {
+		t.Errorf("two spaces of one account: %d account reads, want 1", accts.reads)
+	}
+	mu.Lock()
+	now = now.Add(mint.DefaultAccountsFor + time.Second)
+	mu.Unlock()
+	mintOne(spaces[2])
+	if accts.reads != 2 {
+		t.Errorf("after AccountsFor: %d account reads, want 2", accts.reads)
+	}
+	env.Minter.Invalidate(spaces[0].ID)
+	mintOne(spaces[0])
+	if accts.reads != 3 {
+		t.Errorf("after a refused credential: %d account reads, want 3", accts.reads)
 	}
 }

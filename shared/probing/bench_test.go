@@ -98,6 +98,15 @@ func probeShard(id string) string {
 
 // seedIndex writes n probe-index entries (the attributes the index needs,
 // the shard as the store sets it) with BatchWriteItem, 25 at a time.
+// seedDigest is the probe digest of an active EKS space probed once.
+func seedDigest(id string) string {
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	return space.DigestOf(space.Space{ID: id, Version: 2, Status: space.Active, Provider: space.AWS,
+		CloudAccountID: "0b5d3c52-4d7e-4b0e-9a43-2f0d6c1e8a11", Connectivity: space.Direct,
+		Config: space.Config{"clusterName": "cost-" + id[:4], "region": "us-east-1"},
+		Probe:  space.Probe{LastProbeAt: &at, LastSuccessAt: &at, ServerVersion: &space.ServerVersion{GitVersion: "v1.31.4-eks-1", Platform: "linux/amd64"}}}).String()
+}
+
 func seedIndex(b *testing.B, db *dynamodb.Client, table string, n int) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
@@ -109,6 +118,8 @@ func seedIndex(b *testing.B, db *dynamodb.Client, table string, n int) {
 				"pk": &types.AttributeValueMemberS{Value: "ORG#bench"}, "sk": &types.AttributeValueMemberS{Value: "SPACE#" + id},
 				"id": &types.AttributeValueMemberS{Value: id}, "org_id": &types.AttributeValueMemberS{Value: "bench"},
 				"probe_shard": &types.AttributeValueMemberS{Value: probeShard(id)},
+				// The digest of a probed EKS space, as its writes store it.
+				"pd": &types.AttributeValueMemberS{Value: seedDigest(id)},
 			}}})
 		}
 		sem <- struct{}{}

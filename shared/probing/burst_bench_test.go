@@ -124,7 +124,7 @@ func measureBurst(b testing.TB, n int) burst {
 	index := func() map[string]string {
 		out := map[string]string{}
 		for s := range store.ProbeShards() {
-			in := &dynamodb.QueryInput{TableName: aws.String(table), IndexName: aws.String("probe"),
+			in := &dynamodb.QueryInput{TableName: aws.String(table), IndexName: aws.String("probe-digest"),
 				KeyConditionExpression:    aws.String("probe_shard = :s"),
 				ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: fmt.Sprintf("%02d", s)}}}
 			for p := dynamodb.NewQueryPaginator(raw, in); p.HasMorePages(); {
@@ -134,9 +134,9 @@ func measureBurst(b testing.TB, n int) burst {
 				}
 				for _, it := range page.Items {
 					// What the index holds of an item: the keys and the
-					// projected org_id (template.yaml; the emulator answers
+					// projected digest (template.yaml; the emulator answers
 					// with every attribute).
-					out[fmt.Sprint(it["pk"], it["sk"])] = fmt.Sprint(it["probe_shard"], it["id"], it["org_id"])
+					out[fmt.Sprint(it["pk"], it["sk"])] = fmt.Sprint(it["probe_shard"], it["pd"])
 				}
 			}
 		}

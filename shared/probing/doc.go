@@ -88,9 +88,11 @@
 // # Reads
 //
 // In steady state a probe reads no item of its space. A tick message
-// carries its spaces as the probe index holds them (space.ProbeTarget:
-// identity, name, status, probe record, version; the index changes only
-// when a space is written) and the time ReadAt its page was read. Before
+// carries its spaces as the probe index holds them (space.ProbeTarget: its
+// ids, its probe shard and its digest, space.ProbeDigest: identity,
+// status, failure count and reason, last stored probe to the second,
+// fingerprints of the facts, version; rewritten with every write of the
+// space) and the time ReadAt its page was read. Before
 // any cloud call the prober reads, strongly consistent, the deregistration
 // fence of the message's shard since space.LiveAt(ReadAt): one Query a
 // message, whatever its spaces. A space in it is refused (gone); a message
@@ -121,11 +123,15 @@
 // Only a change is stored (space.NeedsWrite: a transition, a reason, a
 // server version, a serving certificate (its notAfter or issuer, from the
 // probe's own handshake; TestCertificateFactWrittenOnlyOnChange), a failure
-// count below the threshold), at once, on the
-// condition that the space is at the version carried or read and not
-// deregistered, so a late probe result can never resurrect a deregistered
-// space. A conflict (the version moved, or the index was behind) re-reads
-// the space and re-applies the result once.
+// count below the threshold), at once, on the condition that the space is
+// at the version read and not deregistered, so a late probe result can
+// never resurrect a deregistered space. For a carried space the prober
+// decides from its digest (space.ProbeDigest.NeedsWrite, which
+// TestDigestNeedsWrite holds to NeedsWrite): unchanged, nothing is read or
+// written; changed, the space is read (strongly consistent) and the result
+// applied to it, since a write stores what the digest does not hold (the
+// message, the times, the facts themselves). A conflict (the version
+// moved) re-reads the space and re-applies the result once.
 //
 // # Beats: last_probe_at and a stopped prober
 //

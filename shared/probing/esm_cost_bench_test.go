@@ -320,6 +320,12 @@ func report(b *testing.B, dep deployed, f fixedCosts, rest measured, idle esmRun
 			r.spaces, r.minutes, r.handled, probes/max(1, msgs), r.batches, msgs/float64(max(1, r.batches)), probes/float64(max(1, r.batches)),
 			rec, empty, r.esm.Received/max(1, rec-empty), rec/max(1, msgs), rec/max(1, probes), del, del/max(1, probes),
 			r.esm.SQSRequests-rec-del, sends, sends/max(1, probes))
+		// DynamoDB at this size: the scheduler's index pages (measured, its
+		// Query units) and the fence, one strongly consistent read unit a
+		// message of carried spaces (computed from the messages measured).
+		fmt.Fprintf(&sb, "  DynamoDB at %d: the scheduler's index Query %.4f read units a space (%.0f units, %.0f queries); the fence at one unit a message %.4f a space (computed); together %.4f\n",
+			r.spaces, r.sends.RRU["DynamoDB Query"]/max(1, probes), r.sends.RRU["DynamoDB Query"], r.sends.Requests["DynamoDB Query"],
+			msgs/max(1, probes), (r.sends.RRU["DynamoDB Query"]+msgs)/max(1, probes))
 		// Per space probed, for a month of 1,000 spaces.
 		scale := perSpaceMonth / probes
 		own := sends*scale*awscost.PriceSQSRequest + float64(r.batches)*scale*awscost.PriceLambdaRequest

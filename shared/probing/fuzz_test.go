@@ -66,3 +66,24 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeMessageWithoutDigests: a tick of a scheduler from before
+// probe digests (its spaces carry the space's attributes, which this
+// prober does not read) decodes with each space by its ids only, so the
+// prober reads each one (its liveness check); a digest without read_at is
+// refused.
+func TestDecodeMessageWithoutDigests(t *testing.T) {
+	const id = "0b5d3c52-4d7e-4b0e-9a43-2f0d6c1e8a11"
+	old := `{"spaces":[{"org_id":"o","id":"` + id + `","probe_shard":"07","name":"n","provider":"aws","status":"active","probe":{"consecutive_failures":0},"version":3}],"read_at":"2026-12-05T12:00:00Z"}`
+	m, err := probing.DecodeMessage(old)
+	if err != nil {
+		t.Fatalf("a previous release's tick: %v", err)
+	}
+	if each := m.Each(); len(each) != 1 || each[0].Target != nil || each[0].ID != id {
+		t.Errorf("a previous release's tick reads as %+v, want its space by ids", each)
+	}
+	noReadAt := `{"spaces":[{"org_id":"o","id":"` + id + `","probe_shard":"07","digest":"1|3|a|0||tpbdc1|hT3aOP|aws|acct|c=c,r=us-east-1|"}]}`
+	if _, err := probing.DecodeMessage(noReadAt); err == nil {
+		t.Error("a digest without read_at was accepted")
+	}
+}

@@ -150,9 +150,10 @@ func DecodeMessage(body string) (Message, error) {
 			}
 			seen[t.ID] = true
 			// Carried state is trusted only under the fence, which needs
-			// the read time; ids alone are read.
-			if t.Carried() != (m.ReadAt != nil) {
-				errs = append(errs, fmt.Errorf("spaces[%d]: a space carries its state (probe_shard, probe, version) exactly when the message has read_at", i))
+			// the read time; ids alone are read (so a tick of a scheduler
+			// before digests, whose spaces carry none, reads each space).
+			if t.Carried() && m.ReadAt == nil {
+				errs = append(errs, fmt.Errorf("spaces[%d]: a space carries its state (probe_shard, digest) only when the message has read_at", i))
 			}
 		}
 	}

@@ -389,11 +389,14 @@ func (p *Prober) handle(ctx context.Context, m Message, redelivered bool) (Resul
 			return Result{}, err
 		}
 	}
-	var s space.Space
+	var (
+		s      space.Space
+		digest *space.ProbeDigest
+	)
 	if m.Target != nil {
 		// Carried by the index and cleared by the message's fence read:
-		// nothing of the space is read.
-		s = m.Target.Space()
+		// nothing of the space is read unless the result changes it.
+		s, digest = m.Target.Space(), m.Target.Digest
 	} else {
 		var err error
 		s, err = p.Store.LiveSpace(ctx, m.OrgID, m.ID)
@@ -428,7 +431,7 @@ func (p *Prober) handle(ctx context.Context, m Message, redelivered bool) (Resul
 		o, mintTime = p.probe(ctx, s)
 	}
 	res := Result{Action: ActionProbed, Outcome: o, MintLatency: mintTime}
-	res, err := p.store(ctx, s, o, res)
+	res, err := p.store(ctx, s, digest, o, res)
 	p.record(ctx, s, m, res)
 	if err != nil {
 		return res, err
@@ -457,12 +460,24 @@ func (p *Prober) handle(ctx context.Context, m Message, redelivered bool) (Resul
 // errSuperseded stops an update whose result a later probe has overtaken.
 var errSuperseded = errors.New("a later probe is stored")
 
-// store applies o to s and writes what must be written. A lost race (the
-// version moved under the probe) re-reads and re-applies; a space
-// deregistered meanwhile is left alone, and a result older than the stored
-// probe is dropped.
-func (p *Prober) store(ctx context.Context, s space.Space, o space.Outcome, res Result) (Result, error) {
-	upd, err := p.Store.UpdateSpace(ctx, s.OrgID, s.ID, space.Update[space.Space]{At: o.At, Read: &s,
+// store applies o to s and writes what must be written. s is the space
+// as read, or as its digest says (digest set): then a result that changes
+// nothing (the digest's NeedsWrite) reads and writes nothing, and one that
+// changes something reads the space (strongly consistent) and applies the
+// result to it, since a write stores what the digest does not hold. A
+// lost race (the version moved under the probe) re-reads and re-applies; a
+// space deregistered meanwhile is left alone, and a result older than the
+// stored probe is dropped.
+func (p *Prober) store(ctx context.Context, s space.Space, digest *space.ProbeDigest, o space.Outcome, res Result) (Result, error) {
+	read := &s
+	if digest != nil {
+		if !digest.NeedsWrite(o) {
+			res.Space = s
+			return res, nil
+		}
+		read = nil
+	}
+	upd, err := p.Store.UpdateSpace(ctx, s.OrgID, s.ID, space.Update[space.Space]{At: o.At, Read: read,
 		Apply: func(cur space.Space) (space.Space, error) {
 			if cur.Version != s.Version && cur.Probe.LastProbeAt != nil && !cur.Probe.LastProbeAt.Before(o.At) {
 				res.Space = cur

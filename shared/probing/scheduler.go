@@ -296,6 +296,9 @@ func pageMessages(targets []space.ProbeTarget, interval time.Duration, readAt ti
 			targets := make([]space.ProbeTarget, len(group))
 			for j := range group {
 				targets[j] = group[j].t
+				if !carried {
+					targets[j] = targets[j].Ids()
+				}
 			}
 			m := TickOf(targets)
 			if carried {

@@ -130,10 +130,8 @@ func (m *memStore) targets(after string, limit int, agents bool) ([]space.ProbeT
 		s := m.spaces[m.order[i]]
 		if !s.Synthetic && !s.Deleted() && (s.Connectivity == space.ViaAgent) == agents {
 			// What the probe index carries of it.
-			probe := s.Probe
-			out = append(out, space.ProbeTarget{OrgID: s.OrgID, ID: s.ID, Shard: "00", Name: s.Name, Provider: s.Provider,
-				CloudAccountID: s.CloudAccountID, Config: s.Config, Connectivity: s.Connectivity, Status: s.Status,
-				Probe: &probe, Version: s.Version})
+			d := space.DigestOf(s)
+			out = append(out, space.ProbeTarget{OrgID: s.OrgID, ID: s.ID, Shard: "00", Digest: &d})
 		}
 	}
 	if i < len(m.order) && len(out) > 0 {

@@ -3,51 +3,35 @@ package space
 import "time"
 
 // ProbeTarget names one space the prober must probe. As the scheduler
-// reads it from the probe index it also carries what the prober needs to
-// probe the space and to store a change without reading its item: its
-// identity (provider, account, config, connectivity), its name (the status
-// index's key, rewritten with a transition), its status, its probe record
-// (with the facts a probe compares: the server version and the serving
-// certificate, Probe.Certificate) and its version. The index holds these as the space's own attributes, so
-// they change only when the space is written, which a probe does only on
-// a change (NeedsWrite). A target of a registration probe, a re-probe or an
-// agent space carries only its ids (Carried is false): the prober reads
-// the space, strongly consistent, as the liveness check.
+// reads it from the probe index it also carries its probe shard and its
+// digest (ProbeDigest): what the prober needs to probe the space and to
+// tell whether the result changes what is stored, without reading it. A
+// target of a registration probe, a re-probe or an agent space carries
+// only its ids (Carried is false): the prober reads the space, strongly
+// consistent, as the liveness check.
 type ProbeTarget struct {
 	OrgID string `json:"org_id"`
 	ID    string `json:"id"`
 	// Shard is the space's probe shard: which deregistration fence covers
 	// it (Fence).
-	Shard          string       `json:"probe_shard,omitempty"`
-	Name           string       `json:"name,omitempty"`
-	Provider       Provider     `json:"provider,omitempty"`
-	CloudAccountID string       `json:"cloud_account_id,omitempty"`
-	Config         Config       `json:"config,omitempty"`
-	Connectivity   Connectivity `json:"connectivity,omitempty"`
-	Status         Status       `json:"status,omitempty"`
-	Probe          *Probe       `json:"probe,omitempty"`
-	Version        int64        `json:"version,omitempty"`
+	Shard  string       `json:"probe_shard,omitempty"`
+	Digest *ProbeDigest `json:"digest,omitempty"`
 }
 
-// Carried reports whether t carries the space's state (a version from
+// Carried reports whether t carries the space's state (its digest, from
 // the index), so the prober need not read it.
-func (t ProbeTarget) Carried() bool { return t.Version > 0 && t.Shard != "" && t.Probe != nil }
+func (t ProbeTarget) Carried() bool { return t.Shard != "" && t.Digest != nil }
 
 // Ids is t without the state it carries.
 func (t ProbeTarget) Ids() ProbeTarget { return ProbeTarget{OrgID: t.OrgID, ID: t.ID} }
 
-// Space is the registered space t describes, as far as a probe reads and
-// writes it: its identity, name, status, probe record and version (the
-// store's conditional write on that version makes a stale target
-// harmless: it fails, and the space is read again).
+// Space is the registered space t describes, as far as its digest says
+// (ProbeDigest.Space).
 func (t ProbeTarget) Space() Space {
-	s := Space{ID: t.ID, OrgID: t.OrgID, Name: t.Name, Provider: t.Provider, SpaceType: TypeKubernetes,
-		CloudAccountID: t.CloudAccountID, Config: t.Config, Connectivity: t.Connectivity,
-		Status: t.Status, Version: t.Version}
-	if t.Probe != nil {
-		s.Probe = *t.Probe
+	if t.Digest == nil {
+		return Space{ID: t.ID, OrgID: t.OrgID}
 	}
-	return s
+	return t.Digest.Space(t.OrgID, t.ID)
 }
 
 // The deregistration fence keeps "a deregistered space is refused before

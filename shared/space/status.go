@@ -1,6 +1,9 @@
 package space
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // FailureThreshold is how many consecutive failed probes make a space inactive.
 const FailureThreshold = 3
@@ -114,38 +117,66 @@ func transition(s Space, next Status, at time.Time) (Space, bool) {
 	return s, changed
 }
 
+// probeFacts are the facts of its cluster that a probe reads and stores
+// when they change (NeedsWrite): for each, where a probe record holds it
+// and whether an outcome replaces it (as ApplyProbe does; an outcome that
+// does not keeps the stored one). The probe digest carries a fingerprint
+// of each (ProbeDigest.Facts), so that the prober tells a changed fact
+// without reading the space: a new fact is one line here
+// (TestDigestNeedsWrite holds the two to ApplyProbe).
+var probeFacts = []struct {
+	of  func(Probe) any
+	set func(Outcome) bool
+}{
+	{func(p Probe) any { return p.ServerVersion }, Outcome.OK},
+	// Any answer shows the certificate, a refusal too; compared as an
+	// instant, whatever zone it was read in.
+	{func(p Probe) any {
+		if p.Certificate == nil {
+			return nil
+		}
+		c := *p.Certificate
+		c.NotAfter = c.NotAfter.UTC()
+		return c
+	}, func(o Outcome) bool { return o.Certificate != nil }},
+}
+
+// factText is a fact as compared: its JSON (nil apart from every value).
+func factText(v any) string {
+	b, _ := json.Marshal(v) // strings, times and pointers to them cannot fail
+	return string(b)
+}
+
 // NeedsWrite reports whether a probe that turned old into next must be
-// stored. Only changes are: the status, the failure reason, the server
-// version and the serving certificate (the probe's facts), and the failure count up to
+// stored. Only changes are: the status, the failure reason, the facts
+// (probeFacts: the server version and the serving certificate), and the failure count up to
 // FailureThreshold (it moves the space toward inactive). An unchanged
 // result, and further failures of an inactive space with the same reason,
 // are not written at all, so the cost of probing grows with changes, not
 // with time or the fleet: that the space is still probed is its shard's
 // beat (Space.WithBeat), not its item.
 func NeedsWrite(old, next Space) bool {
+	if stateChanged(old, next) {
+		return true
+	}
+	for _, f := range probeFacts {
+		if factText(f.of(old.Probe)) != factText(f.of(next.Probe)) {
+			return true
+		}
+	}
+	return false
+}
+
+// stateChanged is NeedsWrite apart from the facts: what the probe digest
+// holds as it is stored.
+func stateChanged(old, next Space) bool {
 	if old.Status != next.Status ||
 		old.Probe.Reason != next.Probe.Reason ||
-		!sameVersion(old.Probe.ServerVersion, next.Probe.ServerVersion) ||
-		!sameCertificate(old.Probe.Certificate, next.Probe.Certificate) ||
 		old.Probe.LastProbeAt == nil || next.Probe.LastProbeAt == nil {
 		return true
 	}
 	return old.Probe.ConsecutiveFailures != next.Probe.ConsecutiveFailures &&
 		min(old.Probe.ConsecutiveFailures, next.Probe.ConsecutiveFailures) < FailureThreshold
-}
-
-func sameVersion(a, b *ServerVersion) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
-func sameCertificate(a, b *Certificate) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Issuer == b.Issuer && a.NotAfter.Equal(b.NotAfter)
 }
 
 // Observed is the space as readers must see it at now: a status whose last
