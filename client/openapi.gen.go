@@ -263,6 +263,27 @@ func (e TombstoneProvider) Valid() bool {
 	}
 }
 
+// Defines values for WebhookCloudAccountVerificationFailedDataProvider.
+const (
+	WebhookCloudAccountVerificationFailedDataProviderAws   WebhookCloudAccountVerificationFailedDataProvider = "aws"
+	WebhookCloudAccountVerificationFailedDataProviderAzure WebhookCloudAccountVerificationFailedDataProvider = "azure"
+	WebhookCloudAccountVerificationFailedDataProviderGcp   WebhookCloudAccountVerificationFailedDataProvider = "gcp"
+)
+
+// Valid indicates whether the value is a known member of the WebhookCloudAccountVerificationFailedDataProvider enum.
+func (e WebhookCloudAccountVerificationFailedDataProvider) Valid() bool {
+	switch e {
+	case WebhookCloudAccountVerificationFailedDataProviderAws:
+		return true
+	case WebhookCloudAccountVerificationFailedDataProviderAzure:
+		return true
+	case WebhookCloudAccountVerificationFailedDataProviderGcp:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WebhookDeliveryAttemptVerdict.
 const (
 	VerdictDelivered WebhookDeliveryAttemptVerdict = "delivered"
@@ -362,6 +383,108 @@ func (e WebhookEventType) Valid() bool {
 	case SpaceRegistered:
 		return true
 	case SpaceStatusChanged:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookJobDataProvider.
+const (
+	WebhookJobDataProviderAws   WebhookJobDataProvider = "aws"
+	WebhookJobDataProviderAzure WebhookJobDataProvider = "azure"
+	WebhookJobDataProviderGcp   WebhookJobDataProvider = "gcp"
+)
+
+// Valid indicates whether the value is a known member of the WebhookJobDataProvider enum.
+func (e WebhookJobDataProvider) Valid() bool {
+	switch e {
+	case WebhookJobDataProviderAws:
+		return true
+	case WebhookJobDataProviderAzure:
+		return true
+	case WebhookJobDataProviderGcp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookJobDataState.
+const (
+	WebhookJobDataStateFailed    WebhookJobDataState = "failed"
+	WebhookJobDataStateSucceeded WebhookJobDataState = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the WebhookJobDataState enum.
+func (e WebhookJobDataState) Valid() bool {
+	switch e {
+	case WebhookJobDataStateFailed:
+		return true
+	case WebhookJobDataStateSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookProvisioningJobFailedDataProvider.
+const (
+	WebhookProvisioningJobFailedDataProviderAws   WebhookProvisioningJobFailedDataProvider = "aws"
+	WebhookProvisioningJobFailedDataProviderAzure WebhookProvisioningJobFailedDataProvider = "azure"
+	WebhookProvisioningJobFailedDataProviderGcp   WebhookProvisioningJobFailedDataProvider = "gcp"
+)
+
+// Valid indicates whether the value is a known member of the WebhookProvisioningJobFailedDataProvider enum.
+func (e WebhookProvisioningJobFailedDataProvider) Valid() bool {
+	switch e {
+	case WebhookProvisioningJobFailedDataProviderAws:
+		return true
+	case WebhookProvisioningJobFailedDataProviderAzure:
+		return true
+	case WebhookProvisioningJobFailedDataProviderGcp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookProvisioningJobSucceededDataProvider.
+const (
+	WebhookProvisioningJobSucceededDataProviderAws   WebhookProvisioningJobSucceededDataProvider = "aws"
+	WebhookProvisioningJobSucceededDataProviderAzure WebhookProvisioningJobSucceededDataProvider = "azure"
+	WebhookProvisioningJobSucceededDataProviderGcp   WebhookProvisioningJobSucceededDataProvider = "gcp"
+)
+
+// Valid indicates whether the value is a known member of the WebhookProvisioningJobSucceededDataProvider enum.
+func (e WebhookProvisioningJobSucceededDataProvider) Valid() bool {
+	switch e {
+	case WebhookProvisioningJobSucceededDataProviderAws:
+		return true
+	case WebhookProvisioningJobSucceededDataProviderAzure:
+		return true
+	case WebhookProvisioningJobSucceededDataProviderGcp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookRevisionDataState.
+const (
+	WebhookRevisionDataStateDeployed WebhookRevisionDataState = "deployed"
+	WebhookRevisionDataStateFailed   WebhookRevisionDataState = "failed"
+	WebhookRevisionDataStateStopped  WebhookRevisionDataState = "stopped"
+)
+
+// Valid indicates whether the value is a known member of the WebhookRevisionDataState enum.
+func (e WebhookRevisionDataState) Valid() bool {
+	switch e {
+	case WebhookRevisionDataStateDeployed:
+		return true
+	case WebhookRevisionDataStateFailed:
+		return true
+	case WebhookRevisionDataStateStopped:
 		return true
 	default:
 		return false
@@ -1969,6 +2092,32 @@ type UpdateWebhookEndpointRequest struct {
 	Url           *string `json:"url,omitempty"`
 }
 
+// WebhookCloudAccountVerificationFailed defines model for WebhookCloudAccountVerificationFailed.
+type WebhookCloudAccountVerificationFailed struct {
+	// Data The account and the cloud's answer; never its connection.
+	Data struct {
+		// At When the failed verification was stored.
+		At             Timestamp `json:"at"`
+		CloudAccountId UUID      `json:"cloud_account_id"`
+
+		// Message The cloud's answer.
+		Message  *string                                           `json:"message,omitempty"`
+		Name     string                                            `json:"name"`
+		Provider WebhookCloudAccountVerificationFailedDataProvider `json:"provider"`
+
+		// Reason Why (`AccessDenied`, `ExternalIdNotRequired`, `TrustNotOrgBound`, ...).
+		Reason *string     `json:"reason,omitempty"`
+		Status interface{} `json:"status"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// WebhookCloudAccountVerificationFailedDataProvider defines model for WebhookCloudAccountVerificationFailed.Data.Provider.
+type WebhookCloudAccountVerificationFailedDataProvider string
+
 // WebhookDeliveryAttempt One attempt to deliver one event to the endpoint.
 type WebhookDeliveryAttempt struct {
 	// At When the attempt was made.
@@ -2084,6 +2233,171 @@ type WebhookEndpointWithSecretState string
 
 // WebhookEventType defines model for WebhookEventType.
 type WebhookEventType string
+
+// WebhookJobData A provisioning job's end; never its cluster's configuration or any credential.
+type WebhookJobData struct {
+	// At When the job entered its state.
+	At             Timestamp `json:"at"`
+	CloudAccountId UUID      `json:"cloud_account_id"`
+	Failure        *struct {
+		Message   *string `json:"message,omitempty"`
+		Reason    string  `json:"reason"`
+		Retryable bool    `json:"retryable"`
+		Step      string  `json:"step"`
+	} `json:"failure,omitempty"`
+	JobId    UUID                   `json:"job_id"`
+	Name     *string                `json:"name,omitempty"`
+	Provider WebhookJobDataProvider `json:"provider"`
+
+	// SpaceId The space the job registered (succeeded only).
+	SpaceId *UUID               `json:"space_id,omitempty"`
+	State   WebhookJobDataState `json:"state"`
+}
+
+// WebhookJobDataProvider defines model for WebhookJobData.Provider.
+type WebhookJobDataProvider string
+
+// WebhookJobDataState defines model for WebhookJobData.State.
+type WebhookJobDataState string
+
+// WebhookProvisioningJobFailed defines model for WebhookProvisioningJobFailed.
+type WebhookProvisioningJobFailed struct {
+	Data struct {
+		// At When the job entered its state.
+		At             Timestamp `json:"at"`
+		CloudAccountId UUID      `json:"cloud_account_id"`
+		Failure        struct {
+			Message   *string `json:"message,omitempty"`
+			Reason    string  `json:"reason"`
+			Retryable bool    `json:"retryable"`
+			Step      string  `json:"step"`
+		} `json:"failure"`
+		JobId    UUID                                     `json:"job_id"`
+		Name     *string                                  `json:"name,omitempty"`
+		Provider WebhookProvisioningJobFailedDataProvider `json:"provider"`
+
+		// SpaceId The space the job registered (succeeded only).
+		SpaceId *UUID       `json:"space_id,omitempty"`
+		State   interface{} `json:"state"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// WebhookProvisioningJobFailedDataProvider defines model for WebhookProvisioningJobFailed.Data.Provider.
+type WebhookProvisioningJobFailedDataProvider string
+
+// WebhookProvisioningJobSucceeded defines model for WebhookProvisioningJobSucceeded.
+type WebhookProvisioningJobSucceeded struct {
+	Data struct {
+		// At When the job entered its state.
+		At             Timestamp `json:"at"`
+		CloudAccountId UUID      `json:"cloud_account_id"`
+		Failure        *struct {
+			Message   *string `json:"message,omitempty"`
+			Reason    string  `json:"reason"`
+			Retryable bool    `json:"retryable"`
+			Step      string  `json:"step"`
+		} `json:"failure,omitempty"`
+		JobId    UUID                                        `json:"job_id"`
+		Name     *string                                     `json:"name,omitempty"`
+		Provider WebhookProvisioningJobSucceededDataProvider `json:"provider"`
+
+		// SpaceId The space the job registered (succeeded only).
+		SpaceId UUID        `json:"space_id"`
+		State   interface{} `json:"state"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// WebhookProvisioningJobSucceededDataProvider defines model for WebhookProvisioningJobSucceeded.Data.Provider.
+type WebhookProvisioningJobSucceededDataProvider string
+
+// WebhookRevisionData A revision's summary; never its manifests.
+type WebhookRevisionData struct {
+	// At RFC 3339 time in UTC.
+	At            Timestamp `json:"at"`
+	Attempts      int       `json:"attempts"`
+	EnvironmentId UUID      `json:"environment_id"`
+	Namespace     string    `json:"namespace"`
+
+	// Reason Why it failed (the cluster's message) or stopped.
+	Reason     *string                  `json:"reason,omitempty"`
+	RevisionId UUID                     `json:"revision_id"`
+	SpaceId    UUID                     `json:"space_id"`
+	State      WebhookRevisionDataState `json:"state"`
+}
+
+// WebhookRevisionDataState defines model for WebhookRevisionData.State.
+type WebhookRevisionDataState string
+
+// WebhookRevisionDeployed defines model for WebhookRevisionDeployed.
+type WebhookRevisionDeployed struct {
+	Data struct {
+		// At RFC 3339 time in UTC.
+		At            Timestamp `json:"at"`
+		Attempts      int       `json:"attempts"`
+		EnvironmentId UUID      `json:"environment_id"`
+		Namespace     string    `json:"namespace"`
+
+		// Reason Why it failed (the cluster's message) or stopped.
+		Reason     *string     `json:"reason,omitempty"`
+		RevisionId UUID        `json:"revision_id"`
+		SpaceId    UUID        `json:"space_id"`
+		State      interface{} `json:"state"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// WebhookRevisionFailed defines model for WebhookRevisionFailed.
+type WebhookRevisionFailed struct {
+	Data struct {
+		// At RFC 3339 time in UTC.
+		At            Timestamp `json:"at"`
+		Attempts      int       `json:"attempts"`
+		EnvironmentId UUID      `json:"environment_id"`
+		Namespace     string    `json:"namespace"`
+
+		// Reason Why it failed (the cluster's message) or stopped.
+		Reason     *string     `json:"reason,omitempty"`
+		RevisionId UUID        `json:"revision_id"`
+		SpaceId    UUID        `json:"space_id"`
+		State      interface{} `json:"state"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// WebhookRevisionStopped defines model for WebhookRevisionStopped.
+type WebhookRevisionStopped struct {
+	Data struct {
+		// At RFC 3339 time in UTC.
+		At            Timestamp `json:"at"`
+		Attempts      int       `json:"attempts"`
+		EnvironmentId UUID      `json:"environment_id"`
+		Namespace     string    `json:"namespace"`
+
+		// Reason Why it failed (the cluster's message) or stopped.
+		Reason     *string     `json:"reason,omitempty"`
+		RevisionId UUID        `json:"revision_id"`
+		SpaceId    UUID        `json:"space_id"`
+		State      interface{} `json:"state"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
 
 // WebhookSpaceData defines model for WebhookSpaceData.
 type WebhookSpaceData struct {
@@ -3608,6 +3922,24 @@ type CreateWebhookEndpointJSONRequestBody = CreateWebhookEndpointRequest
 
 // UpdateWebhookEndpointJSONRequestBody defines body for UpdateWebhookEndpoint for application/json ContentType.
 type UpdateWebhookEndpointJSONRequestBody = UpdateWebhookEndpointRequest
+
+// WebhookCloudAccountVerificationFailedJSONRequestBody defines body for WebhookCloudAccountVerificationFailed for application/json ContentType.
+type WebhookCloudAccountVerificationFailedJSONRequestBody = WebhookCloudAccountVerificationFailed
+
+// WebhookProvisioningJobFailedJSONRequestBody defines body for WebhookProvisioningJobFailed for application/json ContentType.
+type WebhookProvisioningJobFailedJSONRequestBody = WebhookProvisioningJobFailed
+
+// WebhookProvisioningJobSucceededJSONRequestBody defines body for WebhookProvisioningJobSucceeded for application/json ContentType.
+type WebhookProvisioningJobSucceededJSONRequestBody = WebhookProvisioningJobSucceeded
+
+// WebhookRevisionDeployedJSONRequestBody defines body for WebhookRevisionDeployed for application/json ContentType.
+type WebhookRevisionDeployedJSONRequestBody = WebhookRevisionDeployed
+
+// WebhookRevisionFailedJSONRequestBody defines body for WebhookRevisionFailed for application/json ContentType.
+type WebhookRevisionFailedJSONRequestBody = WebhookRevisionFailed
+
+// WebhookRevisionStoppedJSONRequestBody defines body for WebhookRevisionStopped for application/json ContentType.
+type WebhookRevisionStoppedJSONRequestBody = WebhookRevisionStopped
 
 // WebhookSpaceDeregisteredJSONRequestBody defines body for WebhookSpaceDeregistered for application/json ContentType.
 type WebhookSpaceDeregisteredJSONRequestBody = WebhookSpaceDeregistered
@@ -30635,6 +30967,36 @@ func (p *WebhookInitiator) applyWebhookEditors(ctx context.Context, req *http.Re
 
 // WebhookInitiatorInterface is the interface specification for the webhook initiator.
 type WebhookInitiatorInterface interface {
+	// WebhookCloudAccountVerificationFailedWithBody fires the cloud_account.verification_failed webhook with any body
+	WebhookCloudAccountVerificationFailedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookCloudAccountVerificationFailed(ctx context.Context, targetURL string, body WebhookCloudAccountVerificationFailedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookProvisioningJobFailedWithBody fires the provisioning_job.failed webhook with any body
+	WebhookProvisioningJobFailedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookProvisioningJobFailed(ctx context.Context, targetURL string, body WebhookProvisioningJobFailedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookProvisioningJobSucceededWithBody fires the provisioning_job.succeeded webhook with any body
+	WebhookProvisioningJobSucceededWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookProvisioningJobSucceeded(ctx context.Context, targetURL string, body WebhookProvisioningJobSucceededJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookRevisionDeployedWithBody fires the revision.deployed webhook with any body
+	WebhookRevisionDeployedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookRevisionDeployed(ctx context.Context, targetURL string, body WebhookRevisionDeployedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookRevisionFailedWithBody fires the revision.failed webhook with any body
+	WebhookRevisionFailedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookRevisionFailed(ctx context.Context, targetURL string, body WebhookRevisionFailedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookRevisionStoppedWithBody fires the revision.stopped webhook with any body
+	WebhookRevisionStoppedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookRevisionStopped(ctx context.Context, targetURL string, body WebhookRevisionStoppedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// WebhookSpaceDeregisteredWithBody fires the space.deregistered webhook with any body
 	WebhookSpaceDeregisteredWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -30654,6 +31016,150 @@ type WebhookInitiatorInterface interface {
 	WebhookTestWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	WebhookTest(ctx context.Context, targetURL string, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+func (p *WebhookInitiator) WebhookCloudAccountVerificationFailedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookCloudAccountVerificationFailedWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookCloudAccountVerificationFailed(ctx context.Context, targetURL string, body WebhookCloudAccountVerificationFailedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookCloudAccountVerificationFailedWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookProvisioningJobFailedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookProvisioningJobFailedWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookProvisioningJobFailed(ctx context.Context, targetURL string, body WebhookProvisioningJobFailedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookProvisioningJobFailedWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookProvisioningJobSucceededWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookProvisioningJobSucceededWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookProvisioningJobSucceeded(ctx context.Context, targetURL string, body WebhookProvisioningJobSucceededJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookProvisioningJobSucceededWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookRevisionDeployedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookRevisionDeployedWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookRevisionDeployed(ctx context.Context, targetURL string, body WebhookRevisionDeployedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookRevisionDeployedWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookRevisionFailedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookRevisionFailedWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookRevisionFailed(ctx context.Context, targetURL string, body WebhookRevisionFailedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookRevisionFailedWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookRevisionStoppedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookRevisionStoppedWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookRevisionStopped(ctx context.Context, targetURL string, body WebhookRevisionStoppedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookRevisionStoppedWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
 }
 
 func (p *WebhookInitiator) WebhookSpaceDeregisteredWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -30750,6 +31256,192 @@ func (p *WebhookInitiator) WebhookTest(ctx context.Context, targetURL string, bo
 		return nil, err
 	}
 	return p.Client.Do(req)
+}
+
+// NewWebhookCloudAccountVerificationFailedWebhookRequest builds a application/json POST request for the cloud_account.verification_failed webhook
+func NewWebhookCloudAccountVerificationFailedWebhookRequest(targetURL string, body WebhookCloudAccountVerificationFailedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookCloudAccountVerificationFailedWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookCloudAccountVerificationFailedWebhookRequestWithBody builds a POST request for the cloud_account.verification_failed webhook with any body
+func NewWebhookCloudAccountVerificationFailedWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookProvisioningJobFailedWebhookRequest builds a application/json POST request for the provisioning_job.failed webhook
+func NewWebhookProvisioningJobFailedWebhookRequest(targetURL string, body WebhookProvisioningJobFailedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookProvisioningJobFailedWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookProvisioningJobFailedWebhookRequestWithBody builds a POST request for the provisioning_job.failed webhook with any body
+func NewWebhookProvisioningJobFailedWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookProvisioningJobSucceededWebhookRequest builds a application/json POST request for the provisioning_job.succeeded webhook
+func NewWebhookProvisioningJobSucceededWebhookRequest(targetURL string, body WebhookProvisioningJobSucceededJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookProvisioningJobSucceededWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookProvisioningJobSucceededWebhookRequestWithBody builds a POST request for the provisioning_job.succeeded webhook with any body
+func NewWebhookProvisioningJobSucceededWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookRevisionDeployedWebhookRequest builds a application/json POST request for the revision.deployed webhook
+func NewWebhookRevisionDeployedWebhookRequest(targetURL string, body WebhookRevisionDeployedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookRevisionDeployedWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookRevisionDeployedWebhookRequestWithBody builds a POST request for the revision.deployed webhook with any body
+func NewWebhookRevisionDeployedWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookRevisionFailedWebhookRequest builds a application/json POST request for the revision.failed webhook
+func NewWebhookRevisionFailedWebhookRequest(targetURL string, body WebhookRevisionFailedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookRevisionFailedWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookRevisionFailedWebhookRequestWithBody builds a POST request for the revision.failed webhook with any body
+func NewWebhookRevisionFailedWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookRevisionStoppedWebhookRequest builds a application/json POST request for the revision.stopped webhook
+func NewWebhookRevisionStoppedWebhookRequest(targetURL string, body WebhookRevisionStoppedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookRevisionStoppedWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookRevisionStoppedWebhookRequestWithBody builds a POST request for the revision.stopped webhook with any body
+func NewWebhookRevisionStoppedWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
 }
 
 // NewWebhookSpaceDeregisteredWebhookRequest builds a application/json POST request for the space.deregistered webhook

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"spaces/shared/provisioning"
 	"spaces/shared/space"
 )
 
@@ -195,9 +196,14 @@ func (s *Store) DeleteWebhook(ctx context.Context, org, id string, version int64
 
 // WebhookEvent reads a record of the table's stream as an event for the
 // org's webhook endpoints: a space item's INSERT (space.registered), the
-// MODIFY that sets its deleted_at (space.deregistered), and a history
-// item's INSERT (space.status_changed: every stored transition, written in
-// the same transaction as the space). Anything else is not an event. The
+// MODIFY that sets its deleted_at (space.deregistered), a history item's
+// INSERT (space.status_changed: every stored transition, written in the
+// same transaction as the space), a revision's MODIFY into deployed,
+// failed or stopped (revision.*, space.RevisionEvent), a provisioning
+// job's into succeeded or failed (provisioning_job.*,
+// provisioning.WebhookEvent) and a cloud account's verification stored as
+// failed (cloud_account.verification_failed). Anything else is not an
+// event. The
 // webhook-id is "msg_" and the record's event id: the same for every read
 // of the record.
 func (s *Store) WebhookEvent(r events.DynamoDBEventRecord) (space.WebhookEvent, bool) {
@@ -217,6 +223,42 @@ func (s *Store) WebhookEvent(r events.DynamoDBEventRecord) (space.WebhookEvent, 
 			SpaceID: sp.ID, Labels: sp.Labels, HasLabels: true,
 			Data: space.SpaceEventData{SpaceID: sp.ID, Name: sp.Name, Provider: sp.Provider, CloudAccountID: sp.CloudAccountID,
 				Connectivity: string(sp.Connectivity), Labels: sp.Labels, Status: sp.Status}}, true
+	case r.EventName == string(events.DynamoDBOperationTypeModify) && strings.HasPrefix(pk.String(), prefixOrg) && strings.HasPrefix(sk.String(), prefixRevision):
+		// Decoded as summaries: the manifests are never read, nor sent.
+		var before, after space.RevisionSummary
+		if s.decode(streamImage(r.Change.OldImage), &before) != nil || s.decode(streamImage(r.Change.NewImage), &after) != nil {
+			return space.WebhookEvent{}, false
+		}
+		t, data, ok := space.RevisionEvent(before, after)
+		if !ok {
+			return space.WebhookEvent{}, false
+		}
+		return space.WebhookEvent{ID: id, OrgID: after.OrgID, Type: t, At: data.At, SpaceID: after.SpaceID, Data: data}, true
+	case r.EventName == string(events.DynamoDBOperationTypeModify) && strings.HasPrefix(pk.String(), prefixOrg) && strings.HasPrefix(sk.String(), prefixJob):
+		var before, after provisioning.Job
+		if s.decode(streamImage(r.Change.OldImage), &before) != nil || s.decode(streamImage(r.Change.NewImage), &after) != nil {
+			return space.WebhookEvent{}, false
+		}
+		t, data, ok := provisioning.WebhookEvent(before, after)
+		if !ok {
+			return space.WebhookEvent{}, false
+		}
+		// About no space: a job's events are not narrowed by a selector.
+		return space.WebhookEvent{ID: id, OrgID: after.OrgID, Type: t, At: data.At, Data: data}, true
+	case r.EventName == string(events.DynamoDBOperationTypeModify) && strings.HasPrefix(pk.String(), prefixOrg) && strings.HasPrefix(sk.String(), prefixAccount):
+		var before, after space.CloudAccount
+		if s.decode(streamImage(r.Change.OldImage), &before) != nil || s.decode(streamImage(r.Change.NewImage), &after) != nil ||
+			!space.AccountVerificationFailed(before, after) {
+			return space.WebhookEvent{}, false
+		}
+		// A failed verification stores no time of its own: the change's.
+		at := r.Change.ApproximateCreationDateTime.UTC()
+		if at.IsZero() || at.Unix() <= 0 {
+			at = after.CreatedAt.UTC()
+		}
+		return space.WebhookEvent{ID: id, OrgID: after.OrgID, Type: space.EventAccountVerificationFailed, At: at,
+			Data: space.AccountEventData{CloudAccountID: after.ID, Provider: after.Provider, Name: after.Name, Status: after.Status,
+				Reason: after.StatusReason, Message: after.StatusMessage, At: at}}, true
 	case r.EventName == string(events.DynamoDBOperationTypeModify):
 		d, ok := s.Deregistration(r)
 		if !ok {

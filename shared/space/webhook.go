@@ -520,3 +520,72 @@ type DeliveryAttempt struct {
 
 // DeliveryLogTTL is how long an attempt stays in the log.
 const DeliveryLogTTL = 30 * 24 * time.Hour
+
+// RevisionEventData is the data of revision.deployed, revision.failed and
+// revision.stopped: the revision's summary, never its manifests.
+type RevisionEventData struct {
+	RevisionID    string        `json:"revision_id"`
+	EnvironmentID string        `json:"environment_id"`
+	SpaceID       string        `json:"space_id"`
+	Namespace     string        `json:"namespace"`
+	State         RevisionState `json:"state"`
+	Reason        string        `json:"reason,omitempty"`
+	Attempts      int           `json:"attempts"`
+	At            time.Time     `json:"at"`
+}
+
+// RevisionEvent is the event of a revision's stored change from before to
+// after, or false when the change is none (the state did not change, or
+// changed to one no event names).
+func RevisionEvent(before, after RevisionSummary) (EventType, RevisionEventData, bool) {
+	t, ok := map[RevisionState]EventType{RevisionDeployed: EventRevisionDeployed,
+		RevisionFailed: EventRevisionFailed, RevisionStopped: EventRevisionStopped}[after.State]
+	if !ok || before.State == after.State || after.ID == "" || after.OrgID == "" {
+		return "", RevisionEventData{}, false
+	}
+	return t, RevisionEventData{RevisionID: after.ID, EnvironmentID: after.EnvironmentID, SpaceID: after.SpaceID,
+		Namespace: after.Namespace, State: after.State, Reason: after.Reason, Attempts: after.Attempts, At: after.UpdatedAt.UTC()}, true
+}
+
+// JobEventData is the data of provisioning_job.succeeded and
+// provisioning_job.failed: what the job is and how it ended, never its
+// cluster's configuration or credentials.
+type JobEventData struct {
+	JobID          string          `json:"job_id"`
+	Name           string          `json:"name,omitempty"`
+	Provider       Provider        `json:"provider"`
+	CloudAccountID string          `json:"cloud_account_id"`
+	State          string          `json:"state"`
+	SpaceID        string          `json:"space_id,omitempty"`
+	Failure        *JobFailureData `json:"failure,omitempty"`
+	At             time.Time       `json:"at"`
+}
+
+// JobFailureData is why a job failed: the step, a machine-readable reason,
+// the message and whether a retry can succeed.
+type JobFailureData struct {
+	Step      string `json:"step"`
+	Reason    string `json:"reason"`
+	Message   string `json:"message,omitempty"`
+	Retryable bool   `json:"retryable"`
+}
+
+// AccountEventData is the data of cloud_account.verification_failed: the
+// account and the cloud's answer, never its connection.
+type AccountEventData struct {
+	CloudAccountID string        `json:"cloud_account_id"`
+	Provider       Provider      `json:"provider"`
+	Name           string        `json:"name"`
+	Status         AccountStatus `json:"status"`
+	Reason         string        `json:"reason,omitempty"`
+	Message        string        `json:"message,omitempty"`
+	At             time.Time     `json:"at"`
+}
+
+// AccountVerificationFailed reports whether a cloud account's stored change
+// from before to after is a verification that failed: a new version (each
+// verification stores one; the space count's updates do not) whose status
+// is failed.
+func AccountVerificationFailed(before, after CloudAccount) bool {
+	return after.Status == AccountFailed && after.Version != before.Version && after.ID != "" && after.OrgID != ""
+}

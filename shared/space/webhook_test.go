@@ -279,3 +279,44 @@ func TestClassifyDelivery(t *testing.T) {
 		}
 	}
 }
+
+// TestStoredChangeEvents: a revision's change is an event only when it
+// enters deployed, failed or stopped; an account's only when a new version
+// is stored failed (not the space count's updates, which keep it).
+func TestStoredChangeEvents(t *testing.T) {
+	rev := func(s RevisionState) RevisionSummary {
+		return RevisionSummary{ID: "r1", OrgID: "acme", SpaceID: "s1", State: s, Reason: "why"}
+	}
+	for _, c := range []struct {
+		from, to RevisionState
+		want     EventType
+	}{
+		{RevisionPending, RevisionDeployed, EventRevisionDeployed},
+		{RevisionPending, RevisionFailed, EventRevisionFailed},
+		{RevisionPending, RevisionStopped, EventRevisionStopped},
+		{RevisionStopped, RevisionPending, ""},
+		{RevisionPending, RevisionDeadLettered, ""},
+		{RevisionDeployed, RevisionDeployed, ""},
+		{"", RevisionFailed, EventRevisionFailed},
+	} {
+		got, data, ok := RevisionEvent(rev(c.from), rev(c.to))
+		if got != c.want || ok != (c.want != "") || (ok && (data.RevisionID != "r1" || data.State != c.to || data.Reason != "why")) {
+			t.Errorf("%s -> %s: %q %+v %v; want %q", c.from, c.to, got, data, ok, c.want)
+		}
+	}
+	acct := func(s AccountStatus, v int64) CloudAccount { return CloudAccount{ID: "a1", OrgID: "acme", Status: s, Version: v} }
+	for _, c := range []struct {
+		before, after CloudAccount
+		want          bool
+	}{
+		{acct(AccountPending, 1), acct(AccountFailed, 2), true},
+		{acct(AccountFailed, 2), acct(AccountFailed, 3), true}, // verified again, failed again
+		{acct(AccountFailed, 2), acct(AccountFailed, 2), false}, // the space count changed
+		{acct(AccountPending, 1), acct(AccountReady, 2), false},
+		{acct(AccountReady, 2), acct(AccountPending, 3), false},
+	} {
+		if got := AccountVerificationFailed(c.before, c.after); got != c.want {
+			t.Errorf("%+v -> %+v: %v; want %v", c.before, c.after, got, c.want)
+		}
+	}
+}
