@@ -2169,10 +2169,16 @@ type WebhookDeliveryList struct {
 // WebhookEndpoint A receiver of the org's events. Its secrets are never part of it.
 type WebhookEndpoint struct {
 	// CreatedAt RFC 3339 time in UTC.
-	CreatedAt   Timestamp          `json:"created_at"`
-	Description *string            `json:"description,omitempty"`
-	EventTypes  []WebhookEventType `json:"event_types"`
-	Id          UUID               `json:"id"`
+	CreatedAt   Timestamp `json:"created_at"`
+	Description *string   `json:"description,omitempty"`
+
+	// DisabledAt When Spaces disabled the endpoint; absent unless disabled.
+	DisabledAt *Timestamp         `json:"disabled_at,omitempty"`
+	EventTypes []WebhookEventType `json:"event_types"`
+
+	// FailingSince When its attempts began failing (none delivered since); absent while they succeed. Five days of it disables the endpoint.
+	FailingSince *Timestamp `json:"failing_since,omitempty"`
+	Id           UUID       `json:"id"`
 
 	// LabelSelector Narrows events about a space (or its revisions) to spaces whose labels match; cloud account events are not narrowed.
 	LabelSelector *string `json:"label_selector,omitempty"`
@@ -2181,7 +2187,7 @@ type WebhookEndpoint struct {
 	// State `disabled`: Spaces stopped delivering (see `state_reason`); resume to enable it again.
 	State WebhookEndpointState `json:"state"`
 
-	// StateReason Why Spaces disabled the endpoint (`ReceiverGone`, `FailedTooLong`).
+	// StateReason Why Spaces disabled the endpoint (`ReceiverGone`, the receiver answered 410; `FailedTooLong`, every attempt failed for five days).
 	StateReason *string `json:"state_reason,omitempty"`
 
 	// UpdatedAt RFC 3339 time in UTC.
@@ -2204,10 +2210,16 @@ type WebhookEndpointList struct {
 // WebhookEndpointWithSecret An endpoint with its signing secret, answered only by its creation and by a rotation.
 type WebhookEndpointWithSecret struct {
 	// CreatedAt RFC 3339 time in UTC.
-	CreatedAt   Timestamp          `json:"created_at"`
-	Description *string            `json:"description,omitempty"`
-	EventTypes  []WebhookEventType `json:"event_types"`
-	Id          UUID               `json:"id"`
+	CreatedAt   Timestamp `json:"created_at"`
+	Description *string   `json:"description,omitempty"`
+
+	// DisabledAt When Spaces disabled the endpoint; absent unless disabled.
+	DisabledAt *Timestamp         `json:"disabled_at,omitempty"`
+	EventTypes []WebhookEventType `json:"event_types"`
+
+	// FailingSince When its attempts began failing (none delivered since); absent while they succeed. Five days of it disables the endpoint.
+	FailingSince *Timestamp `json:"failing_since,omitempty"`
+	Id           UUID       `json:"id"`
 
 	// LabelSelector Narrows events about a space (or its revisions) to spaces whose labels match; cloud account events are not narrowed.
 	LabelSelector *string `json:"label_selector,omitempty"`
@@ -2219,7 +2231,7 @@ type WebhookEndpointWithSecret struct {
 	// State `disabled`: Spaces stopped delivering (see `state_reason`); resume to enable it again.
 	State WebhookEndpointWithSecretState `json:"state"`
 
-	// StateReason Why Spaces disabled the endpoint (`ReceiverGone`, `FailedTooLong`).
+	// StateReason Why Spaces disabled the endpoint (`ReceiverGone`, the receiver answered 410; `FailedTooLong`, every attempt failed for five days).
 	StateReason *string `json:"state_reason,omitempty"`
 
 	// UpdatedAt RFC 3339 time in UTC.

@@ -85,8 +85,14 @@ type WebhookEndpoint struct {
 	// about no space (a cloud account's) are not narrowed.
 	LabelSelector string       `json:"label_selector,omitempty"`
 	State         WebhookState `json:"state"`
-	// StateReason says why a disabled endpoint was disabled.
-	StateReason string    `json:"state_reason,omitempty"`
+	// StateReason says why a disabled endpoint was disabled, and
+	// DisabledAt since when.
+	StateReason string     `json:"state_reason,omitempty"`
+	DisabledAt  *time.Time `json:"disabled_at,omitempty"`
+	// FailingSince is when the attempts to it began failing (the first
+	// failed attempt after a delivered one, or after it was enabled);
+	// nil while they succeed. Five days of it disables the endpoint.
+	FailingSince *time.Time `json:"failing_since,omitempty"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 	Version     int64     `json:"version"`
@@ -372,19 +378,55 @@ func (e WebhookEndpoint) Rotate(secret string, now time.Time, overlap time.Durat
 	return e
 }
 
-// SetState moves e to state with reason: KindConflict when it is already
-// there (an idempotent pause answers the endpoint unchanged instead:
-// ErrUnchanged). Resuming clears the reason.
-func (e WebhookEndpoint) SetState(state WebhookState, reason string) (WebhookEndpoint, error) {
+// SetState moves e to state with reason at now: ErrUnchanged when it is
+// already there (an idempotent pause answers the endpoint unchanged).
+// Disabling records when; resuming clears the reason, the time and the
+// failing run, so a resumed endpoint has five days again.
+func (e WebhookEndpoint) SetState(state WebhookState, reason string, now time.Time) (WebhookEndpoint, error) {
 	if e.State == state {
 		return e, ErrUnchanged
 	}
 	e.State = state
 	e.StateReason = reason
-	if state == WebhookEnabled {
-		e.StateReason = ""
+	e.DisabledAt = nil
+	switch state {
+	case WebhookEnabled:
+		e.StateReason, e.FailingSince = "", nil
+	case WebhookDisabled:
+		at := now.UTC()
+		e.DisabledAt = &at
 	}
 	return e, nil
+}
+
+// WebhookFailingLimit is how long every attempt to an endpoint may fail
+// before it is disabled (ReasonFailedTooLong).
+const WebhookFailingLimit = 5 * 24 * time.Hour
+
+// AfterAttempt is e once an attempt made at at was judged v: a delivery
+// ends its failing run; a failure starts one, or, when the run has lasted
+// WebhookFailingLimit, disables e. ErrUnchanged when nothing changes (most
+// attempts: the endpoint is written only when its run starts or ends).
+// 410 Gone is not judged here: it disables at once (Disable).
+func (e WebhookEndpoint) AfterAttempt(v DeliveryVerdict, at time.Time) (WebhookEndpoint, error) {
+	if e.State != WebhookEnabled {
+		return e, ErrUnchanged
+	}
+	switch {
+	case v == Delivered && e.FailingSince != nil:
+		e.FailingSince = nil
+		return e, nil
+	case v == RetryLater || v == Rejected:
+		if e.FailingSince == nil {
+			since := at.UTC()
+			e.FailingSince = &since
+			return e, nil
+		}
+		if at.Sub(*e.FailingSince) >= WebhookFailingLimit {
+			return e.SetState(WebhookDisabled, ReasonFailedTooLong, at)
+		}
+	}
+	return e, ErrUnchanged
 }
 
 // Reasons Spaces disables an endpoint.

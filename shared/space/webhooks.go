@@ -140,19 +140,30 @@ func (w *Webhooks) SetState(ctx context.Context, org, id string, version int64, 
 	if !ValidID(id) {
 		return WebhookEndpoint{}, ErrNotFound("webhook endpoint")
 	}
+	now := w.Now()
 	return w.change(ctx, org, id, version, func(e WebhookEndpoint) (WebhookEndpoint, error) {
-		return e.SetState(state, "")
+		return e.SetState(state, "", now)
 	})
 }
 
 // Disable stops deliveries to an endpoint for reason (Spaces' own
 // decision: 410 Gone, or failing for too long).
 func (w *Webhooks) Disable(ctx context.Context, org, id, reason string) (WebhookEndpoint, error) {
+	now := w.Now()
 	return w.change(ctx, org, id, 0, func(e WebhookEndpoint) (WebhookEndpoint, error) {
 		if e.State != WebhookEnabled {
 			return e, ErrUnchanged
 		}
-		return e.SetState(WebhookDisabled, reason)
+		return e.SetState(WebhookDisabled, reason, now)
+	})
+}
+
+// AfterAttempt records an attempt's verdict v, made at at, on the
+// endpoint's failing run (WebhookEndpoint.AfterAttempt): five days of
+// failures disable it.
+func (w *Webhooks) AfterAttempt(ctx context.Context, org, id string, v DeliveryVerdict, at time.Time) (WebhookEndpoint, error) {
+	return w.change(ctx, org, id, 0, func(e WebhookEndpoint) (WebhookEndpoint, error) {
+		return e.AfterAttempt(v, at)
 	})
 }
 

@@ -158,9 +158,10 @@ type Sender interface {
 	Send(ctx context.Context, url, id string, body []byte, secrets []string) webhook.Attempt
 }
 
-// Disabler disables an endpoint (space.Webhooks).
+// Disabler disables an endpoint and keeps its failing run (space.Webhooks).
 type Disabler interface {
 	Disable(ctx context.Context, org, id, reason string) (space.WebhookEndpoint, error)
+	AfterAttempt(ctx context.Context, org, id string, v space.DeliveryVerdict, at time.Time) (space.WebhookEndpoint, error)
 }
 
 // Deliverer is the delivery queue's consumer.
@@ -249,6 +250,15 @@ func (d *Deliverer) Deliver(ctx context.Context, del Delivery) error {
 	case space.Gone:
 		if _, err := d.Endpoints.Disable(ctx, del.OrgID, del.EndpointID, space.ReasonReceiverGone); err != nil {
 			return err
+		}
+	}
+	// The endpoint is written only when its failing run starts, ends or
+	// has lasted five days (judged on the endpoint just read; the write
+	// judges again on a fresh read). Not repeated on failure: the next
+	// attempt judges again, and the receiver must not get this one twice.
+	if _, err := ep.AfterAttempt(a.Verdict, now); err == nil {
+		if _, err := d.Endpoints.AfterAttempt(ctx, del.OrgID, del.EndpointID, a.Verdict, now); err != nil {
+			d.Log.WarnContext(ctx, "webhook endpoint's failing run not kept", "webhook_id", del.ID, "endpoint_id", del.EndpointID, "error", err.Error())
 		}
 	}
 	// The log is what the org reads; losing one line must not repeat a

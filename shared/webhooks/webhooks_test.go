@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"spaces/infra/emulator/emulatortest"
+	"spaces/infra/testclock"
 	"spaces/shared/awsclient"
 	"spaces/shared/dynamostore"
 	"spaces/shared/space"
@@ -199,5 +201,80 @@ func TestFanOutChoosesEndpoints(t *testing.T) {
 	}
 	if len(got) != 2 || !got[all.ID] || !got[prod.ID] {
 		t.Errorf("delivered to %v; want %s and %s", got, all.ID, prod.ID)
+	}
+}
+
+// useClock puts the deliverer, the endpoints and the client on c.
+func (f *fixture) useClock(c *testclock.Clock) {
+	f.d.Now, f.eps.Now = c.Now, c.Now
+	f.d.Sender.(*webhook.Client).SetClock(c.Now)
+}
+
+// TestFailingFiveDaysDisables, on a virtual clock: a 503 starts the
+// endpoint's failing run, a 2xx ends it, and five days of failures
+// disable it (FailedTooLong, with when, as GET answers it); a disabled
+// endpoint is called no more, and resuming it starts afresh.
+func TestFailingFiveDaysDisables(t *testing.T) {
+	f := newFixture(t)
+	clock := testclock.New(time.Now().UTC().Truncate(time.Second))
+	f.useClock(clock)
+	ctx := t.Context()
+	ep := f.endpoint(t, "", space.EventSpaceRegistered)
+	get := func() space.WebhookEndpoint {
+		got, err := f.eps.Get(ctx, f.org, ep.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	deliver := func(status int) {
+		f.status.Store(int64(status))
+		if err := f.d.Deliver(ctx, delivery(f.org, ep)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := clock.Now()
+	deliver(503)
+	if got := get(); got.FailingSince == nil || !got.FailingSince.Equal(start) || got.State != space.WebhookEnabled {
+		t.Fatalf("after a 503: %s since %v", got.State, got.FailingSince)
+	}
+	v := get().Version
+	clock.Advance(3 * 24 * time.Hour)
+	deliver(500)
+	if got := get(); got.Version != v || !got.FailingSince.Equal(start) {
+		t.Errorf("a failure within the run wrote the endpoint: version %d, since %v", got.Version, got.FailingSince)
+	}
+	deliver(204)
+	if got := get(); got.FailingSince != nil || got.State != space.WebhookEnabled {
+		t.Fatalf("after a 2xx: %s since %v", got.State, got.FailingSince)
+	}
+	clock.Advance(time.Hour)
+	restart := clock.Now()
+	deliver(503)
+	clock.Advance(space.WebhookFailingLimit - time.Second)
+	deliver(503)
+	if got := get(); got.State != space.WebhookEnabled || !got.FailingSince.Equal(restart) {
+		t.Fatalf("a second short of five days: %s since %v", got.State, got.FailingSince)
+	}
+	clock.Advance(time.Second)
+	deliver(503)
+	got := get()
+	if got.State != space.WebhookDisabled || got.StateReason != space.ReasonFailedTooLong || got.DisabledAt == nil || !got.DisabledAt.Equal(clock.Now()) {
+		t.Fatalf("after five days: %s %q at %v", got.State, got.StateReason, got.DisabledAt)
+	}
+	body, _ := json.Marshal(got)
+	for _, want := range []string{`"state":"disabled"`, `"state_reason":"FailedTooLong"`, `"disabled_at":"`, `"failing_since":"`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("the endpoint's body lacks %s: %s", want, body)
+		}
+	}
+	hits := f.hits.Load()
+	deliver(204)
+	if f.hits.Load() != hits {
+		t.Error("a disabled endpoint was called")
+	}
+	resumed, err := f.eps.SetState(ctx, f.org, ep.ID, 0, space.WebhookEnabled)
+	if err != nil || resumed.FailingSince != nil || resumed.DisabledAt != nil || resumed.StateReason != "" {
+		t.Fatalf("resumed: %+v %v", resumed, err)
 	}
 }
