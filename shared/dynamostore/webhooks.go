@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -376,4 +378,110 @@ func (s *Store) Attempts(ctx context.Context, org, endpointID string, page space
 		return out[:page.Limit], keys[page.Limit-1], nil
 	}
 	return out, "", nil
+}
+
+var _ space.EventStore = (*Store)(nil)
+
+// SaveEvent keeps an event as delivered to its endpoint, for replay, until
+// space.EventRetention after at (a replay's first attempt puts it again,
+// unchanged but for a later expiry).
+func (s *Store) SaveEvent(ctx context.Context, e space.StoredEvent, at time.Time) error {
+	item, err := s.encode(e)
+	if err != nil {
+		return err
+	}
+	item["pk"] = str(prefixWebhook + e.EndpointID)
+	item["sk"] = str(prefixEvent + e.WebhookID)
+	item["expires_at"] = num(at.Add(space.EventRetention).Unix())
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item}); err != nil {
+		return awsError("PutItem", err)
+	}
+	return nil
+}
+
+// DeliveredEvent returns org's endpoint's kept event webhookID; one past
+// its retention (which DynamoDB's TTL may not have removed yet) is not
+// found.
+func (s *Store) DeliveredEvent(ctx context.Context, org, endpointID, webhookID string) (space.StoredEvent, error) {
+	item, err := s.getItem(ctx, map[string]types.AttributeValue{"pk": str(prefixWebhook + endpointID), "sk": str(prefixEvent + webhookID)})
+	if err != nil {
+		return space.StoredEvent{}, err
+	}
+	var e space.StoredEvent
+	if item != nil {
+		if err := s.decode(item, &e); err != nil {
+			return e, err
+		}
+	}
+	if item == nil || e.OrgID != org || expired(item, s.now()) {
+		return space.StoredEvent{}, space.ErrNotFound("delivery")
+	}
+	return e, nil
+}
+
+func expired(item map[string]types.AttributeValue, now time.Time) bool {
+	n, ok := item["expires_at"].(*types.AttributeValueMemberN)
+	if !ok {
+		return false
+	}
+	exp, err := strconv.ParseInt(n.Value, 10, 64)
+	return err == nil && exp <= now.Unix()
+}
+
+// DeliveredSince returns at most limit of org's endpoint's kept events
+// whose first attempt in the delivery log is at or after since, oldest
+// first, and when more remain, the attempt time to continue from: the log
+// (ATT#, ordered by time) is read from since, each event once, then each
+// event's item; an event no longer kept is skipped.
+func (s *Store) DeliveredSince(ctx context.Context, org, endpointID string, since time.Time, limit int) ([]space.StoredEvent, *time.Time, error) {
+	in := &dynamodb.QueryInput{TableName: s.table, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression:    aws.String(nPK + " = :pk AND " + nSK + " BETWEEN :from AND :to"),
+		FilterExpression:          aws.String(nOrg + " = :org"),
+		ProjectionExpression:      aws.String(nSK + ", webhook_id"),
+		ExpressionAttributeNames:  names(nPK, nSK, nOrg),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(prefixWebhook + endpointID), ":from": str(prefixAttempt + since.UTC().Format(histTime)), ":to": str(prefixAttempt + "~"), ":org": str(org)}}
+	seen := map[string]bool{}
+	var ids []string
+	var next *time.Time
+	for next == nil {
+		res, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, nil, awsError("Query", err)
+		}
+		for _, item := range res.Items {
+			v, _ := item["webhook_id"].(*types.AttributeValueMemberS)
+			if v == nil || seen[v.Value] {
+				continue
+			}
+			if len(ids) == limit {
+				sk, _ := item["sk"].(*types.AttributeValueMemberS)
+				at := since
+				if sk != nil && len(sk.Value) >= len(prefixAttempt)+len(histTime) {
+					if t, err := time.Parse(histTime, sk.Value[len(prefixAttempt):len(prefixAttempt)+len(histTime)]); err == nil {
+						at = t
+					}
+				}
+				next = &at
+				break
+			}
+			seen[v.Value] = true
+			ids = append(ids, v.Value)
+		}
+		if res.LastEvaluatedKey == nil {
+			break
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+	out := make([]space.StoredEvent, 0, len(ids))
+	for _, id := range ids {
+		e, err := s.DeliveredEvent(ctx, org, endpointID, id)
+		if space.KindOf(err) == space.KindNotFound {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, e)
+	}
+	return out, next, nil
 }

@@ -151,6 +151,8 @@ func (q Enqueuer) Enqueue(ctx context.Context, endpointID string, e space.Webhoo
 type Store interface {
 	GetWebhook(ctx context.Context, org, id string) (space.WebhookEndpoint, error)
 	RecordAttempt(ctx context.Context, a space.DeliveryAttempt) error
+	// SaveEvent keeps the event as delivered, for replay.
+	SaveEvent(ctx context.Context, e space.StoredEvent, at time.Time) error
 }
 
 // Sender makes one attempt (webhook.Client).
@@ -228,6 +230,14 @@ func (d *Deliverer) Deliver(ctx context.Context, del Delivery) error {
 	body, err := webhook.Body(del.Type, del.At, del.Data)
 	if err != nil {
 		return fmt.Errorf("encode the body: %w", err)
+	}
+	if del.Attempts == 0 {
+		// Kept before the first attempt, so that whatever the log shows
+		// can be replayed; failing here sends nothing yet (SQS retries).
+		if err := d.Store.SaveEvent(ctx, space.StoredEvent{OrgID: del.OrgID, EndpointID: del.EndpointID, WebhookID: del.ID,
+			Type: del.Type, At: del.At, Data: del.Data}, now); err != nil {
+			return err
+		}
 	}
 	a := d.Sender.Send(ctx, ep.URL, del.ID, body, ep.SigningSecrets(now))
 	rec := space.DeliveryAttempt{OrgID: del.OrgID, EndpointID: del.EndpointID, WebhookID: del.ID, Type: del.Type,
