@@ -93,9 +93,9 @@ type WebhookEndpoint struct {
 	// failed attempt after a delivered one, or after it was enabled);
 	// nil while they succeed. Five days of it disables the endpoint.
 	FailingSince *time.Time `json:"failing_since,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
-	Version     int64     `json:"version"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	Version      int64      `json:"version"`
 	// Secrets sign deliveries, newest first; stored encrypted, never
 	// answered.
 	Secrets []WebhookSecret `json:"-" dynamodbav:"-"`

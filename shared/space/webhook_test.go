@@ -346,13 +346,15 @@ func TestStoredChangeEvents(t *testing.T) {
 			t.Errorf("%s -> %s: %q %+v %v; want %q", c.from, c.to, got, data, ok, c.want)
 		}
 	}
-	acct := func(s AccountStatus, v int64) CloudAccount { return CloudAccount{ID: "a1", OrgID: "acme", Status: s, Version: v} }
+	acct := func(s AccountStatus, v int64) CloudAccount {
+		return CloudAccount{ID: "a1", OrgID: "acme", Status: s, Version: v}
+	}
 	for _, c := range []struct {
 		before, after CloudAccount
 		want          bool
 	}{
 		{acct(AccountPending, 1), acct(AccountFailed, 2), true},
-		{acct(AccountFailed, 2), acct(AccountFailed, 3), true}, // verified again, failed again
+		{acct(AccountFailed, 2), acct(AccountFailed, 3), true},  // verified again, failed again
 		{acct(AccountFailed, 2), acct(AccountFailed, 2), false}, // the space count changed
 		{acct(AccountPending, 1), acct(AccountReady, 2), false},
 		{acct(AccountReady, 2), acct(AccountPending, 3), false},

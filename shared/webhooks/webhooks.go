@@ -13,7 +13,9 @@
 //     retryable failure sends the next attempt to the queue with the
 //     schedule's wait (space.WebhookRetry); SQS delays at most 15 minutes,
 //     so a longer wait is several hops (Due). 410 disables the endpoint;
-//     other refusals end the delivery. Each message of a batch is handled
+//     other refusals end the delivery; five days of failures disable it
+//     too (space.WebhookEndpoint.AfterAttempt). Before the first attempt
+//     the event is kept for replay (Store.SaveEvent). Each message of a batch is handled
 //     at once beside the others, so a slow endpoint (up to the 10 s
 //     timeout) holds up no other delivery.
 package webhooks
