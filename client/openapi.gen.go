@@ -287,6 +287,27 @@ func (e TombstoneProvider) Valid() bool {
 	}
 }
 
+// Defines values for WebhookCloudAccountVerificationFailedDataProvider.
+const (
+	WebhookCloudAccountVerificationFailedDataProviderAws   WebhookCloudAccountVerificationFailedDataProvider = "aws"
+	WebhookCloudAccountVerificationFailedDataProviderAzure WebhookCloudAccountVerificationFailedDataProvider = "azure"
+	WebhookCloudAccountVerificationFailedDataProviderGcp   WebhookCloudAccountVerificationFailedDataProvider = "gcp"
+)
+
+// Valid indicates whether the value is a known member of the WebhookCloudAccountVerificationFailedDataProvider enum.
+func (e WebhookCloudAccountVerificationFailedDataProvider) Valid() bool {
+	switch e {
+	case WebhookCloudAccountVerificationFailedDataProviderAws:
+		return true
+	case WebhookCloudAccountVerificationFailedDataProviderAzure:
+		return true
+	case WebhookCloudAccountVerificationFailedDataProviderGcp:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WebhookDeliveryAttemptVerdict.
 const (
 	VerdictDelivered WebhookDeliveryAttemptVerdict = "delivered"
@@ -386,6 +407,108 @@ func (e WebhookEventType) Valid() bool {
 	case SpaceRegistered:
 		return true
 	case SpaceStatusChanged:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookJobDataProvider.
+const (
+	WebhookJobDataProviderAws   WebhookJobDataProvider = "aws"
+	WebhookJobDataProviderAzure WebhookJobDataProvider = "azure"
+	WebhookJobDataProviderGcp   WebhookJobDataProvider = "gcp"
+)
+
+// Valid indicates whether the value is a known member of the WebhookJobDataProvider enum.
+func (e WebhookJobDataProvider) Valid() bool {
+	switch e {
+	case WebhookJobDataProviderAws:
+		return true
+	case WebhookJobDataProviderAzure:
+		return true
+	case WebhookJobDataProviderGcp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookJobDataState.
+const (
+	WebhookJobDataStateFailed    WebhookJobDataState = "failed"
+	WebhookJobDataStateSucceeded WebhookJobDataState = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the WebhookJobDataState enum.
+func (e WebhookJobDataState) Valid() bool {
+	switch e {
+	case WebhookJobDataStateFailed:
+		return true
+	case WebhookJobDataStateSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookProvisioningJobFailedDataProvider.
+const (
+	WebhookProvisioningJobFailedDataProviderAws   WebhookProvisioningJobFailedDataProvider = "aws"
+	WebhookProvisioningJobFailedDataProviderAzure WebhookProvisioningJobFailedDataProvider = "azure"
+	WebhookProvisioningJobFailedDataProviderGcp   WebhookProvisioningJobFailedDataProvider = "gcp"
+)
+
+// Valid indicates whether the value is a known member of the WebhookProvisioningJobFailedDataProvider enum.
+func (e WebhookProvisioningJobFailedDataProvider) Valid() bool {
+	switch e {
+	case WebhookProvisioningJobFailedDataProviderAws:
+		return true
+	case WebhookProvisioningJobFailedDataProviderAzure:
+		return true
+	case WebhookProvisioningJobFailedDataProviderGcp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookProvisioningJobSucceededDataProvider.
+const (
+	WebhookProvisioningJobSucceededDataProviderAws   WebhookProvisioningJobSucceededDataProvider = "aws"
+	WebhookProvisioningJobSucceededDataProviderAzure WebhookProvisioningJobSucceededDataProvider = "azure"
+	WebhookProvisioningJobSucceededDataProviderGcp   WebhookProvisioningJobSucceededDataProvider = "gcp"
+)
+
+// Valid indicates whether the value is a known member of the WebhookProvisioningJobSucceededDataProvider enum.
+func (e WebhookProvisioningJobSucceededDataProvider) Valid() bool {
+	switch e {
+	case WebhookProvisioningJobSucceededDataProviderAws:
+		return true
+	case WebhookProvisioningJobSucceededDataProviderAzure:
+		return true
+	case WebhookProvisioningJobSucceededDataProviderGcp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookRevisionDataState.
+const (
+	WebhookRevisionDataStateDeployed WebhookRevisionDataState = "deployed"
+	WebhookRevisionDataStateFailed   WebhookRevisionDataState = "failed"
+	WebhookRevisionDataStateStopped  WebhookRevisionDataState = "stopped"
+)
+
+// Valid indicates whether the value is a known member of the WebhookRevisionDataState enum.
+func (e WebhookRevisionDataState) Valid() bool {
+	switch e {
+	case WebhookRevisionDataStateDeployed:
+		return true
+	case WebhookRevisionDataStateFailed:
+		return true
+	case WebhookRevisionDataStateStopped:
 		return true
 	default:
 		return false
@@ -2060,6 +2183,32 @@ type UpdateWebhookEndpointRequest struct {
 	Url           *string `json:"url,omitempty"`
 }
 
+// WebhookCloudAccountVerificationFailed defines model for WebhookCloudAccountVerificationFailed.
+type WebhookCloudAccountVerificationFailed struct {
+	// Data The account and the cloud's answer; never its connection.
+	Data struct {
+		// At When the failed verification was stored.
+		At             Timestamp `json:"at"`
+		CloudAccountId UUID      `json:"cloud_account_id"`
+
+		// Message The cloud's answer.
+		Message  *string                                           `json:"message,omitempty"`
+		Name     string                                            `json:"name"`
+		Provider WebhookCloudAccountVerificationFailedDataProvider `json:"provider"`
+
+		// Reason Why (`AccessDenied`, `ExternalIdNotRequired`, `TrustNotOrgBound`, ...).
+		Reason *string     `json:"reason,omitempty"`
+		Status interface{} `json:"status"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// WebhookCloudAccountVerificationFailedDataProvider defines model for WebhookCloudAccountVerificationFailed.Data.Provider.
+type WebhookCloudAccountVerificationFailedDataProvider string
+
 // WebhookDeliveryAttempt One attempt to deliver one event to the endpoint.
 type WebhookDeliveryAttempt struct {
 	// At When the attempt was made.
@@ -2111,10 +2260,16 @@ type WebhookDeliveryList struct {
 // WebhookEndpoint A receiver of the org's events. Its secrets are never part of it.
 type WebhookEndpoint struct {
 	// CreatedAt RFC 3339 time in UTC.
-	CreatedAt   Timestamp          `json:"created_at"`
-	Description *string            `json:"description,omitempty"`
-	EventTypes  []WebhookEventType `json:"event_types"`
-	Id          UUID               `json:"id"`
+	CreatedAt   Timestamp `json:"created_at"`
+	Description *string   `json:"description,omitempty"`
+
+	// DisabledAt When Spaces disabled the endpoint; absent unless disabled.
+	DisabledAt *Timestamp         `json:"disabled_at,omitempty"`
+	EventTypes []WebhookEventType `json:"event_types"`
+
+	// FailingSince When its attempts began failing (none delivered since); absent while they succeed. Five days of it disables the endpoint.
+	FailingSince *Timestamp `json:"failing_since,omitempty"`
+	Id           UUID       `json:"id"`
 
 	// LabelSelector Narrows events about a space (or its revisions) to spaces whose labels match; cloud account events are not narrowed.
 	LabelSelector *string `json:"label_selector,omitempty"`
@@ -2123,7 +2278,7 @@ type WebhookEndpoint struct {
 	// State `disabled`: Spaces stopped delivering (see `state_reason`); resume to enable it again.
 	State WebhookEndpointState `json:"state"`
 
-	// StateReason Why Spaces disabled the endpoint (`ReceiverGone`, `FailedTooLong`).
+	// StateReason Why Spaces disabled the endpoint (`ReceiverGone`, the receiver answered 410; `FailedTooLong`, every attempt failed for five days).
 	StateReason *string `json:"state_reason,omitempty"`
 
 	// UpdatedAt RFC 3339 time in UTC.
@@ -2146,10 +2301,16 @@ type WebhookEndpointList struct {
 // WebhookEndpointWithSecret An endpoint with its signing secret, answered only by its creation and by a rotation.
 type WebhookEndpointWithSecret struct {
 	// CreatedAt RFC 3339 time in UTC.
-	CreatedAt   Timestamp          `json:"created_at"`
-	Description *string            `json:"description,omitempty"`
-	EventTypes  []WebhookEventType `json:"event_types"`
-	Id          UUID               `json:"id"`
+	CreatedAt   Timestamp `json:"created_at"`
+	Description *string   `json:"description,omitempty"`
+
+	// DisabledAt When Spaces disabled the endpoint; absent unless disabled.
+	DisabledAt *Timestamp         `json:"disabled_at,omitempty"`
+	EventTypes []WebhookEventType `json:"event_types"`
+
+	// FailingSince When its attempts began failing (none delivered since); absent while they succeed. Five days of it disables the endpoint.
+	FailingSince *Timestamp `json:"failing_since,omitempty"`
+	Id           UUID       `json:"id"`
 
 	// LabelSelector Narrows events about a space (or its revisions) to spaces whose labels match; cloud account events are not narrowed.
 	LabelSelector *string `json:"label_selector,omitempty"`
@@ -2161,7 +2322,7 @@ type WebhookEndpointWithSecret struct {
 	// State `disabled`: Spaces stopped delivering (see `state_reason`); resume to enable it again.
 	State WebhookEndpointWithSecretState `json:"state"`
 
-	// StateReason Why Spaces disabled the endpoint (`ReceiverGone`, `FailedTooLong`).
+	// StateReason Why Spaces disabled the endpoint (`ReceiverGone`, the receiver answered 410; `FailedTooLong`, every attempt failed for five days).
 	StateReason *string `json:"state_reason,omitempty"`
 
 	// UpdatedAt RFC 3339 time in UTC.
@@ -2175,6 +2336,186 @@ type WebhookEndpointWithSecretState string
 
 // WebhookEventType defines model for WebhookEventType.
 type WebhookEventType string
+
+// WebhookJobData A provisioning job's end; never its cluster's configuration or any credential.
+type WebhookJobData struct {
+	// At When the job entered its state.
+	At             Timestamp `json:"at"`
+	CloudAccountId UUID      `json:"cloud_account_id"`
+	Failure        *struct {
+		Message   *string `json:"message,omitempty"`
+		Reason    string  `json:"reason"`
+		Retryable bool    `json:"retryable"`
+		Step      string  `json:"step"`
+	} `json:"failure,omitempty"`
+	JobId    UUID                   `json:"job_id"`
+	Name     *string                `json:"name,omitempty"`
+	Provider WebhookJobDataProvider `json:"provider"`
+
+	// SpaceId The space the job registered (succeeded only).
+	SpaceId *UUID               `json:"space_id,omitempty"`
+	State   WebhookJobDataState `json:"state"`
+}
+
+// WebhookJobDataProvider defines model for WebhookJobData.Provider.
+type WebhookJobDataProvider string
+
+// WebhookJobDataState defines model for WebhookJobData.State.
+type WebhookJobDataState string
+
+// WebhookProvisioningJobFailed defines model for WebhookProvisioningJobFailed.
+type WebhookProvisioningJobFailed struct {
+	Data struct {
+		// At When the job entered its state.
+		At             Timestamp `json:"at"`
+		CloudAccountId UUID      `json:"cloud_account_id"`
+		Failure        struct {
+			Message   *string `json:"message,omitempty"`
+			Reason    string  `json:"reason"`
+			Retryable bool    `json:"retryable"`
+			Step      string  `json:"step"`
+		} `json:"failure"`
+		JobId    UUID                                     `json:"job_id"`
+		Name     *string                                  `json:"name,omitempty"`
+		Provider WebhookProvisioningJobFailedDataProvider `json:"provider"`
+
+		// SpaceId The space the job registered (succeeded only).
+		SpaceId *UUID       `json:"space_id,omitempty"`
+		State   interface{} `json:"state"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// WebhookProvisioningJobFailedDataProvider defines model for WebhookProvisioningJobFailed.Data.Provider.
+type WebhookProvisioningJobFailedDataProvider string
+
+// WebhookProvisioningJobSucceeded defines model for WebhookProvisioningJobSucceeded.
+type WebhookProvisioningJobSucceeded struct {
+	Data struct {
+		// At When the job entered its state.
+		At             Timestamp `json:"at"`
+		CloudAccountId UUID      `json:"cloud_account_id"`
+		Failure        *struct {
+			Message   *string `json:"message,omitempty"`
+			Reason    string  `json:"reason"`
+			Retryable bool    `json:"retryable"`
+			Step      string  `json:"step"`
+		} `json:"failure,omitempty"`
+		JobId    UUID                                        `json:"job_id"`
+		Name     *string                                     `json:"name,omitempty"`
+		Provider WebhookProvisioningJobSucceededDataProvider `json:"provider"`
+
+		// SpaceId The space the job registered (succeeded only).
+		SpaceId UUID        `json:"space_id"`
+		State   interface{} `json:"state"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// WebhookProvisioningJobSucceededDataProvider defines model for WebhookProvisioningJobSucceeded.Data.Provider.
+type WebhookProvisioningJobSucceededDataProvider string
+
+// WebhookReplayAccepted defines model for WebhookReplayAccepted.
+type WebhookReplayAccepted struct {
+	// NextSince More remain; pass it as `since` to replay them.
+	NextSince *Timestamp `json:"next_since,omitempty"`
+
+	// WebhookIds The queued events' `webhook-id`s, oldest first (empty when none was kept since).
+	WebhookIds []string `json:"webhook_ids"`
+}
+
+// WebhookReplayRequest defines model for WebhookReplayRequest.
+type WebhookReplayRequest struct {
+	// Since Replay the events first attempted at or after this time (RFC 3339), not in the future.
+	Since Timestamp `json:"since"`
+}
+
+// WebhookRevisionData A revision's summary; never its manifests.
+type WebhookRevisionData struct {
+	// At RFC 3339 time in UTC.
+	At            Timestamp `json:"at"`
+	Attempts      int       `json:"attempts"`
+	EnvironmentId UUID      `json:"environment_id"`
+	Namespace     string    `json:"namespace"`
+
+	// Reason Why it failed (the cluster's message) or stopped.
+	Reason     *string                  `json:"reason,omitempty"`
+	RevisionId UUID                     `json:"revision_id"`
+	SpaceId    UUID                     `json:"space_id"`
+	State      WebhookRevisionDataState `json:"state"`
+}
+
+// WebhookRevisionDataState defines model for WebhookRevisionData.State.
+type WebhookRevisionDataState string
+
+// WebhookRevisionDeployed defines model for WebhookRevisionDeployed.
+type WebhookRevisionDeployed struct {
+	Data struct {
+		// At RFC 3339 time in UTC.
+		At            Timestamp `json:"at"`
+		Attempts      int       `json:"attempts"`
+		EnvironmentId UUID      `json:"environment_id"`
+		Namespace     string    `json:"namespace"`
+
+		// Reason Why it failed (the cluster's message) or stopped.
+		Reason     *string     `json:"reason,omitempty"`
+		RevisionId UUID        `json:"revision_id"`
+		SpaceId    UUID        `json:"space_id"`
+		State      interface{} `json:"state"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// WebhookRevisionFailed defines model for WebhookRevisionFailed.
+type WebhookRevisionFailed struct {
+	Data struct {
+		// At RFC 3339 time in UTC.
+		At            Timestamp `json:"at"`
+		Attempts      int       `json:"attempts"`
+		EnvironmentId UUID      `json:"environment_id"`
+		Namespace     string    `json:"namespace"`
+
+		// Reason Why it failed (the cluster's message) or stopped.
+		Reason     *string     `json:"reason,omitempty"`
+		RevisionId UUID        `json:"revision_id"`
+		SpaceId    UUID        `json:"space_id"`
+		State      interface{} `json:"state"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// WebhookRevisionStopped defines model for WebhookRevisionStopped.
+type WebhookRevisionStopped struct {
+	Data struct {
+		// At RFC 3339 time in UTC.
+		At            Timestamp `json:"at"`
+		Attempts      int       `json:"attempts"`
+		EnvironmentId UUID      `json:"environment_id"`
+		Namespace     string    `json:"namespace"`
+
+		// Reason Why it failed (the cluster's message) or stopped.
+		Reason     *string     `json:"reason,omitempty"`
+		RevisionId UUID        `json:"revision_id"`
+		SpaceId    UUID        `json:"space_id"`
+		State      interface{} `json:"state"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
 
 // WebhookSpaceData defines model for WebhookSpaceData.
 type WebhookSpaceData struct {
@@ -3625,6 +3966,14 @@ type ListWebhookDeliveriesParams struct {
 	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
 }
 
+// ReplayWebhookDeliveryParams defines parameters for ReplayWebhookDelivery.
+type ReplayWebhookDeliveryParams struct {
+	// XRequestId Correlation id for logs. Echoed in the `X-Request-Id` response header
+	// when it matches `^[A-Za-z0-9._:=-]{1,128}$`; otherwise the server
+	// generates one.
+	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
+}
+
 // PauseWebhookEndpointParams defines parameters for PauseWebhookEndpoint.
 type PauseWebhookEndpointParams struct {
 	// IfMatch The space's ETag as last read (`"3"`), or `*`. When given, `412` if
@@ -3632,6 +3981,14 @@ type PauseWebhookEndpointParams struct {
 	// `400` when it is not one ETag.
 	IfMatch *IfMatchOptional `json:"If-Match,omitempty"`
 
+	// XRequestId Correlation id for logs. Echoed in the `X-Request-Id` response header
+	// when it matches `^[A-Za-z0-9._:=-]{1,128}$`; otherwise the server
+	// generates one.
+	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
+}
+
+// ReplayWebhookDeliveriesSinceParams defines parameters for ReplayWebhookDeliveriesSince.
+type ReplayWebhookDeliveriesSinceParams struct {
 	// XRequestId Correlation id for logs. Echoed in the `X-Request-Id` response header
 	// when it matches `^[A-Za-z0-9._:=-]{1,128}$`; otherwise the server
 	// generates one.
@@ -3719,6 +4076,27 @@ type CreateWebhookEndpointJSONRequestBody = CreateWebhookEndpointRequest
 
 // UpdateWebhookEndpointJSONRequestBody defines body for UpdateWebhookEndpoint for application/json ContentType.
 type UpdateWebhookEndpointJSONRequestBody = UpdateWebhookEndpointRequest
+
+// ReplayWebhookDeliveriesSinceJSONRequestBody defines body for ReplayWebhookDeliveriesSince for application/json ContentType.
+type ReplayWebhookDeliveriesSinceJSONRequestBody = WebhookReplayRequest
+
+// WebhookCloudAccountVerificationFailedJSONRequestBody defines body for WebhookCloudAccountVerificationFailed for application/json ContentType.
+type WebhookCloudAccountVerificationFailedJSONRequestBody = WebhookCloudAccountVerificationFailed
+
+// WebhookProvisioningJobFailedJSONRequestBody defines body for WebhookProvisioningJobFailed for application/json ContentType.
+type WebhookProvisioningJobFailedJSONRequestBody = WebhookProvisioningJobFailed
+
+// WebhookProvisioningJobSucceededJSONRequestBody defines body for WebhookProvisioningJobSucceeded for application/json ContentType.
+type WebhookProvisioningJobSucceededJSONRequestBody = WebhookProvisioningJobSucceeded
+
+// WebhookRevisionDeployedJSONRequestBody defines body for WebhookRevisionDeployed for application/json ContentType.
+type WebhookRevisionDeployedJSONRequestBody = WebhookRevisionDeployed
+
+// WebhookRevisionFailedJSONRequestBody defines body for WebhookRevisionFailed for application/json ContentType.
+type WebhookRevisionFailedJSONRequestBody = WebhookRevisionFailed
+
+// WebhookRevisionStoppedJSONRequestBody defines body for WebhookRevisionStopped for application/json ContentType.
+type WebhookRevisionStoppedJSONRequestBody = WebhookRevisionStopped
 
 // WebhookSpaceDeregisteredJSONRequestBody defines body for WebhookSpaceDeregistered for application/json ContentType.
 type WebhookSpaceDeregisteredJSONRequestBody = WebhookSpaceDeregistered
@@ -6434,12 +6812,50 @@ type ClientInterface interface {
 	// Corresponds with GET /webhook-endpoints/{id}/deliveries (the `ListWebhookDeliveries` operationId).
 	ListWebhookDeliveries(ctx context.Context, id WebhookEndpointID, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ReplayWebhookDelivery Replay one delivery
+	//
+	// Queues the event as it was delivered to this endpoint again, under
+	// its original `webhook-id` (a receiver that has it drops it, so
+	// replaying twice is harmless), signed with the endpoint's current
+	// secrets, retried and logged like any delivery. Delivered events are
+	// kept 30 days. A paused or disabled endpoint is `409`: resume it
+	// first.
+	//
+	// Corresponds with POST /webhook-endpoints/{id}/deliveries/{delivery_id}/replay (the `ReplayWebhookDelivery` operationId).
+	ReplayWebhookDelivery(ctx context.Context, id WebhookEndpointID, deliveryId string, params *ReplayWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PauseWebhookEndpoint Pause a webhook endpoint
 	//
 	// No event is delivered to a paused endpoint until it is resumed; pausing a paused one changes nothing.
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/pause (the `PauseWebhookEndpoint` operationId).
 	PauseWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *PauseWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReplayWebhookDeliveriesSinceWithBody Replay every delivery since a time
+	//
+	// Queues again, oldest first, every event first attempted to this
+	// endpoint at or after `since` (and still kept: 30 days), each under
+	// its original `webhook-id`, up to 100; when more remain the answer's
+	// `next_since` is the `since` to continue with. `since` in the future
+	// is `422`; a paused or disabled endpoint is `409`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhook-endpoints/{id}/replay (the `ReplayWebhookDeliveriesSince` operationId).
+	ReplayWebhookDeliveriesSinceWithBody(ctx context.Context, id WebhookEndpointID, params *ReplayWebhookDeliveriesSinceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReplayWebhookDeliveriesSince Replay every delivery since a time
+	//
+	// Queues again, oldest first, every event first attempted to this
+	// endpoint at or after `since` (and still kept: 30 days), each under
+	// its original `webhook-id`, up to 100; when more remain the answer's
+	// `next_since` is the `since` to continue with. `since` in the future
+	// is `422`; a paused or disabled endpoint is `409`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhook-endpoints/{id}/replay (the `ReplayWebhookDeliveriesSince` operationId).
+	ReplayWebhookDeliveriesSince(ctx context.Context, id WebhookEndpointID, params *ReplayWebhookDeliveriesSinceParams, body ReplayWebhookDeliveriesSinceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ResumeWebhookEndpoint Resume a webhook endpoint
 	//
@@ -8056,6 +8472,28 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, id WebhookEndpointID
 	return c.Client.Do(req)
 }
 
+// ReplayWebhookDelivery Replay one delivery
+//
+// Queues the event as it was delivered to this endpoint again, under
+// its original `webhook-id` (a receiver that has it drops it, so
+// replaying twice is harmless), signed with the endpoint's current
+// secrets, retried and logged like any delivery. Delivered events are
+// kept 30 days. A paused or disabled endpoint is `409`: resume it
+// first.
+//
+// Corresponds with POST /webhook-endpoints/{id}/deliveries/{delivery_id}/replay (the `ReplayWebhookDelivery` operationId).
+func (c *Client) ReplayWebhookDelivery(ctx context.Context, id WebhookEndpointID, deliveryId string, params *ReplayWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplayWebhookDeliveryRequest(c.Server, id, deliveryId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // PauseWebhookEndpoint Pause a webhook endpoint
 //
 // No event is delivered to a paused endpoint until it is resumed; pausing a paused one changes nothing.
@@ -8063,6 +8501,52 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, id WebhookEndpointID
 // Corresponds with POST /webhook-endpoints/{id}/pause (the `PauseWebhookEndpoint` operationId).
 func (c *Client) PauseWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *PauseWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPauseWebhookEndpointRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReplayWebhookDeliveriesSinceWithBody Replay every delivery since a time
+//
+// Queues again, oldest first, every event first attempted to this
+// endpoint at or after `since` (and still kept: 30 days), each under
+// its original `webhook-id`, up to 100; when more remain the answer's
+// `next_since` is the `since` to continue with. `since` in the future
+// is `422`; a paused or disabled endpoint is `409`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhook-endpoints/{id}/replay (the `ReplayWebhookDeliveriesSince` operationId).
+func (c *Client) ReplayWebhookDeliveriesSinceWithBody(ctx context.Context, id WebhookEndpointID, params *ReplayWebhookDeliveriesSinceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplayWebhookDeliveriesSinceRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReplayWebhookDeliveriesSince Replay every delivery since a time
+//
+// Queues again, oldest first, every event first attempted to this
+// endpoint at or after `since` (and still kept: 30 days), each under
+// its original `webhook-id`, up to 100; when more remain the answer's
+// `next_since` is the `since` to continue with. `since` in the future
+// is `422`; a paused or disabled endpoint is `409`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhook-endpoints/{id}/replay (the `ReplayWebhookDeliveriesSince` operationId).
+func (c *Client) ReplayWebhookDeliveriesSince(ctx context.Context, id WebhookEndpointID, params *ReplayWebhookDeliveriesSinceParams, body ReplayWebhookDeliveriesSinceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplayWebhookDeliveriesSinceRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -11279,6 +11763,62 @@ func NewListWebhookDeliveriesRequest(server string, id WebhookEndpointID, params
 	return req, nil
 }
 
+// NewReplayWebhookDeliveryRequest constructs an http.Request for the ReplayWebhookDelivery method
+func NewReplayWebhookDeliveryRequest(server string, id WebhookEndpointID, deliveryId string, params *ReplayWebhookDeliveryParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "delivery_id", deliveryId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook-endpoints/%s/deliveries/%s/replay", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewPauseWebhookEndpointRequest constructs an http.Request for the PauseWebhookEndpoint method
 func NewPauseWebhookEndpointRequest(server string, id WebhookEndpointID, params *PauseWebhookEndpointParams) (*http.Request, error) {
 	var err error
@@ -11332,6 +11872,68 @@ func NewPauseWebhookEndpointRequest(server string, id WebhookEndpointID, params 
 			}
 
 			req.Header.Set("X-Request-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewReplayWebhookDeliveriesSinceRequest calls the generic ReplayWebhookDeliveriesSince builder with application/json body
+func NewReplayWebhookDeliveriesSinceRequest(server string, id WebhookEndpointID, params *ReplayWebhookDeliveriesSinceParams, body ReplayWebhookDeliveriesSinceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReplayWebhookDeliveriesSinceRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewReplayWebhookDeliveriesSinceRequestWithBody constructs an http.Request for the ReplayWebhookDeliveriesSince method, with any body, and a specified content type
+func NewReplayWebhookDeliveriesSinceRequestWithBody(server string, id WebhookEndpointID, params *ReplayWebhookDeliveriesSinceParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook-endpoints/%s/replay", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.XRequestId != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam0)
 		}
 
 	}
@@ -12579,6 +13181,20 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /webhook-endpoints/{id}/deliveries (the `ListWebhookDeliveries` operationId).
 	ListWebhookDeliveriesWithResponse(ctx context.Context, id WebhookEndpointID, params *ListWebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*ListWebhookDeliveriesResponse, error)
 
+	// ReplayWebhookDeliveryWithResponse Replay one delivery
+	//
+	// Queues the event as it was delivered to this endpoint again, under
+	// its original `webhook-id` (a receiver that has it drops it, so
+	// replaying twice is harmless), signed with the endpoint's current
+	// secrets, retried and logged like any delivery. Delivered events are
+	// kept 30 days. A paused or disabled endpoint is `409`: resume it
+	// first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook-endpoints/{id}/deliveries/{delivery_id}/replay (the `ReplayWebhookDelivery` operationId).
+	ReplayWebhookDeliveryWithResponse(ctx context.Context, id WebhookEndpointID, deliveryId string, params *ReplayWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*ReplayWebhookDeliveryResponse, error)
+
 	// PauseWebhookEndpointWithResponse Pause a webhook endpoint
 	//
 	// No event is delivered to a paused endpoint until it is resumed; pausing a paused one changes nothing.
@@ -12587,6 +13203,32 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/pause (the `PauseWebhookEndpoint` operationId).
 	PauseWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, params *PauseWebhookEndpointParams, reqEditors ...RequestEditorFn) (*PauseWebhookEndpointResponse, error)
+
+	// ReplayWebhookDeliveriesSinceWithBodyWithResponse Replay every delivery since a time
+	//
+	// Queues again, oldest first, every event first attempted to this
+	// endpoint at or after `since` (and still kept: 30 days), each under
+	// its original `webhook-id`, up to 100; when more remain the answer's
+	// `next_since` is the `since` to continue with. `since` in the future
+	// is `422`; a paused or disabled endpoint is `409`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook-endpoints/{id}/replay (the `ReplayWebhookDeliveriesSince` operationId).
+	ReplayWebhookDeliveriesSinceWithBodyWithResponse(ctx context.Context, id WebhookEndpointID, params *ReplayWebhookDeliveriesSinceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplayWebhookDeliveriesSinceResponse, error)
+
+	// ReplayWebhookDeliveriesSinceWithResponse Replay every delivery since a time
+	//
+	// Queues again, oldest first, every event first attempted to this
+	// endpoint at or after `since` (and still kept: 30 days), each under
+	// its original `webhook-id`, up to 100; when more remain the answer's
+	// `next_since` is the `since` to continue with. `since` in the future
+	// is `422`; a paused or disabled endpoint is `409`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook-endpoints/{id}/replay (the `ReplayWebhookDeliveriesSince` operationId).
+	ReplayWebhookDeliveriesSinceWithResponse(ctx context.Context, id WebhookEndpointID, params *ReplayWebhookDeliveriesSinceParams, body ReplayWebhookDeliveriesSinceJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplayWebhookDeliveriesSinceResponse, error)
 
 	// ResumeWebhookEndpointWithResponse Resume a webhook endpoint
 	//
@@ -19753,6 +20395,146 @@ func (r ListWebhookDeliveriesResponse) ContentType() string {
 	return ""
 }
 
+// ReplayWebhookDeliveryResponse202Headers the declared response headers of an HTTP 202 response for ReplayWebhookDelivery
+type ReplayWebhookDeliveryResponse202Headers struct {
+	XRequestId string
+}
+
+// ReplayWebhookDeliveryResponse401Headers the declared response headers of an HTTP 401 response for ReplayWebhookDelivery
+type ReplayWebhookDeliveryResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// ReplayWebhookDeliveryResponse404Headers the declared response headers of an HTTP 404 response for ReplayWebhookDelivery
+type ReplayWebhookDeliveryResponse404Headers struct {
+	XRequestId string
+}
+
+// ReplayWebhookDeliveryResponse409Headers the declared response headers of an HTTP 409 response for ReplayWebhookDelivery
+type ReplayWebhookDeliveryResponse409Headers struct {
+	XRequestId string
+}
+
+// ReplayWebhookDeliveryResponse500Headers the declared response headers of an HTTP 500 response for ReplayWebhookDelivery
+type ReplayWebhookDeliveryResponse500Headers struct {
+	XRequestId string
+}
+
+// ReplayWebhookDeliveryResponse503Headers the declared response headers of an HTTP 503 response for ReplayWebhookDelivery
+type ReplayWebhookDeliveryResponse503Headers struct {
+	XRequestId string
+}
+
+type ReplayWebhookDeliveryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *WebhookReplayAccepted
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *UnauthorizedApplicationJSON
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *UnauthorizedApplicationProblemPlusJSON
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *ReplayWebhookDeliveryResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReplayWebhookDeliveryResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ReplayWebhookDeliveryResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ReplayWebhookDeliveryResponse409Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ReplayWebhookDeliveryResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReplayWebhookDeliveryResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r ReplayWebhookDeliveryResponse) GetJSON202() *WebhookReplayAccepted {
+	return r.JSON202
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ReplayWebhookDeliveryResponse) GetJSON401() *UnauthorizedApplicationJSON {
+	return r.JSON401
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReplayWebhookDeliveryResponse) GetApplicationproblemJSON401() *UnauthorizedApplicationProblemPlusJSON {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ReplayWebhookDeliveryResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ReplayWebhookDeliveryResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ReplayWebhookDeliveryResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ReplayWebhookDeliveryResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReplayWebhookDeliveryResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ReplayWebhookDeliveryResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r ReplayWebhookDeliveryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReplayWebhookDeliveryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReplayWebhookDeliveryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReplayWebhookDeliveryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // PauseWebhookEndpointResponse200Headers the declared response headers of an HTTP 200 response for PauseWebhookEndpoint
 type PauseWebhookEndpointResponse200Headers struct {
 	ETag       string
@@ -19902,6 +20684,202 @@ func (r PauseWebhookEndpointResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PauseWebhookEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReplayWebhookDeliveriesSinceResponse202Headers the declared response headers of an HTTP 202 response for ReplayWebhookDeliveriesSince
+type ReplayWebhookDeliveriesSinceResponse202Headers struct {
+	XRequestId string
+}
+
+// ReplayWebhookDeliveriesSinceResponse400Headers the declared response headers of an HTTP 400 response for ReplayWebhookDeliveriesSince
+type ReplayWebhookDeliveriesSinceResponse400Headers struct {
+	XRequestId string
+}
+
+// ReplayWebhookDeliveriesSinceResponse401Headers the declared response headers of an HTTP 401 response for ReplayWebhookDeliveriesSince
+type ReplayWebhookDeliveriesSinceResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// ReplayWebhookDeliveriesSinceResponse404Headers the declared response headers of an HTTP 404 response for ReplayWebhookDeliveriesSince
+type ReplayWebhookDeliveriesSinceResponse404Headers struct {
+	XRequestId string
+}
+
+// ReplayWebhookDeliveriesSinceResponse409Headers the declared response headers of an HTTP 409 response for ReplayWebhookDeliveriesSince
+type ReplayWebhookDeliveriesSinceResponse409Headers struct {
+	XRequestId string
+}
+
+// ReplayWebhookDeliveriesSinceResponse413Headers the declared response headers of an HTTP 413 response for ReplayWebhookDeliveriesSince
+type ReplayWebhookDeliveriesSinceResponse413Headers struct {
+	XRequestId string
+}
+
+// ReplayWebhookDeliveriesSinceResponse415Headers the declared response headers of an HTTP 415 response for ReplayWebhookDeliveriesSince
+type ReplayWebhookDeliveriesSinceResponse415Headers struct {
+	XRequestId string
+}
+
+// ReplayWebhookDeliveriesSinceResponse422Headers the declared response headers of an HTTP 422 response for ReplayWebhookDeliveriesSince
+type ReplayWebhookDeliveriesSinceResponse422Headers struct {
+	XRequestId string
+}
+
+// ReplayWebhookDeliveriesSinceResponse500Headers the declared response headers of an HTTP 500 response for ReplayWebhookDeliveriesSince
+type ReplayWebhookDeliveriesSinceResponse500Headers struct {
+	XRequestId string
+}
+
+// ReplayWebhookDeliveriesSinceResponse503Headers the declared response headers of an HTTP 503 response for ReplayWebhookDeliveriesSince
+type ReplayWebhookDeliveriesSinceResponse503Headers struct {
+	XRequestId string
+}
+
+type ReplayWebhookDeliveriesSinceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *WebhookReplayAccepted
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *UnauthorizedApplicationJSON
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *UnauthorizedApplicationProblemPlusJSON
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *ContentTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *UnprocessableContent
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *ReplayWebhookDeliveriesSinceResponse202Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ReplayWebhookDeliveriesSinceResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReplayWebhookDeliveriesSinceResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ReplayWebhookDeliveriesSinceResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ReplayWebhookDeliveriesSinceResponse409Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *ReplayWebhookDeliveriesSinceResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *ReplayWebhookDeliveriesSinceResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ReplayWebhookDeliveriesSinceResponse422Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ReplayWebhookDeliveriesSinceResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReplayWebhookDeliveriesSinceResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r ReplayWebhookDeliveriesSinceResponse) GetJSON202() *WebhookReplayAccepted {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReplayWebhookDeliveriesSinceResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ReplayWebhookDeliveriesSinceResponse) GetJSON401() *UnauthorizedApplicationJSON {
+	return r.JSON401
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReplayWebhookDeliveriesSinceResponse) GetApplicationproblemJSON401() *UnauthorizedApplicationProblemPlusJSON {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ReplayWebhookDeliveriesSinceResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ReplayWebhookDeliveriesSinceResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ReplayWebhookDeliveriesSinceResponse) GetApplicationproblemJSON413() *ContentTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ReplayWebhookDeliveriesSinceResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ReplayWebhookDeliveriesSinceResponse) GetApplicationproblemJSON422() *UnprocessableContent {
+	return r.ApplicationproblemJSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ReplayWebhookDeliveriesSinceResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ReplayWebhookDeliveriesSinceResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReplayWebhookDeliveriesSinceResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ReplayWebhookDeliveriesSinceResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r ReplayWebhookDeliveriesSinceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReplayWebhookDeliveriesSinceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReplayWebhookDeliveriesSinceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReplayWebhookDeliveriesSinceResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -21757,6 +22735,26 @@ func (c *ClientWithResponses) ListWebhookDeliveriesWithResponse(ctx context.Cont
 	return ParseListWebhookDeliveriesResponse(rsp)
 }
 
+// ReplayWebhookDeliveryWithResponse Replay one delivery
+//
+// Queues the event as it was delivered to this endpoint again, under
+// its original `webhook-id` (a receiver that has it drops it, so
+// replaying twice is harmless), signed with the endpoint's current
+// secrets, retried and logged like any delivery. Delivered events are
+// kept 30 days. A paused or disabled endpoint is `409`: resume it
+// first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook-endpoints/{id}/deliveries/{delivery_id}/replay (the `ReplayWebhookDelivery` operationId).
+func (c *ClientWithResponses) ReplayWebhookDeliveryWithResponse(ctx context.Context, id WebhookEndpointID, deliveryId string, params *ReplayWebhookDeliveryParams, reqEditors ...RequestEditorFn) (*ReplayWebhookDeliveryResponse, error) {
+	rsp, err := c.ReplayWebhookDelivery(ctx, id, deliveryId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplayWebhookDeliveryResponse(rsp)
+}
+
 // PauseWebhookEndpointWithResponse Pause a webhook endpoint
 //
 // No event is delivered to a paused endpoint until it is resumed; pausing a paused one changes nothing.
@@ -21770,6 +22768,44 @@ func (c *ClientWithResponses) PauseWebhookEndpointWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParsePauseWebhookEndpointResponse(rsp)
+}
+
+// ReplayWebhookDeliveriesSinceWithBodyWithResponse Replay every delivery since a time
+//
+// Queues again, oldest first, every event first attempted to this
+// endpoint at or after `since` (and still kept: 30 days), each under
+// its original `webhook-id`, up to 100; when more remain the answer's
+// `next_since` is the `since` to continue with. `since` in the future
+// is `422`; a paused or disabled endpoint is `409`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook-endpoints/{id}/replay (the `ReplayWebhookDeliveriesSince` operationId).
+func (c *ClientWithResponses) ReplayWebhookDeliveriesSinceWithBodyWithResponse(ctx context.Context, id WebhookEndpointID, params *ReplayWebhookDeliveriesSinceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplayWebhookDeliveriesSinceResponse, error) {
+	rsp, err := c.ReplayWebhookDeliveriesSinceWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplayWebhookDeliveriesSinceResponse(rsp)
+}
+
+// ReplayWebhookDeliveriesSinceWithResponse Replay every delivery since a time
+//
+// Queues again, oldest first, every event first attempted to this
+// endpoint at or after `since` (and still kept: 30 days), each under
+// its original `webhook-id`, up to 100; when more remain the answer's
+// `next_since` is the `since` to continue with. `since` in the future
+// is `422`; a paused or disabled endpoint is `409`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook-endpoints/{id}/replay (the `ReplayWebhookDeliveriesSince` operationId).
+func (c *ClientWithResponses) ReplayWebhookDeliveriesSinceWithResponse(ctx context.Context, id WebhookEndpointID, params *ReplayWebhookDeliveriesSinceParams, body ReplayWebhookDeliveriesSinceJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplayWebhookDeliveriesSinceResponse, error) {
+	rsp, err := c.ReplayWebhookDeliveriesSince(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReplayWebhookDeliveriesSinceResponse(rsp)
 }
 
 // ResumeWebhookEndpointWithResponse Resume a webhook endpoint
@@ -30048,6 +31084,158 @@ func ParseListWebhookDeliveriesResponse(rsp *http.Response) (*ListWebhookDeliver
 	return response, nil
 }
 
+// ParseReplayWebhookDeliveryResponse parses an HTTP response from a ReplayWebhookDeliveryWithResponse call
+func ParseReplayWebhookDeliveryResponse(rsp *http.Response) (*ReplayWebhookDeliveryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReplayWebhookDeliveryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest WebhookReplayAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/problem+json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationProblemPlusJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers ReplayWebhookDeliveryResponse202Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers ReplayWebhookDeliveryResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ReplayWebhookDeliveryResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ReplayWebhookDeliveryResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 500:
+		var headers ReplayWebhookDeliveryResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReplayWebhookDeliveryResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParsePauseWebhookEndpointResponse parses an HTTP response from a PauseWebhookEndpointWithResponse call
 func ParsePauseWebhookEndpointResponse(rsp *http.Response) (*PauseWebhookEndpointResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -30211,6 +31399,226 @@ func ParsePauseWebhookEndpointResponse(rsp *http.Response) (*PauseWebhookEndpoin
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers PauseWebhookEndpointResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReplayWebhookDeliveriesSinceResponse parses an HTTP response from a ReplayWebhookDeliveriesSinceWithResponse call
+func ParseReplayWebhookDeliveriesSinceResponse(rsp *http.Response) (*ReplayWebhookDeliveriesSinceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReplayWebhookDeliveriesSinceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest WebhookReplayAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/problem+json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationProblemPlusJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest ContentTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest UnprocessableContent
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers ReplayWebhookDeliveriesSinceResponse202Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 400:
+		var headers ReplayWebhookDeliveriesSinceResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ReplayWebhookDeliveriesSinceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ReplayWebhookDeliveriesSinceResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers ReplayWebhookDeliveriesSinceResponse409Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 413:
+		var headers ReplayWebhookDeliveriesSinceResponse413Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers ReplayWebhookDeliveriesSinceResponse415Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers ReplayWebhookDeliveriesSinceResponse422Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 500:
+		var headers ReplayWebhookDeliveriesSinceResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReplayWebhookDeliveriesSinceResponse503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -30794,6 +32202,36 @@ func (p *WebhookInitiator) applyWebhookEditors(ctx context.Context, req *http.Re
 
 // WebhookInitiatorInterface is the interface specification for the webhook initiator.
 type WebhookInitiatorInterface interface {
+	// WebhookCloudAccountVerificationFailedWithBody fires the cloud_account.verification_failed webhook with any body
+	WebhookCloudAccountVerificationFailedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookCloudAccountVerificationFailed(ctx context.Context, targetURL string, body WebhookCloudAccountVerificationFailedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookProvisioningJobFailedWithBody fires the provisioning_job.failed webhook with any body
+	WebhookProvisioningJobFailedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookProvisioningJobFailed(ctx context.Context, targetURL string, body WebhookProvisioningJobFailedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookProvisioningJobSucceededWithBody fires the provisioning_job.succeeded webhook with any body
+	WebhookProvisioningJobSucceededWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookProvisioningJobSucceeded(ctx context.Context, targetURL string, body WebhookProvisioningJobSucceededJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookRevisionDeployedWithBody fires the revision.deployed webhook with any body
+	WebhookRevisionDeployedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookRevisionDeployed(ctx context.Context, targetURL string, body WebhookRevisionDeployedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookRevisionFailedWithBody fires the revision.failed webhook with any body
+	WebhookRevisionFailedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookRevisionFailed(ctx context.Context, targetURL string, body WebhookRevisionFailedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookRevisionStoppedWithBody fires the revision.stopped webhook with any body
+	WebhookRevisionStoppedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookRevisionStopped(ctx context.Context, targetURL string, body WebhookRevisionStoppedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// WebhookSpaceDeregisteredWithBody fires the space.deregistered webhook with any body
 	WebhookSpaceDeregisteredWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -30813,6 +32251,150 @@ type WebhookInitiatorInterface interface {
 	WebhookTestWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	WebhookTest(ctx context.Context, targetURL string, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+func (p *WebhookInitiator) WebhookCloudAccountVerificationFailedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookCloudAccountVerificationFailedWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookCloudAccountVerificationFailed(ctx context.Context, targetURL string, body WebhookCloudAccountVerificationFailedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookCloudAccountVerificationFailedWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookProvisioningJobFailedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookProvisioningJobFailedWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookProvisioningJobFailed(ctx context.Context, targetURL string, body WebhookProvisioningJobFailedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookProvisioningJobFailedWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookProvisioningJobSucceededWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookProvisioningJobSucceededWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookProvisioningJobSucceeded(ctx context.Context, targetURL string, body WebhookProvisioningJobSucceededJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookProvisioningJobSucceededWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookRevisionDeployedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookRevisionDeployedWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookRevisionDeployed(ctx context.Context, targetURL string, body WebhookRevisionDeployedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookRevisionDeployedWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookRevisionFailedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookRevisionFailedWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookRevisionFailed(ctx context.Context, targetURL string, body WebhookRevisionFailedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookRevisionFailedWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookRevisionStoppedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookRevisionStoppedWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookRevisionStopped(ctx context.Context, targetURL string, body WebhookRevisionStoppedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookRevisionStoppedWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
 }
 
 func (p *WebhookInitiator) WebhookSpaceDeregisteredWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -30909,6 +32491,192 @@ func (p *WebhookInitiator) WebhookTest(ctx context.Context, targetURL string, bo
 		return nil, err
 	}
 	return p.Client.Do(req)
+}
+
+// NewWebhookCloudAccountVerificationFailedWebhookRequest builds a application/json POST request for the cloud_account.verification_failed webhook
+func NewWebhookCloudAccountVerificationFailedWebhookRequest(targetURL string, body WebhookCloudAccountVerificationFailedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookCloudAccountVerificationFailedWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookCloudAccountVerificationFailedWebhookRequestWithBody builds a POST request for the cloud_account.verification_failed webhook with any body
+func NewWebhookCloudAccountVerificationFailedWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookProvisioningJobFailedWebhookRequest builds a application/json POST request for the provisioning_job.failed webhook
+func NewWebhookProvisioningJobFailedWebhookRequest(targetURL string, body WebhookProvisioningJobFailedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookProvisioningJobFailedWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookProvisioningJobFailedWebhookRequestWithBody builds a POST request for the provisioning_job.failed webhook with any body
+func NewWebhookProvisioningJobFailedWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookProvisioningJobSucceededWebhookRequest builds a application/json POST request for the provisioning_job.succeeded webhook
+func NewWebhookProvisioningJobSucceededWebhookRequest(targetURL string, body WebhookProvisioningJobSucceededJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookProvisioningJobSucceededWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookProvisioningJobSucceededWebhookRequestWithBody builds a POST request for the provisioning_job.succeeded webhook with any body
+func NewWebhookProvisioningJobSucceededWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookRevisionDeployedWebhookRequest builds a application/json POST request for the revision.deployed webhook
+func NewWebhookRevisionDeployedWebhookRequest(targetURL string, body WebhookRevisionDeployedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookRevisionDeployedWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookRevisionDeployedWebhookRequestWithBody builds a POST request for the revision.deployed webhook with any body
+func NewWebhookRevisionDeployedWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookRevisionFailedWebhookRequest builds a application/json POST request for the revision.failed webhook
+func NewWebhookRevisionFailedWebhookRequest(targetURL string, body WebhookRevisionFailedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookRevisionFailedWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookRevisionFailedWebhookRequestWithBody builds a POST request for the revision.failed webhook with any body
+func NewWebhookRevisionFailedWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookRevisionStoppedWebhookRequest builds a application/json POST request for the revision.stopped webhook
+func NewWebhookRevisionStoppedWebhookRequest(targetURL string, body WebhookRevisionStoppedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookRevisionStoppedWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookRevisionStoppedWebhookRequestWithBody builds a POST request for the revision.stopped webhook with any body
+func NewWebhookRevisionStoppedWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
 }
 
 // NewWebhookSpaceDeregisteredWebhookRequest builds a application/json POST request for the space.deregistered webhook

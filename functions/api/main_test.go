@@ -77,16 +77,18 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 		"reissue-agent-bootstrap.json": 404,
 		// Webhook endpoints: the sample endpoint does not exist; the
 		// creation's URL is a literal public address (no DNS asked).
-		"list-webhook-endpoints.json":  200,
-		"create-webhook-endpoint.json": 201,
-		"get-webhook-endpoint.json":    404,
-		"update-webhook-endpoint.json": 404,
-		"delete-webhook-endpoint.json": 404,
-		"pause-webhook-endpoint.json":  404,
-		"resume-webhook-endpoint.json": 404,
-		"rotate-webhook-secret.json":   404,
-		"test-webhook-endpoint.json":   404,
-		"list-webhook-deliveries.json": 404,
+		"list-webhook-endpoints.json":          200,
+		"create-webhook-endpoint.json":         201,
+		"get-webhook-endpoint.json":            404,
+		"update-webhook-endpoint.json":         404,
+		"delete-webhook-endpoint.json":         404,
+		"pause-webhook-endpoint.json":          404,
+		"resume-webhook-endpoint.json":         404,
+		"rotate-webhook-secret.json":           404,
+		"test-webhook-endpoint.json":           404,
+		"list-webhook-deliveries.json":         404,
+		"replay-webhook-delivery.json":         404,
+		"replay-webhook-deliveries-since.json": 404,
 	}
 	var covered []string
 	for _, f := range files {

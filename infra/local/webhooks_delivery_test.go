@@ -29,14 +29,15 @@ type hookReceiver struct {
 type hookRequest struct {
 	header http.Header
 	body   []byte
+	at     time.Time // when it arrived
 }
 
-func newHookReceiver(t *testing.T) *hookReceiver {
+func newHookReceiver(t testing.TB) *hookReceiver {
 	rc := &hookReceiver{status: 204}
 	rc.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		rc.mu.Lock()
-		rc.got = append(rc.got, hookRequest{r.Header.Clone(), b})
+		rc.got = append(rc.got, hookRequest{r.Header.Clone(), b, time.Now()})
 		status := rc.status
 		rc.mu.Unlock()
 		w.WriteHeader(status)
@@ -54,7 +55,7 @@ func (rc *hookReceiver) requests() []hookRequest {
 }
 
 // webhookStack starts a stack whose webhook deliveries trust rc's CA.
-func webhookStack(t *testing.T, rc *hookReceiver) *Stack {
+func webhookStack(t testing.TB, rc *hookReceiver) *Stack {
 	t.Helper()
 	prefix := fmt.Sprintf("t%d%d-", time.Now().UnixNano()%1e6, stackSeq.Add(1))
 	st, err := Start(context.Background(), Config{

@@ -81,6 +81,9 @@ import (
 //
 //	ATT#<at>#<webhook id> one attempt            space.DeliveryAttempt's fields,
 //	                                             expires_at (at + 30 days, TTL)
+//	EVT#<webhook id>      the event delivered,   space.StoredEvent's fields (data: B, the
+//	                      kept for replay        JSON sent), expires_at (first attempt +
+//	                                             space.EventRetention, TTL)
 //
 // Why links and not a GSI: "everything bound to a space" is one strongly
 // consistent Query of its partition, which an eventually consistent index
@@ -129,6 +132,7 @@ const (
 
 	prefixWebhook = "HOOK#"
 	prefixAttempt = "ATT#"
+	prefixEvent   = "EVT#"
 
 	// attrSecretsSealed holds a webhook endpoint's secrets, encrypted.
 	attrSecretsSealed = "secrets_sealed"

@@ -132,6 +132,10 @@ func TestItemShapes(t *testing.T) {
 	attempt := filled[space.DeliveryAttempt]()
 	attempt.OrgID, attempt.EndpointID, attempt.At = shapeOrg, hook.ID, at
 	must(t, "RecordAttempt", st.RecordAttempt(ctx, attempt))
+	// The event it delivered, kept for replay.
+	ev := filled[space.StoredEvent]()
+	ev.OrgID, ev.EndpointID, ev.Data = shapeOrg, hook.ID, []byte(`{"space_id":"x"}`)
+	must(t, "SaveEvent", st.SaveEvent(ctx, ev, at))
 
 	got := map[string][]string{}
 	f.itemShapes(t, got)

@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"spaces/shared/provisioning"
 	"spaces/shared/space"
 )
 
@@ -195,9 +198,14 @@ func (s *Store) DeleteWebhook(ctx context.Context, org, id string, version int64
 
 // WebhookEvent reads a record of the table's stream as an event for the
 // org's webhook endpoints: a space item's INSERT (space.registered), the
-// MODIFY that sets its deleted_at (space.deregistered), and a history
-// item's INSERT (space.status_changed: every stored transition, written in
-// the same transaction as the space). Anything else is not an event. The
+// MODIFY that sets its deleted_at (space.deregistered), a history item's
+// INSERT (space.status_changed: every stored transition, written in the
+// same transaction as the space), a revision's MODIFY into deployed,
+// failed or stopped (revision.*, space.RevisionEvent), a provisioning
+// job's into succeeded or failed (provisioning_job.*,
+// provisioning.WebhookEvent) and a cloud account's verification stored as
+// failed (cloud_account.verification_failed). Anything else is not an
+// event. The
 // webhook-id is "msg_" and the record's event id: the same for every read
 // of the record.
 func (s *Store) WebhookEvent(r events.DynamoDBEventRecord) (space.WebhookEvent, bool) {
@@ -217,6 +225,42 @@ func (s *Store) WebhookEvent(r events.DynamoDBEventRecord) (space.WebhookEvent, 
 			SpaceID: sp.ID, Labels: sp.Labels, HasLabels: true,
 			Data: space.SpaceEventData{SpaceID: sp.ID, Name: sp.Name, Provider: sp.Provider, CloudAccountID: sp.CloudAccountID,
 				Connectivity: string(sp.Connectivity), Labels: sp.Labels, Status: sp.Status}}, true
+	case r.EventName == string(events.DynamoDBOperationTypeModify) && strings.HasPrefix(pk.String(), prefixOrg) && strings.HasPrefix(sk.String(), prefixRevision):
+		// Decoded as summaries: the manifests are never read, nor sent.
+		var before, after space.RevisionSummary
+		if s.decode(streamImage(r.Change.OldImage), &before) != nil || s.decode(streamImage(r.Change.NewImage), &after) != nil {
+			return space.WebhookEvent{}, false
+		}
+		t, data, ok := space.RevisionEvent(before, after)
+		if !ok {
+			return space.WebhookEvent{}, false
+		}
+		return space.WebhookEvent{ID: id, OrgID: after.OrgID, Type: t, At: data.At, SpaceID: after.SpaceID, Data: data}, true
+	case r.EventName == string(events.DynamoDBOperationTypeModify) && strings.HasPrefix(pk.String(), prefixOrg) && strings.HasPrefix(sk.String(), prefixJob):
+		var before, after provisioning.Job
+		if s.decode(streamImage(r.Change.OldImage), &before) != nil || s.decode(streamImage(r.Change.NewImage), &after) != nil {
+			return space.WebhookEvent{}, false
+		}
+		t, data, ok := provisioning.WebhookEvent(before, after)
+		if !ok {
+			return space.WebhookEvent{}, false
+		}
+		// About no space: a job's events are not narrowed by a selector.
+		return space.WebhookEvent{ID: id, OrgID: after.OrgID, Type: t, At: data.At, Data: data}, true
+	case r.EventName == string(events.DynamoDBOperationTypeModify) && strings.HasPrefix(pk.String(), prefixOrg) && strings.HasPrefix(sk.String(), prefixAccount):
+		var before, after space.CloudAccount
+		if s.decode(streamImage(r.Change.OldImage), &before) != nil || s.decode(streamImage(r.Change.NewImage), &after) != nil ||
+			!space.AccountVerificationFailed(before, after) {
+			return space.WebhookEvent{}, false
+		}
+		// A failed verification stores no time of its own: the change's.
+		at := r.Change.ApproximateCreationDateTime.UTC()
+		if at.IsZero() || at.Unix() <= 0 {
+			at = after.CreatedAt.UTC()
+		}
+		return space.WebhookEvent{ID: id, OrgID: after.OrgID, Type: space.EventAccountVerificationFailed, At: at,
+			Data: space.AccountEventData{CloudAccountID: after.ID, Provider: after.Provider, Name: after.Name, Status: after.Status,
+				Reason: after.StatusReason, Message: after.StatusMessage, At: at}}, true
 	case r.EventName == string(events.DynamoDBOperationTypeModify):
 		d, ok := s.Deregistration(r)
 		if !ok {
@@ -334,4 +378,110 @@ func (s *Store) Attempts(ctx context.Context, org, endpointID string, page space
 		return out[:page.Limit], keys[page.Limit-1], nil
 	}
 	return out, "", nil
+}
+
+var _ space.EventStore = (*Store)(nil)
+
+// SaveEvent keeps an event as delivered to its endpoint, for replay, until
+// space.EventRetention after at (a replay's first attempt puts it again,
+// unchanged but for a later expiry).
+func (s *Store) SaveEvent(ctx context.Context, e space.StoredEvent, at time.Time) error {
+	item, err := s.encode(e)
+	if err != nil {
+		return err
+	}
+	item["pk"] = str(prefixWebhook + e.EndpointID)
+	item["sk"] = str(prefixEvent + e.WebhookID)
+	item["expires_at"] = num(at.Add(space.EventRetention).Unix())
+	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item}); err != nil {
+		return awsError("PutItem", err)
+	}
+	return nil
+}
+
+// DeliveredEvent returns org's endpoint's kept event webhookID; one past
+// its retention (which DynamoDB's TTL may not have removed yet) is not
+// found.
+func (s *Store) DeliveredEvent(ctx context.Context, org, endpointID, webhookID string) (space.StoredEvent, error) {
+	item, err := s.getItem(ctx, map[string]types.AttributeValue{"pk": str(prefixWebhook + endpointID), "sk": str(prefixEvent + webhookID)})
+	if err != nil {
+		return space.StoredEvent{}, err
+	}
+	var e space.StoredEvent
+	if item != nil {
+		if err := s.decode(item, &e); err != nil {
+			return e, err
+		}
+	}
+	if item == nil || e.OrgID != org || expired(item, s.now()) {
+		return space.StoredEvent{}, space.ErrNotFound("delivery")
+	}
+	return e, nil
+}
+
+func expired(item map[string]types.AttributeValue, now time.Time) bool {
+	n, ok := item["expires_at"].(*types.AttributeValueMemberN)
+	if !ok {
+		return false
+	}
+	exp, err := strconv.ParseInt(n.Value, 10, 64)
+	return err == nil && exp <= now.Unix()
+}
+
+// DeliveredSince returns at most limit of org's endpoint's kept events
+// whose first attempt in the delivery log is at or after since, oldest
+// first, and when more remain, the attempt time to continue from: the log
+// (ATT#, ordered by time) is read from since, each event once, then each
+// event's item; an event no longer kept is skipped.
+func (s *Store) DeliveredSince(ctx context.Context, org, endpointID string, since time.Time, limit int) ([]space.StoredEvent, *time.Time, error) {
+	in := &dynamodb.QueryInput{TableName: s.table, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression:    aws.String(nPK + " = :pk AND " + nSK + " BETWEEN :from AND :to"),
+		FilterExpression:          aws.String(nOrg + " = :org"),
+		ProjectionExpression:      aws.String(nSK + ", webhook_id"),
+		ExpressionAttributeNames:  names(nPK, nSK, nOrg),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(prefixWebhook + endpointID), ":from": str(prefixAttempt + since.UTC().Format(histTime)), ":to": str(prefixAttempt + "~"), ":org": str(org)}}
+	seen := map[string]bool{}
+	var ids []string
+	var next *time.Time
+	for next == nil {
+		res, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, nil, awsError("Query", err)
+		}
+		for _, item := range res.Items {
+			v, _ := item["webhook_id"].(*types.AttributeValueMemberS)
+			if v == nil || seen[v.Value] {
+				continue
+			}
+			if len(ids) == limit {
+				sk, _ := item["sk"].(*types.AttributeValueMemberS)
+				at := since
+				if sk != nil && len(sk.Value) >= len(prefixAttempt)+len(histTime) {
+					if t, err := time.Parse(histTime, sk.Value[len(prefixAttempt):len(prefixAttempt)+len(histTime)]); err == nil {
+						at = t
+					}
+				}
+				next = &at
+				break
+			}
+			seen[v.Value] = true
+			ids = append(ids, v.Value)
+		}
+		if res.LastEvaluatedKey == nil {
+			break
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+	out := make([]space.StoredEvent, 0, len(ids))
+	for _, id := range ids {
+		e, err := s.DeliveredEvent(ctx, org, endpointID, id)
+		if space.KindOf(err) == space.KindNotFound {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, e)
+	}
+	return out, next, nil
 }

@@ -151,3 +151,53 @@ func TestWebhookWithoutSealerStoresNothing(t *testing.T) {
 		t.Errorf("read after a refused create: %v", err)
 	}
 }
+
+// TestDeliveredEventsForReplay: an event kept for replay is read back
+// whole by its webhook-id, by its org only; events since a time come
+// oldest first, each once however many attempts it had, paged at the
+// limit with the time to continue from; one past its retention is gone.
+func TestDeliveredEventsForReplay(t *testing.T) {
+	store, db, table, sealer := webhookFixture(t)
+	ctx := t.Context()
+	org, ep := uuid.NewString(), uuid.NewString()
+	t0 := time.Now().UTC().Truncate(time.Second)
+	ids := []string{"msg_a", "msg_b", "msg_c"}
+	for i, id := range ids {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		ev := space.StoredEvent{OrgID: org, EndpointID: ep, WebhookID: id, Type: space.EventSpaceRegistered, At: at, Data: []byte(`{"space_id":"` + id + `"}`)}
+		if err := store.SaveEvent(ctx, ev, at); err != nil {
+			t.Fatal(err)
+		}
+		for n := 1; n <= 2; n++ { // two attempts each
+			if err := store.RecordAttempt(ctx, space.DeliveryAttempt{OrgID: org, EndpointID: ep, WebhookID: id, Type: ev.Type,
+				Attempt: n, At: at.Add(time.Duration(n) * time.Second), Verdict: space.RetryLater}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got, err := store.DeliveredEvent(ctx, org, ep, "msg_b")
+	if err != nil || got.Type != space.EventSpaceRegistered || string(got.Data) != `{"space_id":"msg_b"}` || !got.At.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("msg_b: %+v %v", got, err)
+	}
+	if _, err := store.DeliveredEvent(ctx, uuid.NewString(), ep, "msg_b"); space.KindOf(err) != space.KindNotFound {
+		t.Errorf("another org reads the event: %v", err)
+	}
+	page, next, err := store.DeliveredSince(ctx, org, ep, t0, 2)
+	if err != nil || len(page) != 2 || page[0].WebhookID != "msg_a" || page[1].WebhookID != "msg_b" || next == nil {
+		t.Fatalf("first page: %+v next %v %v", page, next, err)
+	}
+	rest, next2, err := store.DeliveredSince(ctx, org, ep, *next, 2)
+	if err != nil || len(rest) != 1 || rest[0].WebhookID != "msg_c" || next2 != nil {
+		t.Fatalf("second page: %+v next %v %v", rest, next2, err)
+	}
+	if late, _, err := store.DeliveredSince(ctx, org, ep, t0.Add(90*time.Second), 10); err != nil || len(late) != 1 || late[0].WebhookID != "msg_c" {
+		t.Errorf("since 90 s on: %+v %v", late, err)
+	}
+	if other, _, err := store.DeliveredSince(ctx, uuid.NewString(), ep, t0, 10); err != nil || len(other) != 0 {
+		t.Errorf("another org's since: %+v %v", other, err)
+	}
+	expired := dynamostore.New(db, table, dynamostore.WithSealer(sealer), dynamostore.WithClock(func() time.Time { return t0.Add(space.EventRetention + time.Hour) }))
+	if _, err := expired.DeliveredEvent(ctx, org, ep, "msg_a"); space.KindOf(err) != space.KindNotFound {
+		t.Errorf("an event past its retention: %v", err)
+	}
+}

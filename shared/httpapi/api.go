@@ -120,6 +120,8 @@ var catalogRoutes = []route{
 	{"POST", "/webhook-endpoints/{id}/rotate-secret", (*API).rotateWebhookSecret},
 	{"GET", "/webhook-endpoints/{id}/deliveries", (*API).webhookDeliveries},
 	{"POST", "/webhook-endpoints/{id}/test", (*API).testWebhook},
+	{"POST", "/webhook-endpoints/{id}/deliveries/{delivery_id}/replay", (*API).replayWebhookDelivery},
+	{"POST", "/webhook-endpoints/{id}/replay", (*API).replayWebhookSince},
 }
 
 // PublicRoutes need no token.

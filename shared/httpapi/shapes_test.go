@@ -54,6 +54,7 @@ var bodies = map[string]func() any{
 	"WebhookEndpoint secret": func() any { return filled[space.Created]() },
 	"DeliveryAttempt list":   func() any { return filled[listResponse[space.DeliveryAttempt]]() },
 	"WebhookTest accepted":   func() any { return filled[testAccepted]() },
+	"WebhookReplay accepted": func() any { return filled[space.Replayed]() },
 }
 
 // requests are the tagged types the API reads, by section name: a whole
@@ -112,21 +113,23 @@ var routeBodies = map[string][]string{
 	"GET /space-discovery/{spaceID}/namespaces":  {"NamespaceList"},
 	"POST /space-discovery/{spaceID}/namespaces": {"Namespace", "NamespaceCreate"},
 
-	"POST /agent/exchange":                               {"AgentCredential"},
-	"POST /agent/credential":                             {"AgentCredential"},
-	"PUT /agent/spaces/{spaceID}/lease":                  {"Lease answer", "request ServerVersion (lease)"},
-	"PUT /agent/spaces/{spaceID}/namespaces":             {"request ReportedNamespace (items)", "request CreateOutcome (creates)"},
-	"PUT /agent/spaces/{spaceID}/revisions/{revisionID}": nil,
-	"GET /webhook-endpoints":                             {"WebhookEndpoint list"},
-	"POST /webhook-endpoints":                            {"WebhookEndpoint secret"},
-	"GET /webhook-endpoints/{id}":                        {"WebhookEndpoint"},
-	"PATCH /webhook-endpoints/{id}":                      {"WebhookEndpoint"},
-	"DELETE /webhook-endpoints/{id}":                     nil,
-	"POST /webhook-endpoints/{id}/pause":                 {"WebhookEndpoint"},
-	"POST /webhook-endpoints/{id}/resume":                {"WebhookEndpoint"},
-	"POST /webhook-endpoints/{id}/rotate-secret":         {"WebhookEndpoint secret"},
-	"GET /webhook-endpoints/{id}/deliveries":             {"DeliveryAttempt list"},
-	"POST /webhook-endpoints/{id}/test":                  {"WebhookTest accepted"},
+	"POST /agent/exchange":                                         {"AgentCredential"},
+	"POST /agent/credential":                                       {"AgentCredential"},
+	"PUT /agent/spaces/{spaceID}/lease":                            {"Lease answer", "request ServerVersion (lease)"},
+	"PUT /agent/spaces/{spaceID}/namespaces":                       {"request ReportedNamespace (items)", "request CreateOutcome (creates)"},
+	"PUT /agent/spaces/{spaceID}/revisions/{revisionID}":           nil,
+	"GET /webhook-endpoints":                                       {"WebhookEndpoint list"},
+	"POST /webhook-endpoints":                                      {"WebhookEndpoint secret"},
+	"GET /webhook-endpoints/{id}":                                  {"WebhookEndpoint"},
+	"PATCH /webhook-endpoints/{id}":                                {"WebhookEndpoint"},
+	"DELETE /webhook-endpoints/{id}":                               nil,
+	"POST /webhook-endpoints/{id}/pause":                           {"WebhookEndpoint"},
+	"POST /webhook-endpoints/{id}/resume":                          {"WebhookEndpoint"},
+	"POST /webhook-endpoints/{id}/rotate-secret":                   {"WebhookEndpoint secret"},
+	"GET /webhook-endpoints/{id}/deliveries":                       {"DeliveryAttempt list"},
+	"POST /webhook-endpoints/{id}/test":                            {"WebhookTest accepted"},
+	"POST /webhook-endpoints/{id}/deliveries/{delivery_id}/replay": {"WebhookReplay accepted"},
+	"POST /webhook-endpoints/{id}/replay":                          {"WebhookReplay accepted"},
 }
 
 const apiGolden = "testdata/shapes.golden"

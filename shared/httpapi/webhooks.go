@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"spaces/shared/auth"
 	"spaces/shared/space"
@@ -115,6 +116,50 @@ func (a *API) testWebhook(w http.ResponseWriter, r *http.Request, p auth.Princip
 	}
 	addLogAttrs(r.Context(), slog.String("webhook_id", id))
 	writeJSON(w, http.StatusAccepted, "application/json", testAccepted{WebhookID: id})
+	return nil
+}
+
+// replayWebhookDelivery queues one delivered event again, under its
+// original webhook-id, and answers 202.
+func (a *API) replayWebhookDelivery(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	wh, err := a.webhooks()
+	if err != nil {
+		return err
+	}
+	out, err := wh.Replay(r.Context(), p.OrgID, r.PathValue("id"), r.PathValue("delivery_id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, "application/json", out)
+	return nil
+}
+
+// replayWebhookSince queues again every event delivered to the endpoint
+// since a time ({"since": RFC 3339}), up to space.MaxReplay, and answers
+// 202 with their webhook-ids and where to continue.
+func (a *API) replayWebhookSince(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	wh, err := a.webhooks()
+	if err != nil {
+		return err
+	}
+	var since *string
+	if err := readObject(w, r, map[string]any{"since": &since}); err != nil {
+		return err
+	}
+	var at time.Time
+	if since != nil {
+		t, err := time.Parse(time.RFC3339Nano, *since)
+		if err != nil {
+			return &space.Error{Kind: space.KindInvalid, Message: "the replay is not valid",
+				Fields: []space.FieldError{{Field: "since", Reason: "must be an RFC 3339 time"}}}
+		}
+		at = t
+	}
+	out, err := wh.ReplaySince(r.Context(), p.OrgID, r.PathValue("id"), at)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, "application/json", out)
 	return nil
 }
 

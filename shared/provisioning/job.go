@@ -408,3 +408,22 @@ func LeftInCloud(j Job) string {
 		return "nothing: the cloud was never called"
 	}
 }
+
+// WebhookEvent is the event of a job's stored change from before to after:
+// provisioning_job.succeeded or .failed when it entered that state (a
+// failed job retried and failed again is a new event), or false.
+func WebhookEvent(before, after Job) (space.EventType, space.JobEventData, bool) {
+	t, ok := map[State]space.EventType{Succeeded: space.EventJobSucceeded, Failed: space.EventJobFailed}[after.State]
+	if !ok || before.State == after.State || after.ID == "" || after.OrgID == "" {
+		return "", space.JobEventData{}, false
+	}
+	d := space.JobEventData{JobID: after.ID, Name: after.Name, Provider: after.Provider, CloudAccountID: after.CloudAccountID,
+		State: string(after.State), At: after.Since.UTC()}
+	if after.State == Succeeded {
+		d.SpaceID = after.SpaceID
+	}
+	if f := after.Failure; f != nil && after.State == Failed {
+		d.Failure = &space.JobFailureData{Step: string(f.Step), Reason: f.Reason, Message: f.Message, Retryable: f.Retryable}
+	}
+	return t, d, true
+}

@@ -200,3 +200,42 @@ func TestCancelAndRetry(t *testing.T) {
 		t.Errorf("a failed job can be canceled: %s", c.State)
 	}
 }
+
+// TestJobWebhookEvent: a job's change is an event when it enters
+// succeeded (with its space) or failed (with its failure), again after a
+// retry; no other change is.
+func TestJobWebhookEvent(t *testing.T) {
+	at := func(s State) Job {
+		j := newJob()
+		j.State, j.Since, j.SpaceID = s, t0, "s1"
+		j.Failure = &Failure{Step: Creating, Reason: ReasonTimedOut, Message: "late", Retryable: true}
+		return j
+	}
+	for _, c := range []struct {
+		from, to State
+		want     space.EventType
+	}{
+		{Registering, Succeeded, space.EventJobSucceeded},
+		{Creating, Failed, space.EventJobFailed},
+		{Failed, Failed, ""},
+		{Queued, Creating, ""},
+		{Creating, Canceled, ""},
+		{Failed, Creating, ""},
+	} {
+		got, d, ok := WebhookEvent(at(c.from), at(c.to))
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("%s -> %s: %q %v; want %q", c.from, c.to, got, ok, c.want)
+			continue
+		}
+		switch got {
+		case space.EventJobSucceeded:
+			if d.SpaceID != "s1" || d.Failure != nil || !d.At.Equal(t0) {
+				t.Errorf("succeeded data %+v", d)
+			}
+		case space.EventJobFailed:
+			if d.SpaceID != "" || d.Failure == nil || d.Failure.Reason != ReasonTimedOut || d.Failure.Step != "creating" {
+				t.Errorf("failed data %+v", d)
+			}
+		}
+	}
+}

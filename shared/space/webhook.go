@@ -85,11 +85,17 @@ type WebhookEndpoint struct {
 	// about no space (a cloud account's) are not narrowed.
 	LabelSelector string       `json:"label_selector,omitempty"`
 	State         WebhookState `json:"state"`
-	// StateReason says why a disabled endpoint was disabled.
-	StateReason string    `json:"state_reason,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
-	Version     int64     `json:"version"`
+	// StateReason says why a disabled endpoint was disabled, and
+	// DisabledAt since when.
+	StateReason string     `json:"state_reason,omitempty"`
+	DisabledAt  *time.Time `json:"disabled_at,omitempty"`
+	// FailingSince is when the attempts to it began failing (the first
+	// failed attempt after a delivered one, or after it was enabled);
+	// nil while they succeed. Five days of it disables the endpoint.
+	FailingSince *time.Time `json:"failing_since,omitempty"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	Version      int64      `json:"version"`
 	// Secrets sign deliveries, newest first; stored encrypted, never
 	// answered.
 	Secrets []WebhookSecret `json:"-" dynamodbav:"-"`
@@ -372,19 +378,55 @@ func (e WebhookEndpoint) Rotate(secret string, now time.Time, overlap time.Durat
 	return e
 }
 
-// SetState moves e to state with reason: KindConflict when it is already
-// there (an idempotent pause answers the endpoint unchanged instead:
-// ErrUnchanged). Resuming clears the reason.
-func (e WebhookEndpoint) SetState(state WebhookState, reason string) (WebhookEndpoint, error) {
+// SetState moves e to state with reason at now: ErrUnchanged when it is
+// already there (an idempotent pause answers the endpoint unchanged).
+// Disabling records when; resuming clears the reason, the time and the
+// failing run, so a resumed endpoint has five days again.
+func (e WebhookEndpoint) SetState(state WebhookState, reason string, now time.Time) (WebhookEndpoint, error) {
 	if e.State == state {
 		return e, ErrUnchanged
 	}
 	e.State = state
 	e.StateReason = reason
-	if state == WebhookEnabled {
-		e.StateReason = ""
+	e.DisabledAt = nil
+	switch state {
+	case WebhookEnabled:
+		e.StateReason, e.FailingSince = "", nil
+	case WebhookDisabled:
+		at := now.UTC()
+		e.DisabledAt = &at
 	}
 	return e, nil
+}
+
+// WebhookFailingLimit is how long every attempt to an endpoint may fail
+// before it is disabled (ReasonFailedTooLong).
+const WebhookFailingLimit = 5 * 24 * time.Hour
+
+// AfterAttempt is e once an attempt made at at was judged v: a delivery
+// ends its failing run; a failure starts one, or, when the run has lasted
+// WebhookFailingLimit, disables e. ErrUnchanged when nothing changes (most
+// attempts: the endpoint is written only when its run starts or ends).
+// 410 Gone is not judged here: it disables at once (Disable).
+func (e WebhookEndpoint) AfterAttempt(v DeliveryVerdict, at time.Time) (WebhookEndpoint, error) {
+	if e.State != WebhookEnabled {
+		return e, ErrUnchanged
+	}
+	switch {
+	case v == Delivered && e.FailingSince != nil:
+		e.FailingSince = nil
+		return e, nil
+	case v == RetryLater || v == Rejected:
+		if e.FailingSince == nil {
+			since := at.UTC()
+			e.FailingSince = &since
+			return e, nil
+		}
+		if at.Sub(*e.FailingSince) >= WebhookFailingLimit {
+			return e.SetState(WebhookDisabled, ReasonFailedTooLong, at)
+		}
+	}
+	return e, ErrUnchanged
 }
 
 // Reasons Spaces disables an endpoint.
@@ -520,3 +562,72 @@ type DeliveryAttempt struct {
 
 // DeliveryLogTTL is how long an attempt stays in the log.
 const DeliveryLogTTL = 30 * 24 * time.Hour
+
+// RevisionEventData is the data of revision.deployed, revision.failed and
+// revision.stopped: the revision's summary, never its manifests.
+type RevisionEventData struct {
+	RevisionID    string        `json:"revision_id"`
+	EnvironmentID string        `json:"environment_id"`
+	SpaceID       string        `json:"space_id"`
+	Namespace     string        `json:"namespace"`
+	State         RevisionState `json:"state"`
+	Reason        string        `json:"reason,omitempty"`
+	Attempts      int           `json:"attempts"`
+	At            time.Time     `json:"at"`
+}
+
+// RevisionEvent is the event of a revision's stored change from before to
+// after, or false when the change is none (the state did not change, or
+// changed to one no event names).
+func RevisionEvent(before, after RevisionSummary) (EventType, RevisionEventData, bool) {
+	t, ok := map[RevisionState]EventType{RevisionDeployed: EventRevisionDeployed,
+		RevisionFailed: EventRevisionFailed, RevisionStopped: EventRevisionStopped}[after.State]
+	if !ok || before.State == after.State || after.ID == "" || after.OrgID == "" {
+		return "", RevisionEventData{}, false
+	}
+	return t, RevisionEventData{RevisionID: after.ID, EnvironmentID: after.EnvironmentID, SpaceID: after.SpaceID,
+		Namespace: after.Namespace, State: after.State, Reason: after.Reason, Attempts: after.Attempts, At: after.UpdatedAt.UTC()}, true
+}
+
+// JobEventData is the data of provisioning_job.succeeded and
+// provisioning_job.failed: what the job is and how it ended, never its
+// cluster's configuration or credentials.
+type JobEventData struct {
+	JobID          string          `json:"job_id"`
+	Name           string          `json:"name,omitempty"`
+	Provider       Provider        `json:"provider"`
+	CloudAccountID string          `json:"cloud_account_id"`
+	State          string          `json:"state"`
+	SpaceID        string          `json:"space_id,omitempty"`
+	Failure        *JobFailureData `json:"failure,omitempty"`
+	At             time.Time       `json:"at"`
+}
+
+// JobFailureData is why a job failed: the step, a machine-readable reason,
+// the message and whether a retry can succeed.
+type JobFailureData struct {
+	Step      string `json:"step"`
+	Reason    string `json:"reason"`
+	Message   string `json:"message,omitempty"`
+	Retryable bool   `json:"retryable"`
+}
+
+// AccountEventData is the data of cloud_account.verification_failed: the
+// account and the cloud's answer, never its connection.
+type AccountEventData struct {
+	CloudAccountID string        `json:"cloud_account_id"`
+	Provider       Provider      `json:"provider"`
+	Name           string        `json:"name"`
+	Status         AccountStatus `json:"status"`
+	Reason         string        `json:"reason,omitempty"`
+	Message        string        `json:"message,omitempty"`
+	At             time.Time     `json:"at"`
+}
+
+// AccountVerificationFailed reports whether a cloud account's stored change
+// from before to after is a verification that failed: a new version (each
+// verification stores one; the space count's updates do not) whose status
+// is failed.
+func AccountVerificationFailed(before, after CloudAccount) bool {
+	return after.Status == AccountFailed && after.Version != before.Version && after.ID != "" && after.OrgID != ""
+}

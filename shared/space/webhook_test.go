@@ -213,14 +213,56 @@ func TestWebhookState(t *testing.T) {
 		{WebhookEnabled, "", false},
 	}
 	for i, s := range steps {
-		next, err := e.SetState(s.to, s.reason)
+		next, err := e.SetState(s.to, s.reason, t0)
 		if errors.Is(err, ErrUnchanged) != s.unchanged {
 			t.Errorf("step %d: %v", i, err)
 		}
-		if next.State != s.to || next.StateReason != s.reason {
-			t.Errorf("step %d: %s %q", i, next.State, next.StateReason)
+		if next.State != s.to || next.StateReason != s.reason || (next.DisabledAt != nil) != (s.to == WebhookDisabled) {
+			t.Errorf("step %d: %s %q %v", i, next.State, next.StateReason, next.DisabledAt)
 		}
 		e = next
+	}
+}
+
+// TestWebhookFailingRun: failures start a run (written once), a delivery
+// ends it, five days of failures disable the endpoint (FailedTooLong, with
+// when), a disabled endpoint is judged no more, and resuming starts afresh.
+func TestWebhookFailingRun(t *testing.T) {
+	e := WebhookEndpoint{State: WebhookEnabled}
+	day := 24 * time.Hour
+	steps := []struct {
+		v         DeliveryVerdict
+		at        time.Duration
+		unchanged bool
+		since     time.Duration // -1: no run
+		state     WebhookState
+	}{
+		{Delivered, 0, true, -1, WebhookEnabled},
+		{RetryLater, 1 * day, false, 1 * day, WebhookEnabled},
+		{Rejected, 3 * day, true, 1 * day, WebhookEnabled},
+		{Delivered, 4 * day, false, -1, WebhookEnabled},
+		{RetryLater, 5 * day, false, 5 * day, WebhookEnabled},
+		{RetryLater, 10*day - time.Second, true, 5 * day, WebhookEnabled},
+		{RetryLater, 10 * day, false, 5 * day, WebhookDisabled},
+		{RetryLater, 11 * day, true, 5 * day, WebhookDisabled},
+		{Delivered, 11 * day, true, 5 * day, WebhookDisabled},
+	}
+	for i, s := range steps {
+		next, err := e.AfterAttempt(s.v, t0.Add(s.at))
+		if errors.Is(err, ErrUnchanged) != s.unchanged || (err != nil && !errors.Is(err, ErrUnchanged)) {
+			t.Errorf("step %d: %v", i, err)
+		}
+		if (s.since < 0) != (next.FailingSince == nil) || (s.since >= 0 && !next.FailingSince.Equal(t0.Add(s.since))) || next.State != s.state {
+			t.Errorf("step %d: %s failing since %v", i, next.State, next.FailingSince)
+		}
+		e = next
+	}
+	if e.StateReason != ReasonFailedTooLong || e.DisabledAt == nil || !e.DisabledAt.Equal(t0.Add(10*day)) {
+		t.Errorf("disabled: %q at %v", e.StateReason, e.DisabledAt)
+	}
+	resumed, err := e.SetState(WebhookEnabled, "", t0.Add(12*day))
+	if err != nil || resumed.FailingSince != nil || resumed.DisabledAt != nil || resumed.StateReason != "" {
+		t.Errorf("resumed: %+v %v", resumed, err)
 	}
 }
 
@@ -276,6 +318,49 @@ func TestClassifyDelivery(t *testing.T) {
 	} {
 		if got := ClassifyDelivery(status); got != want {
 			t.Errorf("ClassifyDelivery(%d) = %s; want %s", status, got, want)
+		}
+	}
+}
+
+// TestStoredChangeEvents: a revision's change is an event only when it
+// enters deployed, failed or stopped; an account's only when a new version
+// is stored failed (not the space count's updates, which keep it).
+func TestStoredChangeEvents(t *testing.T) {
+	rev := func(s RevisionState) RevisionSummary {
+		return RevisionSummary{ID: "r1", OrgID: "acme", SpaceID: "s1", State: s, Reason: "why"}
+	}
+	for _, c := range []struct {
+		from, to RevisionState
+		want     EventType
+	}{
+		{RevisionPending, RevisionDeployed, EventRevisionDeployed},
+		{RevisionPending, RevisionFailed, EventRevisionFailed},
+		{RevisionPending, RevisionStopped, EventRevisionStopped},
+		{RevisionStopped, RevisionPending, ""},
+		{RevisionPending, RevisionDeadLettered, ""},
+		{RevisionDeployed, RevisionDeployed, ""},
+		{"", RevisionFailed, EventRevisionFailed},
+	} {
+		got, data, ok := RevisionEvent(rev(c.from), rev(c.to))
+		if got != c.want || ok != (c.want != "") || (ok && (data.RevisionID != "r1" || data.State != c.to || data.Reason != "why")) {
+			t.Errorf("%s -> %s: %q %+v %v; want %q", c.from, c.to, got, data, ok, c.want)
+		}
+	}
+	acct := func(s AccountStatus, v int64) CloudAccount {
+		return CloudAccount{ID: "a1", OrgID: "acme", Status: s, Version: v}
+	}
+	for _, c := range []struct {
+		before, after CloudAccount
+		want          bool
+	}{
+		{acct(AccountPending, 1), acct(AccountFailed, 2), true},
+		{acct(AccountFailed, 2), acct(AccountFailed, 3), true},  // verified again, failed again
+		{acct(AccountFailed, 2), acct(AccountFailed, 2), false}, // the space count changed
+		{acct(AccountPending, 1), acct(AccountReady, 2), false},
+		{acct(AccountReady, 2), acct(AccountPending, 3), false},
+	} {
+		if got := AccountVerificationFailed(c.before, c.after); got != c.want {
+			t.Errorf("%+v -> %+v: %v; want %v", c.before, c.after, got, c.want)
 		}
 	}
 }

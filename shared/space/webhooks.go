@@ -2,7 +2,9 @@ package space
 
 import (
 	"context"
+	"encoding/json"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -53,8 +55,11 @@ type Webhooks struct {
 	Now       func() time.Time
 	NewID     func() string
 	NewSecret func() string
-	// Queue sends test events; nil: they answer unavailable.
+	// Queue sends test events and replays; nil: they answer unavailable.
 	Queue WebhookQueue
+	// Events are the delivered events replays read; nil: replays answer
+	// unavailable.
+	Events EventStore
 }
 
 // Created is a new endpoint with its secret, shown this once.
@@ -140,19 +145,30 @@ func (w *Webhooks) SetState(ctx context.Context, org, id string, version int64, 
 	if !ValidID(id) {
 		return WebhookEndpoint{}, ErrNotFound("webhook endpoint")
 	}
+	now := w.Now()
 	return w.change(ctx, org, id, version, func(e WebhookEndpoint) (WebhookEndpoint, error) {
-		return e.SetState(state, "")
+		return e.SetState(state, "", now)
 	})
 }
 
 // Disable stops deliveries to an endpoint for reason (Spaces' own
 // decision: 410 Gone, or failing for too long).
 func (w *Webhooks) Disable(ctx context.Context, org, id, reason string) (WebhookEndpoint, error) {
+	now := w.Now()
 	return w.change(ctx, org, id, 0, func(e WebhookEndpoint) (WebhookEndpoint, error) {
 		if e.State != WebhookEnabled {
 			return e, ErrUnchanged
 		}
-		return e.SetState(WebhookDisabled, reason)
+		return e.SetState(WebhookDisabled, reason, now)
+	})
+}
+
+// AfterAttempt records an attempt's verdict v, made at at, on the
+// endpoint's failing run (WebhookEndpoint.AfterAttempt): five days of
+// failures disable it.
+func (w *Webhooks) AfterAttempt(ctx context.Context, org, id string, v DeliveryVerdict, at time.Time) (WebhookEndpoint, error) {
+	return w.change(ctx, org, id, 0, func(e WebhookEndpoint) (WebhookEndpoint, error) {
+		return e.AfterAttempt(v, at)
 	})
 }
 
@@ -220,4 +236,117 @@ func (w *Webhooks) change(ctx context.Context, org, id string, version int64, ap
 		return WebhookEndpoint{}, err
 	}
 	return res.After, nil
+}
+
+// StoredEvent is an event as it was delivered to one endpoint, kept with
+// its delivery log (EventRetention) so that it can be replayed under its
+// original webhook-id.
+type StoredEvent struct {
+	OrgID      string          `json:"org_id"`
+	EndpointID string          `json:"endpoint_id"`
+	WebhookID  string          `json:"webhook_id"`
+	Type       EventType       `json:"type"`
+	At         time.Time       `json:"at"`
+	Data       json.RawMessage `json:"data"`
+}
+
+// EventRetention is how long a delivered event is kept for replay: as long
+// as its delivery log.
+const EventRetention = DeliveryLogTTL
+
+// MaxReplay bounds the events one replay since a time queues; the answer
+// says where to continue.
+const MaxReplay = 100
+
+// EventStore keeps delivered events for replay.
+type EventStore interface {
+	// DeliveredEvent returns org's endpoint's event webhookID, while kept.
+	DeliveredEvent(ctx context.Context, org, endpointID, webhookID string) (StoredEvent, error)
+	// DeliveredSince returns at most limit of org's endpoint's events
+	// first attempted at or after since, oldest first, and, when more
+	// follow, the time to continue since.
+	DeliveredSince(ctx context.Context, org, endpointID string, since time.Time, limit int) ([]StoredEvent, *time.Time, error)
+}
+
+// Replayed is what a replay queued: the events' webhook-ids, and, when
+// more remain, the time to replay since next.
+type Replayed struct {
+	WebhookIDs []string   `json:"webhook_ids"`
+	NextSince  *time.Time `json:"next_since,omitempty"`
+}
+
+// Replay queues one delivered event for its endpoint again, under its
+// original webhook-id (receivers that have it drop it: replaying twice is
+// harmless). The endpoint must be enabled, as for a test event.
+func (w *Webhooks) Replay(ctx context.Context, org, id, webhookID string) (Replayed, error) {
+	if _, err := w.replayable(ctx, org, id); err != nil {
+		return Replayed{}, err
+	}
+	if !validWebhookID(webhookID) {
+		return Replayed{}, ErrNotFound("delivery")
+	}
+	ev, err := w.Events.DeliveredEvent(ctx, org, id, webhookID)
+	if err != nil {
+		return Replayed{}, err
+	}
+	return w.enqueue(ctx, id, []StoredEvent{ev}, nil)
+}
+
+// ReplaySince queues again every event delivered (first attempted) to the
+// endpoint at or after since, oldest first, up to MaxReplay; Replayed's
+// NextSince continues. since must not be in the future.
+func (w *Webhooks) ReplaySince(ctx context.Context, org, id string, since time.Time) (Replayed, error) {
+	if since.IsZero() {
+		return Replayed{}, &Error{Kind: KindInvalid, Message: "the replay is not valid", Fields: []FieldError{{Field: "since", Reason: "is required"}}}
+	}
+	if since.After(w.Now()) {
+		return Replayed{}, &Error{Kind: KindInvalid, Message: "the replay is not valid", Fields: []FieldError{{Field: "since", Reason: "must not be in the future"}}}
+	}
+	if _, err := w.replayable(ctx, org, id); err != nil {
+		return Replayed{}, err
+	}
+	evs, next, err := w.Events.DeliveredSince(ctx, org, id, since, MaxReplay)
+	if err != nil {
+		return Replayed{}, err
+	}
+	return w.enqueue(ctx, id, evs, next)
+}
+
+func (w *Webhooks) replayable(ctx context.Context, org, id string) (WebhookEndpoint, error) {
+	e, err := w.Get(ctx, org, id)
+	if err != nil {
+		return e, err
+	}
+	if w.Queue == nil || w.Events == nil {
+		return e, Errorf(KindUnavailable, "replays are not configured")
+	}
+	if e.State != WebhookEnabled {
+		return e, Errorf(KindConflict, "the webhook endpoint is %s: resume it to replay", e.State)
+	}
+	return e, nil
+}
+
+func (w *Webhooks) enqueue(ctx context.Context, id string, evs []StoredEvent, next *time.Time) (Replayed, error) {
+	out := Replayed{WebhookIDs: make([]string, 0, len(evs)), NextSince: next}
+	for _, ev := range evs {
+		if err := w.Queue.Enqueue(ctx, id, WebhookEvent{ID: ev.WebhookID, OrgID: ev.OrgID, Type: ev.Type, At: ev.At, Data: ev.Data}); err != nil {
+			return Replayed{}, err
+		}
+		out.WebhookIDs = append(out.WebhookIDs, ev.WebhookID)
+	}
+	return out, nil
+}
+
+// validWebhookID: "msg_" and at most 200 bytes of letters, digits and
+// "-", "_", ":", "." (a stream record's id or a uuid).
+func validWebhookID(s string) bool {
+	if !strings.HasPrefix(s, "msg_") || len(s) > 200 || len(s) == len("msg_") {
+		return false
+	}
+	for _, c := range s[len("msg_"):] {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == ':' || c == '.') {
+			return false
+		}
+	}
+	return true
 }

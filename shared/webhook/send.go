@@ -88,6 +88,10 @@ func NewClient(g Guard, roots *tls.Config) *Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, now: time.Now, timeout: Timeout}
 }
 
+// SetClock makes the client take its time (each attempt's, and
+// webhook-timestamp's) from now: tests on a virtual clock.
+func (c *Client) SetClock(now func() time.Time) { c.now = now }
+
 // Attempt is one delivery attempt as the log keeps it.
 type Attempt struct {
 	At time.Time `json:"at"`

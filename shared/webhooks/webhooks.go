@@ -13,7 +13,9 @@
 //     retryable failure sends the next attempt to the queue with the
 //     schedule's wait (space.WebhookRetry); SQS delays at most 15 minutes,
 //     so a longer wait is several hops (Due). 410 disables the endpoint;
-//     other refusals end the delivery. Each message of a batch is handled
+//     other refusals end the delivery; five days of failures disable it
+//     too (space.WebhookEndpoint.AfterAttempt). Before the first attempt
+//     the event is kept for replay (Store.SaveEvent). Each message of a batch is handled
 //     at once beside the others, so a slow endpoint (up to the 10 s
 //     timeout) holds up no other delivery.
 package webhooks
@@ -151,6 +153,8 @@ func (q Enqueuer) Enqueue(ctx context.Context, endpointID string, e space.Webhoo
 type Store interface {
 	GetWebhook(ctx context.Context, org, id string) (space.WebhookEndpoint, error)
 	RecordAttempt(ctx context.Context, a space.DeliveryAttempt) error
+	// SaveEvent keeps the event as delivered, for replay.
+	SaveEvent(ctx context.Context, e space.StoredEvent, at time.Time) error
 }
 
 // Sender makes one attempt (webhook.Client).
@@ -158,9 +162,10 @@ type Sender interface {
 	Send(ctx context.Context, url, id string, body []byte, secrets []string) webhook.Attempt
 }
 
-// Disabler disables an endpoint (space.Webhooks).
+// Disabler disables an endpoint and keeps its failing run (space.Webhooks).
 type Disabler interface {
 	Disable(ctx context.Context, org, id, reason string) (space.WebhookEndpoint, error)
+	AfterAttempt(ctx context.Context, org, id string, v space.DeliveryVerdict, at time.Time) (space.WebhookEndpoint, error)
 }
 
 // Deliverer is the delivery queue's consumer.
@@ -228,6 +233,14 @@ func (d *Deliverer) Deliver(ctx context.Context, del Delivery) error {
 	if err != nil {
 		return fmt.Errorf("encode the body: %w", err)
 	}
+	if del.Attempts == 0 {
+		// Kept before the first attempt, so that whatever the log shows
+		// can be replayed; failing here sends nothing yet (SQS retries).
+		if err := d.Store.SaveEvent(ctx, space.StoredEvent{OrgID: del.OrgID, EndpointID: del.EndpointID, WebhookID: del.ID,
+			Type: del.Type, At: del.At, Data: del.Data}, now); err != nil {
+			return err
+		}
+	}
 	a := d.Sender.Send(ctx, ep.URL, del.ID, body, ep.SigningSecrets(now))
 	rec := space.DeliveryAttempt{OrgID: del.OrgID, EndpointID: del.EndpointID, WebhookID: del.ID, Type: del.Type,
 		Attempt: del.Attempts + 1, At: a.At, Status: a.Status, LatencyMS: a.LatencyMS, Verdict: a.Verdict, Error: a.Error}
@@ -249,6 +262,15 @@ func (d *Deliverer) Deliver(ctx context.Context, del Delivery) error {
 	case space.Gone:
 		if _, err := d.Endpoints.Disable(ctx, del.OrgID, del.EndpointID, space.ReasonReceiverGone); err != nil {
 			return err
+		}
+	}
+	// The endpoint is written only when its failing run starts, ends or
+	// has lasted five days (judged on the endpoint just read; the write
+	// judges again on a fresh read). Not repeated on failure: the next
+	// attempt judges again, and the receiver must not get this one twice.
+	if _, err := ep.AfterAttempt(a.Verdict, now); err == nil {
+		if _, err := d.Endpoints.AfterAttempt(ctx, del.OrgID, del.EndpointID, a.Verdict, now); err != nil {
+			d.Log.WarnContext(ctx, "webhook endpoint's failing run not kept", "webhook_id", del.ID, "endpoint_id", del.EndpointID, "error", err.Error())
 		}
 	}
 	// The log is what the org reads; losing one line must not repeat a

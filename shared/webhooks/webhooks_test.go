@@ -1,10 +1,17 @@
 package webhooks_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,8 +19,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/google/uuid"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"spaces/infra/emulator/emulatortest"
+	"spaces/infra/testclock"
 	"spaces/shared/awsclient"
 	"spaces/shared/dynamostore"
 	"spaces/shared/space"
@@ -200,4 +209,258 @@ func TestFanOutChoosesEndpoints(t *testing.T) {
 	if len(got) != 2 || !got[all.ID] || !got[prod.ID] {
 		t.Errorf("delivered to %v; want %s and %s", got, all.ID, prod.ID)
 	}
+}
+
+// useClock puts the deliverer, the endpoints and the client on c.
+func (f *fixture) useClock(c *testclock.Clock) {
+	f.d.Now, f.eps.Now = c.Now, c.Now
+	f.d.Sender.(*webhook.Client).SetClock(c.Now)
+}
+
+// TestFailingFiveDaysDisables, on a virtual clock: a 503 starts the
+// endpoint's failing run, a 2xx ends it, and five days of failures
+// disable it (FailedTooLong, with when, as GET answers it); a disabled
+// endpoint is called no more, and resuming it starts afresh.
+func TestFailingFiveDaysDisables(t *testing.T) {
+	f := newFixture(t)
+	clock := testclock.New(time.Now().UTC().Truncate(time.Second))
+	f.useClock(clock)
+	ctx := t.Context()
+	ep := f.endpoint(t, "", space.EventSpaceRegistered)
+	get := func() space.WebhookEndpoint {
+		got, err := f.eps.Get(ctx, f.org, ep.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	deliver := func(status int) {
+		f.status.Store(int64(status))
+		if err := f.d.Deliver(ctx, delivery(f.org, ep)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := clock.Now()
+	deliver(503)
+	if got := get(); got.FailingSince == nil || !got.FailingSince.Equal(start) || got.State != space.WebhookEnabled {
+		t.Fatalf("after a 503: %s since %v", got.State, got.FailingSince)
+	}
+	v := get().Version
+	clock.Advance(3 * 24 * time.Hour)
+	deliver(500)
+	if got := get(); got.Version != v || !got.FailingSince.Equal(start) {
+		t.Errorf("a failure within the run wrote the endpoint: version %d, since %v", got.Version, got.FailingSince)
+	}
+	deliver(204)
+	if got := get(); got.FailingSince != nil || got.State != space.WebhookEnabled {
+		t.Fatalf("after a 2xx: %s since %v", got.State, got.FailingSince)
+	}
+	clock.Advance(time.Hour)
+	restart := clock.Now()
+	deliver(503)
+	clock.Advance(space.WebhookFailingLimit - time.Second)
+	deliver(503)
+	if got := get(); got.State != space.WebhookEnabled || !got.FailingSince.Equal(restart) {
+		t.Fatalf("a second short of five days: %s since %v", got.State, got.FailingSince)
+	}
+	clock.Advance(time.Second)
+	deliver(503)
+	got := get()
+	if got.State != space.WebhookDisabled || got.StateReason != space.ReasonFailedTooLong || got.DisabledAt == nil || !got.DisabledAt.Equal(clock.Now()) {
+		t.Fatalf("after five days: %s %q at %v", got.State, got.StateReason, got.DisabledAt)
+	}
+	body, _ := json.Marshal(got)
+	for _, want := range []string{`"state":"disabled"`, `"state_reason":"FailedTooLong"`, `"disabled_at":"`, `"failing_since":"`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("the endpoint's body lacks %s: %s", want, body)
+		}
+	}
+	hits := f.hits.Load()
+	deliver(204)
+	if f.hits.Load() != hits {
+		t.Error("a disabled endpoint was called")
+	}
+	resumed, err := f.eps.SetState(ctx, f.org, ep.ID, 0, space.WebhookEnabled)
+	if err != nil || resumed.FailingSince != nil || resumed.DisabledAt != nil || resumed.StateReason != "" {
+		t.Fatalf("resumed: %+v %v", resumed, err)
+	}
+}
+
+// simQueue is the delivery queue on a virtual clock: each message becomes
+// visible after its delay, as SQS's DelaySeconds would make it (at most 15
+// minutes, which the deliverer's hops respect).
+type simQueue struct {
+	clock *testclock.Clock
+	mu    sync.Mutex
+	msgs  []simMsg
+}
+
+type simMsg struct {
+	visible time.Time
+	d       webhooks.Delivery
+}
+
+func (q *simQueue) SendDeliveries(_ context.Context, ds []webhooks.Delivery, delay time.Duration) error {
+	if delay > 15*time.Minute {
+		return fmt.Errorf("delay %s: SQS refuses more than 15 minutes", delay)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, d := range ds {
+		q.msgs = append(q.msgs, simMsg{q.clock.Now().Add(delay), d})
+	}
+	return nil
+}
+
+// next takes the message that becomes visible first.
+func (q *simQueue) next() (simMsg, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.msgs) == 0 {
+		return simMsg{}, false
+	}
+	i := 0
+	for j, m := range q.msgs {
+		if m.visible.Before(q.msgs[i].visible) {
+			i = j
+		}
+	}
+	m := q.msgs[i]
+	q.msgs = append(q.msgs[:i], q.msgs[i+1:]...)
+	return m, true
+}
+
+// TestReceiverDown26Hours, on a virtual clock: events fanned out while
+// the receiver answers 503 for 26 hours all reach it once it is back, by
+// the schedule's retries (each wait longer than SQS's delay made of
+// 15-minute hops), each with its original webhook-id and a signature the
+// reference library verifies, with webhook-timestamp the attempt's
+// (virtual) time; each is delivered once, and the endpoint stays enabled
+// (26 hours is short of five days).
+func TestReceiverDown26Hours(t *testing.T) {
+	env := emulatortest.Start(t)
+	a := parts.AWS{Config: env.Config, Endpoint: env.Endpoint}
+	store := a.Store(env.Name(t, "SpacesTable"), a.Sealer(env.Resources["WebhookSecretsKey"].Name)...)
+	t0 := time.Now().UTC().Truncate(time.Second)
+	clock := testclock.New(t0)
+	back := t0.Add(26 * time.Hour)
+	type got struct {
+		header http.Header
+		body   []byte
+		at     time.Time
+	}
+	var mu sync.Mutex
+	var delivered []got
+	var refused int
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if clock.Now().Before(back) {
+			refused++
+			w.WriteHeader(503)
+			return
+		}
+		delivered = append(delivered, got{r.Header.Clone(), b, clock.Now()})
+		w.WriteHeader(204)
+	}))
+	t.Cleanup(srv.Close)
+	q := &simQueue{clock: clock}
+	org := uuid.NewString()
+	eps := &space.Webhooks{Store: store, Rules: space.WebhookRules{AllowLoopback: true}, Now: clock.Now,
+		NewID: uuid.NewString, NewSecret: space.NewWebhookSecret}
+	client := webhook.NewClient(webhook.Guard{AllowLoopback: true}, srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone())
+	client.SetClock(clock.Now)
+	log := slog.New(slog.DiscardHandler)
+	jitter := rand.New(rand.NewPCG(1, 2))
+	d := &webhooks.Deliverer{Store: store, Sender: client, Queue: q, Endpoints: eps, Now: clock.Now,
+		Jitter: func() float64 { return jitter.Float64()*2 - 1 }, Log: log}
+	fan := &webhooks.Fanout{Store: store, Queue: q, Log: log}
+	u := srv.URL
+	created, err := eps.Create(t.Context(), org, space.WebhookInput{URL: &u, EventTypes: []space.EventType{space.EventSpaceStatusChanged}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier, err := standardwebhooks.NewWebhook(created.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// One event at the outage's start, then one every 5 hours within it.
+	sent := map[string]bool{}
+	var fanAt []time.Time
+	for h := 0; h < 26; h += 5 {
+		fanAt = append(fanAt, t0.Add(time.Duration(h)*time.Hour))
+	}
+	step := func() bool {
+		m, ok := q.next()
+		if len(fanAt) > 0 && (!ok || !m.visible.Before(fanAt[0])) {
+			if ok {
+				q.mu.Lock()
+				q.msgs = append(q.msgs, m)
+				q.mu.Unlock()
+			}
+			clock.Set(fanAt[0])
+			fanAt = fanAt[1:]
+			id := "msg_" + uuid.NewString()
+			sent[id] = true
+			sid := uuid.NewString()
+			if _, err := fan.Fan(t.Context(), space.WebhookEvent{ID: id, OrgID: org, Type: space.EventSpaceStatusChanged, At: clock.Now(), SpaceID: sid,
+				Data: space.StatusChangedData{SpaceID: sid, From: space.Active, To: space.Inactive, Reason: "Unreachable", At: clock.Now()}}); err != nil {
+				t.Fatal(err)
+			}
+			return true
+		}
+		if !ok {
+			return false
+		}
+		if m.visible.After(clock.Now()) {
+			clock.Set(m.visible)
+		}
+		if err := d.Deliver(t.Context(), m.d); err != nil {
+			t.Fatal(err)
+		}
+		return true
+	}
+	for step() {
+		if clock.Now().After(t0.Add(80 * time.Hour)) {
+			t.Fatal("still delivering 80 virtual hours on")
+		}
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	if refused == 0 || len(sent) != 6 {
+		t.Fatalf("%d refused attempts, %d events sent", refused, len(sent))
+	}
+	ids := map[string]int{}
+	for _, g := range delivered {
+		id := g.header.Get("webhook-id")
+		ids[id]++
+		if err := verifier.VerifyIgnoringTimestamp(g.body, g.header); err != nil {
+			t.Errorf("%s does not verify: %v", id, err)
+		}
+		// The reference library's own timestamp check reads the wall clock;
+		// the attempt's virtual time is checked here instead.
+		if ts, err := strconv.ParseInt(g.header.Get("webhook-timestamp"), 10, 64); err != nil || ts != g.at.Unix() {
+			t.Errorf("%s: webhook-timestamp %q; the attempt was at %d", id, g.header.Get("webhook-timestamp"), g.at.Unix())
+		}
+		if g.at.Before(back) {
+			t.Errorf("%s delivered at %s, before the receiver was back", id, g.at)
+		}
+	}
+	for id := range sent {
+		if ids[id] != 1 {
+			t.Errorf("event %s delivered %d times; want once", id, ids[id])
+		}
+	}
+	if len(ids) != len(sent) {
+		t.Errorf("delivered ids %v; sent %v", ids, sent)
+	}
+	ep, err := eps.Get(t.Context(), org, created.ID)
+	if err != nil || ep.State != space.WebhookEnabled || ep.FailingSince != nil {
+		t.Errorf("endpoint after the outage: %s failing since %v (%v)", ep.State, ep.FailingSince, err)
+	}
+	last := delivered[len(delivered)-1].at
+	t.Logf("%d events, %d refused attempts; the last delivered %s after the outage began", len(sent), refused, last.Sub(t0))
 }

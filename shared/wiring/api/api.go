@@ -123,7 +123,7 @@ func New(a parts.AWS, s Settings, o Options) (*httpapi.API, *space.Service, erro
 	if s.WebhookKey != "" {
 		api.Webhooks = &space.Webhooks{Store: store, Rules: space.WebhookRules{AllowLoopback: s.AllowLoopbackWebhooks},
 			Hosts: webhook.Guard{AllowLoopback: s.AllowLoopbackWebhooks}, Now: svc.Now, NewID: svc.NewID,
-			NewSecret: space.NewWebhookSecret}
+			NewSecret: space.NewWebhookSecret, Events: store}
 		if s.WebhookQueue != "" {
 			api.Webhooks.Queue = webhooks.Enqueuer{Queue: parts.DeliveryQueue{Q: a.Queue(s.WebhookQueue)}}
 		}
