@@ -38,6 +38,11 @@ type Config struct {
 	// its lifecycle versionNumber starts again at 0 (default
 	// DefaultVersionReset), read from Now.
 	VersionResetAfter time.Duration
+	// ManualSweep turns off the real-time sweep of the deadlines read from
+	// Now: the caller runs Sweep after moving its clock, so that a
+	// simulation of days decides when deadlines are checked (and never
+	// between moving the clock and the keep-alives of the new instant).
+	ManualSweep bool
 }
 
 // DefaultVersionReset: "If a client is not connected for approximately one
@@ -204,8 +209,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.data = data
-	b.swept.Add(1)
-	go b.sweep()
+	if !cfg.ManualSweep {
+		b.swept.Add(1)
+		go b.sweep()
+	}
 	return b, nil
 }
 
@@ -360,8 +367,8 @@ func (b *Broker) kick(c *conn, reason string, code packets.Code) {
 	_ = b.srv.DisconnectClient(c.cl, code)
 }
 
-// sweep enforces the deadlines read from Config.Now: keep-alive, the
-// authorizer's disconnectAfterInSeconds and refreshAfterInSeconds.
+// sweep enforces the deadlines read from Config.Now every sweepEvery of
+// real time.
 func (b *Broker) sweep() {
 	defer b.swept.Done()
 	t := time.NewTicker(sweepEvery)
@@ -372,34 +379,7 @@ func (b *Broker) sweep() {
 			return
 		case <-t.C:
 		}
-		now := b.now()
-		type due struct {
-			c      *conn
-			reason string
-			code   packets.Code
-		}
-		var kicks []due
-		var refresh []*conn
-		b.mu.Lock()
-		for _, c := range b.conns {
-			if c.reason != "" {
-				continue
-			}
-			switch {
-			case now.Sub(c.lastSeen) >= c.keepAlive*3/2:
-				kicks = append(kicks, due{c, ReasonKeepAliveTimeout, packets.ErrKeepAliveTimeout})
-			case !now.Before(c.disconnectAt):
-				kicks = append(kicks, due{c, ReasonCustomAuthTTL, packets.ErrAdministrativeAction})
-			case !now.Before(c.refreshAt) && !c.refreshing:
-				c.refreshing = true
-				refresh = append(refresh, c)
-			}
-		}
-		b.mu.Unlock()
-		for _, k := range kicks {
-			b.log.Debug("disconnecting", "client", k.c.clientID, "reason", k.reason)
-			b.kick(k.c, k.reason, k.code)
-		}
+		_, refresh := b.due()
 		for _, c := range refresh {
 			b.actions.Add(1)
 			go func() {
@@ -408,6 +388,76 @@ func (b *Broker) sweep() {
 			}()
 		}
 	}
+}
+
+// Swept is what one Sweep did.
+type Swept struct {
+	Kicked    int // connections closed (keep-alive, disconnectAfterInSeconds)
+	Refreshed int // policy refreshes run (each an authorizer invocation)
+}
+
+// Sweep checks the deadlines read from Config.Now once, at once: the
+// connections due are closed and the refreshes due run before it returns
+// (the closed connections' disconnected events follow asynchronously, as
+// mochi notices each close). For Config.ManualSweep.
+func (b *Broker) Sweep() Swept {
+	kicks, refresh := b.due()
+	for _, c := range refresh {
+		b.refresh(c)
+	}
+	return Swept{Kicked: kicks, Refreshed: len(refresh)}
+}
+
+// due enforces the deadlines read from Config.Now: keep-alive and the
+// authorizer's disconnectAfterInSeconds close connections (at once); the
+// connections whose refreshAfterInSeconds has passed are answered, marked
+// as refreshing, for the caller to refresh.
+func (b *Broker) due() (kicked int, refresh []*conn) {
+	now := b.now()
+	type due struct {
+		c      *conn
+		reason string
+		code   packets.Code
+	}
+	var kicks []due
+	b.mu.Lock()
+	for _, c := range b.conns {
+		if c.reason != "" {
+			continue
+		}
+		switch {
+		case now.Sub(c.lastSeen) >= c.keepAlive*3/2:
+			kicks = append(kicks, due{c, ReasonKeepAliveTimeout, packets.ErrKeepAliveTimeout})
+		case !now.Before(c.disconnectAt):
+			kicks = append(kicks, due{c, ReasonCustomAuthTTL, packets.ErrAdministrativeAction})
+		case !now.Before(c.refreshAt) && !c.refreshing:
+			c.refreshing = true
+			refresh = append(refresh, c)
+		}
+	}
+	b.mu.Unlock()
+	for _, k := range kicks {
+		b.log.Debug("disconnecting", "client", k.c.clientID, "reason", k.reason)
+		b.kick(k.c, k.reason, k.code)
+	}
+	return len(kicks), refresh
+}
+
+// Connected reports whether clientID has an established connection the
+// broker has not begun to close.
+func (b *Broker) Connected(clientID string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.live[clientID]
+	return c != nil && c.reason == ""
+}
+
+// Connections is how many connections are established (closing ones
+// included until mochi has closed them).
+func (b *Broker) Connections() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.conns)
 }
 
 // refresh re-invokes the authorizer at refreshAfterInSeconds ("When this
