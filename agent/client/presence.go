@@ -46,7 +46,10 @@ type presence struct {
 
 // dialPresence starts connecting in the background; paho retries the
 // first connection and reconnects after a loss on its own.
-func dialPresence(ep space.PresenceEndpoint, cred string, roots *x509.CertPool, log *slog.Logger) *presence {
+// retry bounds the waits between connection attempts (Config.MQTTRetry):
+// the first connection is retried every 5 s (or retry, if less), a lost
+// one with paho's backoff from 1 s doubling up to retry.
+func dialPresence(ep space.PresenceEndpoint, cred string, roots *x509.CertPool, retry time.Duration, log *slog.Logger) *presence {
 	p := &presence{ep: ep, poke: make(chan struct{}, 1), log: log}
 	p.cred.Store(&cred)
 	host, port, _ := net.SplitHostPort(ep.Endpoint)
@@ -70,9 +73,9 @@ func dialPresence(ep space.PresenceEndpoint, cred string, roots *x509.CertPool, 
 		SetPingTimeout(10 * time.Second).
 		SetCleanSession(true).
 		SetConnectRetry(true).
-		SetConnectRetryInterval(5 * time.Second).
+		SetConnectRetryInterval(min(5*time.Second, retry)).
 		SetAutoReconnect(true).
-		SetMaxReconnectInterval(time.Minute).
+		SetMaxReconnectInterval(retry).
 		SetConnectTimeout(15 * time.Second).
 		SetOnConnectHandler(p.onConnect).
 		SetConnectionLostHandler(func(_ mqtt.Client, err error) {

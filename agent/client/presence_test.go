@@ -86,7 +86,7 @@ func TestPresenceReconnectsWithTheNewestCredential(t *testing.T) {
 
 	ep := space.PresenceEndpoint{Endpoint: b.MQTTAddr(), Authorizer: "spaces-agent", ClientID: "spaces-agent1",
 		WakeTopic: "spaces/spaces-agent1/wake", KeepAliveSeconds: 1200, FallbackSeconds: 600}
-	p := dialPresence(ep, "first", roots, quiet)
+	p := dialPresence(ep, "first", roots, DefaultMQTTRetry, quiet)
 	defer p.close()
 	waitUntil(t, "the first connection", p.up)
 

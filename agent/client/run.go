@@ -24,6 +24,7 @@ import (
 const (
 	DefaultRenewBefore   = 12 * time.Hour
 	DefaultRetryDelay    = 5 * time.Second
+	DefaultMQTTRetry     = time.Minute
 	defaultLeaseInterval = 35 * time.Second
 	// Bounds on the cadence Spaces answers, so a wrong answer can neither
 	// spin the agent nor silence it.
@@ -64,6 +65,10 @@ type Config struct {
 	// MQTTRoots verifies the presence endpoint's certificate (nil: the
 	// system's roots, as for AWS IoT Core).
 	MQTTRoots *x509.CertPool
+	// MQTTRetry bounds the waits between the presence channel's connection
+	// attempts (default DefaultMQTTRetry). paho waits in real time, not on
+	// Clock, so a test that runs days on a simulated clock shortens it.
+	MQTTRetry time.Duration
 
 	refused string // the hash of a bootstrap Spaces refused
 }
@@ -265,7 +270,7 @@ func (a *agent) presence(ep *space.PresenceEndpoint) {
 		a.pres.close()
 		a.pres = nil
 		if ep != nil {
-			a.pres = dialPresence(*ep, a.st.Credential, a.cfg.MQTTRoots, a.log)
+			a.pres = dialPresence(*ep, a.st.Credential, a.cfg.MQTTRoots, a.cfg.MQTTRetry, a.log)
 		}
 	}
 }
@@ -393,5 +398,8 @@ func (c *Config) defaults() {
 	}
 	if c.RetryDelay == 0 {
 		c.RetryDelay = DefaultRetryDelay
+	}
+	if c.MQTTRetry <= 0 {
+		c.MQTTRetry = DefaultMQTTRetry
 	}
 }

@@ -2,7 +2,11 @@ package iotcore
 
 import (
 	"context"
+	"crypto"
+	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +42,76 @@ type Config struct {
 	// its lifecycle versionNumber starts again at 0 (default
 	// DefaultVersionReset), read from Now.
 	VersionResetAfter time.Duration
+	// Signing holds the token signing of the authorizers that have it on
+	// (by authorizer name); an authorizer not named here has signing
+	// disabled (SigningDisabled: true), and every CONNECT naming it
+	// invokes its function.
+	Signing map[string]Signing
+	// ManualSweep turns off the real-time sweep of the deadlines read from
+	// Now: the caller runs Sweep after moving its clock, so that a
+	// simulation of days decides when deadlines are checked (and never
+	// between moving the clock and the keep-alives of the new instant).
+	ManualSweep bool
+}
+
+// Signing is a custom authorizer's token signing
+// (https://docs.aws.amazon.com/iot/latest/developerguide/config-custom-auth.html):
+// "Token key name: The key name used to extract the token from the HTTP
+// headers, query parameters, or MQTT CONNECT user name in order to perform
+// signature validation", and "Token signing public key: The public key
+// that AWS IoT Core uses to validate the token signature. Its minimum
+// length is 2,048 bits"; an authorizer may hold several
+// (TokenSigningPublicKeys, by name), any of which may verify.
+type Signing struct {
+	TokenKeyName string
+	PublicKeys   map[string]*rsa.PublicKey
+}
+
+// SignatureParam is where an MQTT CONNECT's username carries the token's
+// signature, beside the token under the authorizer's TokenKeyName:
+// "username?x-amz-customauthorizer-name=authorizer-name&x-amz-customauthorizer-signature=token-signature&token-key-name=token-value"
+// (https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth.html#custom-auth-mqtt).
+const SignatureParam = "x-amz-customauthorizer-signature"
+
+// minSigningKeyBits: the public key's "minimum length is 2,048 bits"
+// (config-custom-auth.html).
+const minSigningKeyBits = 2048
+
+// errSignature refuses a CONNECT to a signing authorizer whose token is
+// missing or whose signature does not verify: IoT Core checks it before
+// the authorizer's function, which is not invoked.
+var errSignature = errors.New("the token signature is missing or does not verify")
+
+// verifyToken checks the username's token and signature against s: the
+// signature is the base64 (standard alphabet, URL-encoded in the query) of
+// an RSA PKCS #1 v1.5 signature of the token's SHA-256, as the "Signing
+// the token" section makes it (openssl dgst -sha256 -sign, then base64:
+// https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth.html#custom-auth-token-signature).
+// It answers the token.
+func verifyToken(s Signing, username string) (string, error) {
+	_, query, ok := strings.Cut(username, "?")
+	if !ok {
+		return "", errSignature
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return "", errSignature
+	}
+	token, sig64 := q.Get(s.TokenKeyName), q.Get(SignatureParam)
+	if token == "" || sig64 == "" {
+		return "", errSignature
+	}
+	sig, err := base64.StdEncoding.DecodeString(sig64)
+	if err != nil {
+		return "", errSignature
+	}
+	sum := sha256.Sum256([]byte(token))
+	for _, k := range s.PublicKeys {
+		if k != nil && k.N.BitLen() >= minSigningKeyBits && rsa.VerifyPKCS1v15(k, crypto.SHA256, sum[:], sig) == nil {
+			return token, nil
+		}
+	}
+	return "", errSignature
 }
 
 // DefaultVersionReset: "If a client is not connected for approximately one
@@ -204,8 +278,10 @@ func Start(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.data = data
-	b.swept.Add(1)
-	go b.sweep()
+	if !cfg.ManualSweep {
+		b.swept.Add(1)
+		go b.sweep()
+	}
 	return b, nil
 }
 
@@ -305,7 +381,14 @@ func (b *Broker) connect(cl *mqtt.Client, pk packets.Packet) (c *conn, principal
 	if name == "" {
 		return nil, "", errors.New("no ?x-amz-customauthorizer-name= in the username (certificate and SigV4 authentication are not modelled)")
 	}
+	var token string
+	if sg, ok := b.cfg.Signing[name]; ok {
+		if token, err = verifyToken(sg, string(pk.Connect.Username)); err != nil {
+			return nil, "", err
+		}
+	}
 	req := events.IoTCoreCustomAuthorizerRequest{
+		Token: token, SignatureVerified: token != "",
 		Protocols: []string{"mqtt"},
 		ProtocolData: &events.IoTCoreProtocolData{
 			MQTT: &events.IoTCoreMQTTContext{
@@ -360,8 +443,8 @@ func (b *Broker) kick(c *conn, reason string, code packets.Code) {
 	_ = b.srv.DisconnectClient(c.cl, code)
 }
 
-// sweep enforces the deadlines read from Config.Now: keep-alive, the
-// authorizer's disconnectAfterInSeconds and refreshAfterInSeconds.
+// sweep enforces the deadlines read from Config.Now every sweepEvery of
+// real time.
 func (b *Broker) sweep() {
 	defer b.swept.Done()
 	t := time.NewTicker(sweepEvery)
@@ -372,34 +455,7 @@ func (b *Broker) sweep() {
 			return
 		case <-t.C:
 		}
-		now := b.now()
-		type due struct {
-			c      *conn
-			reason string
-			code   packets.Code
-		}
-		var kicks []due
-		var refresh []*conn
-		b.mu.Lock()
-		for _, c := range b.conns {
-			if c.reason != "" {
-				continue
-			}
-			switch {
-			case now.Sub(c.lastSeen) >= c.keepAlive*3/2:
-				kicks = append(kicks, due{c, ReasonKeepAliveTimeout, packets.ErrKeepAliveTimeout})
-			case !now.Before(c.disconnectAt):
-				kicks = append(kicks, due{c, ReasonCustomAuthTTL, packets.ErrAdministrativeAction})
-			case !now.Before(c.refreshAt) && !c.refreshing:
-				c.refreshing = true
-				refresh = append(refresh, c)
-			}
-		}
-		b.mu.Unlock()
-		for _, k := range kicks {
-			b.log.Debug("disconnecting", "client", k.c.clientID, "reason", k.reason)
-			b.kick(k.c, k.reason, k.code)
-		}
+		_, refresh := b.due()
 		for _, c := range refresh {
 			b.actions.Add(1)
 			go func() {
@@ -408,6 +464,76 @@ func (b *Broker) sweep() {
 			}()
 		}
 	}
+}
+
+// Swept is what one Sweep did.
+type Swept struct {
+	Kicked    int // connections closed (keep-alive, disconnectAfterInSeconds)
+	Refreshed int // policy refreshes run (each an authorizer invocation)
+}
+
+// Sweep checks the deadlines read from Config.Now once, at once: the
+// connections due are closed and the refreshes due run before it returns
+// (the closed connections' disconnected events follow asynchronously, as
+// mochi notices each close). For Config.ManualSweep.
+func (b *Broker) Sweep() Swept {
+	kicks, refresh := b.due()
+	for _, c := range refresh {
+		b.refresh(c)
+	}
+	return Swept{Kicked: kicks, Refreshed: len(refresh)}
+}
+
+// due enforces the deadlines read from Config.Now: keep-alive and the
+// authorizer's disconnectAfterInSeconds close connections (at once); the
+// connections whose refreshAfterInSeconds has passed are answered, marked
+// as refreshing, for the caller to refresh.
+func (b *Broker) due() (kicked int, refresh []*conn) {
+	now := b.now()
+	type due struct {
+		c      *conn
+		reason string
+		code   packets.Code
+	}
+	var kicks []due
+	b.mu.Lock()
+	for _, c := range b.conns {
+		if c.reason != "" {
+			continue
+		}
+		switch {
+		case now.Sub(c.lastSeen) >= c.keepAlive*3/2:
+			kicks = append(kicks, due{c, ReasonKeepAliveTimeout, packets.ErrKeepAliveTimeout})
+		case !now.Before(c.disconnectAt):
+			kicks = append(kicks, due{c, ReasonCustomAuthTTL, packets.ErrAdministrativeAction})
+		case !now.Before(c.refreshAt) && !c.refreshing:
+			c.refreshing = true
+			refresh = append(refresh, c)
+		}
+	}
+	b.mu.Unlock()
+	for _, k := range kicks {
+		b.log.Debug("disconnecting", "client", k.c.clientID, "reason", k.reason)
+		b.kick(k.c, k.reason, k.code)
+	}
+	return len(kicks), refresh
+}
+
+// Connected reports whether clientID has an established connection the
+// broker has not begun to close.
+func (b *Broker) Connected(clientID string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := b.live[clientID]
+	return c != nil && c.reason == ""
+}
+
+// Connections is how many connections are established (closing ones
+// included until mochi has closed them).
+func (b *Broker) Connections() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.conns)
 }
 
 // refresh re-invokes the authorizer at refreshAfterInSeconds ("When this

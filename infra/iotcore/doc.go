@@ -21,11 +21,15 @@
 //     [AND <condition>]...] with startswith(<attribute>, '<literal>'), = and
 //     <> on string attributes, whose action is a Go function;
 //   - the data plane's POST /topics/{topic}?qos=N and DELETE /connections/{clientId};
+//   - token signing of an authorizer (Config.Signing: TokenKeyName and
+//     TokenSigningPublicKeys): a CONNECT whose token signature is missing or
+//     does not verify is refused before the authorizer's function, which is
+//     never invoked for it;
 //   - the message broker's size limits, and metering as IoT Core bills it
 //     (Usage).
 //
 // It does not model: X.509 or SigV4 authentication (the data plane accepts any
-// request, like the emulator), signed-token authorizers, policy variables and
+// request, like the emulator), policy variables and
 // Condition blocks, persistent sessions beyond what mochi keeps, retained
 // message limits, QoS 2 (mochi downgrades it to 1; IoT Core supports 0 and 1
 // only and would not acknowledge it), throttling, the rules engine's other

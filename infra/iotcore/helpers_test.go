@@ -86,6 +86,13 @@ func goodAnswer(req events.IoTCoreCustomAuthorizerRequest, _ int) (events.IoTCor
 
 func start(t *testing.T, rules ...Rule) *fixture {
 	t.Helper()
+	return startWith(t, nil, rules...)
+}
+
+// startWith is start with the broker's Config changed by with (nil: as
+// start).
+func startWith(t *testing.T, with func(*Config), rules ...Rule) *fixture {
+	t.Helper()
 	server, client := testTLS(t)
 	f := &fixture{clock: newClock(), client: client, events: make(chan lifecycle, 100), failed: make(chan lifecycle, 100), answer: goodAnswer}
 	collect := func(to chan lifecycle) func(context.Context, []byte) error {
@@ -107,7 +114,7 @@ func start(t *testing.T, rules ...Rule) *fixture {
 		SQL:    "SELECT * FROM '$aws/events/presence/connect_failed/+'",
 		Action: collect(f.failed),
 	})
-	b, err := Start(context.Background(), Config{
+	cfg := Config{
 		TLS: server,
 		Authorizers: map[string]Authorizer{authName: func(_ context.Context, req events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error) {
 			f.mu.Lock()
@@ -120,7 +127,11 @@ func start(t *testing.T, rules ...Rule) *fixture {
 		Rules: rules,
 		Now:   f.clock.Now,
 		Log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	if with != nil {
+		with(&cfg)
+	}
+	b, err := Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,9 @@ func (st *starting) startPresence(cfg *Config) (func(), error) {
 	}
 	settings := agents.Settings{Common: st.common(cfg), ProbeQueue: st.probeQueue(cfg),
 		Presence: space.PresenceConfig{Endpoint: st.Broker.MQTTAddr(), Authorizer: agentAuthorizer, ClientPrefix: agentClientIDPre}}
-	st.agents = agents.NewHandlers(st.aws, settings, agents.Options{Log: cfg.Log})
+	withWakes := settings
+	withWakes.Wakes = st.wakes() // the agent function ends a revoked space's connection
+	st.agents = agents.NewHandlers(st.aws, withWakes, agents.Options{Log: cfg.Log})
 	presence = agents.NewHandlers(st.aws, settings, agents.Options{Log: cfg.Log})
 	poller := &lambdarules.Poller{SQS: awsclient.SQS(st.AWS, st.EmulatorURL), QueueURL: queue.URL, QueueARN: queue.ARN,
 		Function: st.function("PresenceFunction"), DLQURL: st.Resources["AgentPresenceDLQ"].URL,

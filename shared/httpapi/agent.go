@@ -76,6 +76,10 @@ func (a *API) agent(h func(*API, http.ResponseWriter, *http.Request, string) err
 				(&metrics.Emitter{Log: logger(r.Context()), Namespace: a.MetricsNamespace}).Emit(r.Context(),
 					"a superseded agent credential was presented; every credential of the space is revoked: reinstall its agent with a new bootstrap",
 					nil, nil, metrics.Metric{Name: "AgentCredentialReuse", Unit: metrics.Count, Value: 1})
+				if err := a.Agents.EndRevoked(r.Context(), token); err != nil {
+					// Refused at the authorizer's next refresh all the same.
+					logger(r.Context()).WarnContext(r.Context(), "cannot end the revoked space's MQTT connection", "error", err.Error())
+				}
 			}
 			writeError(w, r, err)
 		}

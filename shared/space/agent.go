@@ -339,6 +339,23 @@ type Agents struct {
 	Recheck interface {
 		ProbeRegistered(ctx context.Context, s Space) error
 	}
+	// Connections ends a space's MQTT connection when its credentials are
+	// revoked (EndRevoked). Nil: it ends at IoT Core's next authorizer
+	// refresh, which refuses the revoked credential (PresenceRefresh).
+	Connections Disconnecter
+}
+
+// EndRevoked ends the MQTT connection of the space a superseded credential
+// names, whose credentials were all revoked (ErrCredentialReused): the
+// copy, or the agent, may hold it, and neither may keep it until IoT
+// Core's next refresh. raw is the presented credential; a malformed one
+// names no space and nothing is done.
+func (a *Agents) EndRevoked(ctx context.Context, raw string) error {
+	t, err := ParseAgentCredential(raw)
+	if err != nil || a.Connections == nil {
+		return nil
+	}
+	return a.Connections.Disconnect(ctx, t.SpaceID)
 }
 
 // IssueBootstrap hands out a new one-time bootstrap for one of org's live

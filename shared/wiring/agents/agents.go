@@ -40,6 +40,10 @@ type Settings struct {
 	// MetricsNamespace is the stack's CloudWatch namespace
 	// (METRICS_NAMESPACE; empty: metrics.Namespace).
 	MetricsNamespace string
+	// Wakes is IoT Core's data plane (IOT_DATA_ENDPOINT), where a space's
+	// MQTT connection is ended when its credentials are revoked ("": at
+	// the authorizer's next refresh).
+	Wakes parts.Wakes
 }
 
 // Read reads the agent function's settings.
@@ -47,7 +51,7 @@ func Read(env *config.Env) Settings {
 	s := Settings{Common: parts.ReadCommon(env), ProbeQueue: env.Required("PROBE_QUEUE_URL"),
 		Presence: space.PresenceConfig{Endpoint: env.String("AGENT_MQTT_ENDPOINT", ""),
 			Authorizer: env.String("AGENT_AUTHORIZER_NAME", ""), ClientPrefix: env.String("AGENT_CLIENT_PREFIX", "")},
-		MetricsNamespace: env.String("METRICS_NAMESPACE", "")}
+		MetricsNamespace: env.String("METRICS_NAMESPACE", ""), Wakes: parts.ReadWakes(env)}
 	if s.Presence.Endpoint != "" { // told to agents: both must be there
 		s.Presence.Authorizer = env.Required("AGENT_AUTHORIZER_NAME")
 		s.Presence.ClientPrefix = env.Required("AGENT_CLIENT_PREFIX")
@@ -86,7 +90,7 @@ func NewHandlers(a parts.AWS, s Settings, o Options) *Handlers {
 		log = slog.New(slog.DiscardHandler)
 	}
 	agents := &space.Agents{Store: store, Spaces: store, Now: now, Cadence: s.LeaseCadence,
-		Work: store, Revisions: store, Presence: s.Presence}
+		Work: store, Revisions: store, Presence: s.Presence, Connections: a.Connections(s.Wakes)}
 	h := &httpapi.API{AgentSide: true, Log: o.Log, Agents: agents, MetricsNamespace: s.MetricsNamespace}
 	if s.ProbeQueue != "" {
 		probes := probing.Enqueuer{Queue: parts.ProbeQueue{Q: a.Queue(s.ProbeQueue)}}
