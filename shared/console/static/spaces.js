@@ -3,6 +3,7 @@
 // namespaces, bindings, deregistration).
 import { h, badge, providerMark, when, stamp, region, refreshAges, errorBox, field, empty, flash, showFieldErrors, validate, patterned, tombstoneOf, PATTERNS, PROVIDERS, bootstraps } from './ui.js';
 import { qs } from './api.js';
+import { bulkWork } from './bulk.js';
 import { RANGES, segments, chart } from './chart.js';
 
 const PAGE = 50;
@@ -126,6 +127,11 @@ export async function spacesList(root, _, ctx) {
   // and its accounts; only the rows are asked again.
   const state = {};
   let pageNo = 1, cursor = '', trail = [''], filter = {}, badSelector = '';
+  // The selected spaces (id -> the space as listed), for bulk work: kept
+  // across pages and orders, cleared when the filter changes (it may have
+  // been "all matching" the filter left).
+  const selected = new Map();
+  let selectedFor = null, bulk = null;
   function read() {
     const params = hashParams();
     for (const k of STATE) state[k] = params.get(k) || '';
@@ -142,6 +148,9 @@ export async function spacesList(root, _, ctx) {
     filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: state.q, sort: state.sort || (state.q ? 'name' : ''), label_selector: state.labels, synthetic: state.synthetic };
     // A malformed selector is never sent: the view says what is wrong.
     badSelector = state.labels ? selectorError(state.labels) : '';
+    const sig = JSON.stringify({ ...filter, sort: '' });
+    if (selectedFor !== null && sig !== selectedFor) { selected.clear(); if (bulk) bulk.reset(); }
+    selectedFor = sig;
   }
   read();
   let page = null;               // the page in view
@@ -176,9 +185,15 @@ export async function spacesList(root, _, ctx) {
     return (heads[key] = h('th', { scope: 'col' }, b));
   };
   const plain = t => h('th', { scope: 'col' }, t);
+  // The page's checkbox selects (or unselects) the rows on screen.
+  const pageCheck = h('input', { type: 'checkbox', id: 'select-page', 'aria-label': 'Select the spaces on this page' });
+  pageCheck.addEventListener('change', () => {
+    for (const sp of page ? page.items : []) if (pageCheck.checked) selected.set(sp.id, sp); else selected.delete(sp.id);
+    syncChecks();
+  });
   const table = h('table', { class: 'stack', id: 'spaces-table' },
     h('caption', { class: 'sr' }, 'Registered spaces'),
-    h('thead', null, h('tr', null, sortHead('name', 'Name', 'name'), plain('Provider'), plain('Region'), sortHead('status', 'Status', 'status'),
+    h('thead', null, h('tr', null, h('th', { scope: 'col', class: 'check' }, pageCheck), sortHead('name', 'Name', 'name'), plain('Provider'), plain('Region'), sortHead('status', 'Status', 'status'),
       plain('Last probed'), sortHead('registered', 'Registered', 'registration'), plain('Server version'))), tbody);
   const order = h('p', { class: 'muted', id: 'order' });
   const body = h('div', null, h('p', { class: 'loading' }, 'Loading spaces…'));
@@ -186,6 +201,22 @@ export async function spacesList(root, _, ctx) {
   const range = h('p', { class: 'muted', id: 'range', 'aria-live': 'polite' });
   const updated = h('p', { class: 'muted', id: 'updated' });
   const error = h('div');
+  bulk = bulkWork(ctx, selected, {
+    total: () => total(),
+    path: () => '/spaces' + qs({ ...filter, sort: '' }),
+    changed: () => syncChecks(),
+    // The spaces changed: the page and the counts are read again at once.
+    done: () => { shown = ''; loadPage().catch(() => {}); loadCounts().catch(() => {}); },
+  });
+  // syncChecks shows the selection on the rows' checkboxes and the bar.
+  function syncChecks() {
+    const rows = page ? page.items : [];
+    for (const box of tbody.querySelectorAll('input[data-select]')) box.checked = selected.has(box.dataset.select);
+    const n = rows.filter(sp => selected.has(sp.id)).length;
+    pageCheck.checked = rows.length > 0 && n === rows.length;
+    pageCheck.indeterminate = n > 0 && n < rows.length;
+    bulk.update();
+  }
 
   const selects = {};
   const sel = (id, key, label, options) => {
@@ -260,7 +291,7 @@ export async function spacesList(root, _, ctx) {
     countsEl, viewsForm,
     h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter spaces', onsubmit: e => { e.preventDefault(); clearTimeout(typing); typing = 0; go({ q: search.value.trim(), labels: selector.value.trim() }); } },
       field('Name', search), provField, statField, acctField, kindField, selectorField),
-    error, order, range, body, pager, updated);
+    error, order, range, bulk.el, body, pager, updated);
   if (state.q && document.activeElement === document.body) { search.focus(); search.setSelectionRange(search.value.length, search.value.length); }
 
   // problemsFirst: the default order (no order chosen, no search).
@@ -339,6 +370,7 @@ export async function spacesList(root, _, ctx) {
     const first = (drawn.pageNo - 1) * PAGE + 1, n = page ? page.items.length : 0;
     const t = total();
     range.textContent = !page || !n ? '' : `${first}–${first + n - 1}` + (t === null ? '' : ` of ${t}`);
+    bulk.update();
   }
 
   function renderRows() {
@@ -355,6 +387,7 @@ export async function spacesList(root, _, ctx) {
         : empty('No space is registered yet. Connect a cloud account, pick one of its clusters, and register it.', h('a', { class: 'button primary', href: '#/connect' }, 'Connect a cloud account')));
     } else {
       tbody.replaceChildren(...page.items.map(sp => h('tr', { 'data-space': sp.id, 'data-name': sp.name },
+        h('td', { 'data-label': 'Select', class: 'check' }, check(sp)),
         h('td', { 'data-label': 'Name' }, h('a', { href: `#/spaces/${sp.id}` }, sp.name), sp.synthetic ? h('span', { class: 'reason' }, 'synthetic') : null, labelChips(sp.labels, true)),
         h('td', { 'data-label': 'Provider' }, providerMark(sp.provider)),
         h('td', { 'data-label': 'Region' }, region(sp)),
@@ -364,6 +397,7 @@ export async function spacesList(root, _, ctx) {
         h('td', { 'data-label': 'Version' }, (sp.probe && sp.probe.server_version && sp.probe.server_version.gitVersion) || '—'))));
       if (body.firstChild !== table) body.replaceChildren(table);
     }
+    syncChecks();
     const n = pageNo, prevCursor = trail[n - 2], nextCursor = page.next_cursor, tr = trail;
     const prev = n === 1 ? h('button', { type: 'button', disabled: true }, '← Previous')
       : prevCursor !== undefined ? h('a', { class: 'button', id: 'prev', href: '#', onclick: e => { e.preventDefault(); go({}, { page: n - 1, cursor: prevCursor }); } }, '← Previous')
@@ -373,6 +407,15 @@ export async function spacesList(root, _, ctx) {
     pager.replaceChildren(prev, h('span', null, `Page ${n}`), next);
     pager.hidden = n === 1 && !nextCursor;
     renderRange();
+  }
+
+  // check is a row's checkbox; a selected row's space is kept as read
+  // last (its labels and version, which bulk work starts from).
+  function check(sp) {
+    if (selected.has(sp.id)) selected.set(sp.id, sp);
+    const box = h('input', { type: 'checkbox', 'data-select': sp.id, 'aria-label': `Select ${sp.name}`, checked: selected.has(sp.id) });
+    box.addEventListener('change', () => { if (box.checked) selected.set(sp.id, sp); else selected.delete(sp.id); syncChecks(); });
+    return box;
   }
 
   // showBadSelector says what is wrong with the selector, with no rows:
