@@ -92,6 +92,15 @@ const quoteShort = v => `"${new TextEncoder().encode(v).length > 64 ? v.slice(0,
 const KEY_HINT = "must be a Kubernetes label key: an optional DNS subdomain prefix (at most 253 lowercase letters, digits, '-' and '.') and '/', then 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
 const VALUE_HINT = "must be a Kubernetes label value: empty, or 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
 
+// clusters splits the counts: the clusters by status (the counts less the
+// synthetic ones), and the synthetic ones.
+function clusters(counts) {
+  const syn = counts.synthetic || { total: 0, by_status: {} };
+  const by_status = {}, syntheticBy = {};
+  for (const k of SEGMENTS) { syntheticBy[k] = syn.by_status[k] || 0; by_status[k] = (counts.by_status[k] || 0) - syntheticBy[k]; }
+  return { by_status, synthetic: syn.total || 0, syntheticBy };
+}
+
 // labelChips shows a space's labels as small chips; with link, each one
 // filters the list by itself.
 function labelChips(labels, link) {
@@ -298,10 +307,15 @@ export async function spacesList(root, _, ctx) {
   const problemsFirst = () => !filter.sort;
   const pagePath = () => '/spaces' + qs({ ...filter, limit: String(PAGE), cursor });
   // The first request of the page in view, problems first: its cursor is
-  // "<segment>:<the API's cursor in it>".
-  const segments = () => filter.status ? [filter.status] : SEGMENTS;
+  // "<segment>:<the API's cursor in it>". Without a Kind filter the
+  // synthetic placeholders come apart, after every cluster.
+  const segments = () => {
+    const statuses = filter.status ? [filter.status] : SEGMENTS;
+    if (filter.synthetic) return statuses.map(status => ({ status, synthetic: filter.synthetic }));
+    return [...statuses.map(status => ({ status, synthetic: 'false' })), { status: filter.status, synthetic: 'true' }];
+  };
   function segmentPath(seg, cur, n) {
-    return '/spaces' + qs({ ...filter, status: segments()[seg], limit: String(n), cursor: cur });
+    return '/spaces' + qs({ ...filter, ...segments()[seg], limit: String(n), cursor: cur });
   }
   // readProblemsFirst fills a page from the segments in turn, from the
   // page's cursor on; parts are the requests it took, which the ticks
@@ -337,26 +351,38 @@ export async function spacesList(root, _, ctx) {
       th.setAttribute('aria-sort', state.sort === k ? 'ascending' : state.sort === '-' + k ? 'descending' : 'none');
       th.querySelector('button span').textContent = state.sort === k ? ' ▲' : state.sort === '-' + k ? ' ▼' : ' ↕';
     }
-    order.textContent = problemsFirst() ? 'Problems first: inactive, then unknown, then active; within each, the newest status change first.'
+    order.textContent = problemsFirst() ? `Problems first: inactive, then unknown, then active; within each, the newest status change first${filter.synthetic ? '' : '; the synthetic placeholders after the clusters'}.`
       : filter.sort === 'name' && !state.sort ? 'In name order (a search).' : '';
   }
   renderControls();
 
-  // Each tile filters the list by its status (the tile in force clears it).
+  // The tiles: every space, the clusters by status, and the synthetic
+  // placeholders apart (they are never probed: counted among the
+  // clusters they would fill the unknown tile). Each filters the list by
+  // what it counts; the tile in force clears its filter.
   function renderCounts() {
-    const c = counts || { total: '…', by_status: { active: '…', inactive: '…', unknown: '…' } };
-    const tile = (key, n, label) => h('li', { 'data-count': key },
-      h('a', { href: '#', 'aria-current': (key === 'total' ? !drawn.status : drawn.status === key) ? 'true' : null,
-        onclick: e => { e.preventDefault(); go({ status: key === 'total' || state.status === key ? '' : key }); } },
-      h('b', null, String(n)), label));
-    countsEl.replaceChildren(tile('total', c.total, 'spaces'),
-      ...['active', 'inactive', 'unknown'].map(k => tile(k, c.by_status[k], h('span', { class: `badge s-${k}` }, k))));
+    const c = counts ? clusters(counts) : null;
+    const tile = (key, n, label, to, current) => h('li', { 'data-count': key },
+      h('a', { href: '#', 'aria-current': current ? 'true' : null,
+        onclick: e => { e.preventDefault(); go(current ? { status: '', synthetic: '' } : to); } },
+      h('b', null, c ? String(n) : '…'), label));
+    countsEl.replaceChildren(tile('total', c && counts.total, 'spaces', { status: '', synthetic: '' }, !drawn.status && !drawn.synthetic),
+      ...['active', 'inactive', 'unknown'].map(k => tile(k, c && c.by_status[k], h('span', { class: `badge s-${k}` }, k),
+        { status: k, synthetic: 'false' }, drawn.status === k && drawn.synthetic === 'false')),
+      tile('synthetic', c && c.synthetic, h('span', { class: 'badge s-synthetic' }, 'synthetic'), { status: '', synthetic: 'true' }, !drawn.status && drawn.synthetic === 'true'));
   }
 
   // total is how many spaces the list holds, where the counts say it: no
-  // filter, or exactly one of status, provider and account.
+  // filter, or exactly one of status, provider and account, or the kind
+  // with or without a status.
   function total() {
-    if (!counts || drawn.q || drawn.labels || drawn.synthetic) return null;
+    if (!counts || drawn.q || drawn.labels) return null;
+    if (drawn.synthetic) {
+      if (drawn.provider || drawn.account) return null;
+      const c = clusters(counts), syn = drawn.synthetic === 'true';
+      if (!drawn.status) return syn ? c.synthetic : counts.total - c.synthetic;
+      return syn ? c.syntheticBy[drawn.status] || 0 : c.by_status[drawn.status] || 0;
+    }
     const set = [['status', 'by_status'], ['provider', 'by_provider'], ['account', 'by_account']].filter(([k]) => drawn[k]);
     if (!set.length) return counts.total;
     if (set.length > 1) return null;
