@@ -175,6 +175,13 @@ func TestConsoleBulkWork(t *testing.T) {
 	}
 	p.shot("bulk-01-labelled")
 	p.audit("spaces (bulk results)")
+	// At 390 px the bar and the results fit, and no button breaks a word.
+	p.run("phone width", chromedp.EmulateViewport(390, 844))
+	if got := p.eval(`(document.documentElement.scrollWidth <= 390 ? 'fits' : 'is ' + document.documentElement.scrollWidth + ' px wide') + ';' + [...document.querySelectorAll('#bulk button')].filter(b => b.offsetParent && b.getBoundingClientRect().height >= 2 * parseFloat(getComputedStyle(b).lineHeight)).map(b => b.textContent).join(',')`); got != "fits;" {
+		p.shot("bulk-phone")
+		t.Errorf("the bulk bar at 390 px: %q (the page, then any button broken over lines), want it to fit with none", got)
+	}
+	p.run("desktop width", chromedp.EmulateViewport(1280, 900))
 
 	// Again: only the failed space is written.
 	from = writeCount()
