@@ -2010,6 +2010,19 @@ type SpaceCounts struct {
 		Unknown  int `json:"unknown"`
 	} `json:"by_status"`
 
+	// Synthetic The synthetic spaces among them (placeholders with no cluster,
+	// never probed), by stored status; the clusters are the counts
+	// above less these.
+	Synthetic struct {
+		// ByStatus Every status is present.
+		ByStatus struct {
+			Active   int `json:"active"`
+			Inactive int `json:"inactive"`
+			Unknown  int `json:"unknown"`
+		} `json:"by_status"`
+		Total int `json:"total"`
+	} `json:"synthetic"`
+
 	// Total Registered spaces (deregistered ones are not counted).
 	Total int `json:"total"`
 }
@@ -6422,7 +6435,8 @@ type ClientInterface interface {
 	// GetSpaceCounts Count the org's spaces by status, provider and account
 	//
 	// The org's registered spaces counted by status, by provider and by
-	// cloud account, in one request whatever the fleet's size: the counts
+	// cloud account, and the synthetic ones among them by status, in one
+	// request whatever the fleet's size: the counts
 	// are kept in the same writes that register and deregister a space and
 	// change its status, so they are exact, never an estimate, and no
 	// listing is walked to answer. A probe that leaves the status as it
@@ -7852,7 +7866,8 @@ func (c *Client) RetryRevision(ctx context.Context, id RevisionID, params *Retry
 // GetSpaceCounts Count the org's spaces by status, provider and account
 //
 // The org's registered spaces counted by status, by provider and by
-// cloud account, in one request whatever the fleet's size: the counts
+// cloud account, and the synthetic ones among them by status, in one
+// request whatever the fleet's size: the counts
 // are kept in the same writes that register and deregister a space and
 // change its status, so they are exact, never an estimate, and no
 // listing is walked to answer. A probe that leaves the status as it
@@ -12769,7 +12784,8 @@ type ClientWithResponsesInterface interface {
 	// GetSpaceCountsWithResponse Count the org's spaces by status, provider and account
 	//
 	// The org's registered spaces counted by status, by provider and by
-	// cloud account, in one request whatever the fleet's size: the counts
+	// cloud account, and the synthetic ones among them by status, in one
+	// request whatever the fleet's size: the counts
 	// are kept in the same writes that register and deregister a space and
 	// change its status, so they are exact, never an estimate, and no
 	// listing is walked to answer. A probe that leaves the status as it
@@ -22185,7 +22201,8 @@ func (c *ClientWithResponses) RetryRevisionWithResponse(ctx context.Context, id 
 // GetSpaceCountsWithResponse Count the org's spaces by status, provider and account
 //
 // The org's registered spaces counted by status, by provider and by
-// cloud account, in one request whatever the fleet's size: the counts
+// cloud account, and the synthetic ones among them by status, in one
+// request whatever the fleet's size: the counts
 // are kept in the same writes that register and deregister a space and
 // change its status, so they are exact, never an estimate, and no
 // listing is walked to answer. A probe that leaves the status as it

@@ -144,7 +144,7 @@ func TestConsoleFleetView(t *testing.T) {
 
 	// A tile filters by its status; clicked again, it clears the filter.
 	p.run("click the inactive tile", chromedp.Click(chromedp.CSS(`[data-count="inactive"] a`)))
-	p.until("the inactive spaces", rows(5)+` && location.hash === '#/spaces?status=inactive' && document.querySelector('#range').textContent === '1–5 of 5'`, wait)
+	p.until("the inactive spaces", rows(5)+` && location.hash === '#/spaces?status=inactive&synthetic=false' && document.querySelector('#range').textContent === '1–5 of 5'`, wait)
 	// Saved as a view, it is one choice away, after a reload too.
 	p.run("save the view", chromedp.SendKeys(chromedp.CSS("#view-name"), "broken"), chromedp.Click(chromedp.CSS(`#views button[type=submit]`)))
 	p.until("the view saved", `!!document.querySelector('#view-pick option[value="broken"]')`, wait)
@@ -153,7 +153,7 @@ func TestConsoleFleetView(t *testing.T) {
 	p.run("reload", chromedp.Reload())
 	p.untilAcrossLoads("the saved view after a reload", `!!document.querySelector('#view-pick option[value="broken"]')`, wait)
 	p.eval(`(() => { const s = document.querySelector('#view-pick'); s.value = 'broken'; s.dispatchEvent(new Event('change')); return ''; })()`)
-	p.until("the saved view", rows(5)+` && location.hash === '#/spaces?status=inactive'`, wait)
+	p.until("the saved view", rows(5)+` && location.hash === '#/spaces?status=inactive&synthetic=false'`, wait)
 	p.run("click it again", chromedp.Click(chromedp.CSS(`[data-count="inactive"] a`)))
 	p.until("the whole list again", rows(50)+` && location.hash === '#/spaces'`, wait)
 

@@ -49,6 +49,10 @@ type consoleProxy struct {
 	// first and answers it itself by returning true (a slow or failing
 	// API for the tests of the console's bugs).
 	hook func(w http.ResponseWriter, r *http.Request) bool
+	// around, when set before the browser starts, is called as each API
+	// request that passes goes to the stack, and what it returns once it
+	// is answered (requests in flight, for the bulk work's bound).
+	around func(r *http.Request) func()
 }
 
 // newConsoleProxy fronts st; ui, when not nil, serves the console's own
@@ -79,7 +83,13 @@ func newConsoleProxy(t testing.TB, st *Stack, ui http.Handler) *consoleProxy {
 			return
 		}
 		rec := &statusRecorder{ResponseWriter: w}
-		checked.ServeHTTP(rec, r)
+		if p.around != nil {
+			done := p.around(r)
+			checked.ServeHTTP(rec, r)
+			done()
+		} else {
+			checked.ServeHTTP(rec, r)
+		}
 		p.mu.Lock()
 		p.api = append(p.api, fmt.Sprintf("%s %s %d", r.Method, r.URL.RequestURI(), rec.code))
 		if rec.code == http.StatusNotModified {

@@ -28,6 +28,7 @@ func TestSpaceCounts(t *testing.T) {
 		"by_status":   map[string]any{"active": 0.0, "inactive": 0.0, "unknown": 4.0},
 		"by_provider": map[string]any{"aws": 3.0, "gcp": 1.0, "azure": 0.0},
 		"by_account":  map[string]any{aws: 3.0, gcp: 1.0},
+		"synthetic":   map[string]any{"total": 0.0, "by_status": map[string]any{"active": 0.0, "inactive": 0.0, "unknown": 0.0}},
 	}
 	if got := counts(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("counts %v, want %v", got, want)

@@ -18,7 +18,8 @@ import (
 // that the org's registrations, deregistrations and transitions spread over
 // 16 items instead of contending for one inside their transactions. Each
 // counter item holds number attributes: total, status_<status>,
-// provider_<provider> and account_<cloud account id>.
+// provider_<provider>, account_<cloud account id> and, for synthetic
+// spaces, synthetic_<status> as well.
 //
 // Register adds 1 to total, status, provider and account in its
 // transaction; Deregister subtracts them (conditional on the status read,
@@ -32,6 +33,7 @@ const (
 	attrStatusPre  = "status_"
 	attrProvPre    = "provider_"
 	attrAccountPre = "account_"
+	attrSynthPre   = "synthetic_"
 )
 
 // countDelta is the Update of a space's counter item adding each delta
@@ -58,20 +60,28 @@ func (s *Store) countDelta(org, spaceID string, deltas [][2]string) types.Transa
 // countSpace is the counter update that adds (sign "1") or removes ("-1")
 // sp in its current status.
 func (s *Store) countSpace(sp space.Space, sign string) types.TransactWriteItem {
-	return s.countDelta(sp.OrgID, sp.ID, [][2]string{
+	d := [][2]string{
 		{attrTotal, sign},
 		{attrStatusPre + string(sp.Status), sign},
 		{attrProvPre + string(sp.Provider), sign},
 		{attrAccountPre + sp.CloudAccountID, sign},
-	})
+	}
+	if sp.Synthetic {
+		d = append(d, [2]string{attrSynthPre + string(sp.Status), sign})
+	}
+	return s.countDelta(sp.OrgID, sp.ID, d)
 }
 
 // countTransition moves sp from status from to status to.
 func (s *Store) countTransition(sp space.Space, from, to space.Status) types.TransactWriteItem {
-	return s.countDelta(sp.OrgID, sp.ID, [][2]string{
+	d := [][2]string{
 		{attrStatusPre + string(from), "-1"},
 		{attrStatusPre + string(to), "1"},
-	})
+	}
+	if sp.Synthetic {
+		d = append(d, [2]string{attrSynthPre + string(from), "-1"}, [2]string{attrSynthPre + string(to), "1"})
+	}
+	return s.countDelta(sp.OrgID, sp.ID, d)
 }
 
 // Counts sums org's counter items: one strongly consistent Query (the 16
@@ -109,6 +119,9 @@ func (s *Store) Counts(ctx context.Context, org string) (space.Counts, error) {
 					c.ByProvider[space.Provider(strings.TrimPrefix(k, attrProvPre))] += n
 				case strings.HasPrefix(k, attrAccountPre):
 					c.ByAccount[strings.TrimPrefix(k, attrAccountPre)] += n
+				case strings.HasPrefix(k, attrSynthPre):
+					c.Synthetic.ByStatus[space.Status(strings.TrimPrefix(k, attrSynthPre))] += n
+					c.Synthetic.Total += n
 				}
 			}
 		}

@@ -42,6 +42,10 @@ func (f *fixture) tally(t testing.TB, org string) space.Counts {
 			c.ByStatus[s.Status]++
 			c.ByProvider[s.Provider]++
 			c.ByAccount[s.CloudAccountID]++
+			if s.Synthetic {
+				c.Synthetic.Total++
+				c.Synthetic.ByStatus[s.Status]++
+			}
 		}
 		if next == "" {
 			return c
@@ -52,7 +56,8 @@ func (f *fixture) tally(t testing.TB, org string) space.Counts {
 
 func sameCounts(a, b space.Counts) bool {
 	return a.Total == b.Total && maps.Equal(a.ByStatus, b.ByStatus) &&
-		maps.Equal(a.ByProvider, b.ByProvider) && maps.Equal(a.ByAccount, b.ByAccount)
+		maps.Equal(a.ByProvider, b.ByProvider) && maps.Equal(a.ByAccount, b.ByAccount) &&
+		a.Synthetic.Total == b.Synthetic.Total && maps.Equal(a.Synthetic.ByStatus, b.Synthetic.ByStatus)
 }
 
 // counterItems counts f.org's fleet counter items (COUNT#<shard>).
@@ -148,6 +153,42 @@ func TestCountsFollowEveryChange(t *testing.T) {
 	// Another org sees none of it.
 	if c := f.counts(t, uuid.NewString()); !sameCounts(c, space.NewCounts()) {
 		t.Errorf("another org counts %+v", c)
+	}
+}
+
+// The synthetic spaces are counted apart as well, by status, through
+// their registration, a transition and a deregistration.
+func TestCountsSyntheticApart(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	var synth []space.Space
+	for i := range 3 {
+		sp := f.newSpace(i)
+		sp.Synthetic = i > 0
+		sp = f.register(t, sp)
+		if sp.Synthetic {
+			synth = append(synth, sp)
+		}
+	}
+	want := space.NewCounts()
+	want.Total, want.ByStatus[space.Unknown], want.ByProvider[space.AWS], want.ByAccount[f.account.ID] = 3, 3, 3, 3
+	want.Synthetic.Total, want.Synthetic.ByStatus[space.Unknown] = 2, 2
+	if c := f.counts(t, f.org); !sameCounts(c, want) {
+		t.Fatalf("after 3 registrations, 2 synthetic: %+v, want %+v", c, want)
+	}
+	if err := f.setStatus(t, synth[0].ID, space.Inactive, now.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.Deregister(ctx, f.org, synth[1].ID, 0, now.Add(time.Minute), "test"); err != nil {
+		t.Fatal(err)
+	}
+	want.Total, want.ByStatus[space.Unknown], want.ByStatus[space.Inactive], want.ByProvider[space.AWS], want.ByAccount[f.account.ID] = 2, 1, 1, 2, 2
+	want.Synthetic.Total, want.Synthetic.ByStatus[space.Unknown], want.Synthetic.ByStatus[space.Inactive] = 1, 0, 1
+	if c := f.counts(t, f.org); !sameCounts(c, want) {
+		t.Fatalf("after a synthetic space's transition and another's deregistration: %+v, want %+v", c, want)
+	}
+	if c := f.tally(t, f.org); !sameCounts(c, want) {
+		t.Fatalf("the listing tallies %+v, the counts say %+v", c, want)
 	}
 }
 

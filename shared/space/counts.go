@@ -16,13 +16,25 @@ type Counts struct {
 	ByProvider map[Provider]int64 `json:"by_provider"`
 	// ByAccount holds only the accounts with registered spaces.
 	ByAccount map[string]int64 `json:"by_account"`
+	// Synthetic counts the synthetic spaces among them (placeholders with
+	// no cluster, never probed), so a screen can show them apart from the
+	// clusters: the clusters are the counts above less these.
+	Synthetic SyntheticCounts `json:"synthetic"`
+}
+
+// SyntheticCounts are the synthetic spaces of Counts, by stored status.
+type SyntheticCounts struct {
+	Total    int64            `json:"total"`
+	ByStatus map[Status]int64 `json:"by_status"`
 }
 
 // NewCounts returns empty counts with every status and provider present.
 func NewCounts() Counts {
-	c := Counts{ByStatus: map[Status]int64{}, ByProvider: map[Provider]int64{}, ByAccount: map[string]int64{}}
+	c := Counts{ByStatus: map[Status]int64{}, ByProvider: map[Provider]int64{}, ByAccount: map[string]int64{},
+		Synthetic: SyntheticCounts{ByStatus: map[Status]int64{}}}
 	for _, s := range Statuses {
 		c.ByStatus[s] = 0
+		c.Synthetic.ByStatus[s] = 0
 	}
 	for _, p := range Providers {
 		c.ByProvider[p] = 0

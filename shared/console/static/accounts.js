@@ -71,12 +71,24 @@ export async function accounts(root, _, ctx) {
     h('p', { class: 'muted', id: 'connect-intro' }, 'Spaces holds no cloud secret: it federates into an identity you grant. Name the identity here and connect; Spaces then shows the exact steps that make your cloud trust this org, and only it, and verifies them.'),
     radios, field('Name', name, 'How this account is shown here.'), demo, fieldsBox,
     err, h('button', { class: 'primary', type: 'submit' }, 'Connect'));
+  // The same identity connected twice is asked about once: the first
+  // submit names the account that has it, the second connects anyway.
+  let accts = [], again = '';
   form.addEventListener('submit', async e => {
     e.preventDefault();
     const connection = Object.fromEntries(Object.entries(inputs).map(([k, el]) => [k, el.value.trim()]));
     try {
       const bad = validate(form);
       if (bad) throw bad;
+      const sig = JSON.stringify([provider, connection]);
+      const same = accts.find(a => a.provider === provider && Object.entries(connection).every(([k, v]) => (a.connection || {})[k] === v));
+      if (same && again !== sig) {
+        again = sig;
+        err.replaceChildren(h('div', { class: 'alert warn', role: 'alert', id: 'dup-warning' },
+          'This identity is already connected as ', h('a', { href: `#/accounts/${same.id}/clusters` }, same.name),
+          '. Connecting it again makes a second account for the same identity; submit again to do so.'));
+        return;
+      }
       const a = await api.post('/cloud-accounts', { provider, name: name.value.trim(), connection });
       flash(a.status === 'ready' ? `${a.name} connected. Pick a cluster to register.` : `${a.name} created: do the setup steps in your cloud, then verify.`);
       ctx.go(`#/accounts/${a.id}/clusters`);
@@ -88,7 +100,7 @@ export async function accounts(root, _, ctx) {
   renderFields();
   root.replaceChildren(h('h1', null, 'Cloud accounts'), h('div', { class: 'card' }, h('h2', null, 'Connected accounts'), list), form);
 
-  const accts = await api.all('/cloud-accounts');
+  accts = await api.all('/cloud-accounts');
   // Disconnect: the API refuses (409, with why) while a space uses it.
   // Asked once more in place before anything is sent.
   const disconnect = a => {

@@ -52,16 +52,18 @@ export function createApi(session, onUnauthorized) {
     // poll: a conditional GET; opts.signal can abort it.
     poll: (path, opts) => request('GET', path, { ...opts, poll: true }),
     post: (path, body, headers) => request('POST', path, { body, headers }).then(r => r.data),
-    put: (path, body) => request('PUT', path, { body }).then(r => r.data),
-    del: (path) => request('DELETE', path).then(r => r.data),
-    // all walks every page of a listing (limit 100).
-    async all(path, max = 50) {
+    put: (path, body, headers) => request('PUT', path, { body, headers }).then(r => r.data),
+    del: (path, headers) => request('DELETE', path, { headers }).then(r => r.data),
+    // all walks every page of a listing (limit 100); progress(n) hears
+    // how many items it has so far after each page.
+    async all(path, max = 50, progress) {
       const out = [];
       let cursor = '';
       for (let i = 0; i < max; i++) {
         const sep = path.includes('?') ? '&' : '?';
         const page = await api.get(`${path}${sep}limit=100${cursor ? '&cursor=' + encodeURIComponent(cursor) : ''}`);
         out.push(...page.items);
+        if (progress) progress(out.length);
         if (!page.next_cursor) break;
         cursor = page.next_cursor;
       }
@@ -69,6 +71,21 @@ export function createApi(session, onUnauthorized) {
     },
   };
   return api;
+}
+
+// pool runs fn on each item with at most limit calls out at once, and
+// answers their results in the items' order (a failure is its error).
+export async function pool(items, limit, fn) {
+  const results = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      try { results[i] = await fn(items[i], i); } catch (x) { results[i] = x instanceof Error ? x : new Error(String(x)); }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
 }
 
 export function qs(params) {

@@ -1,7 +1,7 @@
 // The console's entry point: configuration, sign-in, and a hash router (the
 // fragment never reaches a server, so deep links need no server routes and
 // never collide with the API's paths).
-import { h, flash, errorBox, field } from './ui.js';
+import { h, flash, errorBox, field, tickAges } from './ui.js';
 import { createApi } from './api.js';
 import { createSession, devSignIn, oidcSignIn, oidcCallback } from './auth.js';
 import { spacesList, spaceDetail } from './spaces.js';
@@ -143,6 +143,7 @@ async function start() {
     try { await oidcCallback(cfg, session); } catch (x) { render(x.message); return; }
   }
   if (!location.hash) location.replace('#/spaces');
+  tickAges(document.body);
   render();
 }
 

@@ -15,7 +15,9 @@ function spaceChooser(api, id, except) {
     const mine = ++asked, term = q.value.trim();
     let page;
     try {
-      page = await api.get('/spaces' + qs({ picker: 'environment', sort: 'name', name_contains: term, limit: '20' }));
+      // The API leaves the synthetic placeholders out too, so they never
+      // take the 20 places of the spaces that can be chosen.
+      page = await api.get('/spaces' + qs({ picker: 'environment', sort: 'name', name_contains: term, synthetic: 'false', limit: '20' }));
     } catch (x) {
       if (mine === asked) sel.replaceChildren(h('option', { value: '' }, 'The spaces could not be loaded: type to try again'));
       return;

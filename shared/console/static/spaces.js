@@ -3,6 +3,7 @@
 // namespaces, bindings, deregistration).
 import { h, badge, providerMark, when, stamp, region, refreshAges, errorBox, field, empty, flash, showFieldErrors, validate, patterned, tombstoneOf, PATTERNS, PROVIDERS, bootstraps } from './ui.js';
 import { qs } from './api.js';
+import { bulkWork } from './bulk.js';
 import { RANGES, segments, chart } from './chart.js';
 
 const PAGE = 50;
@@ -91,6 +92,15 @@ const quoteShort = v => `"${new TextEncoder().encode(v).length > 64 ? v.slice(0,
 const KEY_HINT = "must be a Kubernetes label key: an optional DNS subdomain prefix (at most 253 lowercase letters, digits, '-' and '.') and '/', then 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
 const VALUE_HINT = "must be a Kubernetes label value: empty, or 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit";
 
+// clusters splits the counts: the clusters by status (the counts less the
+// synthetic ones), and the synthetic ones.
+function clusters(counts) {
+  const syn = counts.synthetic || { total: 0, by_status: {} };
+  const by_status = {}, syntheticBy = {};
+  for (const k of SEGMENTS) { syntheticBy[k] = syn.by_status[k] || 0; by_status[k] = (counts.by_status[k] || 0) - syntheticBy[k]; }
+  return { by_status, synthetic: syn.total || 0, syntheticBy };
+}
+
 // labelChips shows a space's labels as small chips; with link, each one
 // filters the list by itself.
 function labelChips(labels, link) {
@@ -126,6 +136,11 @@ export async function spacesList(root, _, ctx) {
   // and its accounts; only the rows are asked again.
   const state = {};
   let pageNo = 1, cursor = '', trail = [''], filter = {}, badSelector = '';
+  // The selected spaces (id -> the space as listed), for bulk work: kept
+  // across pages and orders, cleared when the filter changes (it may have
+  // been "all matching" the filter left).
+  const selected = new Map();
+  let selectedFor = null, bulk = null;
   function read() {
     const params = hashParams();
     for (const k of STATE) state[k] = params.get(k) || '';
@@ -142,6 +157,9 @@ export async function spacesList(root, _, ctx) {
     filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: state.q, sort: state.sort || (state.q ? 'name' : ''), label_selector: state.labels, synthetic: state.synthetic };
     // A malformed selector is never sent: the view says what is wrong.
     badSelector = state.labels ? selectorError(state.labels) : '';
+    const sig = JSON.stringify({ ...filter, sort: '' });
+    if (selectedFor !== null && sig !== selectedFor) { selected.clear(); if (bulk) bulk.reset(); }
+    selectedFor = sig;
   }
   read();
   let page = null;               // the page in view
@@ -176,9 +194,15 @@ export async function spacesList(root, _, ctx) {
     return (heads[key] = h('th', { scope: 'col' }, b));
   };
   const plain = t => h('th', { scope: 'col' }, t);
+  // The page's checkbox selects (or unselects) the rows on screen.
+  const pageCheck = h('input', { type: 'checkbox', id: 'select-page', 'aria-label': 'Select the spaces on this page' });
+  pageCheck.addEventListener('change', () => {
+    for (const sp of page ? page.items : []) if (pageCheck.checked) selected.set(sp.id, sp); else selected.delete(sp.id);
+    syncChecks();
+  });
   const table = h('table', { class: 'stack', id: 'spaces-table' },
     h('caption', { class: 'sr' }, 'Registered spaces'),
-    h('thead', null, h('tr', null, sortHead('name', 'Name', 'name'), plain('Provider'), plain('Region'), sortHead('status', 'Status', 'status'),
+    h('thead', null, h('tr', null, h('th', { scope: 'col', class: 'check' }, pageCheck), sortHead('name', 'Name', 'name'), plain('Provider'), plain('Region'), sortHead('status', 'Status', 'status'),
       plain('Last probed'), sortHead('registered', 'Registered', 'registration'), plain('Server version'))), tbody);
   const order = h('p', { class: 'muted', id: 'order' });
   const body = h('div', null, h('p', { class: 'loading' }, 'Loading spaces…'));
@@ -186,6 +210,22 @@ export async function spacesList(root, _, ctx) {
   const range = h('p', { class: 'muted', id: 'range', 'aria-live': 'polite' });
   const updated = h('p', { class: 'muted', id: 'updated' });
   const error = h('div');
+  bulk = bulkWork(ctx, selected, {
+    total: () => total(),
+    path: () => '/spaces' + qs({ ...filter, sort: '' }),
+    changed: () => syncChecks(),
+    // The spaces changed: the page and the counts are read again at once.
+    done: () => { shown = ''; loadPage().catch(() => {}); loadCounts().catch(() => {}); },
+  });
+  // syncChecks shows the selection on the rows' checkboxes and the bar.
+  function syncChecks() {
+    const rows = page ? page.items : [];
+    for (const box of tbody.querySelectorAll('input[data-select]')) box.checked = selected.has(box.dataset.select);
+    const n = rows.filter(sp => selected.has(sp.id)).length;
+    pageCheck.checked = rows.length > 0 && n === rows.length;
+    pageCheck.indeterminate = n > 0 && n < rows.length;
+    bulk.update();
+  }
 
   const selects = {};
   const sel = (id, key, label, options) => {
@@ -260,17 +300,22 @@ export async function spacesList(root, _, ctx) {
     countsEl, viewsForm,
     h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter spaces', onsubmit: e => { e.preventDefault(); clearTimeout(typing); typing = 0; go({ q: search.value.trim(), labels: selector.value.trim() }); } },
       field('Name', search), provField, statField, acctField, kindField, selectorField),
-    error, order, range, body, pager, updated);
+    error, order, range, bulk.el, body, pager, updated);
   if (state.q && document.activeElement === document.body) { search.focus(); search.setSelectionRange(search.value.length, search.value.length); }
 
   // problemsFirst: the default order (no order chosen, no search).
   const problemsFirst = () => !filter.sort;
   const pagePath = () => '/spaces' + qs({ ...filter, limit: String(PAGE), cursor });
   // The first request of the page in view, problems first: its cursor is
-  // "<segment>:<the API's cursor in it>".
-  const segments = () => filter.status ? [filter.status] : SEGMENTS;
+  // "<segment>:<the API's cursor in it>". Without a Kind filter the
+  // synthetic placeholders come apart, after every cluster.
+  const segments = () => {
+    const statuses = filter.status ? [filter.status] : SEGMENTS;
+    if (filter.synthetic) return statuses.map(status => ({ status, synthetic: filter.synthetic }));
+    return [...statuses.map(status => ({ status, synthetic: 'false' })), { status: filter.status, synthetic: 'true' }];
+  };
   function segmentPath(seg, cur, n) {
-    return '/spaces' + qs({ ...filter, status: segments()[seg], limit: String(n), cursor: cur });
+    return '/spaces' + qs({ ...filter, ...segments()[seg], limit: String(n), cursor: cur });
   }
   // readProblemsFirst fills a page from the segments in turn, from the
   // page's cursor on; parts are the requests it took, which the ticks
@@ -306,26 +351,38 @@ export async function spacesList(root, _, ctx) {
       th.setAttribute('aria-sort', state.sort === k ? 'ascending' : state.sort === '-' + k ? 'descending' : 'none');
       th.querySelector('button span').textContent = state.sort === k ? ' ▲' : state.sort === '-' + k ? ' ▼' : ' ↕';
     }
-    order.textContent = problemsFirst() ? 'Problems first: inactive, then unknown, then active; within each, the newest status change first.'
+    order.textContent = problemsFirst() ? `Problems first: inactive, then unknown, then active; within each, the newest status change first${filter.synthetic ? '' : '; the synthetic placeholders after the clusters'}.`
       : filter.sort === 'name' && !state.sort ? 'In name order (a search).' : '';
   }
   renderControls();
 
-  // Each tile filters the list by its status (the tile in force clears it).
+  // The tiles: every space, the clusters by status, and the synthetic
+  // placeholders apart (they are never probed: counted among the
+  // clusters they would fill the unknown tile). Each filters the list by
+  // what it counts; the tile in force clears its filter.
   function renderCounts() {
-    const c = counts || { total: '…', by_status: { active: '…', inactive: '…', unknown: '…' } };
-    const tile = (key, n, label) => h('li', { 'data-count': key },
-      h('a', { href: '#', 'aria-current': (key === 'total' ? !drawn.status : drawn.status === key) ? 'true' : null,
-        onclick: e => { e.preventDefault(); go({ status: key === 'total' || state.status === key ? '' : key }); } },
-      h('b', null, String(n)), label));
-    countsEl.replaceChildren(tile('total', c.total, 'spaces'),
-      ...['active', 'inactive', 'unknown'].map(k => tile(k, c.by_status[k], h('span', { class: `badge s-${k}` }, k))));
+    const c = counts ? clusters(counts) : null;
+    const tile = (key, n, label, to, current) => h('li', { 'data-count': key },
+      h('a', { href: '#', 'aria-current': current ? 'true' : null,
+        onclick: e => { e.preventDefault(); go(current ? { status: '', synthetic: '' } : to); } },
+      h('b', null, c ? String(n) : '…'), label));
+    countsEl.replaceChildren(tile('total', c && counts.total, 'spaces', { status: '', synthetic: '' }, !drawn.status && !drawn.synthetic),
+      ...['active', 'inactive', 'unknown'].map(k => tile(k, c && c.by_status[k], h('span', { class: `badge s-${k}` }, k),
+        { status: k, synthetic: 'false' }, drawn.status === k && drawn.synthetic === 'false')),
+      tile('synthetic', c && c.synthetic, h('span', { class: 'badge s-synthetic' }, 'synthetic'), { status: '', synthetic: 'true' }, !drawn.status && drawn.synthetic === 'true'));
   }
 
   // total is how many spaces the list holds, where the counts say it: no
-  // filter, or exactly one of status, provider and account.
+  // filter, or exactly one of status, provider and account, or the kind
+  // with or without a status.
   function total() {
-    if (!counts || drawn.q || drawn.labels || drawn.synthetic) return null;
+    if (!counts || drawn.q || drawn.labels) return null;
+    if (drawn.synthetic) {
+      if (drawn.provider || drawn.account) return null;
+      const c = clusters(counts), syn = drawn.synthetic === 'true';
+      if (!drawn.status) return syn ? c.synthetic : counts.total - c.synthetic;
+      return syn ? c.syntheticBy[drawn.status] || 0 : c.by_status[drawn.status] || 0;
+    }
     const set = [['status', 'by_status'], ['provider', 'by_provider'], ['account', 'by_account']].filter(([k]) => drawn[k]);
     if (!set.length) return counts.total;
     if (set.length > 1) return null;
@@ -339,6 +396,7 @@ export async function spacesList(root, _, ctx) {
     const first = (drawn.pageNo - 1) * PAGE + 1, n = page ? page.items.length : 0;
     const t = total();
     range.textContent = !page || !n ? '' : `${first}–${first + n - 1}` + (t === null ? '' : ` of ${t}`);
+    bulk.update();
   }
 
   function renderRows() {
@@ -355,6 +413,7 @@ export async function spacesList(root, _, ctx) {
         : empty('No space is registered yet. Connect a cloud account, pick one of its clusters, and register it.', h('a', { class: 'button primary', href: '#/connect' }, 'Connect a cloud account')));
     } else {
       tbody.replaceChildren(...page.items.map(sp => h('tr', { 'data-space': sp.id, 'data-name': sp.name },
+        h('td', { 'data-label': 'Select', class: 'check' }, check(sp)),
         h('td', { 'data-label': 'Name' }, h('a', { href: `#/spaces/${sp.id}` }, sp.name), sp.synthetic ? h('span', { class: 'reason' }, 'synthetic') : null, labelChips(sp.labels, true)),
         h('td', { 'data-label': 'Provider' }, providerMark(sp.provider)),
         h('td', { 'data-label': 'Region' }, region(sp)),
@@ -364,6 +423,7 @@ export async function spacesList(root, _, ctx) {
         h('td', { 'data-label': 'Version' }, (sp.probe && sp.probe.server_version && sp.probe.server_version.gitVersion) || '—'))));
       if (body.firstChild !== table) body.replaceChildren(table);
     }
+    syncChecks();
     const n = pageNo, prevCursor = trail[n - 2], nextCursor = page.next_cursor, tr = trail;
     const prev = n === 1 ? h('button', { type: 'button', disabled: true }, '← Previous')
       : prevCursor !== undefined ? h('a', { class: 'button', id: 'prev', href: '#', onclick: e => { e.preventDefault(); go({}, { page: n - 1, cursor: prevCursor }); } }, '← Previous')
@@ -373,6 +433,15 @@ export async function spacesList(root, _, ctx) {
     pager.replaceChildren(prev, h('span', null, `Page ${n}`), next);
     pager.hidden = n === 1 && !nextCursor;
     renderRange();
+  }
+
+  // check is a row's checkbox; a selected row's space is kept as read
+  // last (its labels and version, which bulk work starts from).
+  function check(sp) {
+    if (selected.has(sp.id)) selected.set(sp.id, sp);
+    const box = h('input', { type: 'checkbox', 'data-select': sp.id, 'aria-label': `Select ${sp.name}`, checked: selected.has(sp.id) });
+    box.addEventListener('change', () => { if (box.checked) selected.set(sp.id, sp); else selected.delete(sp.id); syncChecks(); });
+    return box;
   }
 
   // showBadSelector says what is wrong with the selector, with no rows:

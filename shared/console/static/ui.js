@@ -80,9 +80,23 @@ export function stamp(ts) {
 }
 
 // refreshAges moves the "… ago" of every time under root on, with no
-// request: a screen that redraws only on change calls it every tick.
+// request. Only a text that reads otherwise now is replaced, so a
+// selection elsewhere on the page is left alone.
 export function refreshAges(root) {
-  for (const t of root.querySelectorAll('time[datetime]')) t.textContent = ago(t.getAttribute('datetime'));
+  const now = Date.now();
+  for (const t of root.querySelectorAll('time[datetime]')) {
+    const text = ago(t.getAttribute('datetime'), now);
+    if (t.textContent !== text) t.textContent = text;
+  }
+}
+
+// tickAges keeps every "… ago" on the page true as time passes: one
+// timer for the whole page (a timeout, re-armed each second, none while
+// the tab is hidden), no request. The polls redraw what changed; this
+// moves the ages of what did not.
+export function tickAges(root, every = 1000) {
+  const tick = () => { if (!document.hidden) refreshAges(root); setTimeout(tick, every); };
+  setTimeout(tick, every);
 }
 
 export function when(ts) {
