@@ -226,9 +226,9 @@ func TestAlarmsReachSomeone(t *testing.T) {
 		"AWS/SQS ApproximateAgeOfOldestMessage ProbeQueue", "AWS/SQS ApproximateAgeOfOldestMessage RevisionsQueue",
 		"AWS/Scheduler TargetErrorCount ProbeScheduleGroup",
 		"Spaces/${AWS::StackName} FanOutSize", "Spaces/${AWS::StackName} Ticks", "Spaces/${AWS::StackName} StaleTicks",
-		// Provisioned capacity: a burst auto scaling has not caught up with.
+		// A throttle: the on-demand caps (OnDemandThroughput) or a hot partition.
 		"AWS/DynamoDB ReadThrottleEvents SpacesTable", "AWS/DynamoDB WriteThrottleEvents SpacesTable",
-		"AWS/DynamoDB ReadThrottleEvents SpacesTable probe", "AWS/DynamoDB WriteThrottleEvents SpacesTable probe",
+		"AWS/DynamoDB ReadThrottleEvents SpacesTable probe-digest", "AWS/DynamoDB WriteThrottleEvents SpacesTable probe-digest",
 	}
 	for _, fn := range tpl.ofType("AWS::Serverless::Function") {
 		// The alias's executed version (TestSafeDeployments).
