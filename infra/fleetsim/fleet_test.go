@@ -403,7 +403,10 @@ func (s *sim) settle(now time.Time) {
 			if !a.tr.parked(max(acked, lost)) {
 				why = fmt.Sprintf("%s is not parked (calls under way %d, last call %d, last wait %d, last CONNACK %d, last loss %d)",
 					a.name, a.tr.inflight.Load(), a.tr.lastAct.Load(), a.tr.lastAfter.Load(), acked, lost)
-			} else if s.expectConnected(a, now) && !up {
+			} else if s.expectConnected(a, now) && (!up || !s.broker.Connected(a.clientID)) {
+				// The broker too: a connection it has begun to close (a
+				// refresh refused) may still look up on the wire, and its
+				// disconnected event follows asynchronously.
 				why = a.name + "'s presence channel is not connected"
 			}
 		}
