@@ -78,7 +78,15 @@ func (a *Applier) ApplyConfig(ctx context.Context, base *rest.Config, namespace 
 	if err != nil {
 		return err
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	// Discover every group first: the RESTMapper drops a group whose
+	// discovery failed (a timeout, a 503) and then answers "no matches for
+	// kind", which reads as a wrong manifest when the cluster only failed
+	// to answer (TestApplySaysDiscoveryFailed).
+	cached := memory.NewMemCacheClient(dc)
+	if _, _, err := cached.ServerGroupsAndResources(); err != nil {
+		return fmt.Errorf("the cluster did not say which kinds it serves: %w", err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(cached)
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return err

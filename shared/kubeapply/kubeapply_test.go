@@ -1,7 +1,14 @@
 package kubeapply_test
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -132,5 +139,53 @@ func TestApplyNeverForces(t *testing.T) {
 	}
 	if got, err := kube.CoreV1().ConfigMaps("team-a").Get(t.Context(), "mine", metav1.GetOptions{}); err != nil || got.Data["k"] != "2" {
 		t.Errorf("Spaces' own field: %v %v", got.Data, err)
+	}
+}
+
+// TestApplySaysDiscoveryFailed: a cluster whose discovery of a group fails
+// (here, with legacy discovery, /api/v1 answers 503, as an overloaded or
+// stopping API server may)
+// fails the apply with that discovery error, not with "no matches for
+// kind", which would read as a wrong manifest; nothing is applied.
+func TestApplySaysDiscoveryFailed(t *testing.T) {
+	kc := kubetest.Start(t, kubetest.Options{})
+	target, err := url.Parse(kc.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(kc.CAPEM)
+	rp.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	front := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api", "/apis":
+			// Legacy discovery, as a server without aggregated
+			// discovery answers (infra/testcluster's): a group's
+			// resources are then a request of their own.
+			r.Header.Set("Accept", "application/json")
+		case "/api/v1":
+			http.Error(w, "overloaded", http.StatusServiceUnavailable)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: front.Certificate().Raw})
+	creds := kubecred.Credentials{Server: front.URL, CAData: caPEM, Token: kc.AdminToken}
+	kube, err := kubernetes.NewForConfig(kc.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "inside"}}
+	err = (&kubeapply.Applier{}).Apply(t.Context(), creds, "team-a", []map[string]any{cm})
+	if err == nil || strings.Contains(err.Error(), "no matches for kind") || !strings.Contains(err.Error(), "did not say which kinds") {
+		t.Fatalf("apply with /api/v1 failing: %v", err)
+	}
+	if _, err := kube.CoreV1().ConfigMaps("team-a").Get(t.Context(), "inside", metav1.GetOptions{}); err == nil {
+		t.Error("the ConfigMap was applied")
 	}
 }
