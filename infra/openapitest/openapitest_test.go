@@ -394,7 +394,11 @@ func spaceJSON(t testing.TB, change func(map[string]any)) string {
 	}, created)
 	s, _ = space.ApplyProbe(s, space.Outcome{At: probed, Latency: 84 * time.Millisecond,
 		Version: &space.ServerVersion{GitVersion: "v1.31.4", Platform: "linux/arm64"}})
-	b, err := json.Marshal(s)
+	// As the API renders a space: with its facts beside it.
+	b, err := json.Marshal(struct {
+		space.Space
+		Facts space.Facts `json:"facts"`
+	}{s, s.FactsAt(probed)})
 	if err != nil {
 		t.Fatal(err)
 	}
