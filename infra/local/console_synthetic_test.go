@@ -58,7 +58,9 @@ func TestConsoleSyntheticApart(t *testing.T) {
 	rows := func(n int) string {
 		return fmt.Sprintf(`document.querySelectorAll('#spaces-table tbody tr').length === %d`, n)
 	}
-	tile := func(k string) string { return fmt.Sprintf(`document.querySelector('[data-count="%s"] b').textContent`, k) }
+	tile := func(k string) string {
+		return fmt.Sprintf(`document.querySelector('[data-count="%s"] b').textContent`, k)
+	}
 	p.signIn(org)
 	p.until("the list and its tiles", rows(27)+` && `+tile("synthetic")+` === '24' && `+tile("unknown")+` === '2' && `+tile("inactive")+` === '1' && `+tile("active")+` === '0' && `+tile("total")+` === '27'`, wait)
 	// Problems first: the clusters (inactive, then unknown), then every

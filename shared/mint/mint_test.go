@@ -3,9 +3,9 @@ package mint_test
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"

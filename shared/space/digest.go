@@ -275,7 +275,11 @@ var digestFields = []struct {
 	{"config", func(d *ProbeDigest) string { return encodeConfig(d.Config) },
 		func(d *ProbeDigest, s string) (err error) { d.Config, err = decodeConfig(s); return }},
 	{"connectivity", func(d *ProbeDigest) string { return encodeString(string(d.Connectivity)) },
-		func(d *ProbeDigest, s string) error { v, err := unescape(s); d.Connectivity = Connectivity(v); return err }},
+		func(d *ProbeDigest, s string) error {
+			v, err := unescape(s)
+			d.Connectivity = Connectivity(v)
+			return err
+		}},
 }
 
 // MarshalText is the digest's text (the item's attribute, a message's

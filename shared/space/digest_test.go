@@ -23,8 +23,8 @@ func TestDigestText(t *testing.T) {
 		want string
 	}{
 		{"eks, active", Space{Version: 7, Status: Active, Provider: AWS, CloudAccountID: digestAcct, Connectivity: Direct,
-			Config:  Config{"clusterName": "prod-1", "region": "us-east-1"},
-			Probe:   Probe{LastProbeAt: &at, ServerVersion: v, Certificate: cert1}},
+			Config: Config{"clusterName": "prod-1", "region": "us-east-1"},
+			Probe:  Probe{LastProbeAt: &at, ServerVersion: v, Certificate: cert1}},
 			"1|7|a|0||" + "tpbdc1" + "|" + vPrint + "," + factPrint(*cert1) + "|aws|" + digestAcct + "|c=prod-1,r=us-east-1|"},
 		{"gke, inactive, timed out", Space{Version: 40, Status: Inactive, Provider: GCP, CloudAccountID: digestAcct,
 			Config: Config{"projectId": "acme-prod", "region": "us-central1", "clusterName": "c"},

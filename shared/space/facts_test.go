@@ -54,7 +54,9 @@ func TestFacts(t *testing.T) {
 // certificate never matches).
 func TestFactFilters(t *testing.T) {
 	jan1 := time.Date(2026, 1, 1, 15, 0, 0, 0, time.UTC)
-	v := func(p Provider, gv string) Space { return Space{Provider: p, Probe: Probe{ServerVersion: &ServerVersion{GitVersion: gv}}} }
+	v := func(p Provider, gv string) Space {
+		return Space{Provider: p, Probe: Probe{ServerVersion: &ServerVersion{GitVersion: gv}}}
+	}
 	support := []struct {
 		s    Space
 		days int
