@@ -83,15 +83,61 @@ func (s *Store) agentWork(item map[string]types.AttributeValue) (map[string]spac
 }
 
 // RequestNamespace records a pending create (space.AgentWorkStore). The
-// bound on pending creates is the caller's (from the item it read); the
-// duplicate check is this write's condition.
+// bound on pending creates is the caller's (from the item it read). Two
+// conflicts are this write's: a create of that name already pending (the
+// AGENT item's condition), and a namespace the agent last reported. The
+// list is another item, read first; the transaction holds only while it
+// is still the one read (its observed_ns unchanged), so a report landing
+// between the read and the write (one that carried out a create of this
+// name and removed it from the pending ones) makes it read again, and the
+// create is refused as existing, rather than asked for twice.
 func (s *Store) RequestNamespace(ctx context.Context, org, spaceID string, c space.NamespaceCreate) error {
 	labels, err := s.enc.Encode(c.Labels)
 	if err != nil {
 		return internal("encode item", err)
 	}
-	return s.agentEntry(ctx, org, spaceID, "SET #k = :v", "attribute_not_exists(#k)", prefixCreate+c.Name, labels,
-		&space.Error{Kind: space.KindConflict, Message: "a create of this namespace is already waiting for the agent"})
+	return s.transact(ctx, "request namespace", func() ([]types.TransactWriteItem, error) {
+		nsItem, err := s.getItem(ctx, agentNSKey(spaceID))
+		if err != nil {
+			return nil, err
+		}
+		listed := &types.ConditionCheck{TableName: s.table, Key: agentNSKey(spaceID),
+			ConditionExpression: aws.String("attribute_not_exists(#ons)"), ExpressionAttributeNames: map[string]string{"#ons": "observed_ns"}}
+		if nsItem != nil {
+			var ns agentNSItem
+			if err := s.decode(nsItem, &ns); err != nil {
+				return nil, err
+			}
+			for _, n := range ns.Items {
+				if n.Name == c.Name {
+					return nil, &space.Error{Kind: space.KindConflict, Message: "the namespace already exists (as the agent last reported)"}
+				}
+			}
+			if v, ok := nsItem["observed_ns"]; ok {
+				listed.ConditionExpression = aws.String("#ons = :ns")
+				listed.ExpressionAttributeValues = map[string]types.AttributeValue{":ns": v}
+			}
+		}
+		return []types.TransactWriteItem{
+			{Update: &types.Update{TableName: s.table, Key: agentKey(spaceID),
+				UpdateExpression:                    aws.String("SET #k = :v"),
+				ConditionExpression:                 aws.String("#org = :org AND attribute_not_exists(#k)"),
+				ExpressionAttributeNames:            map[string]string{"#org": "org_id", "#k": prefixCreate + c.Name},
+				ExpressionAttributeValues:           map[string]types.AttributeValue{":org": str(org), ":v": labels},
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}},
+			{ConditionCheck: listed},
+		}, nil
+	}, func(reasons []types.CancellationReason) error {
+		switch {
+		case failedCheck(reasons, 0):
+			return s.entryRefused(ctx, org, spaceID, reasons[0].Item,
+				&space.Error{Kind: space.KindConflict, Message: "a create of this namespace is already waiting for the agent"})
+		case failedCheck(reasons, 1):
+			return errRetry // a new list: read it again
+		}
+		return nil
+	})
 }
 
 // HandRevision records r as its space's agent's to apply
@@ -123,8 +169,15 @@ func (s *Store) agentEntry(ctx context.Context, org, spaceID, update, cond, k st
 		}
 		return nil
 	}
-	item := ccf.Item
+	return s.entryRefused(ctx, org, spaceID, ccf.Item, refused)
+}
+
+// entryRefused explains a failed condition on org's space's AGENT item
+// from the item (read if the refusal did not carry it): not found when
+// the item is missing or another org's, else refused (nil: not found).
+func (s *Store) entryRefused(ctx context.Context, org, spaceID string, item map[string]types.AttributeValue, refused error) error {
 	if item == nil {
+		var err error
 		if item, err = s.getItem(ctx, agentKey(spaceID)); err != nil {
 			return err
 		}

@@ -1,11 +1,17 @@
 package dynamostore_test
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
+
+	"spaces/shared/dynamostore"
 	"spaces/shared/space"
 )
 
@@ -264,5 +270,59 @@ func TestStaleNamespacesReport(t *testing.T) {
 	other := space.NewAgentCredential(s.ID)
 	if err := f.store.ReportNamespaces(ctx, s.ID, other.Hash(), report("x"), now.Add(time.Second)); space.KindOf(err) != space.KindUnauthenticated {
 		t.Errorf("an older report with another credential: %v, want unauthenticated", err)
+	}
+}
+
+// TestNamespaceCreateRacingTheReport: the agent's report that carries out
+// a create of team-a (the list now holds it, nothing is pending) lands
+// between a second create's read of the list and its write. The second
+// create is refused as existing, not recorded as a new pending create
+// (which the agent would carry out against a namespace that exists).
+func TestNamespaceCreateRacingTheReport(t *testing.T) {
+	f := newFixture(t)
+	s, cred := f.agentSpace(t)
+	ctx := t.Context()
+	if err := f.store.RequestNamespace(ctx, s.OrgID, s.ID, space.NamespaceCreate{Name: "team-a", Labels: map[string]string{}}); err != nil {
+		t.Fatal(err)
+	}
+	carried := space.NamespacesReport{Items: []space.ReportedNamespace{
+		{Name: "default", Phase: "Active", CreatedAt: now.Format(time.RFC3339)},
+		{Name: "team-a", Phase: "Active", CreatedAt: now.Format(time.RFC3339)}}}
+	carried.Creates = []space.CreateOutcome{{Name: "team-a"}}
+	reported := 0
+	race := func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("race", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			switch in.Parameters.(type) {
+			case *dynamodb.TransactWriteItemsInput, *dynamodb.UpdateItemInput: // the create's write, whatever its form
+			default:
+				return next.HandleInitialize(ctx, in)
+			}
+			if reported == 0 {
+				reported++
+				if err := f.store.ReportNamespaces(ctx, s.ID, cred.Hash(), carried, now.Add(time.Second)); err != nil {
+					t.Error(err)
+				}
+			}
+			return next.HandleInitialize(ctx, in)
+		}), middleware.After)
+	}
+	racing := dynamostore.New(dynamodb.New(f.db.Options(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, race) }), f.table)
+	err := racing.RequestNamespace(ctx, s.OrgID, s.ID, space.NamespaceCreate{Name: "team-a", Labels: map[string]string{}})
+	if reported != 1 {
+		t.Fatalf("the report ran %d times, want once, between the read and the write", reported)
+	}
+	if e, ok := errors.AsType[*space.Error](err); !ok || e.Kind != space.KindConflict || !strings.Contains(e.Message, "already exists") {
+		t.Fatalf("a create racing the report that carried it out: %v, want a conflict saying it exists", err)
+	}
+	got, err := f.store.ReportedNamespaces(ctx, s.OrgID, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Pending) != 0 || len(got.Items) != 2 {
+		t.Errorf("after the refused create: %+v, want the two reported namespaces and nothing pending", got)
+	}
+	// With nothing racing, a name neither reported nor pending is recorded.
+	if err := f.store.RequestNamespace(ctx, s.OrgID, s.ID, space.NamespaceCreate{Name: "team-b", Labels: map[string]string{}}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -154,11 +154,9 @@ func (s *Service) createViaAgent(ctx context.Context, org, spaceID string, in Ne
 	if err != nil {
 		return Created{}, err
 	}
-	for _, n := range list.Items {
-		if n.Name == in.Name {
-			return Created{}, &space.Error{Kind: space.KindConflict, Message: "the namespace already exists (as the agent last reported)"}
-		}
-	}
+	// A namespace the agent reported is refused by the store's write,
+	// which holds only while the list is the one it read (a check here,
+	// on this read, would race the agent's report).
 	if len(list.Pending) >= space.MaxPendingNamespaceCreates {
 		return Created{}, space.Errorf(space.KindConflict, "%d namespace creates are already waiting for the agent; retry once it has carried them out", len(list.Pending))
 	}

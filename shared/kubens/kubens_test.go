@@ -37,6 +37,11 @@ func (a *agentWork) ReportedNamespaces(context.Context, string, string) (space.N
 	return a.list, nil
 }
 func (a *agentWork) RequestNamespace(_ context.Context, _, _ string, c space.NamespaceCreate) error {
+	for _, n := range a.list.Items { // as the store refuses it
+		if n.Name == c.Name {
+			return &space.Error{Kind: space.KindConflict, Message: "exists"}
+		}
+	}
 	a.requested = append(a.requested, c)
 	return nil
 }

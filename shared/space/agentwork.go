@@ -233,8 +233,10 @@ type RevisionReport struct {
 // condition is the authentication, as the lease's.
 type AgentWorkStore interface {
 	// RequestNamespace records a pending create for org's agent space:
-	// KindConflict if one of that name is pending, or MaxPendingNamespaceCreates
-	// are; KindNotFound if the space has no agent item (deregistered).
+	// KindConflict if one of that name is pending or in the agent's last
+	// list (atomically: a report landing meanwhile is seen); KindNotFound
+	// if the space has no agent item (deregistered). Bounding the pending
+	// creates (MaxPendingNamespaceCreates) is the caller's.
 	RequestNamespace(ctx context.Context, org, spaceID string, c NamespaceCreate) error
 	// WantNamespaces records that a user asked for the list at now.
 	WantNamespaces(ctx context.Context, org, spaceID string, now time.Time) error
