@@ -20,6 +20,90 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for ActivityActorType.
+const (
+	System ActivityActorType = "system"
+	User   ActivityActorType = "user"
+)
+
+// Valid indicates whether the value is a known member of the ActivityActorType enum.
+func (e ActivityActorType) Valid() bool {
+	switch e {
+	case System:
+		return true
+	case User:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ActivityResourceType.
+const (
+	ActivityResourceTypeCloudAccount    ActivityResourceType = "cloud_account"
+	ActivityResourceTypeProvisioningJob ActivityResourceType = "provisioning_job"
+	ActivityResourceTypeRevision        ActivityResourceType = "revision"
+	ActivityResourceTypeSpace           ActivityResourceType = "space"
+)
+
+// Valid indicates whether the value is a known member of the ActivityResourceType enum.
+func (e ActivityResourceType) Valid() bool {
+	switch e {
+	case ActivityResourceTypeCloudAccount:
+		return true
+	case ActivityResourceTypeProvisioningJob:
+		return true
+	case ActivityResourceTypeRevision:
+		return true
+	case ActivityResourceTypeSpace:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ActivityKind.
+const (
+	ActivityKindCloudAccountConnected   ActivityKind = "cloud_account.connected"
+	ActivityKindCloudAccountVerified    ActivityKind = "cloud_account.verified"
+	ActivityKindProvisioningJobCanceled ActivityKind = "provisioning_job.canceled"
+	ActivityKindProvisioningJobCreated  ActivityKind = "provisioning_job.created"
+	ActivityKindProvisioningJobRetried  ActivityKind = "provisioning_job.retried"
+	ActivityKindRevisionPushed          ActivityKind = "revision.pushed"
+	ActivityKindRevisionRetried         ActivityKind = "revision.retried"
+	ActivityKindSpaceDeregistered       ActivityKind = "space.deregistered"
+	ActivityKindSpaceRegistered         ActivityKind = "space.registered"
+	ActivityKindSpaceRelabeled          ActivityKind = "space.relabeled"
+)
+
+// Valid indicates whether the value is a known member of the ActivityKind enum.
+func (e ActivityKind) Valid() bool {
+	switch e {
+	case ActivityKindCloudAccountConnected:
+		return true
+	case ActivityKindCloudAccountVerified:
+		return true
+	case ActivityKindProvisioningJobCanceled:
+		return true
+	case ActivityKindProvisioningJobCreated:
+		return true
+	case ActivityKindProvisioningJobRetried:
+		return true
+	case ActivityKindRevisionPushed:
+		return true
+	case ActivityKindRevisionRetried:
+		return true
+	case ActivityKindSpaceDeregistered:
+		return true
+	case ActivityKindSpaceRegistered:
+		return true
+	case ActivityKindSpaceRelabeled:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AutoscalerPolicyState.
 const (
 	Applied  AutoscalerPolicyState = "applied"
@@ -376,37 +460,37 @@ func (e WebhookEndpointWithSecretState) Valid() bool {
 
 // Defines values for WebhookEventType.
 const (
-	CloudAccountVerificationFailed WebhookEventType = "cloud_account.verification_failed"
-	ProvisioningJobFailed          WebhookEventType = "provisioning_job.failed"
-	ProvisioningJobSucceeded       WebhookEventType = "provisioning_job.succeeded"
-	RevisionDeployed               WebhookEventType = "revision.deployed"
-	RevisionFailed                 WebhookEventType = "revision.failed"
-	RevisionStopped                WebhookEventType = "revision.stopped"
-	SpaceDeregistered              WebhookEventType = "space.deregistered"
-	SpaceRegistered                WebhookEventType = "space.registered"
-	SpaceStatusChanged             WebhookEventType = "space.status_changed"
+	WebhookEventTypeCloudAccountVerificationFailed WebhookEventType = "cloud_account.verification_failed"
+	WebhookEventTypeProvisioningJobFailed          WebhookEventType = "provisioning_job.failed"
+	WebhookEventTypeProvisioningJobSucceeded       WebhookEventType = "provisioning_job.succeeded"
+	WebhookEventTypeRevisionDeployed               WebhookEventType = "revision.deployed"
+	WebhookEventTypeRevisionFailed                 WebhookEventType = "revision.failed"
+	WebhookEventTypeRevisionStopped                WebhookEventType = "revision.stopped"
+	WebhookEventTypeSpaceDeregistered              WebhookEventType = "space.deregistered"
+	WebhookEventTypeSpaceRegistered                WebhookEventType = "space.registered"
+	WebhookEventTypeSpaceStatusChanged             WebhookEventType = "space.status_changed"
 )
 
 // Valid indicates whether the value is a known member of the WebhookEventType enum.
 func (e WebhookEventType) Valid() bool {
 	switch e {
-	case CloudAccountVerificationFailed:
+	case WebhookEventTypeCloudAccountVerificationFailed:
 		return true
-	case ProvisioningJobFailed:
+	case WebhookEventTypeProvisioningJobFailed:
 		return true
-	case ProvisioningJobSucceeded:
+	case WebhookEventTypeProvisioningJobSucceeded:
 		return true
-	case RevisionDeployed:
+	case WebhookEventTypeRevisionDeployed:
 		return true
-	case RevisionFailed:
+	case WebhookEventTypeRevisionFailed:
 		return true
-	case RevisionStopped:
+	case WebhookEventTypeRevisionStopped:
 		return true
-	case SpaceDeregistered:
+	case WebhookEventTypeSpaceDeregistered:
 		return true
-	case SpaceRegistered:
+	case WebhookEventTypeSpaceRegistered:
 		return true
-	case SpaceStatusChanged:
+	case WebhookEventTypeSpaceStatusChanged:
 		return true
 	default:
 		return false
@@ -831,6 +915,63 @@ type AWSConnection struct {
 
 	// RoleArn The IAM role Spaces assumes.
 	RoleArn string `json:"roleArn"`
+}
+
+// Activity One entry of the org's audit trail. It carries nothing of a secret, a connection, a manifest or a job's settings.
+type Activity struct {
+	// Actor The user's subject (the token's `sub`); absent for `system` and for a token without one.
+	Actor *string `json:"actor,omitempty"`
+
+	// ActorType `user`: made through the API by `actor`; `system`: made by Spaces itself.
+	ActorType ActivityActorType `json:"actor_type"`
+
+	// At When the change was stored.
+	At time.Time `json:"at"`
+
+	// EnvironmentId A revision's environment.
+	EnvironmentId *openapi_types.UUID `json:"environment_id,omitempty"`
+
+	// Id The entry's id, fixed by the stored change it was read from.
+	Id string `json:"id"`
+
+	// Kind What an activity entry records.
+	Kind ActivityKind `json:"kind"`
+
+	// Labels A space's labels after its registration or relabel.
+	Labels *map[string]string `json:"labels,omitempty"`
+	OrgId  string             `json:"org_id"`
+
+	// RequestId The `X-Request-Id` of the request that made the change.
+	RequestId  *string `json:"request_id,omitempty"`
+	ResourceId string  `json:"resource_id"`
+
+	// ResourceName The space's, account's or job's name.
+	ResourceName *string              `json:"resource_name,omitempty"`
+	ResourceType ActivityResourceType `json:"resource_type"`
+
+	// SpaceId The space the change is about (a revision's, a job's once it registered one).
+	SpaceId *openapi_types.UUID `json:"space_id,omitempty"`
+
+	// Status A verification's outcome, the account's status.
+	Status *string `json:"status,omitempty"`
+}
+
+// ActivityActorType `user`: made through the API by `actor`; `system`: made by Spaces itself.
+type ActivityActorType string
+
+// ActivityResourceType defines model for Activity.ResourceType.
+type ActivityResourceType string
+
+// ActivityKind What an activity entry records.
+type ActivityKind string
+
+// ActivityList defines model for ActivityList.
+type ActivityList struct {
+	// Items Newest first.
+	Items []Activity `json:"items"`
+
+	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	NextCursor *string `json:"next_cursor,omitempty"`
 }
 
 // AgentBootstrap A one-time bootstrap for the agent; shown once, only its hash is stored.
@@ -3298,6 +3439,37 @@ type UnsupportedMediaType struct {
 	// Tombstone On the `404` of a space the caller's org deregistered (by any route that names it), what remains of it.
 	Tombstone *Tombstone  `json:"tombstone,omitempty"`
 	Type      interface{} `json:"type"`
+}
+
+// ListActivityParams defines parameters for ListActivity.
+type ListActivityParams struct {
+	// Actor Only the entries of this user (the token's subject).
+	Actor *string `form:"actor,omitempty" json:"actor,omitempty"`
+
+	// Kind Only the entries of this kind.
+	Kind *ActivityKind `form:"kind,omitempty" json:"kind,omitempty"`
+
+	// SpaceId Only the entries about this space (its revisions and job included).
+	SpaceId *openapi_types.UUID `form:"space_id,omitempty" json:"space_id,omitempty"`
+
+	// Limit Page size, at least 1. Values above 100 are clamped to 100. Default 50.
+	// A page can hold fewer items than `limit` while more remain: follow
+	// `next_cursor` until it is absent.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page. Opaque; valid only for the
+	// same org, route and filters (`400` otherwise).
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// IfNoneMatch The `ETag` of this page as last read (or a list of them, or `*`):
+	// answered `304` without a body when the page is unchanged. Compared
+	// weakly, so `"l-…"` matches `W/"l-…"` too.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+
+	// XRequestId Correlation id for logs. Echoed in the `X-Request-Id` response header
+	// when it matches `^[A-Za-z0-9._:=-]{1,128}$`; otherwise the server
+	// generates one.
+	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
 }
 
 // RenewAgentCredentialParams defines parameters for RenewAgentCredential.
@@ -5858,6 +6030,27 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// ListActivity List the org's activity (audit trail)
+	//
+	// Who registered, deregistered or relabeled a space, connected or
+	// verified a cloud account, pushed or retried a revision, created,
+	// retried or canceled a provisioning job, and the request that did
+	// it, newest first. Each entry is derived from the stored change (the
+	// table's stream), not from the request that made it, so a function
+	// that stops after its write loses no entry; it appears a few seconds
+	// after the change. A change Spaces made itself (a provisioning job
+	// registering its cluster) has `actor_type: system`.
+	//
+	// An entry names what changed and who changed it, nothing more: no
+	// secret, no cloud account connection, no manifest, no job settings.
+	// Entries are kept for 90 days. Filter by `actor` (a user's subject),
+	// `kind` and `space_id`; a filter that is not valid is `400` and lists
+	// nothing. Paged with `limit` and `cursor` (bound to the org and the
+	// filters). Only the caller's org's activity is listed.
+	//
+	// Corresponds with GET /activity (the `ListActivity` operationId).
+	ListActivity(ctx context.Context, params *ListActivityParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// RenewAgentCredential Renew the agent's credential
 	//
 	// `Authorization: Bearer <agent credential>`, no body: answers a new
@@ -6897,6 +7090,37 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/test (the `SendWebhookTestEvent` operationId).
 	SendWebhookTestEvent(ctx context.Context, id WebhookEndpointID, params *SendWebhookTestEventParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// ListActivity List the org's activity (audit trail)
+//
+// Who registered, deregistered or relabeled a space, connected or
+// verified a cloud account, pushed or retried a revision, created,
+// retried or canceled a provisioning job, and the request that did
+// it, newest first. Each entry is derived from the stored change (the
+// table's stream), not from the request that made it, so a function
+// that stops after its write loses no entry; it appears a few seconds
+// after the change. A change Spaces made itself (a provisioning job
+// registering its cluster) has `actor_type: system`.
+//
+// An entry names what changed and who changed it, nothing more: no
+// secret, no cloud account connection, no manifest, no job settings.
+// Entries are kept for 90 days. Filter by `actor` (a user's subject),
+// `kind` and `space_id`; a filter that is not valid is `400` and lists
+// nothing. Paged with `limit` and `cursor` (bound to the org and the
+// filters). Only the caller's org's activity is listed.
+//
+// Corresponds with GET /activity (the `ListActivity` operationId).
+func (c *Client) ListActivity(ctx context.Context, params *ListActivityParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListActivityRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // RenewAgentCredential Renew the agent's credential
@@ -8627,6 +8851,134 @@ func (c *Client) SendWebhookTestEvent(ctx context.Context, id WebhookEndpointID,
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewListActivityRequest constructs an http.Request for the ListActivity method
+func NewListActivityRequest(server string, params *ListActivityParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/activity")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Actor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "actor", *params.Actor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Kind != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "kind", *params.Kind, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SpaceId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "space_id", *params.SpaceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
+		}
+
+	}
+
+	return req, nil
 }
 
 // NewRenewAgentCredentialRequest constructs an http.Request for the RenewAgentCredential method
@@ -12169,6 +12521,29 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ListActivityWithResponse List the org's activity (audit trail)
+	//
+	// Who registered, deregistered or relabeled a space, connected or
+	// verified a cloud account, pushed or retried a revision, created,
+	// retried or canceled a provisioning job, and the request that did
+	// it, newest first. Each entry is derived from the stored change (the
+	// table's stream), not from the request that made it, so a function
+	// that stops after its write loses no entry; it appears a few seconds
+	// after the change. A change Spaces made itself (a provisioning job
+	// registering its cluster) has `actor_type: system`.
+	//
+	// An entry names what changed and who changed it, nothing more: no
+	// secret, no cloud account connection, no manifest, no job settings.
+	// Entries are kept for 90 days. Filter by `actor` (a user's subject),
+	// `kind` and `space_id`; a filter that is not valid is `400` and lists
+	// nothing. Paged with `limit` and `cursor` (bound to the org and the
+	// filters). Only the caller's org's activity is listed.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /activity (the `ListActivity` operationId).
+	ListActivityWithResponse(ctx context.Context, params *ListActivityParams, reqEditors ...RequestEditorFn) (*ListActivityResponse, error)
+
 	// RenewAgentCredentialWithResponse Renew the agent's credential
 	//
 	// `Authorization: Bearer <agent credential>`, no body: answers a new
@@ -13278,6 +13653,141 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/test (the `SendWebhookTestEvent` operationId).
 	SendWebhookTestEventWithResponse(ctx context.Context, id WebhookEndpointID, params *SendWebhookTestEventParams, reqEditors ...RequestEditorFn) (*SendWebhookTestEventResponse, error)
+}
+
+// ListActivityResponse200Headers the declared response headers of an HTTP 200 response for ListActivity
+type ListActivityResponse200Headers struct {
+	ETag       string
+	XRequestId string
+}
+
+// ListActivityResponse304Headers the declared response headers of an HTTP 304 response for ListActivity
+type ListActivityResponse304Headers struct {
+	ETag       string
+	XRequestId string
+}
+
+// ListActivityResponse400Headers the declared response headers of an HTTP 400 response for ListActivity
+type ListActivityResponse400Headers struct {
+	XRequestId string
+}
+
+// ListActivityResponse401Headers the declared response headers of an HTTP 401 response for ListActivity
+type ListActivityResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// ListActivityResponse500Headers the declared response headers of an HTTP 500 response for ListActivity
+type ListActivityResponse500Headers struct {
+	XRequestId string
+}
+
+// ListActivityResponse503Headers the declared response headers of an HTTP 503 response for ListActivity
+type ListActivityResponse503Headers struct {
+	XRequestId string
+}
+
+type ListActivityResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ActivityList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *UnauthorizedApplicationJSON
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *UnauthorizedApplicationProblemPlusJSON
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ListActivityResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ListActivityResponse304Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ListActivityResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListActivityResponse401Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ListActivityResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListActivityResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListActivityResponse) GetJSON200() *ActivityList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListActivityResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListActivityResponse) GetJSON401() *UnauthorizedApplicationJSON {
+	return r.JSON401
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListActivityResponse) GetApplicationproblemJSON401() *UnauthorizedApplicationProblemPlusJSON {
+	return r.ApplicationproblemJSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListActivityResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListActivityResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListActivityResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r ListActivityResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r ListActivityResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListActivityResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListActivityResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListActivityResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // RenewAgentCredentialResponse200Headers the declared response headers of an HTTP 200 response for RenewAgentCredential
@@ -21352,6 +21862,35 @@ func (r SendWebhookTestEventResponse) ContentType() string {
 	return ""
 }
 
+// ListActivityWithResponse List the org's activity (audit trail)
+//
+// Who registered, deregistered or relabeled a space, connected or
+// verified a cloud account, pushed or retried a revision, created,
+// retried or canceled a provisioning job, and the request that did
+// it, newest first. Each entry is derived from the stored change (the
+// table's stream), not from the request that made it, so a function
+// that stops after its write loses no entry; it appears a few seconds
+// after the change. A change Spaces made itself (a provisioning job
+// registering its cluster) has `actor_type: system`.
+//
+// An entry names what changed and who changed it, nothing more: no
+// secret, no cloud account connection, no manifest, no job settings.
+// Entries are kept for 90 days. Filter by `actor` (a user's subject),
+// `kind` and `space_id`; a filter that is not valid is `400` and lists
+// nothing. Paged with `limit` and `cursor` (bound to the org and the
+// filters). Only the caller's org's activity is listed.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /activity (the `ListActivity` operationId).
+func (c *ClientWithResponses) ListActivityWithResponse(ctx context.Context, params *ListActivityParams, reqEditors ...RequestEditorFn) (*ListActivityResponse, error) {
+	rsp, err := c.ListActivity(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListActivityResponse(rsp)
+}
+
 // RenewAgentCredentialWithResponse Renew the agent's credential
 //
 // `Authorization: Bearer <agent credential>`, no body: answers a new
@@ -22874,6 +23413,168 @@ func (c *ClientWithResponses) SendWebhookTestEventWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseSendWebhookTestEventResponse(rsp)
+}
+
+// ParseListActivityResponse parses an HTTP response from a ListActivityWithResponse call
+func ParseListActivityResponse(rsp *http.Response) (*ListActivityResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListActivityResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ActivityList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/problem+json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationProblemPlusJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ListActivityResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers ListActivityResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 400:
+		var headers ListActivityResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ListActivityResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 500:
+		var headers ListActivityResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListActivityResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseRenewAgentCredentialResponse parses an HTTP response from a RenewAgentCredentialWithResponse call

@@ -43,6 +43,7 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 	want := map[string]int{
 		"list-spaces.json":              200,
 		"get-space-counts.json":         200,
+		"list-activity.json":            200,
 		"register-space.json":           422, // its cloud account does not exist here
 		"get-space.json":                404,
 		"patch-space-status.json":       404,

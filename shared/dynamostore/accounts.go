@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -27,6 +28,7 @@ func (s *Store) CreateAccount(ctx context.Context, a space.CloudAccount) error {
 		item[k] = v
 	}
 	item["space_count"] = num(0)
+	stampItem(ctx, item)
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: s.table, Item: item,
 		ConditionExpression:      aws.String("attribute_not_exists(" + nPK + ")"),
@@ -150,15 +152,22 @@ func (s *Store) SaveAccount(ctx context.Context, a space.CloudAccount) error {
 		":cn": item["connection"], ":vn": num(a.Version), ":pv": num(a.Version - 1),
 	}
 	update := "SET #acSt = :st, #acRs = :rs, #acMs = :ms, #acCn = :cn, #acVn = :vn"
-	if v, ok := item["verified_at"]; ok {
-		update += ", #acVf = :vf"
-		vals[":vf"] = v
-	} else {
-		update += " REMOVE #acVf"
-	}
 	nm := names(nPK)
 	for k, v := range accountNames {
 		nm[k] = v
+	}
+	set, remove := stampUpdate(ctx, nm, vals)
+	if v, ok := item["verified_at"]; ok {
+		set = append(set, "#acVf = :vf")
+		vals[":vf"] = v
+	} else {
+		remove = append(remove, "#acVf")
+	}
+	for _, t := range set {
+		update += ", " + t
+	}
+	if len(remove) > 0 {
+		update += " REMOVE " + strings.Join(remove, ", ")
 	}
 	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: s.table, Key: itemKey(a.OrgID, prefixAccount+a.ID),

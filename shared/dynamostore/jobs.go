@@ -48,6 +48,7 @@ func (s *Store) CreateJob(ctx context.Context, j provisioning.Job, idem provisio
 	if err != nil {
 		return err
 	}
+	stampItem(ctx, item)
 	claim := itemKey(j.OrgID, prefixJobClaim+j.Identity())
 	claim["job_id"] = str(j.ID)
 	const (
@@ -197,6 +198,7 @@ func (s *Store) UpdateJob(ctx context.Context, org, id string, u space.Update[pr
 			if err != nil {
 				return err
 			}
+			stampItem(ctx, item)
 			put := s.versionedPut(item, before.Version)
 			releases := (after.State == provisioning.Succeeded || after.State == provisioning.Canceled) &&
 				before.State != provisioning.Succeeded && before.State != provisioning.Canceled

@@ -85,6 +85,17 @@ import (
 //	                      kept for replay        JSON sent), expires_at (first attempt +
 //	                                             space.EventRetention, TTL)
 //
+// An org's audit trail, pk = ACT#<org_id> (activity.go), apart from the
+// org's partition so that listing spaces never reads it:
+//
+//	<at>#<event id>       one entry               space.Activity's fields, expires_at
+//	                                              (at + space.ActivityRetention, TTL)
+//
+// The items a request writes whole or in the attributes the activity reads
+// (a space, an account, a revision, a job) carry changed_by and request_id:
+// the caller's subject and the request's id, when an API request wrote
+// them (stamp.go); the stream carries them to the trail.
+//
 // Why links and not a GSI: "everything bound to a space" is one strongly
 // consistent Query of its partition, which an eventually consistent index
 // could not answer for a binding committed just before the deregistration.
@@ -133,6 +144,12 @@ const (
 	prefixWebhook = "HOOK#"
 	prefixAttempt = "ATT#"
 	prefixEvent   = "EVT#"
+
+	prefixActivity = "ACT#"
+	// attrChangedBy and attrRequestID stamp a write made by an API request
+	// (stamp.go).
+	attrChangedBy = "changed_by"
+	attrRequestID = "request_id"
 
 	// attrSecretsSealed holds a webhook endpoint's secrets, encrypted.
 	attrSecretsSealed = "secrets_sealed"

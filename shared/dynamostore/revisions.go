@@ -24,6 +24,7 @@ func (s *Store) CreateRevision(ctx context.Context, r space.Revision) error {
 	if err != nil {
 		return err
 	}
+	stampItem(ctx, item)
 	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item,
 		ConditionExpression: aws.String("attribute_not_exists(" + nPK + ")"), ExpressionAttributeNames: names(nPK)})
 	var ccf *types.ConditionalCheckFailedException
@@ -90,6 +91,7 @@ func (s *Store) UpdateRevision(ctx context.Context, org, id string, u space.Upda
 			if err != nil {
 				return err
 			}
+			stampItem(ctx, item)
 			return s.putVersioned(ctx, "revision", s.versionedPut(item, before.Version), before.Version)
 		})
 }

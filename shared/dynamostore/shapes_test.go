@@ -60,7 +60,9 @@ func filled[T any]() T {
 // deregistration and its cascade.
 func TestItemShapes(t *testing.T) {
 	f := newFixture(t)
-	ctx := t.Context()
+	// Written as an API request writes: its stamp on the items the audit
+	// trail reads (stamp.go).
+	ctx := space.WithStamp(t.Context(), space.Stamp{Subject: "x", RequestID: "x"})
 	st := f.store
 	at := shapetest.At
 
@@ -136,6 +138,11 @@ func TestItemShapes(t *testing.T) {
 	ev := filled[space.StoredEvent]()
 	ev.OrgID, ev.EndpointID, ev.Data = shapeOrg, hook.ID, []byte(`{"space_id":"x"}`)
 	must(t, "SaveEvent", st.SaveEvent(ctx, ev, at))
+
+	// An entry of the org's audit trail.
+	entry := filled[space.Activity]()
+	entry.OrgID, entry.At = shapeOrg, at
+	must(t, "RecordActivity", st.RecordActivity(ctx, entry))
 
 	got := map[string][]string{}
 	f.itemShapes(t, got)
@@ -282,6 +289,9 @@ func itemKind(item map[string]types.AttributeValue) string {
 	kind := prefix("pk") + " " + prefix("sk")
 	if prefix("pk") == "FENCE#" {
 		kind = "FENCE# <deleted_at>#<space id>"
+	}
+	if prefix("pk") == "ACT#" {
+		kind = "ACT# <at>#<id>"
 	}
 	if _, ok := item["deleted_at"]; ok && kind == "ORG# SPACE#" {
 		kind += " (tombstone)"

@@ -57,6 +57,7 @@ func (s *Store) Register(ctx context.Context, sp space.Space, idem space.Idempot
 	if err != nil {
 		return err
 	}
+	stampItem(ctx, put.Put.Item)
 	items := []types.TransactWriteItem{
 		regSpace:    put,
 		regClaim:    s.registerClaim(sp),
@@ -489,20 +490,27 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space) error
 		upd.ExpressionAttributeNames[nStatusKey] = attrNames[nStatusKey]
 		upd.ExpressionAttributeValues[":skey"] = str(statusKey(after))
 	}
+	set, remove := stampUpdate(ctx, upd.ExpressionAttributeNames, upd.ExpressionAttributeValues)
 	if !maps.Equal(after.Labels, before.Labels) {
 		// Only a labels change writes them; no labels is no attribute,
 		// as Register stores it (omitempty).
 		upd.ExpressionAttributeNames[nLabels] = attrNames[nLabels]
 		if len(after.Labels) == 0 {
-			*upd.UpdateExpression += " REMOVE " + nLabels
+			remove = append(remove, nLabels)
 		} else {
 			lv, err := s.enc.Encode(after.Labels)
 			if err != nil {
 				return internal("encode labels", err)
 			}
-			*upd.UpdateExpression += ", " + nLabels + " = :lbl"
+			set = append(set, nLabels+" = :lbl")
 			upd.ExpressionAttributeValues[":lbl"] = lv
 		}
+	}
+	for _, t := range set {
+		*upd.UpdateExpression += ", " + t
+	}
+	if len(remove) > 0 {
+		*upd.UpdateExpression += " REMOVE " + strings.Join(remove, ", ")
 	}
 	tr := space.TransitionOf(before, after)
 	if tr == nil {
@@ -619,18 +627,20 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 		cond += " AND " + nVersion + " = :prev"
 		vals[":prev"] = num(before.Version)
 	}
+	nm := names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nDigest, nPK, nStatus, nNameLC, nNameKey, nRegKey, nStatusKey)
+	set := []string{nDeleted + " = :at", nDeletedBy + " = :by", nUpdated + " = :at", nVersion + " = " + nVersion + " + :one"}
+	// Removing probe_shard takes the space out of the probe index: a late
+	// probe can no longer even be scheduled. Removing name_key, reg_key and
+	// status_key takes it out of the names, registered and status indexes.
+	remove := []string{nShard, nDigest, nNameLC, nNameKey, nRegKey, nStatusKey}
+	stampSet, stampRemove := stampUpdate(ctx, nm, vals)
+	set, remove = append(set, stampSet...), append(remove, stampRemove...)
 	items := []types.TransactWriteItem{
 		iSpace: {Update: &types.Update{
 			TableName: s.table, Key: itemKey(org, prefixSpace+id),
-			// Removing probe_shard takes the space out of the probe index:
-			// a late probe can no longer even be scheduled.
-			// Removing name_key, reg_key and status_key takes it out of the
-			// names, registered and status indexes.
-			UpdateExpression: aws.String("SET " + nDeleted + " = :at, " + nDeletedBy + " = :by, " + nUpdated + " = :at, " +
-				nVersion + " = " + nVersion + " + :one REMOVE " + nShard + ", " + nDigest + ", " + nNameLC + ", " + nNameKey + ", " + nRegKey + ", " + nStatusKey),
-			ConditionExpression: aws.String(cond),
-			ExpressionAttributeNames: names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nDigest, nPK, nStatus, nNameLC, nNameKey,
-				nRegKey, nStatusKey),
+			UpdateExpression:                    aws.String("SET " + strings.Join(set, ", ") + " REMOVE " + strings.Join(remove, ", ")),
+			ConditionExpression:                 aws.String(cond),
+			ExpressionAttributeNames:            nm,
 			ExpressionAttributeValues:           vals,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},

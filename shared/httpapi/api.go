@@ -54,6 +54,8 @@ type API struct {
 	Agents *space.Agents
 	// Webhooks serves the org's webhook endpoints (webhooks.go); nil: 503.
 	Webhooks *space.Webhooks
+	// Activity serves the org's audit trail (activity.go); nil: 503.
+	Activity space.ActivityLog
 	// Probes, when set, is asked to probe each newly registered space at once
 	// instead of at the next minute tick.
 	Probes interface {
@@ -92,6 +94,7 @@ var catalogRoutes = []route{
 	{"DELETE", "/cloud-accounts/{id}", (*API).deleteAccount},
 	{"GET", "/spaces/{id}/status-history", (*API).statusHistory},
 	{"GET", "/space-counts", (*API).spaceCounts},
+	{"GET", "/activity", (*API).listActivity},
 	{"GET", "/environments", (*API).listEnvironments},
 	{"POST", "/environments", (*API).createEnvironment},
 	{"GET", "/environments/{id}", (*API).getEnvironment},
@@ -191,6 +194,8 @@ func (a *API) authenticated(h func(*API, http.ResponseWriter, *http.Request, aut
 		}
 		// Who made the request, on every line it logs (writes included).
 		addLogAttrs(r.Context(), slog.String("org_id", p.OrgID), slog.String("sub", p.Subject))
+		// And on every item it writes that the audit trail reads.
+		r = r.WithContext(space.WithStamp(r.Context(), space.Stamp{Subject: p.Subject, RequestID: requestID(r.Context())}))
 		if id := r.PathValue("id"); id != "" {
 			addLogAttrs(r.Context(), slog.String("id", id))
 		}

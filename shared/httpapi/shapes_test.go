@@ -55,6 +55,7 @@ var bodies = map[string]func() any{
 	"DeliveryAttempt list":   func() any { return filled[listResponse[space.DeliveryAttempt]]() },
 	"WebhookTest accepted":   func() any { return filled[testAccepted]() },
 	"WebhookReplay accepted": func() any { return filled[space.Replayed]() },
+	"Activity list":          func() any { return filled[listResponse[space.Activity]]() },
 }
 
 // requests are the tagged types the API reads, by section name: a whole
@@ -86,6 +87,7 @@ var routeBodies = map[string][]string{
 	"GET /spaces/{id}/status-history": {
 		"Transition list"},
 	"GET /space-counts":                          {"Counts"},
+	"GET /activity":                              {"Activity list"},
 	"POST /spaces/{id}/agent-bootstrap":          {"Bootstrap"},
 	"GET /cloud-accounts":                        {"CloudAccount list"},
 	"POST /cloud-accounts":                       {"CloudAccount"},

@@ -427,3 +427,17 @@ func WebhookEvent(before, after Job) (space.EventType, space.JobEventData, bool)
 	}
 	return t, d, true
 }
+
+// Activity is the activity a stored change of a job makes: its creation
+// (before is nil), a retry (failed, then not) or its cancellation.
+func Activity(before *Job, after Job) (space.ActivityKind, bool) {
+	switch {
+	case before == nil:
+		return space.ActivityJobCreated, true
+	case before.State == Failed && after.State != Failed && after.State != Canceled:
+		return space.ActivityJobRetried, true
+	case before.State != Canceled && after.State == Canceled:
+		return space.ActivityJobCanceled, true
+	}
+	return "", false
+}

@@ -8,6 +8,10 @@
 //     wants it, sent to the delivery queue; a failed send fails the record,
 //     which the stream delivers again (same webhook-id: receivers drop the
 //     duplicate).
+//   - The same stream consumer keeps the org's audit trail (Fanout.Activity:
+//     GET /activity): each record the store reads as an entry is put in it
+//     before the record's fan-out, under an id the record fixes, so a record
+//     delivered again writes the same entry and one that failed is retried.
 //   - Deliverer (the queue's consumer) makes one attempt per message,
 //     signed with the endpoint's current secrets, logs it, and on a
 //     retryable failure sends the next attempt to the queue with the
@@ -62,11 +66,19 @@ type EventStore interface {
 	GetSpace(ctx context.Context, org, id string) (space.Space, error)
 }
 
+// ActivityStore keeps the org's audit trail.
+type ActivityStore interface {
+	ActivityOf(r events.DynamoDBEventRecord) (space.Activity, bool)
+	RecordActivity(ctx context.Context, a space.Activity) error
+}
+
 // Fanout is the stream's consumer.
 type Fanout struct {
 	Store EventStore
 	Queue Queue
-	Log   *slog.Logger
+	// Activity, when set, keeps the audit trail from the same records.
+	Activity ActivityStore
+	Log      *slog.Logger
 }
 
 // HandleStream fans each event out; at the first failure it reports that
@@ -75,6 +87,15 @@ type Fanout struct {
 func (f *Fanout) HandleStream(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	var resp events.DynamoDBEventResponse
 	for _, r := range ev.Records {
+		if f.Activity != nil {
+			if a, ok := f.Activity.ActivityOf(r); ok {
+				if err := f.Activity.RecordActivity(ctx, a); err != nil {
+					f.Log.ErrorContext(ctx, "activity not kept; the record will be retried", "event_id", r.EventID, "org_id", a.OrgID, "error", err.Error())
+					resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: r.Change.SequenceNumber})
+					return resp, nil
+				}
+			}
+		}
 		e, ok := f.Store.WebhookEvent(r)
 		if !ok {
 			continue

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/google/uuid"
@@ -463,4 +464,52 @@ func TestReceiverDown26Hours(t *testing.T) {
 	}
 	last := delivered[len(delivered)-1].at
 	t.Logf("%d events, %d refused attempts; the last delivered %s after the outage began", len(sent), refused, last.Sub(t0))
+}
+
+// TestStreamKeepsActivity: the stream's consumer puts each record's
+// audit-trail entry before its fan-out, a batch delivered again writes the
+// same entries, and a record whose entry cannot be written is reported (the
+// stream delivers it and the rest again) with nothing after it handled.
+func TestStreamKeepsActivity(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	at := time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond)
+	record := func(n int) events.DynamoDBEventRecord {
+		id := uuid.NewString()
+		return events.DynamoDBEventRecord{EventID: "ev" + strconv.Itoa(n), EventName: "INSERT", EventSource: "aws:dynamodb",
+			Change: events.DynamoDBStreamRecord{SequenceNumber: strconv.Itoa(100 + n),
+				Keys: map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute("ORG#" + f.org),
+					"sk": events.NewStringAttribute("ACCOUNT#" + id)},
+				NewImage: map[string]events.DynamoDBAttributeValue{"pk": events.NewStringAttribute("ORG#" + f.org),
+					"sk": events.NewStringAttribute("ACCOUNT#" + id), "id": events.NewStringAttribute(id),
+					"org_id": events.NewStringAttribute(f.org), "provider": events.NewStringAttribute("aws"),
+					"name": events.NewStringAttribute("acct" + strconv.Itoa(n)), "status": events.NewStringAttribute("pending"),
+					"created_at": events.NewStringAttribute(at.Add(time.Duration(n) * time.Second).Format(time.RFC3339Nano)),
+					"version":    events.NewNumberAttribute("1"), "changed_by": events.NewStringAttribute("alice"),
+					"request_id": events.NewStringAttribute("req-" + strconv.Itoa(n))}}}
+	}
+	batch := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{record(1), record(2)}}
+	f.f.Activity = f.store
+	for range 2 {
+		resp, err := f.f.HandleStream(ctx, batch)
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("HandleStream: %v %+v", err, resp)
+		}
+	}
+	got, _, err := f.store.ListActivity(ctx, f.org, space.ActivityQuery{Page: space.Page{Limit: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].RequestID != "req-2" || got[1].RequestID != "req-1" || got[0].Kind != space.ActivityAccountConnected {
+		t.Errorf("entries %+v", got)
+	}
+
+	// A table that is not there: the first record is reported.
+	env := emulatortest.Start(t)
+	broken := dynamostore.New(awsclient.DynamoDB(env.Config, env.Endpoint), "no-such-table")
+	fan := &webhooks.Fanout{Store: f.store, Queue: f.f.Queue, Activity: broken, Log: slog.New(slog.DiscardHandler)}
+	resp, err := fan.HandleStream(ctx, batch)
+	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "101" {
+		t.Errorf("with the trail unwritable: %v %+v", err, resp)
+	}
 }

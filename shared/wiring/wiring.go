@@ -261,7 +261,7 @@ func Webhooks(a parts.AWS, s WebhooksSettings, log *slog.Logger) (*webhooks.Fano
 	store := a.Store(s.Table, a.Sealer(s.SealerKey)...)
 	q := parts.DeliveryQueue{Q: a.Queue(s.Queue)}
 	eps := &space.Webhooks{Store: store, Rules: space.WebhookRules{AllowLoopback: s.AllowLoopback}, Now: time.Now}
-	return &webhooks.Fanout{Store: store, Queue: q, Log: log},
+	return &webhooks.Fanout{Store: store, Queue: q, Activity: store, Log: log},
 		&webhooks.Deliverer{Store: store, Sender: webhook.NewClient(webhook.Guard{AllowLoopback: s.AllowLoopback}, s.Roots),
 			Queue: q, Endpoints: eps, Now: time.Now, Log: log}
 }

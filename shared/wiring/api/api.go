@@ -113,6 +113,7 @@ func New(a parts.AWS, s Settings, o Options) (*httpapi.API, *space.Service, erro
 	if s.ProbeQueue != "" {
 		api.Probes = probing.Enqueuer{Queue: parts.ProbeQueue{Q: a.Queue(s.ProbeQueue)}}
 	}
+	api.Activity = store
 	api.Revisions = &space.Revisions{Bindings: api.Bindings, Store: store, Queue: parts.RevisionQueue{Q: a.Queue(s.RevisionsQueue)}}
 	if s.ProvisioningQueue != "" {
 		api.Jobs = provisioning.NewJobs(store, store, parts.ProvisioningQueue{Q: a.Queue(s.ProvisioningQueue)})
