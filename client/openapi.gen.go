@@ -2010,6 +2010,11 @@ type SpaceCounts struct {
 		Unknown  int `json:"unknown"`
 	} `json:"by_status"`
 
+	// ByVersion Spaces by the major.minor of their current Kubernetes version
+	// (`facts.kubernetes_version`); only versions some space runs are
+	// present. Their sum and `version_unknown` make `total`.
+	ByVersion map[string]int `json:"by_version"`
+
 	// Synthetic The synthetic spaces among them (placeholders with no cluster,
 	// never probed), by stored status; the clusters are the counts
 	// above less these.
@@ -2025,6 +2030,11 @@ type SpaceCounts struct {
 
 	// Total Registered spaces (deregistered ones are not counted).
 	Total int `json:"total"`
+
+	// VersionUnknown Spaces whose Kubernetes version is not known: never answered and
+	// not named by their cloud, synthetic, or registered before the
+	// version counts and not yet counted by the backfill.
+	VersionUnknown int `json:"version_unknown"`
 }
 
 // SpaceFacts What Spaces knows of the cluster beside its status. The version and
@@ -6432,15 +6442,26 @@ type ClientInterface interface {
 	// Corresponds with POST /revisions/{id}/retry (the `RetryRevision` operationId).
 	RetryRevision(ctx context.Context, id RevisionID, params *RetryRevisionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetSpaceCounts Count the org's spaces by status, provider and account
+	// GetSpaceCounts Count the org's spaces by status, provider, account and Kubernetes version
 	//
-	// The org's registered spaces counted by status, by provider and by
-	// cloud account, and the synthetic ones among them by status, in one
+	// The org's registered spaces counted by status, by provider, by
+	// cloud account and by Kubernetes minor version, and the synthetic
+	// ones among them by status, in one
 	// request whatever the fleet's size: the counts
 	// are kept in the same writes that register and deregister a space and
-	// change its status, so they are exact, never an estimate, and no
-	// listing is walked to answer. A probe that leaves the status as it
-	// was writes nothing and changes no count.
+	// change its status or its version's major.minor, so they are exact,
+	// never an estimate, and no listing is walked to answer. A probe that
+	// leaves the status and the minor version as they were (a heartbeat,
+	// a patch release) changes no count.
+	//
+	// `by_version` counts each major.minor of `facts.kubernetes_version`
+	// (what the cluster last answered, else what its cloud said at
+	// registration) that some space runs; `version_unknown` is the rest
+	// of `total`: spaces with no version known (synthetic ones, and
+	// clusters not yet answered whose cloud named none). A space
+	// registered before the version counts existed is counted unknown
+	// until its version next changes or the backfill
+	// (`infra/cmd/backfill`) counts it.
 	//
 	// The status is the stored one, as the probe last wrote it: a space
 	// whose probe is stale (listed as `unknown` with the reason
@@ -7863,15 +7884,26 @@ func (c *Client) RetryRevision(ctx context.Context, id RevisionID, params *Retry
 	return c.Client.Do(req)
 }
 
-// GetSpaceCounts Count the org's spaces by status, provider and account
+// GetSpaceCounts Count the org's spaces by status, provider, account and Kubernetes version
 //
-// The org's registered spaces counted by status, by provider and by
-// cloud account, and the synthetic ones among them by status, in one
+// The org's registered spaces counted by status, by provider, by
+// cloud account and by Kubernetes minor version, and the synthetic
+// ones among them by status, in one
 // request whatever the fleet's size: the counts
 // are kept in the same writes that register and deregister a space and
-// change its status, so they are exact, never an estimate, and no
-// listing is walked to answer. A probe that leaves the status as it
-// was writes nothing and changes no count.
+// change its status or its version's major.minor, so they are exact,
+// never an estimate, and no listing is walked to answer. A probe that
+// leaves the status and the minor version as they were (a heartbeat,
+// a patch release) changes no count.
+//
+// `by_version` counts each major.minor of `facts.kubernetes_version`
+// (what the cluster last answered, else what its cloud said at
+// registration) that some space runs; `version_unknown` is the rest
+// of `total`: spaces with no version known (synthetic ones, and
+// clusters not yet answered whose cloud named none). A space
+// registered before the version counts existed is counted unknown
+// until its version next changes or the backfill
+// (`infra/cmd/backfill`) counts it.
 //
 // The status is the stored one, as the probe last wrote it: a space
 // whose probe is stale (listed as `unknown` with the reason
@@ -12781,15 +12813,26 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /revisions/{id}/retry (the `RetryRevision` operationId).
 	RetryRevisionWithResponse(ctx context.Context, id RevisionID, params *RetryRevisionParams, reqEditors ...RequestEditorFn) (*RetryRevisionResponse, error)
 
-	// GetSpaceCountsWithResponse Count the org's spaces by status, provider and account
+	// GetSpaceCountsWithResponse Count the org's spaces by status, provider, account and Kubernetes version
 	//
-	// The org's registered spaces counted by status, by provider and by
-	// cloud account, and the synthetic ones among them by status, in one
+	// The org's registered spaces counted by status, by provider, by
+	// cloud account and by Kubernetes minor version, and the synthetic
+	// ones among them by status, in one
 	// request whatever the fleet's size: the counts
 	// are kept in the same writes that register and deregister a space and
-	// change its status, so they are exact, never an estimate, and no
-	// listing is walked to answer. A probe that leaves the status as it
-	// was writes nothing and changes no count.
+	// change its status or its version's major.minor, so they are exact,
+	// never an estimate, and no listing is walked to answer. A probe that
+	// leaves the status and the minor version as they were (a heartbeat,
+	// a patch release) changes no count.
+	//
+	// `by_version` counts each major.minor of `facts.kubernetes_version`
+	// (what the cluster last answered, else what its cloud said at
+	// registration) that some space runs; `version_unknown` is the rest
+	// of `total`: spaces with no version known (synthetic ones, and
+	// clusters not yet answered whose cloud named none). A space
+	// registered before the version counts existed is counted unknown
+	// until its version next changes or the backfill
+	// (`infra/cmd/backfill`) counts it.
 	//
 	// The status is the stored one, as the probe last wrote it: a space
 	// whose probe is stale (listed as `unknown` with the reason
@@ -22198,15 +22241,26 @@ func (c *ClientWithResponses) RetryRevisionWithResponse(ctx context.Context, id 
 	return ParseRetryRevisionResponse(rsp)
 }
 
-// GetSpaceCountsWithResponse Count the org's spaces by status, provider and account
+// GetSpaceCountsWithResponse Count the org's spaces by status, provider, account and Kubernetes version
 //
-// The org's registered spaces counted by status, by provider and by
-// cloud account, and the synthetic ones among them by status, in one
+// The org's registered spaces counted by status, by provider, by
+// cloud account and by Kubernetes minor version, and the synthetic
+// ones among them by status, in one
 // request whatever the fleet's size: the counts
 // are kept in the same writes that register and deregister a space and
-// change its status, so they are exact, never an estimate, and no
-// listing is walked to answer. A probe that leaves the status as it
-// was writes nothing and changes no count.
+// change its status or its version's major.minor, so they are exact,
+// never an estimate, and no listing is walked to answer. A probe that
+// leaves the status and the minor version as they were (a heartbeat,
+// a patch release) changes no count.
+//
+// `by_version` counts each major.minor of `facts.kubernetes_version`
+// (what the cluster last answered, else what its cloud said at
+// registration) that some space runs; `version_unknown` is the rest
+// of `total`: spaces with no version known (synthetic ones, and
+// clusters not yet answered whose cloud named none). A space
+// registered before the version counts existed is counted unknown
+// until its version next changes or the backfill
+// (`infra/cmd/backfill`) counts it.
 //
 // The status is the stored one, as the probe last wrote it: a space
 // whose probe is stale (listed as `unknown` with the reason

@@ -119,6 +119,7 @@ const (
 	nConn      = "#conn"
 	nBeat      = "#beat"
 	nDigest    = "#pd"
+	nCounted   = "#minr"
 )
 
 var attrNames = map[string]string{
@@ -129,7 +130,7 @@ var attrNames = map[string]string{
 	nGate: "gate", nPState: "state", nPReason: "state_reason",
 	nNameLC: "name_lc", nNameKey: "name_key", nDeletedBy: "deleted_by", nRegKey: "reg_key",
 	nStatusKey: "status_key", nLabels: "labels", nConfig: "config", nConn: "connectivity",
-	nDigest: "pd",
+	nDigest: "pd", nCounted: attrCounted,
 }
 
 // names returns the ExpressionAttributeNames for the given placeholders
