@@ -700,12 +700,14 @@ func (e PickerFilter) Valid() bool {
 
 // Defines values for SpaceSort.
 const (
-	SpaceSortMinusName       SpaceSort = "-name"
-	SpaceSortMinusRegistered SpaceSort = "-registered"
-	SpaceSortMinusStatus     SpaceSort = "-status"
-	SpaceSortName            SpaceSort = "name"
-	SpaceSortRegistered      SpaceSort = "registered"
-	SpaceSortStatus          SpaceSort = "status"
+	SpaceSortMinusName        SpaceSort = "-name"
+	SpaceSortMinusRegistered  SpaceSort = "-registered"
+	SpaceSortMinusStatus      SpaceSort = "-status"
+	SpaceSortMinusStatusSince SpaceSort = "-status_since"
+	SpaceSortName             SpaceSort = "name"
+	SpaceSortRegistered       SpaceSort = "registered"
+	SpaceSortStatus           SpaceSort = "status"
+	SpaceSortStatusSince      SpaceSort = "status_since"
 )
 
 // Valid indicates whether the value is a known member of the SpaceSort enum.
@@ -717,11 +719,15 @@ func (e SpaceSort) Valid() bool {
 		return true
 	case SpaceSortMinusStatus:
 		return true
+	case SpaceSortMinusStatusSince:
+		return true
 	case SpaceSortName:
 		return true
 	case SpaceSortRegistered:
 		return true
 	case SpaceSortStatus:
+		return true
+	case SpaceSortStatusSince:
 		return true
 	default:
 		return false
@@ -766,12 +772,14 @@ func (e ListSpacesParamsPicker) Valid() bool {
 
 // Defines values for ListSpacesParamsSort.
 const (
-	ListSpacesParamsSortMinusName       ListSpacesParamsSort = "-name"
-	ListSpacesParamsSortMinusRegistered ListSpacesParamsSort = "-registered"
-	ListSpacesParamsSortMinusStatus     ListSpacesParamsSort = "-status"
-	ListSpacesParamsSortName            ListSpacesParamsSort = "name"
-	ListSpacesParamsSortRegistered      ListSpacesParamsSort = "registered"
-	ListSpacesParamsSortStatus          ListSpacesParamsSort = "status"
+	ListSpacesParamsSortMinusName        ListSpacesParamsSort = "-name"
+	ListSpacesParamsSortMinusRegistered  ListSpacesParamsSort = "-registered"
+	ListSpacesParamsSortMinusStatus      ListSpacesParamsSort = "-status"
+	ListSpacesParamsSortMinusStatusSince ListSpacesParamsSort = "-status_since"
+	ListSpacesParamsSortName             ListSpacesParamsSort = "name"
+	ListSpacesParamsSortRegistered       ListSpacesParamsSort = "registered"
+	ListSpacesParamsSortStatus           ListSpacesParamsSort = "status"
+	ListSpacesParamsSortStatusSince      ListSpacesParamsSort = "status_since"
 )
 
 // Valid indicates whether the value is a known member of the ListSpacesParamsSort enum.
@@ -783,11 +791,15 @@ func (e ListSpacesParamsSort) Valid() bool {
 		return true
 	case ListSpacesParamsSortMinusStatus:
 		return true
+	case ListSpacesParamsSortMinusStatusSince:
+		return true
 	case ListSpacesParamsSortName:
 		return true
 	case ListSpacesParamsSortRegistered:
 		return true
 	case ListSpacesParamsSortStatus:
+		return true
+	case ListSpacesParamsSortStatusSince:
 		return true
 	default:
 		return false
@@ -3746,12 +3758,15 @@ type ListSpacesParams struct {
 	// Sort The order: `name` (A to Z, ignoring case, then by id) or `-name`
 	// (Z to A); `registered` (oldest registration first, then by id) or
 	// `-registered` (newest first); `status` (`active`, `inactive`,
-	// `unknown`, each by name) or `-status` (the reverse). The status
-	// order is the stored status: a space whose probe is stale is
-	// reported `unknown` but listed under its stored status. Without
-	// `sort`, spaces are listed by id. Each order is one Query of an
-	// index (then one read of the page's spaces), so the cursor continues
-	// the same order.
+	// `unknown`, each by name) or `-status` (the reverse);
+	// `status_since` (by when each space took its stored status: its
+	// `probe.last_transition_at`, else its `created_at` if it never
+	// changed; oldest change first, then by id) or `-status_since` (the
+	// latest changes first). The status orders are the stored status: a
+	// space whose probe is stale is reported `unknown` but listed under
+	// its stored status and the time it took it. Without `sort`, spaces
+	// are listed by id. Each order is one Query of an index (then one
+	// read of the page's spaces), so the cursor continues the same order.
 	Sort *ListSpacesParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
 
 	// LabelSelector Only the spaces whose labels match this Kubernetes label selector:

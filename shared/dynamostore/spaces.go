@@ -527,6 +527,12 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space, count
 		upd.ExpressionAttributeNames[nStatusKey] = attrNames[nStatusKey]
 		upd.ExpressionAttributeValues[":skey"] = str(statusKey(after))
 	}
+	if k := sinceKey(after); k != sinceKey(before) {
+		// Only a transition moves it in the since index.
+		*upd.UpdateExpression += ", " + nSinceKey + " = :sincek"
+		upd.ExpressionAttributeNames[nSinceKey] = attrNames[nSinceKey]
+		upd.ExpressionAttributeValues[":sincek"] = str(k)
+	}
 	var removes []string // after every SET
 	if !maps.Equal(after.Labels, before.Labels) {
 		// Only a labels change writes them; no labels is no attribute,
@@ -725,14 +731,14 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 			TableName: s.table, Key: itemKey(org, prefixSpace+id),
 			// Removing probe_shard takes the space out of the probe index:
 			// a late probe can no longer even be scheduled.
-			// Removing name_key, reg_key and status_key takes it out of the
-			// names, registered and status indexes.
+			// Removing name_key, reg_key, status_key and since_key takes it
+			// out of the names, registered, status and since indexes.
 			UpdateExpression: aws.String("SET " + nDeleted + " = :at, " + nDeletedBy + " = :by, " + nUpdated + " = :at, " +
 				nVersion + " = " + nVersion + " + :one REMOVE " + nShard + ", " + nDigest + ", " + nNameLC + ", " + nNameKey + ", " + nRegKey + ", " + nStatusKey +
-				", " + nCounted),
+				", " + nSinceKey + ", " + nCounted),
 			ConditionExpression: aws.String(cond),
 			ExpressionAttributeNames: names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nDigest, nPK, nStatus, nNameLC, nNameKey,
-				nRegKey, nStatusKey, nCounted),
+				nRegKey, nStatusKey, nSinceKey, nCounted),
 			ExpressionAttributeValues:           vals,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},

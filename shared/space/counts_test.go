@@ -1,6 +1,9 @@
 package space
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // A space moves among the version counts only when its minor changes:
 // never on a heartbeat, an unchanged answer or a patch release, so a probe
@@ -35,5 +38,41 @@ func TestVersionMove(t *testing.T) {
 				t.Errorf("VersionMove(%q, %q) = %q, %v; want %q, %v", tc.counted, tc.after.CurrentVersion(), to, moved, tc.to, tc.moved)
 			}
 		})
+	}
+}
+
+// StatusSince moves only on a transition: a registration's is its
+// creation, a probe that keeps the status (a heartbeat, a new version, a
+// failure below the threshold) leaves it, a transition sets it.
+func TestStatusSinceSteps(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	s := Space{Status: Unknown, CreatedAt: t0}
+	steps := []struct {
+		name string
+		o    Outcome
+		want time.Time
+	}{
+		{"a first answer: unknown to active", Outcome{At: t0.Add(time.Minute)}, t0.Add(time.Minute)},
+		{"a heartbeat", Outcome{At: t0.Add(2 * time.Minute)}, t0.Add(time.Minute)},
+		{"an upgrade", Outcome{At: t0.Add(3 * time.Minute), Version: &ServerVersion{GitVersion: "v1.32.0"}}, t0.Add(time.Minute)},
+		{"one failure, still active", Outcome{At: t0.Add(4 * time.Minute), Reason: "Timeout"}, t0.Add(time.Minute)},
+	}
+	if got := s.StatusSince(); !got.Equal(t0) {
+		t.Fatalf("registered: %v, want its creation %v", got, t0)
+	}
+	for _, st := range steps {
+		s, _ = ApplyProbe(s, st.o)
+		if got := s.StatusSince(); !got.Equal(st.want) {
+			t.Errorf("%s: status since %v, want %v", st.name, got, st.want)
+		}
+	}
+	// Failures up to the threshold make it inactive: a transition.
+	var at time.Time
+	for i := 0; s.Status != Inactive && i < 10; i++ {
+		at = t0.Add(time.Duration(5+i) * time.Minute)
+		s, _ = ApplyProbe(s, Outcome{At: at, Reason: "Timeout"})
+	}
+	if s.Status != Inactive || !s.StatusSince().Equal(at) {
+		t.Errorf("after failures: %s since %v, want inactive since %v", s.Status, s.StatusSince(), at)
 	}
 }

@@ -1,5 +1,5 @@
 // Command backfill gives the spaces and revisions of a table that held data
-// before the listing indexes ("names", "registered", "status",
+// before the listing indexes ("names", "registered", "status", "since",
 // "env-revisions", "stopped-revisions") the key attributes those indexes
 // need, and counts the spaces stored before the version counters of
 // GET /space-counts under their Kubernetes version (dynamostore.Backfill says how, and why it is safe beside the live
