@@ -784,12 +784,14 @@ func (e PickerFilter) Valid() bool {
 
 // Defines values for SpaceSort.
 const (
-	SpaceSortMinusName       SpaceSort = "-name"
-	SpaceSortMinusRegistered SpaceSort = "-registered"
-	SpaceSortMinusStatus     SpaceSort = "-status"
-	SpaceSortName            SpaceSort = "name"
-	SpaceSortRegistered      SpaceSort = "registered"
-	SpaceSortStatus          SpaceSort = "status"
+	SpaceSortMinusName        SpaceSort = "-name"
+	SpaceSortMinusRegistered  SpaceSort = "-registered"
+	SpaceSortMinusStatus      SpaceSort = "-status"
+	SpaceSortMinusStatusSince SpaceSort = "-status_since"
+	SpaceSortName             SpaceSort = "name"
+	SpaceSortRegistered       SpaceSort = "registered"
+	SpaceSortStatus           SpaceSort = "status"
+	SpaceSortStatusSince      SpaceSort = "status_since"
 )
 
 // Valid indicates whether the value is a known member of the SpaceSort enum.
@@ -801,11 +803,15 @@ func (e SpaceSort) Valid() bool {
 		return true
 	case SpaceSortMinusStatus:
 		return true
+	case SpaceSortMinusStatusSince:
+		return true
 	case SpaceSortName:
 		return true
 	case SpaceSortRegistered:
 		return true
 	case SpaceSortStatus:
+		return true
+	case SpaceSortStatusSince:
 		return true
 	default:
 		return false
@@ -850,12 +856,14 @@ func (e ListSpacesParamsPicker) Valid() bool {
 
 // Defines values for ListSpacesParamsSort.
 const (
-	ListSpacesParamsSortMinusName       ListSpacesParamsSort = "-name"
-	ListSpacesParamsSortMinusRegistered ListSpacesParamsSort = "-registered"
-	ListSpacesParamsSortMinusStatus     ListSpacesParamsSort = "-status"
-	ListSpacesParamsSortName            ListSpacesParamsSort = "name"
-	ListSpacesParamsSortRegistered      ListSpacesParamsSort = "registered"
-	ListSpacesParamsSortStatus          ListSpacesParamsSort = "status"
+	ListSpacesParamsSortMinusName        ListSpacesParamsSort = "-name"
+	ListSpacesParamsSortMinusRegistered  ListSpacesParamsSort = "-registered"
+	ListSpacesParamsSortMinusStatus      ListSpacesParamsSort = "-status"
+	ListSpacesParamsSortMinusStatusSince ListSpacesParamsSort = "-status_since"
+	ListSpacesParamsSortName             ListSpacesParamsSort = "name"
+	ListSpacesParamsSortRegistered       ListSpacesParamsSort = "registered"
+	ListSpacesParamsSortStatus           ListSpacesParamsSort = "status"
+	ListSpacesParamsSortStatusSince      ListSpacesParamsSort = "status_since"
 )
 
 // Valid indicates whether the value is a known member of the ListSpacesParamsSort enum.
@@ -867,11 +875,15 @@ func (e ListSpacesParamsSort) Valid() bool {
 		return true
 	case ListSpacesParamsSortMinusStatus:
 		return true
+	case ListSpacesParamsSortMinusStatusSince:
+		return true
 	case ListSpacesParamsSortName:
 		return true
 	case ListSpacesParamsSortRegistered:
 		return true
 	case ListSpacesParamsSortStatus:
+		return true
+	case ListSpacesParamsSortStatusSince:
 		return true
 	default:
 		return false
@@ -2151,6 +2163,11 @@ type SpaceCounts struct {
 		Unknown  int `json:"unknown"`
 	} `json:"by_status"`
 
+	// ByVersion Spaces by the major.minor of their current Kubernetes version
+	// (`facts.kubernetes_version`); only versions some space runs are
+	// present. Their sum and `version_unknown` make `total`.
+	ByVersion map[string]int `json:"by_version"`
+
 	// Synthetic The synthetic spaces among them (placeholders with no cluster,
 	// never probed), by stored status; the clusters are the counts
 	// above less these.
@@ -2166,6 +2183,11 @@ type SpaceCounts struct {
 
 	// Total Registered spaces (deregistered ones are not counted).
 	Total int `json:"total"`
+
+	// VersionUnknown Spaces whose Kubernetes version is not known: never answered and
+	// not named by their cloud, synthetic, or registered before the
+	// version counts and not yet counted by the backfill.
+	VersionUnknown int `json:"version_unknown"`
 }
 
 // SpaceFacts What Spaces knows of the cluster beside its status. The version and
@@ -3908,12 +3930,15 @@ type ListSpacesParams struct {
 	// Sort The order: `name` (A to Z, ignoring case, then by id) or `-name`
 	// (Z to A); `registered` (oldest registration first, then by id) or
 	// `-registered` (newest first); `status` (`active`, `inactive`,
-	// `unknown`, each by name) or `-status` (the reverse). The status
-	// order is the stored status: a space whose probe is stale is
-	// reported `unknown` but listed under its stored status. Without
-	// `sort`, spaces are listed by id. Each order is one Query of an
-	// index (then one read of the page's spaces), so the cursor continues
-	// the same order.
+	// `unknown`, each by name) or `-status` (the reverse);
+	// `status_since` (by when each space took its stored status: its
+	// `probe.last_transition_at`, else its `created_at` if it never
+	// changed; oldest change first, then by id) or `-status_since` (the
+	// latest changes first). The status orders are the stored status: a
+	// space whose probe is stale is reported `unknown` but listed under
+	// its stored status and the time it took it. Without `sort`, spaces
+	// are listed by id. Each order is one Query of an index (then one
+	// read of the page's spaces), so the cursor continues the same order.
 	Sort *ListSpacesParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
 
 	// LabelSelector Only the spaces whose labels match this Kubernetes label selector:
@@ -6625,15 +6650,26 @@ type ClientInterface interface {
 	// Corresponds with POST /revisions/{id}/retry (the `RetryRevision` operationId).
 	RetryRevision(ctx context.Context, id RevisionID, params *RetryRevisionParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetSpaceCounts Count the org's spaces by status, provider and account
+	// GetSpaceCounts Count the org's spaces by status, provider, account and Kubernetes version
 	//
-	// The org's registered spaces counted by status, by provider and by
-	// cloud account, and the synthetic ones among them by status, in one
+	// The org's registered spaces counted by status, by provider, by
+	// cloud account and by Kubernetes minor version, and the synthetic
+	// ones among them by status, in one
 	// request whatever the fleet's size: the counts
 	// are kept in the same writes that register and deregister a space and
-	// change its status, so they are exact, never an estimate, and no
-	// listing is walked to answer. A probe that leaves the status as it
-	// was writes nothing and changes no count.
+	// change its status or its version's major.minor, so they are exact,
+	// never an estimate, and no listing is walked to answer. A probe that
+	// leaves the status and the minor version as they were (a heartbeat,
+	// a patch release) changes no count.
+	//
+	// `by_version` counts each major.minor of `facts.kubernetes_version`
+	// (what the cluster last answered, else what its cloud said at
+	// registration) that some space runs; `version_unknown` is the rest
+	// of `total`: spaces with no version known (synthetic ones, and
+	// clusters not yet answered whose cloud named none). A space
+	// registered before the version counts existed is counted unknown
+	// until its version next changes or the backfill
+	// (`infra/cmd/backfill`) counts it.
 	//
 	// The status is the stored one, as the probe last wrote it: a space
 	// whose probe is stale (listed as `unknown` with the reason
@@ -8087,15 +8123,26 @@ func (c *Client) RetryRevision(ctx context.Context, id RevisionID, params *Retry
 	return c.Client.Do(req)
 }
 
-// GetSpaceCounts Count the org's spaces by status, provider and account
+// GetSpaceCounts Count the org's spaces by status, provider, account and Kubernetes version
 //
-// The org's registered spaces counted by status, by provider and by
-// cloud account, and the synthetic ones among them by status, in one
+// The org's registered spaces counted by status, by provider, by
+// cloud account and by Kubernetes minor version, and the synthetic
+// ones among them by status, in one
 // request whatever the fleet's size: the counts
 // are kept in the same writes that register and deregister a space and
-// change its status, so they are exact, never an estimate, and no
-// listing is walked to answer. A probe that leaves the status as it
-// was writes nothing and changes no count.
+// change its status or its version's major.minor, so they are exact,
+// never an estimate, and no listing is walked to answer. A probe that
+// leaves the status and the minor version as they were (a heartbeat,
+// a patch release) changes no count.
+//
+// `by_version` counts each major.minor of `facts.kubernetes_version`
+// (what the cluster last answered, else what its cloud said at
+// registration) that some space runs; `version_unknown` is the rest
+// of `total`: spaces with no version known (synthetic ones, and
+// clusters not yet answered whose cloud named none). A space
+// registered before the version counts existed is counted unknown
+// until its version next changes or the backfill
+// (`infra/cmd/backfill`) counts it.
 //
 // The status is the stored one, as the probe last wrote it: a space
 // whose probe is stale (listed as `unknown` with the reason
@@ -13156,15 +13203,26 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /revisions/{id}/retry (the `RetryRevision` operationId).
 	RetryRevisionWithResponse(ctx context.Context, id RevisionID, params *RetryRevisionParams, reqEditors ...RequestEditorFn) (*RetryRevisionResponse, error)
 
-	// GetSpaceCountsWithResponse Count the org's spaces by status, provider and account
+	// GetSpaceCountsWithResponse Count the org's spaces by status, provider, account and Kubernetes version
 	//
-	// The org's registered spaces counted by status, by provider and by
-	// cloud account, and the synthetic ones among them by status, in one
+	// The org's registered spaces counted by status, by provider, by
+	// cloud account and by Kubernetes minor version, and the synthetic
+	// ones among them by status, in one
 	// request whatever the fleet's size: the counts
 	// are kept in the same writes that register and deregister a space and
-	// change its status, so they are exact, never an estimate, and no
-	// listing is walked to answer. A probe that leaves the status as it
-	// was writes nothing and changes no count.
+	// change its status or its version's major.minor, so they are exact,
+	// never an estimate, and no listing is walked to answer. A probe that
+	// leaves the status and the minor version as they were (a heartbeat,
+	// a patch release) changes no count.
+	//
+	// `by_version` counts each major.minor of `facts.kubernetes_version`
+	// (what the cluster last answered, else what its cloud said at
+	// registration) that some space runs; `version_unknown` is the rest
+	// of `total`: spaces with no version known (synthetic ones, and
+	// clusters not yet answered whose cloud named none). A space
+	// registered before the version counts existed is counted unknown
+	// until its version next changes or the backfill
+	// (`infra/cmd/backfill`) counts it.
 	//
 	// The status is the stored one, as the probe last wrote it: a space
 	// whose probe is stale (listed as `unknown` with the reason
@@ -22737,15 +22795,26 @@ func (c *ClientWithResponses) RetryRevisionWithResponse(ctx context.Context, id 
 	return ParseRetryRevisionResponse(rsp)
 }
 
-// GetSpaceCountsWithResponse Count the org's spaces by status, provider and account
+// GetSpaceCountsWithResponse Count the org's spaces by status, provider, account and Kubernetes version
 //
-// The org's registered spaces counted by status, by provider and by
-// cloud account, and the synthetic ones among them by status, in one
+// The org's registered spaces counted by status, by provider, by
+// cloud account and by Kubernetes minor version, and the synthetic
+// ones among them by status, in one
 // request whatever the fleet's size: the counts
 // are kept in the same writes that register and deregister a space and
-// change its status, so they are exact, never an estimate, and no
-// listing is walked to answer. A probe that leaves the status as it
-// was writes nothing and changes no count.
+// change its status or its version's major.minor, so they are exact,
+// never an estimate, and no listing is walked to answer. A probe that
+// leaves the status and the minor version as they were (a heartbeat,
+// a patch release) changes no count.
+//
+// `by_version` counts each major.minor of `facts.kubernetes_version`
+// (what the cluster last answered, else what its cloud said at
+// registration) that some space runs; `version_unknown` is the rest
+// of `total`: spaces with no version known (synthetic ones, and
+// clusters not yet answered whose cloud named none). A space
+// registered before the version counts existed is counted unknown
+// until its version next changes or the backfill
+// (`infra/cmd/backfill`) counts it.
 //
 // The status is the stored one, as the probe last wrote it: a space
 // whose probe is stale (listed as `unknown` with the reason

@@ -13,7 +13,7 @@ import (
 )
 
 // Backfilling the listing indexes. The sparse GSIs "names", "registered",
-// "status", "env-revisions" and "stopped-revisions" hold only items that
+// "status", "since", "env-revisions" and "stopped-revisions" hold only items that
 // carry their key attributes, which the writes that added each index put
 // on every item they write; "probe-digest" lists a space without its
 // digest (pd) by ids only, which the prober then reads every minute. A table that held data before those writes
@@ -30,18 +30,28 @@ import (
 // revision write does) or deregistered the space (its tombstone must stay
 // out of the indexes). Running it twice, or beside the live service, is
 // safe; a second run finds nothing to do.
+//
+// It also counts the spaces stored before the version counters
+// (counts.go): a registered space with a known minor and no counted_minor
+// gets both, counted_minor and 1 on minor_<minor>, in one transaction
+// conditional on its version and on it being uncounted still; a live write
+// that changes the minor meanwhile counts it itself (it sees no
+// counted_minor) and the backfill's condition fails. Until then such a
+// space is counted among the unknown versions.
 
 // BackfillReport is what one segment of Backfill saw and did.
 type BackfillReport struct {
 	Scanned   int // items read by the scan (the whole segment)
 	Spaces    int // spaces given their name, registration and status keys
 	Revisions int // revisions given rev_key (and stopped_key while stopped)
+	Counted   int // spaces counted under their Kubernetes minor version
 	Retried   int // writes that lost a race and were done again
 }
 
 // Add sums reports of several segments.
 func (r *BackfillReport) Add(o BackfillReport) {
 	r.Scanned, r.Spaces, r.Revisions, r.Retried = r.Scanned+o.Scanned, r.Spaces+o.Spaces, r.Revisions+o.Revisions, r.Retried+o.Retried
+	r.Counted += o.Counted
 }
 
 // backfillRaces bounds how often one item is done again after losing a
@@ -59,11 +69,11 @@ func (s *Store) Backfill(ctx context.Context, segment, totalSegments int) (Backf
 		TableName: s.table,
 		// Only what lacks a key; the scan still reads (and bills) the rest.
 		FilterExpression: aws.String("(begins_with(#sk, :space) AND attribute_not_exists(#del) AND " +
-			"(attribute_not_exists(#nkey) OR attribute_not_exists(#rkey) OR attribute_not_exists(#ordst) OR attribute_not_exists(#nlc) OR " +
-			"(attribute_exists(#shard) AND attribute_not_exists(#pd)))) OR " +
+			"(attribute_not_exists(#nkey) OR attribute_not_exists(#rkey) OR attribute_not_exists(#ordst) OR attribute_not_exists(#nlc) OR attribute_not_exists(#since) OR " +
+			"(attribute_exists(#shard) AND attribute_not_exists(#pd)) OR attribute_not_exists(#minr))) OR " +
 			"(begins_with(#sk, :rev) AND (attribute_not_exists(#revkey) OR (#pstate = :stopped AND attribute_not_exists(#stopkey))))"),
 		ExpressionAttributeNames: map[string]string{"#sk": "sk", "#del": "deleted_at", "#nkey": "name_key", "#rkey": "reg_key",
-			"#ordst": "status_key", "#nlc": "name_lc", "#shard": "probe_shard", "#pd": "pd", "#revkey": "rev_key", "#pstate": "state", "#stopkey": "stopped_key"},
+			"#ordst": "status_key", "#nlc": "name_lc", "#shard": "probe_shard", "#pd": "pd", "#revkey": "rev_key", "#pstate": "state", "#stopkey": "stopped_key", "#minr": attrCounted, "#since": "since_key"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":space": str(prefixSpace), ":rev": str(prefixRevision),
 			":stopped": str(string(space.RevisionStopped))},
 		Segment: aws.Int32(int32(segment)), TotalSegments: aws.Int32(int32(totalSegments)),
@@ -138,6 +148,12 @@ func (s *Store) backfillOnce(ctx context.Context, key, item map[string]types.Att
 		if sp.Deleted() {
 			return false, nil // a tombstone stays out of the listings
 		}
+		if m := sp.MinorVersion(); m != "" && countedMinor(item) == "" {
+			if raced, err := s.backfillCount(ctx, key, item, sp, m); err != nil {
+				return raced, err
+			}
+			rep.Counted++
+		}
 		set = map[string]types.AttributeValue{}
 		setNameAttrs(set, sp)
 		if !sp.Synthetic {
@@ -177,5 +193,27 @@ func (s *Store) backfillOnce(ctx context.Context, key, item map[string]types.Att
 		return false, awsError("UpdateItem backfill", err)
 	}
 	*count++
+	return false, nil
+}
+
+// backfillCount counts a space stored before the version counters under
+// its minor m: counted_minor and the counter in one transaction, only if
+// the space is at the version read, registered and uncounted still.
+func (s *Store) backfillCount(ctx context.Context, key, item map[string]types.AttributeValue, sp space.Space, m string) (raced bool, err error) {
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Update: &types.Update{TableName: s.table, Key: key,
+			UpdateExpression:          aws.String("SET " + nCounted + " = :minn"),
+			ConditionExpression:       aws.String(nVersion + " = :prev AND attribute_not_exists(" + nDeleted + ") AND attribute_not_exists(" + nCounted + ")"),
+			ExpressionAttributeNames:  names(nCounted, nVersion, nDeleted),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":minn": str(m), ":prev": item["version"]},
+		}},
+		s.countDelta(sp.OrgID, sp.ID, minorMove("", m)),
+	}})
+	if reasons, ok := canceled(err); ok && (failedCheck(reasons, 0) || conflicted(reasons)) {
+		return true, err
+	}
+	if err != nil {
+		return false, awsError("TransactWriteItems backfill", err)
+	}
 	return false, nil
 }

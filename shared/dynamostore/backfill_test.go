@@ -79,7 +79,7 @@ func TestBackfillListingKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		f.strip(t, f.org, "SPACE#"+id, "name_lc", "name_key", "reg_key", "status_key")
+		f.strip(t, f.org, "SPACE#"+id, "name_lc", "name_key", "reg_key", "status_key", "since_key")
 	}
 	for _, id := range revs {
 		f.strip(t, f.org, "REV#"+id, "rev_key", "stopped_key")
@@ -95,6 +95,9 @@ func TestBackfillListingKeys(t *testing.T) {
 			return f.store.StoppedRevisions(ctx, f.org, p)
 		})
 		return
+	}
+	if since := f.names(t, space.Query{Sort: space.SortStatusSince}, 2); len(since) != 0 {
+		t.Fatalf("before the backfill the stripped spaces are listed by status since: %v", since)
 	}
 	if n, r, s, e, st := listed(); len(n)+len(r)+len(s)+len(e)+len(st) != 0 {
 		t.Fatalf("before the backfill the stripped items are listed: %v %v %v %v %v", n, r, s, e, st)
@@ -143,13 +146,18 @@ func TestBackfillListingKeys(t *testing.T) {
 	if !slices.Equal(n, []string{"a", "b", "c"}) || !slices.Equal(r, []string{"b", "a", "c"}) || !slices.Equal(s, wantStatus) {
 		t.Errorf("after the backfill, by name %v, registration %v, status %v (want %v)", n, r, s, wantStatus)
 	}
+	// None has changed status by a transition (the racing write sets the
+	// status alone): by status since is by registration.
+	if since := f.names(t, space.Query{Sort: space.SortStatusSince}, 2); !slices.Equal(since, []string{"b", "a", "c"}) {
+		t.Errorf("after the backfill, by status since %v, want [b a c]", since)
+	}
 	if want := []string{revs[2], revs[1], revs[0]}; !slices.Equal(e, want) || !slices.Equal(st, []string{revs[2]}) {
 		t.Errorf("after the backfill, the environment's %v (want %v), stopped %v (want %v)", e, want, st, revs[2:])
 	}
 	if got, err := f.store.GetSpace(ctx, f.org, raced); err != nil || got.Status != space.Active {
 		t.Errorf("the racing write: %v %v, want active", got.Status, err)
 	}
-	if item := f.raw(t, f.org, "SPACE#"+gone.ID); item["reg_key"] != nil || item["name_key"] != nil || item["status_key"] != nil {
+	if item := f.raw(t, f.org, "SPACE#"+gone.ID); item["reg_key"] != nil || item["name_key"] != nil || item["status_key"] != nil || item["since_key"] != nil {
 		t.Errorf("the tombstone was given listing keys: %v", item)
 	}
 	if again := f.backfill(t, 1); again.Spaces+again.Revisions+again.Retried != 0 {

@@ -18,8 +18,9 @@ import (
 // that the org's registrations, deregistrations and transitions spread over
 // 16 items instead of contending for one inside their transactions. Each
 // counter item holds number attributes: total, status_<status>,
-// provider_<provider>, account_<cloud account id> and, for synthetic
-// spaces, synthetic_<status> as well.
+// provider_<provider>, account_<cloud account id>, minor_<major.minor>
+// (the space's current Kubernetes minor version, when known) and, for
+// synthetic spaces, synthetic_<status> as well.
 //
 // Register adds 1 to total, status, provider and account in its
 // transaction; Deregister subtracts them (conditional on the status read,
@@ -28,13 +29,48 @@ import (
 // to the new in its transaction. A heartbeat or a failure count changes no
 // status and touches no counter, so the counters add nothing to probing's cost.
 // Reading the counts is one Query of the 16 small items.
+//
+// The version counters: a space item carries counted_minor, the minor it
+// is counted under (absent: under none, the version unknown, or a space
+// stored before the version counters, which Backfill counts). A write that
+// changes the space's minor (a probe that sees an upgrade, rarely) moves 1
+// from minor_<counted_minor> to minor_<new> and sets counted_minor in one
+// transaction conditional on the counted_minor it decremented; Register
+// counts and marks, Deregister uncounts and unmarks. A probe that changes
+// no minor (a heartbeat, a patch release) writes as before: no counter, no
+// transaction. The spaces of unknown version are total less the minors'
+// sum, so a space counted under none is never counted twice.
 const (
 	attrTotal      = "total"
 	attrStatusPre  = "status_"
 	attrProvPre    = "provider_"
 	attrAccountPre = "account_"
 	attrSynthPre   = "synthetic_"
+	attrMinorPre   = "minor_"
+	// attrCounted is the space item's counted minor (see above).
+	attrCounted = "counted_minor"
 )
+
+// countedMinor is the minor a space item is counted under ("" for none).
+func countedMinor(item map[string]types.AttributeValue) string {
+	if v, ok := item[attrCounted].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+// minorMove is the counter deltas moving a space from minor from to minor
+// to ("" for none on either side).
+func minorMove(from, to string) [][2]string {
+	var d [][2]string
+	if from != "" {
+		d = append(d, [2]string{attrMinorPre + from, "-1"})
+	}
+	if to != "" {
+		d = append(d, [2]string{attrMinorPre + to, "1"})
+	}
+	return d
+}
 
 // countDelta is the Update of a space's counter item adding each delta
 // (attribute name -> amount). Placeholders are #fc<i> and :fc<i>, fewer than
@@ -58,8 +94,9 @@ func (s *Store) countDelta(org, spaceID string, deltas [][2]string) types.Transa
 }
 
 // countSpace is the counter update that adds (sign "1") or removes ("-1")
-// sp in its current status.
-func (s *Store) countSpace(sp space.Space, sign string) types.TransactWriteItem {
+// sp in its current status, and under minor (its counted minor; "" for
+// none).
+func (s *Store) countSpace(sp space.Space, sign, minor string) types.TransactWriteItem {
 	d := [][2]string{
 		{attrTotal, sign},
 		{attrStatusPre + string(sp.Status), sign},
@@ -69,19 +106,25 @@ func (s *Store) countSpace(sp space.Space, sign string) types.TransactWriteItem 
 	if sp.Synthetic {
 		d = append(d, [2]string{attrSynthPre + string(sp.Status), sign})
 	}
+	if minor != "" {
+		d = append(d, [2]string{attrMinorPre + minor, sign})
+	}
 	return s.countDelta(sp.OrgID, sp.ID, d)
 }
 
-// countTransition moves sp from status from to status to.
-func (s *Store) countTransition(sp space.Space, from, to space.Status) types.TransactWriteItem {
-	d := [][2]string{
-		{attrStatusPre + string(from), "-1"},
-		{attrStatusPre + string(to), "1"},
+// countTransition moves sp from status from to status to (tr nil: no
+// status change) and adds the minor deltas (nil: no version change), in
+// one update of its counter item (a transaction may touch an item once).
+func (s *Store) countTransition(sp space.Space, tr *space.Transition, minor [][2]string) types.TransactWriteItem {
+	var d [][2]string
+	if tr != nil {
+		from, to := tr.From, tr.To
+		d = append(d, [2]string{attrStatusPre + string(from), "-1"}, [2]string{attrStatusPre + string(to), "1"})
+		if sp.Synthetic {
+			d = append(d, [2]string{attrSynthPre + string(from), "-1"}, [2]string{attrSynthPre + string(to), "1"})
+		}
 	}
-	if sp.Synthetic {
-		d = append(d, [2]string{attrSynthPre + string(from), "-1"}, [2]string{attrSynthPre + string(to), "1"})
-	}
-	return s.countDelta(sp.OrgID, sp.ID, d)
+	return s.countDelta(sp.OrgID, sp.ID, append(d, minor...))
 }
 
 // Counts sums org's counter items: one strongly consistent Query (the 16
@@ -119,6 +162,8 @@ func (s *Store) Counts(ctx context.Context, org string) (space.Counts, error) {
 					c.ByProvider[space.Provider(strings.TrimPrefix(k, attrProvPre))] += n
 				case strings.HasPrefix(k, attrAccountPre):
 					c.ByAccount[strings.TrimPrefix(k, attrAccountPre)] += n
+				case strings.HasPrefix(k, attrMinorPre):
+					c.ByVersion[strings.TrimPrefix(k, attrMinorPre)] += n
 				case strings.HasPrefix(k, attrSynthPre):
 					c.Synthetic.ByStatus[space.Status(strings.TrimPrefix(k, attrSynthPre))] += n
 					c.Synthetic.Total += n
@@ -130,11 +175,18 @@ func (s *Store) Counts(ctx context.Context, org string) (space.Counts, error) {
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
-	// An account whose last space went away keeps a 0 counter; only
-	// accounts in use are listed.
+	// An account or a minor whose last space went away keeps a 0
+	// counter; only those in use are listed.
 	for id, n := range c.ByAccount {
 		if n == 0 {
 			delete(c.ByAccount, id)
+		}
+	}
+	c.VersionUnknown = c.Total
+	for m, n := range c.ByVersion {
+		c.VersionUnknown -= n
+		if n == 0 {
+			delete(c.ByVersion, m)
 		}
 	}
 	return c, nil

@@ -150,3 +150,40 @@ func report(b *testing.B, u awscost.Usage) {
 	b.ReportMetric(u.TotalRRU()/float64(b.N), "RRU/op")
 	b.ReportMetric(u.TotalRRU()/float64(b.N)*awscost.PriceRRU*1e6, "USD/1M-ops")
 }
+
+// BenchmarkVersionWriteCost: the table write units of a probe that keeps
+// the minor (a heartbeat with a patch release: one UpdateItem, as before
+// the version counters) and of one that changes it (an upgrade: the space
+// and its counter item in one transaction), each op a pair of both on one
+// space. Index writes are not metered (see BENCHMARKS.md).
+func BenchmarkVersionWriteCost(b *testing.B) {
+	f, meter := meteredFixture(b)
+	s := f.newSpace(1)
+	s.KubernetesVersion = "1.30"
+	f.register(b, s)
+	probe := func(git string, at time.Time) {
+		if _, err := f.store.UpdateSpace(b.Context(), f.org, s.ID, space.Update[space.Space]{At: at,
+			Apply: func(s space.Space) (space.Space, error) {
+				s.Probe.ServerVersion = &space.ServerVersion{GitVersion: git}
+				return s, nil
+			}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var patch, upgrade float64
+	minor, i := 30, 0
+	for b.Loop() {
+		i++
+		meter.Take()
+		probe(fmt.Sprintf("v1.%d.%d", minor, i), now.Add(time.Duration(2*i)*time.Second))
+		patch += meter.Take().TotalWRU()
+		minor++
+		probe(fmt.Sprintf("v1.%d.0", minor), now.Add(time.Duration(2*i+1)*time.Second))
+		upgrade += meter.Take().TotalWRU()
+	}
+	if c := f.counts(b, f.org); c.ByVersion[fmt.Sprintf("1.%d", minor)] != 1 || len(c.ByVersion) != 1 {
+		b.Fatalf("counts by version %v, want only 1.%d", c.ByVersion, minor)
+	}
+	b.ReportMetric(patch/float64(b.N), "same-minor-WRU")
+	b.ReportMetric(upgrade/float64(b.N), "new-minor-WRU")
+}

@@ -115,10 +115,11 @@ import (
 // only registered, non-synthetic spaces: probe_shard is "00".."15", a
 // stable hash of the space id, set at registration and removed at
 // deregistration; pd is rewritten with every write of the space.
-// The GSIs "names", "registered" and "status" (names.go; name_lc,
-// name_key, reg_key and status_key while registered), "env-revisions" and
-// "stopped-revisions" (revisions.go) list spaces by name, registration and
-// status, and revisions by environment and by org.
+// The GSIs "names", "registered", "status" and "since" (names.go; name_lc,
+// name_key, reg_key, status_key and since_key while registered),
+// "env-revisions" and "stopped-revisions" (revisions.go) list spaces by
+// name, registration, status and status since, and revisions by
+// environment and by org.
 const (
 	prefixOrg      = "ORG#"
 	prefixSpace    = "SPACE#"
@@ -165,6 +166,7 @@ const (
 	namesIndex            = "names"
 	registeredIndex       = "registered"
 	statusIndex           = "status"
+	sinceIndex            = "since"
 	envRevisionsIndex     = "env-revisions"
 	stoppedRevisionsIndex = "stopped-revisions"
 
@@ -220,6 +222,14 @@ func regKey(s space.Space) string { return s.CreatedAt.UTC().Format(histTime) + 
 // not. The order is the stored status: a space whose probe is stale is
 // listed under it while reported unknown (space.Space.Observed).
 func statusKey(s space.Space) string { return string(s.Status) + nameSep + nameKey(s) }
+
+// sinceKey is the position of s in status-since order: when it took its
+// stored status (space.Space.StatusSince), fixed width, and its id. The
+// sparse GSI "since" (org_id HASH, since_key RANGE, the same INCLUDE as
+// names) holds the registered spaces in that order; only a transition
+// moves the entry (a rename rewrites its projected name_lc in place), a
+// heartbeat, a version or a labels change does not.
+func sinceKey(s space.Space) string { return s.StatusSince().Format(histTime) + nameSep + s.ID }
 
 // revKey is a revision's position among its environment's.
 func revKey(r space.Revision) string { return r.CreatedAt.UTC().Format(histTime) + "#" + r.ID }

@@ -30,7 +30,8 @@ import (
 // spaces, strongly consistent, which the status filters and pickers then
 // see whole.
 //
-// The indexes' names and their range keys (nameKey, regKey, statusKey) are
+// The indexes' names and their range keys (nameKey, regKey, statusKey,
+// sinceKey) are
 // in keys.go.
 const (
 	// batchGetMax is BatchGetItem's limit of keys per request.
@@ -48,6 +49,7 @@ func setNameAttrs(item map[string]types.AttributeValue, s space.Space) {
 	item["name_key"] = str(nameKey(s))
 	item["reg_key"] = str(regKey(s))
 	item["status_key"] = str(statusKey(s))
+	item["since_key"] = str(sinceKey(s))
 }
 
 // sortIndex is the index, key attribute and position function of an order.
@@ -58,9 +60,10 @@ type sortIndex struct {
 
 // sortIndexes are the orders listed from an index.
 var sortIndexes = map[space.Sort]sortIndex{
-	space.SortName:       {namesIndex, "name_key", nNameKey, nameKey},
-	space.SortRegistered: {registeredIndex, "reg_key", nRegKey, regKey},
-	space.SortStatus:     {statusIndex, "status_key", nStatusKey, statusKey},
+	space.SortName:        {namesIndex, "name_key", nNameKey, nameKey},
+	space.SortRegistered:  {registeredIndex, "reg_key", nRegKey, regKey},
+	space.SortStatus:      {statusIndex, "status_key", nStatusKey, statusKey},
+	space.SortStatusSince: {sinceIndex, "since_key", nSinceKey, sinceKey},
 }
 
 // nameFilters adds q's name search to a filter on name_lc.

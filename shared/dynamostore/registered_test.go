@@ -117,3 +117,81 @@ func TestListByStatus(t *testing.T) {
 		t.Errorf("after c was deregistered: %v, want %v", got, want)
 	}
 }
+
+// sort=status_since lists the live spaces by when they took their stored
+// status (their last transition, else their registration), oldest first
+// (-status_since: the latest changes first), page by page. Only a
+// transition moves a space; a heartbeat, a rename, a labels or a version
+// change leaves its since_key as it was; a deregistration removes it.
+func TestListByStatusSince(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	ids := map[string]string{}
+	for i, name := range []string{"a", "b", "c", "d"} {
+		s := f.newSpace(i)
+		s.Name, s.CreatedAt = name, now.Add(time.Duration(i)*time.Minute)
+		f.register(t, s)
+		ids[name] = s.ID
+	}
+	check := func(when string, want []string) {
+		t.Helper()
+		for _, limit := range []int{1, 3, 50} {
+			if got := f.names(t, space.Query{Sort: space.SortStatusSince}, limit); !slices.Equal(got, want) {
+				t.Errorf("%s: status_since, limit %d: %v, want %v", when, limit, got, want)
+			}
+			rev := slices.Clone(want)
+			slices.Reverse(rev)
+			if got := f.names(t, space.Query{Sort: space.SortStatusSinceDesc}, limit); !slices.Equal(got, rev) {
+				t.Errorf("%s: -status_since, limit %d: %v, want %v", when, limit, got, rev)
+			}
+		}
+	}
+	check("never changed: by registration", []string{"a", "b", "c", "d"})
+
+	transition := func(name string, to space.Status, at time.Time) {
+		t.Helper()
+		if _, err := f.store.UpdateSpace(ctx, f.org, ids[name], space.Update[space.Space]{At: at,
+			Apply: func(s space.Space) (space.Space, error) {
+				s, _ = space.ApplyManual(s, to, "Test", at)
+				return s, nil
+			}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	transition("b", space.Active, now.Add(time.Hour))
+	transition("a", space.Inactive, now.Add(2*time.Hour))
+	check("after two transitions", []string{"c", "d", "b", "a"})
+
+	// Writes that are no transition leave since_key.
+	before := f.raw(t, f.org, "SPACE#"+ids["b"])["since_key"]
+	for _, apply := range []func(space.Space) space.Space{
+		func(s space.Space) space.Space { s.Probe.LatencyMS = 7; return s },
+		func(s space.Space) space.Space { s.Name = "bb"; return s },
+		func(s space.Space) space.Space { s.Labels = space.Labels{"env": "prod"}; return s },
+		func(s space.Space) space.Space {
+			s.Probe.ServerVersion = &space.ServerVersion{GitVersion: "v1.33.0"}
+			return s
+		},
+	} {
+		if _, err := f.store.UpdateSpace(ctx, f.org, ids["b"], space.Update[space.Space]{At: now.Add(3 * time.Hour),
+			Apply: func(s space.Space) (space.Space, error) { return apply(s), nil }}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := f.raw(t, f.org, "SPACE#"+ids["b"])["since_key"]; before == nil || !reflect.DeepEqual(after, before) {
+		t.Errorf("a write that is no transition changed since_key: %v, was %v", after, before)
+	}
+	check("after writes that are no transition", []string{"c", "d", "bb", "a"})
+
+	// The filters apply within the order; a deregistered space leaves it.
+	if _, err := f.store.Deregister(ctx, f.org, ids["d"], 0, now.Add(4*time.Hour), "test"); err != nil {
+		t.Fatal(err)
+	}
+	if item := f.raw(t, f.org, "SPACE#"+ids["d"]); item["since_key"] != nil {
+		t.Errorf("a deregistered space keeps since_key: %v", item["since_key"])
+	}
+	if got, want := f.names(t, space.Query{Sort: space.SortStatusSinceDesc, Provider: space.AWS, NamePrefix: "b"}, 1), []string{"bb"}; !slices.Equal(got, want) {
+		t.Errorf("-status_since, prefix b: %v, want %v", got, want)
+	}
+	check("after a deregistration", []string{"c", "bb", "a"})
+}

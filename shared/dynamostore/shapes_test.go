@@ -74,9 +74,11 @@ func TestItemShapes(t *testing.T) {
 	sp.ID, sp.OrgID, sp.Provider, sp.CloudAccountID = shapeSpace, shapeOrg, space.AWS, shapeAccount
 	sp.SpaceType, sp.Status, sp.Connectivity, sp.Synthetic = space.TypeKubernetes, space.Unknown, space.ViaAgent, false
 	sp.DeletedAt, sp.DeletedBy, sp.Version = nil, "", 1
+	sp.KubernetesVersion = "1.31" // a version that parses is counted (counted_minor, minor_<m>)
 	must(t, "Register", st.Register(ctx, sp, space.Idempotency{Key: "key", Hash: "hash", Space: sp}))
 
 	probe := filled[space.Probe]()
+	probe.ServerVersion.GitVersion = "v1.32.0" // an upgrade: the counted minor moves
 	up, err := st.UpdateSpace(ctx, shapeOrg, shapeSpace, space.Update[space.Space]{At: at.Add(time.Minute),
 		Apply: func(s space.Space) (space.Space, error) { s.Status, s.Probe = space.Active, probe; return s, nil }})
 	must(t, "UpdateSpace", err)

@@ -43,6 +43,9 @@ func (s *Store) spaceItem(sp space.Space) (map[string]types.AttributeValue, erro
 	}
 	if sp.DeletedAt == nil {
 		setNameAttrs(item, sp)
+		if m := sp.MinorVersion(); m != "" {
+			item[attrCounted] = str(m) // counted so by Register (counts.go)
+		}
 	}
 	return item, nil
 }
@@ -77,7 +80,7 @@ func (s *Store) Register(ctx context.Context, sp space.Space, idem space.Idempot
 	if err != nil {
 		return err
 	}
-	items = append(items, grant, s.countSpace(sp, "1"))
+	items = append(items, grant, s.countSpace(sp, "1", sp.MinorVersion()))
 	return s.transact(ctx, "register", func() ([]types.TransactWriteItem, error) { return items, nil },
 		func(reasons []types.CancellationReason) error { return s.registerRefused(ctx, sp, idem, reasons) })
 }
@@ -443,13 +446,48 @@ func (s *Store) queryOrg(ctx context.Context, org, prefix, after, filter string,
 // account, type and the synthetic flag are fixed at registration, so the
 // claim, the account count and the probe shard stay as they were.
 func (s *Store) UpdateSpace(ctx context.Context, org, id string, u space.Update[space.Space]) (space.Updated[space.Space], error) {
+	// The minor the stored item is counted under, as last read here; a
+	// caller's own read (u.Read, the prober's) is taken to be counted under
+	// its current minor, as every write since the version counters leaves
+	// it, and a write that finds otherwise loses its condition and reads.
+	var counted *string
 	return space.Run(ctx, space.SpaceVersioned, u,
-		func(ctx context.Context) (space.Space, error) { return s.LiveSpace(ctx, org, id) },
-		s.writeSpace)
+		func(ctx context.Context) (space.Space, error) {
+			sp, c, err := s.liveSpaceCounted(ctx, org, id)
+			counted = &c
+			return sp, err
+		},
+		func(ctx context.Context, before, after space.Space) error {
+			c := before.MinorVersion()
+			if counted != nil {
+				c = *counted
+			}
+			return s.writeSpace(ctx, before, after, c)
+		})
 }
 
-// writeSpace is UpdateSpace's conditional write.
-func (s *Store) writeSpace(ctx context.Context, before, after space.Space) error {
+// liveSpaceCounted is LiveSpace and the minor the item is counted under.
+func (s *Store) liveSpaceCounted(ctx context.Context, org, id string) (space.Space, string, error) {
+	item, err := s.getItem(ctx, itemKey(org, prefixSpace+id))
+	if err != nil {
+		return space.Space{}, "", err
+	}
+	if item == nil {
+		return space.Space{}, "", space.ErrNotFound("space")
+	}
+	var sp space.Space
+	if err := s.decode(item, &sp); err != nil {
+		return space.Space{}, "", err
+	}
+	if sp.Deleted() {
+		return space.Space{}, "", space.ErrDeregistered(sp)
+	}
+	return sp, countedMinor(item), nil
+}
+
+// writeSpace is UpdateSpace's conditional write; counted is the minor the
+// stored item is counted under (counts.go).
+func (s *Store) writeSpace(ctx context.Context, before, after space.Space, counted string) error {
 	if after.DeletedAt != nil {
 		return internal("update space", errors.New("a deregistration must go through Deregister"))
 	}
@@ -491,6 +529,12 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space) error
 		upd.ExpressionAttributeValues[":skey"] = str(statusKey(after))
 	}
 	set, remove := stampUpdate(ctx, upd.ExpressionAttributeNames, upd.ExpressionAttributeValues)
+	if k := sinceKey(after); k != sinceKey(before) {
+		// Only a transition moves it in the since index.
+		*upd.UpdateExpression += ", " + nSinceKey + " = :sincek"
+		upd.ExpressionAttributeNames[nSinceKey] = attrNames[nSinceKey]
+		upd.ExpressionAttributeValues[":sincek"] = str(k)
+	}
 	if !maps.Equal(after.Labels, before.Labels) {
 		// Only a labels change writes them; no labels is no attribute,
 		// as Register stores it (omitempty).
@@ -506,6 +550,25 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space) error
 			upd.ExpressionAttributeValues[":lbl"] = lv
 		}
 	}
+	// A new minor moves the version counters from the counted one, in a
+	// transaction whose condition is that the item is counted as read.
+	var minor [][2]string
+	if to, moved := space.VersionMove(counted, after); moved {
+		minor = minorMove(counted, to)
+		if counted == "" {
+			*upd.ConditionExpression += " AND attribute_not_exists(" + nCounted + ")"
+		} else {
+			*upd.ConditionExpression += " AND " + nCounted + " = :mino"
+			upd.ExpressionAttributeValues[":mino"] = str(counted)
+		}
+		upd.ExpressionAttributeNames[nCounted] = attrNames[nCounted]
+		if to == "" {
+			remove = append(remove, nCounted)
+		} else {
+			*upd.UpdateExpression += ", " + nCounted + " = :minn"
+			upd.ExpressionAttributeValues[":minn"] = str(to)
+		}
+	}
 	for _, t := range set {
 		*upd.UpdateExpression += ", " + t
 	}
@@ -513,7 +576,7 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space) error
 		*upd.UpdateExpression += " REMOVE " + strings.Join(remove, ", ")
 	}
 	tr := space.TransitionOf(before, after)
-	if tr == nil {
+	if tr == nil && minor == nil {
 		// The common case (a heartbeat, a failure count): a plain UpdateItem,
 		// half the write units of a transaction.
 		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -533,22 +596,50 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space) error
 	}
 	// A status change: the space and its history item in one transaction,
 	// so that the history holds exactly the transitions that were stored.
-	hist, err := s.historyPut(*tr)
-	if err != nil {
-		return err
+	// The fleet counts move with the status and the minor, in the same
+	// transaction.
+	items := []types.TransactWriteItem{{Update: upd}}
+	if tr != nil {
+		hist, err := s.historyPut(*tr)
+		if err != nil {
+			return err
+		}
+		items = append(items, hist)
 	}
-	// The fleet counts move with the status, in the same transaction.
-	items := []types.TransactWriteItem{{Update: upd}, hist, s.countTransition(after, tr.From, tr.To)}
+	items = append(items, s.countTransition(after, tr, minor))
 	return s.transact(ctx, "update space", func() ([]types.TransactWriteItem, error) { return items, nil },
 		func(reasons []types.CancellationReason) error {
 			switch {
 			case failedCheck(reasons, 0):
-				return s.whyNotWritable(ctx, after.OrgID, after.ID, before.Version, reasons[0].Item)
-			case failedCheck(reasons, 1):
+				return s.whyNotCounted(ctx, after, before.Version, counted, reasons[0].Item)
+			case tr != nil && failedCheck(reasons, 1):
 				return internal("update space", fmt.Errorf("space %s already has a transition at %s", after.ID, HistoryKey(*tr)))
 			}
 			return nil
 		})
+}
+
+// whyNotCounted is whyNotWritable for a write that also required the item
+// to be counted under counted: at the version read but counted otherwise
+// (a backfill meanwhile, or a caller's read taken as counted), it is
+// KindPreconditionFailed too, so that space.Run reads it again.
+func (s *Store) whyNotCounted(ctx context.Context, after space.Space, want int64, counted string, item map[string]types.AttributeValue) error {
+	if item == nil {
+		var err error
+		if item, err = s.getItem(ctx, itemKey(after.OrgID, prefixSpace+after.ID)); err != nil {
+			return err
+		}
+	}
+	if item != nil && countedMinor(item) != counted {
+		var sp space.Space
+		if err := s.decode(item, &sp); err != nil {
+			return err
+		}
+		if !sp.Deleted() && sp.Version == want {
+			return space.Errorf(space.KindPreconditionFailed, "the space is counted under another version than read")
+		}
+	}
+	return s.whyNotWritable(ctx, after.OrgID, after.ID, want, item)
 }
 
 // whyNotWritable tells why a conditional write on a space failed: it is gone
@@ -585,11 +676,15 @@ func (s *Store) whyNotWritable(ctx context.Context, org, id string, want int64, 
 func (s *Store) Deregister(ctx context.Context, org, id string, version int64, at time.Time, by string) (space.Space, error) {
 	at = at.UTC()
 	run := func() (space.Updated[space.Space], error) {
+		var counted string
 		return space.Run(ctx, space.SpaceVersioned, space.Update[space.Space]{IfVersion: version, At: at,
 			Apply: func(sp space.Space) (space.Space, error) { sp.DeletedAt, sp.DeletedBy = &at, by; return sp, nil }},
-			func(ctx context.Context) (space.Space, error) { return s.LiveSpace(ctx, org, id) },
+			func(ctx context.Context) (sp space.Space, err error) {
+				sp, counted, err = s.liveSpaceCounted(ctx, org, id)
+				return sp, err
+			},
 			func(ctx context.Context, before, after space.Space) error {
-				return s.writeDeregistration(ctx, before, after, version != 0)
+				return s.writeDeregistration(ctx, before, after, counted, version != 0)
 			})
 	}
 	res, err := run()
@@ -610,7 +705,7 @@ const deregisterRuns = 4
 // writeDeregistration is Deregister's transaction. Unless pinned to the
 // version read, it wins over any concurrent write of the live space (a probe
 // result must not hold a deregistration up), bumping the version in place.
-func (s *Store) writeDeregistration(ctx context.Context, before, after space.Space, pinned bool) error {
+func (s *Store) writeDeregistration(ctx context.Context, before, after space.Space, counted string, pinned bool) error {
 	const (
 		iSpace = iota
 		iClaim
@@ -620,19 +715,28 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 	// The status read is the one uncounted below: a transition committed
 	// meanwhile fails the condition (and bumped the version, so Run reads
 	// again).
+	// Likewise the counted minor (counts.go): a version change committed
+	// meanwhile fails it.
 	cond := "attribute_exists(" + nPK + ") AND attribute_not_exists(" + nDeleted + ") AND " + nStatus + " = :st"
 	vals := map[string]types.AttributeValue{":at": str(after.DeletedAt.Format(time.RFC3339Nano)), ":one": num(1),
 		":st": str(string(before.Status)), ":by": str(after.DeletedBy)}
+	if counted == "" {
+		cond += " AND attribute_not_exists(" + nCounted + ")"
+	} else {
+		cond += " AND " + nCounted + " = :mino"
+		vals[":mino"] = str(counted)
+	}
 	if pinned {
 		cond += " AND " + nVersion + " = :prev"
 		vals[":prev"] = num(before.Version)
 	}
-	nm := names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nDigest, nPK, nStatus, nNameLC, nNameKey, nRegKey, nStatusKey)
+	nm := names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nDigest, nPK, nStatus, nNameLC, nNameKey, nRegKey, nStatusKey, nSinceKey, nCounted)
 	set := []string{nDeleted + " = :at", nDeletedBy + " = :by", nUpdated + " = :at", nVersion + " = " + nVersion + " + :one"}
 	// Removing probe_shard takes the space out of the probe index: a late
-	// probe can no longer even be scheduled. Removing name_key, reg_key and
-	// status_key takes it out of the names, registered and status indexes.
-	remove := []string{nShard, nDigest, nNameLC, nNameKey, nRegKey, nStatusKey}
+	// probe can no longer even be scheduled. Removing name_key, reg_key,
+	// status_key and since_key takes it out of the names, registered,
+	// status and since indexes; counted_minor goes with its count.
+	remove := []string{nShard, nDigest, nNameLC, nNameKey, nRegKey, nStatusKey, nSinceKey, nCounted}
 	stampSet, stampRemove := stampUpdate(ctx, nm, vals)
 	set, remove = append(set, stampSet...), append(remove, stampRemove...)
 	items := []types.TransactWriteItem{
@@ -665,7 +769,7 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 		// And every token of its agent (agents.go) is refused from now on.
 		s.revokeAgentItem(id),
 		s.revokeAgentNSItem(id),
-		s.countSpace(before, "-1"),
+		s.countSpace(before, "-1", counted),
 	}
 	if !before.Synthetic {
 		// The prober refuses the space from now on without reading it:
@@ -676,7 +780,7 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 		func(reasons []types.CancellationReason) error {
 			switch {
 			case failedCheck(reasons, iSpace):
-				return s.whyNotWritable(ctx, org, id, before.Version, reasons[iSpace].Item)
+				return s.whyNotCounted(ctx, after, before.Version, counted, reasons[iSpace].Item)
 			case failedCheck(reasons, iClaim):
 				return internal("deregister", fmt.Errorf("the identity claim of space %s is missing or held by another space", id))
 			case failedCheck(reasons, iAccount):

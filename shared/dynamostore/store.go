@@ -28,10 +28,11 @@
 //     deregistration fence entry.
 //   - delete an account: DeleteItem only if no space counts against it.
 //   - the fleet counts: the org's COUNT# counter items, kept inside the
-//     register, deregister and transition transactions, read with one Query
-//     (counts.go).
-//   - list by name, by registration or by status, search names: Query
-//     the sparse names, registered or status index, then one BatchGetItem
+//     register, deregister, transition and minor-version-change
+//     transactions, read with one Query (counts.go).
+//   - list by name, by registration, by status or by status since, search
+//     names: Query the sparse names, registered, status or since index,
+//     then one BatchGetItem
 //     of the page (names.go).
 //   - the prober's scheduler: Query the probe index shard by shard (it
 //     projects what a probe needs: probeindex.go).
@@ -119,6 +120,8 @@ const (
 	nConn      = "#conn"
 	nBeat      = "#beat"
 	nDigest    = "#pd"
+	nCounted   = "#minr"
+	nSinceKey  = "#since"
 )
 
 var attrNames = map[string]string{
@@ -129,7 +132,7 @@ var attrNames = map[string]string{
 	nGate: "gate", nPState: "state", nPReason: "state_reason",
 	nNameLC: "name_lc", nNameKey: "name_key", nDeletedBy: "deleted_by", nRegKey: "reg_key",
 	nStatusKey: "status_key", nLabels: "labels", nConfig: "config", nConn: "connectivity",
-	nDigest: "pd",
+	nDigest: "pd", nCounted: attrCounted, nSinceKey: "since_key",
 }
 
 // names returns the ExpressionAttributeNames for the given placeholders

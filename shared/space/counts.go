@@ -3,7 +3,7 @@ package space
 import "context"
 
 // Counts is an org's fleet at a glance: its registered spaces by status, by
-// provider and by cloud account. The store keeps them in the same writes
+// provider, by cloud account and by Kubernetes minor version. The store keeps them in the same writes
 // that register, deregister and change the status of a space, so they are
 // exact at any size and read in one request, never by walking the list.
 //
@@ -20,6 +20,13 @@ type Counts struct {
 	// no cluster, never probed), so a screen can show them apart from the
 	// clusters: the clusters are the counts above less these.
 	Synthetic SyntheticCounts `json:"synthetic"`
+	// ByVersion counts the spaces by the major.minor of their current
+	// Kubernetes version (Space.MinorVersion), listing only versions in
+	// use; VersionUnknown is the rest of Total: the spaces whose version
+	// is not known (none answered or named, synthetic ones, or a space
+	// registered before the counts had versions and not yet backfilled).
+	ByVersion      map[string]int64 `json:"by_version"`
+	VersionUnknown int64            `json:"version_unknown"`
 }
 
 // SyntheticCounts are the synthetic spaces of Counts, by stored status.
@@ -31,7 +38,7 @@ type SyntheticCounts struct {
 // NewCounts returns empty counts with every status and provider present.
 func NewCounts() Counts {
 	c := Counts{ByStatus: map[Status]int64{}, ByProvider: map[Provider]int64{}, ByAccount: map[string]int64{},
-		Synthetic: SyntheticCounts{ByStatus: map[Status]int64{}}}
+		Synthetic: SyntheticCounts{ByStatus: map[Status]int64{}}, ByVersion: map[string]int64{}}
 	for _, s := range Statuses {
 		c.ByStatus[s] = 0
 		c.Synthetic.ByStatus[s] = 0
@@ -40,6 +47,16 @@ func NewCounts() Counts {
 		c.ByProvider[p] = 0
 	}
 	return c
+}
+
+// VersionMove is how a change from before to after moves a space among the
+// version counts: from the minor it is counted under (counted, "" for
+// none) to after's current minor. moved is false when the counts stay, so
+// that a write which changes no minor (a heartbeat, a patch upgrade, a
+// label) touches no counter.
+func VersionMove(counted string, after Space) (to string, moved bool) {
+	to = after.MinorVersion()
+	return to, to != counted
 }
 
 // Counts returns org's fleet counts.

@@ -8,8 +8,8 @@ import (
 // Sort orders a listing of spaces. The zero value is id order, the
 // listing's default; the others order by name,
 // compared case-insensitively (FoldName), by registration time, or by
-// stored status (active, inactive, unknown) then name, ties broken by id;
-// "-" reverses them.
+// stored status (active, inactive, unknown) then name, or by status since
+// (StatusSince, oldest change first), ties broken by id; "-" reverses them.
 type Sort string
 
 const (
@@ -19,10 +19,15 @@ const (
 	SortRegisteredDesc Sort = "-registered"
 	SortStatus         Sort = "status"
 	SortStatusDesc     Sort = "-status"
+	// SortStatusSince orders by StatusSince, which moves only on a
+	// transition: -status_since lists the latest changes first.
+	SortStatusSince     Sort = "status_since"
+	SortStatusSinceDesc Sort = "-status_since"
 )
 
 // Sorts lists the orders a listing may ask for.
-var Sorts = []Sort{SortName, SortNameDesc, SortRegistered, SortRegisteredDesc, SortStatus, SortStatusDesc}
+var Sorts = []Sort{SortName, SortNameDesc, SortRegistered, SortRegisteredDesc, SortStatus, SortStatusDesc,
+	SortStatusSince, SortStatusSinceDesc}
 
 // Base is the order without its direction.
 func (s Sort) Base() Sort { return Sort(strings.TrimPrefix(string(s), "-")) }

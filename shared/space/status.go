@@ -108,6 +108,16 @@ func ApplyManual(s Space, status Status, reason string, at time.Time) (Space, bo
 	return transition(s, status, at)
 }
 
+// StatusSince is when the space took its stored status: its last
+// transition, else its registration (a space never probed, or never
+// changed since). Only a transition moves it.
+func (s Space) StatusSince() time.Time {
+	if s.Probe.LastTransitionAt != nil {
+		return s.Probe.LastTransitionAt.UTC()
+	}
+	return s.CreatedAt.UTC()
+}
+
 func transition(s Space, next Status, at time.Time) (Space, bool) {
 	changed := next != s.Status
 	if changed {

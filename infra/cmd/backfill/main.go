@@ -1,7 +1,8 @@
 // Command backfill gives the spaces and revisions of a table that held data
-// before the listing indexes ("names", "registered", "status",
+// before the listing indexes ("names", "registered", "status", "since",
 // "env-revisions", "stopped-revisions") the key attributes those indexes
-// need (dynamostore.Backfill says how, and why it is safe beside the live
+// need, and counts the spaces stored before the version counters of
+// GET /space-counts under their Kubernetes version (dynamostore.Backfill says how, and why it is safe beside the live
 // service). Run it once after the first deploy that adds them, with the
 // deployer's AWS credentials:
 //
@@ -70,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, db *dynam
 	for _, r := range reports {
 		total.Add(r)
 	}
-	fmt.Fprintf(stdout, "%s: scanned %d items; gave %d spaces and %d revisions their listing keys (%d after a race with a live write)\n",
-		*table, total.Scanned, total.Spaces, total.Revisions, total.Retried)
+	fmt.Fprintf(stdout, "%s: scanned %d items; gave %d spaces and %d revisions their listing keys and counted %d spaces under their Kubernetes version (%d after a race with a live write)\n",
+		*table, total.Scanned, total.Spaces, total.Revisions, total.Counted, total.Retried)
 	return err
 }
