@@ -233,7 +233,8 @@ type SupportEndingData struct {
 type CertificateExpiringData struct {
 	SpaceID       string `json:"space_id"`
 	ThresholdDays int    `json:"threshold_days"`
-	// DaysRemaining counts whole 24-hour days to NotAfter.
+	// DaysRemaining counts 24-hour days to NotAfter, a part day as one (as
+	// the "expires within N days" filter does).
 	DaysRemaining int       `json:"days_remaining"`
 	NotAfter      time.Time `json:"not_after"`
 	Issuer        string    `json:"issuer"`
@@ -270,7 +271,17 @@ func InventoryEvent(before, after Space) (EventType, any, bool) {
 		(o.CertificateNotAfter == nil || !o.CertificateNotAfter.Equal(*n.CertificateNotAfter) || n.CertificateDays != o.CertificateDays) {
 		c := after.Probe.Certificate
 		return EventCertificateExpiring, CertificateExpiringData{SpaceID: after.ID, ThresholdDays: n.CertificateDays,
-			DaysRemaining: int(c.NotAfter.Sub(at) / (24 * time.Hour)), NotAfter: c.NotAfter.UTC(), Issuer: c.Issuer, At: at}, true
+			DaysRemaining: daysUp(c.NotAfter.Sub(at)), NotAfter: c.NotAfter.UTC(), Issuer: c.Issuer, At: at}, true
 	}
 	return "", nil, false
+}
+
+// daysUp is d in 24-hour days, a part day counted as one.
+func daysUp(d time.Duration) int {
+	const day = 24 * time.Hour
+	n := int(d / day)
+	if d%day > 0 {
+		n++
+	}
+	return n
 }

@@ -204,7 +204,7 @@ func TestNoticeSteps(t *testing.T) {
 // something else).
 func TestInventoryEvent(t *testing.T) {
 	at := dayTo131(-14).Add(3 * time.Hour)
-	c := &Certificate{NotAfter: at.Add(7*24*time.Hour + time.Hour), Issuer: "CN=kube-ca"}
+	c := &Certificate{NotAfter: at.Add(7*24*time.Hour - time.Hour), Issuer: "CN=kube-ca"} // 6 days 23 hours: 7 days
 	before := Space{ID: "s1", OrgID: "o", Provider: AWS, Probe: Probe{ServerVersion: sv("v1.31.4-eks-1"), Certificate: c}}
 	after := before
 	after.UpdatedAt = at
