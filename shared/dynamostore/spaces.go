@@ -305,7 +305,7 @@ func (s *Store) readSpace(ctx context.Context, org, id string) (space.Space, boo
 		return space.Space{}, false, err
 	}
 	var sp space.Space
-	if err := s.decode(item, &sp); err != nil {
+	if err := s.decodeSpace(item, &sp); err != nil {
 		return space.Space{}, false, err
 	}
 	return sp, true, nil
@@ -347,7 +347,7 @@ func (s *Store) ListSpaces(ctx context.Context, org string, q space.Query) ([]sp
 		func() int { return q.Limit + 1 - len(out) },
 		func(item map[string]types.AttributeValue) error {
 			var sp space.Space
-			if err := s.decode(item, &sp); err != nil {
+			if err := s.decodeSpace(item, &sp); err != nil {
 				return err
 			}
 			sp = observe(sp)
@@ -489,6 +489,17 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space) error
 		upd.ExpressionAttributeNames[nStatusKey] = attrNames[nStatusKey]
 		upd.ExpressionAttributeValues[":skey"] = str(statusKey(after))
 	}
+	setNotices := !after.Notices.Equal(before.Notices) && !after.Notices.IsZero()
+	if setNotices {
+		// Only an announcement (or a reset) writes the notices.
+		nv, err := s.enc.Encode(after.Notices)
+		if err != nil {
+			return internal("encode notices", err)
+		}
+		*upd.UpdateExpression += ", " + nNotices + " = :nt"
+		upd.ExpressionAttributeNames[nNotices] = attrNames[nNotices]
+		upd.ExpressionAttributeValues[":nt"] = nv
+	}
 	if !maps.Equal(after.Labels, before.Labels) {
 		// Only a labels change writes them; no labels is no attribute,
 		// as Register stores it (omitempty).
@@ -502,6 +513,15 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space) error
 			}
 			*upd.UpdateExpression += ", " + nLabels + " = :lbl"
 			upd.ExpressionAttributeValues[":lbl"] = lv
+		}
+	}
+	if !after.Notices.Equal(before.Notices) && !setNotices {
+		// Every marker reset: no attribute, as before any announcement.
+		upd.ExpressionAttributeNames[nNotices] = attrNames[nNotices]
+		if strings.Contains(*upd.UpdateExpression, " REMOVE ") {
+			*upd.UpdateExpression += ", " + nNotices
+		} else {
+			*upd.UpdateExpression += " REMOVE " + nNotices
 		}
 	}
 	tr := space.TransitionOf(before, after)
@@ -557,7 +577,7 @@ func (s *Store) whyNotWritable(ctx context.Context, org, id string, want int64, 
 		if !found {
 			return space.ErrNotFound("space")
 		}
-	} else if err := s.decode(item, &sp); err != nil {
+	} else if err := s.decodeSpace(item, &sp); err != nil {
 		return err
 	}
 	if sp.Deleted() {
