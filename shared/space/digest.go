@@ -290,10 +290,11 @@ var digestFields = []struct {
 			d.Connectivity = Connectivity(v)
 			return err
 		}},
-	// "s" (support) or "c" (certificate), then the window's start and end
-	// in seconds, base 36: "s<start>.<end>", comma-separated. A digest
-	// written before this field has none: its space announces with its
-	// next write.
+	// "s" (support) or "c" (certificate), the window's end in seconds
+	// base 36, "-" and its length in days (the first threshold not yet
+	// announced): "s<end>-<days>", comma-separated, about 10 bytes a
+	// window. A digest written before this field has none: its space
+	// announces with its next write.
 	{"due", encodeDue, decodeDue},
 }
 
@@ -303,7 +304,8 @@ func encodeDue(d *ProbeDigest) string {
 	parts := make([]string, 0, len(d.Due))
 	for _, w := range d.Due {
 		c, _ := code(dueCodes, w.Type)
-		parts = append(parts, c+strconv.FormatInt(w.Start.Unix(), 36)+"."+strconv.FormatInt(w.End.Unix(), 36))
+		days := int64(w.End.Sub(w.Start) / (24 * time.Hour))
+		parts = append(parts, c+strconv.FormatInt(w.End.Unix(), 36)+"-"+strconv.FormatInt(days, 10))
 	}
 	return strings.Join(parts, ",")
 }
@@ -317,19 +319,20 @@ func decodeDue(d *ProbeDigest, s string) error {
 			return errors.New("an empty window")
 		}
 		t, ok := uncode(dueCodes, part[:1])
-		start, end, cut := strings.Cut(part[1:], ".")
+		end, days, cut := strings.Cut(part[1:], "-")
 		if !ok || !cut {
-			return fmt.Errorf("window %q is not a kind and start.end", part)
+			return fmt.Errorf("window %q is not a kind, end-days", part)
 		}
-		a, err := strconv.ParseInt(start, 36, 64)
+		e, err := strconv.ParseInt(end, 36, 64)
 		if err != nil {
 			return fmt.Errorf("window %q: %w", part, err)
 		}
-		b, err := strconv.ParseInt(end, 36, 64)
+		n, err := strconv.ParseUint(days, 10, 16)
 		if err != nil {
 			return fmt.Errorf("window %q: %w", part, err)
 		}
-		d.Due = append(d.Due, NoticeWindow{Type: t, Start: time.Unix(a, 0).UTC(), End: time.Unix(b, 0).UTC()})
+		endAt := time.Unix(e, 0).UTC()
+		d.Due = append(d.Due, NoticeWindow{Type: t, Start: endAt.Add(-time.Duration(n) * 24 * time.Hour), End: endAt})
 	}
 	return nil
 }

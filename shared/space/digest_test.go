@@ -29,8 +29,7 @@ func TestDigestText(t *testing.T) {
 			// EKS 1.31's standard support ends 2025-11-26 (60 days before:
 			// 2025-09-27); cert1's 30 days before its not_after.
 			"1|7|a|0||" + "tpbdc1" + "|" + vPrint + "," + factPrint(*cert1) + "|aws|" + digestAcct + "|c=prod-1,r=us-east-1||" +
-				"s" + b36(time.Date(2025, 9, 27, 0, 0, 0, 0, time.UTC)) + "." + b36(time.Date(2025, 11, 26, 0, 0, 0, 0, time.UTC)) +
-				",c" + b36(cert1.NotAfter.Add(-30*24*time.Hour)) + "." + b36(cert1.NotAfter)},
+				"s" + b36(time.Date(2025, 11, 26, 0, 0, 0, 0, time.UTC)) + "-60" + ",c" + b36(cert1.NotAfter) + "-30"},
 		{"gke, inactive, timed out", Space{Version: 40, Status: Inactive, Provider: GCP, CloudAccountID: digestAcct,
 			Config: Config{"projectId": "acme-prod", "region": "us-central1", "clusterName": "c"},
 			Probe:  Probe{ConsecutiveFailures: 4, Reason: ReasonTimeout, LastProbeAt: &at}},
@@ -82,7 +81,7 @@ func cmpOr(c, def Connectivity) Connectivity {
 func TestDigestTextRefused(t *testing.T) {
 	for _, text := range []string{"", "2|7|a", "1", "1|0|a", "1|x!|a", "1|7|q", "1|7|a|x", "1|7|a|0||zz!",
 		"1|7|a|0||||aws|acct|c", "1|7|a|0||||aws|acct|Q=v", "1|7|a|0||||aws|acct|c=a,c=b", "1|7|a|0|%7|", "1|7|a|0|%zz|",
-		"1|7|a|0||||aws|acct|||x1.2", "1|7|a|0||||aws|acct|||s1", "1|7|a|0||||aws|acct|||s1.z!", "1|7|a|0||||aws|acct|||s1.2,"} {
+		"1|7|a|0||||aws|acct|||x1-2", "1|7|a|0||||aws|acct|||s1", "1|7|a|0||||aws|acct|||s1-z", "1|7|a|0||||aws|acct|||s1-2,", "1|7|a|0||||aws|acct|||s!-2"} {
 		if d, err := ParseDigest(text); err == nil {
 			t.Errorf("ParseDigest(%q) = %+v, want an error", text, d)
 		}

@@ -74,6 +74,8 @@ func (n Notices) Equal(o Notices) bool {
 // counts down to (the end of standard support, the certificate's
 // not_after). Thresholds of one kind share their end, so one window covers
 // them all.
+// Its Start is always a whole number of 24-hour days before its End (a
+// support end is a UTC midnight), which the digest's text relies on.
 type NoticeWindow struct {
 	Type  EventType
 	Start time.Time
