@@ -466,9 +466,12 @@ const (
 	WebhookEventTypeRevisionDeployed               WebhookEventType = "revision.deployed"
 	WebhookEventTypeRevisionFailed                 WebhookEventType = "revision.failed"
 	WebhookEventTypeRevisionStopped                WebhookEventType = "revision.stopped"
+	WebhookEventTypeSpaceCertificateExpiring       WebhookEventType = "space.certificate_expiring"
 	WebhookEventTypeSpaceDeregistered              WebhookEventType = "space.deregistered"
 	WebhookEventTypeSpaceRegistered                WebhookEventType = "space.registered"
 	WebhookEventTypeSpaceStatusChanged             WebhookEventType = "space.status_changed"
+	WebhookEventTypeSpaceSupportEnding             WebhookEventType = "space.support_ending"
+	WebhookEventTypeSpaceVersionChanged            WebhookEventType = "space.version_changed"
 )
 
 // Valid indicates whether the value is a known member of the WebhookEventType enum.
@@ -486,11 +489,17 @@ func (e WebhookEventType) Valid() bool {
 		return true
 	case WebhookEventTypeRevisionStopped:
 		return true
+	case WebhookEventTypeSpaceCertificateExpiring:
+		return true
 	case WebhookEventTypeSpaceDeregistered:
 		return true
 	case WebhookEventTypeSpaceRegistered:
 		return true
 	case WebhookEventTypeSpaceStatusChanged:
+		return true
+	case WebhookEventTypeSpaceSupportEnding:
+		return true
+	case WebhookEventTypeSpaceVersionChanged:
 		return true
 	default:
 		return false
@@ -593,6 +602,24 @@ func (e WebhookRevisionDataState) Valid() bool {
 	case WebhookRevisionDataStateFailed:
 		return true
 	case WebhookRevisionDataStateStopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookSpaceCertificateExpiringDataThresholdDays.
+const (
+	N30 WebhookSpaceCertificateExpiringDataThresholdDays = 30
+	N7  WebhookSpaceCertificateExpiringDataThresholdDays = 7
+)
+
+// Valid indicates whether the value is a known member of the WebhookSpaceCertificateExpiringDataThresholdDays enum.
+func (e WebhookSpaceCertificateExpiringDataThresholdDays) Valid() bool {
+	switch e {
+	case N30:
+		return true
+	case N7:
 		return true
 	default:
 		return false
@@ -755,6 +782,45 @@ func (e WebhookSpaceStatusChangedDataTo) Valid() bool {
 	case WebhookSpaceStatusChangedDataToInactive:
 		return true
 	case WebhookSpaceStatusChangedDataToUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookSpaceSupportEndingDataProvider.
+const (
+	WebhookSpaceSupportEndingDataProviderAws   WebhookSpaceSupportEndingDataProvider = "aws"
+	WebhookSpaceSupportEndingDataProviderAzure WebhookSpaceSupportEndingDataProvider = "azure"
+	WebhookSpaceSupportEndingDataProviderGcp   WebhookSpaceSupportEndingDataProvider = "gcp"
+)
+
+// Valid indicates whether the value is a known member of the WebhookSpaceSupportEndingDataProvider enum.
+func (e WebhookSpaceSupportEndingDataProvider) Valid() bool {
+	switch e {
+	case WebhookSpaceSupportEndingDataProviderAws:
+		return true
+	case WebhookSpaceSupportEndingDataProviderAzure:
+		return true
+	case WebhookSpaceSupportEndingDataProviderGcp:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookSpaceSupportEndingDataThresholdDays.
+const (
+	N14 WebhookSpaceSupportEndingDataThresholdDays = 14
+	N60 WebhookSpaceSupportEndingDataThresholdDays = 60
+)
+
+// Valid indicates whether the value is a known member of the WebhookSpaceSupportEndingDataThresholdDays enum.
+func (e WebhookSpaceSupportEndingDataThresholdDays) Valid() bool {
+	switch e {
+	case N14:
+		return true
+	case N60:
 		return true
 	default:
 		return false
@@ -2693,6 +2759,34 @@ type WebhookRevisionStopped struct {
 	Type      interface{} `json:"type"`
 }
 
+// WebhookSpaceCertificateExpiring defines model for WebhookSpaceCertificateExpiring.
+type WebhookSpaceCertificateExpiring struct {
+	Data struct {
+		// At RFC 3339 time in UTC.
+		At Timestamp `json:"at"`
+
+		// DaysRemaining 24-hour days from `at` to `not_after`, a part day counted as one.
+		DaysRemaining int `json:"days_remaining"`
+
+		// Issuer The issuer's distinguished name, as in `facts.certificate`.
+		Issuer string `json:"issuer"`
+
+		// NotAfter RFC 3339 time in UTC.
+		NotAfter Timestamp `json:"not_after"`
+		SpaceId  UUID      `json:"space_id"`
+
+		// ThresholdDays The threshold crossed.
+		ThresholdDays WebhookSpaceCertificateExpiringDataThresholdDays `json:"threshold_days"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// WebhookSpaceCertificateExpiringDataThresholdDays The threshold crossed.
+type WebhookSpaceCertificateExpiringDataThresholdDays int
+
 // WebhookSpaceData defines model for WebhookSpaceData.
 type WebhookSpaceData struct {
 	CloudAccountId UUID                          `json:"cloud_account_id"`
@@ -2782,6 +2876,61 @@ type WebhookSpaceStatusChangedDataFrom string
 
 // WebhookSpaceStatusChangedDataTo defines model for WebhookSpaceStatusChanged.Data.To.
 type WebhookSpaceStatusChangedDataTo string
+
+// WebhookSpaceSupportEnding defines model for WebhookSpaceSupportEnding.
+type WebhookSpaceSupportEnding struct {
+	Data struct {
+		// At RFC 3339 time in UTC.
+		At Timestamp `json:"at"`
+
+		// DaysRemaining UTC calendar days from `at` to `standard_ends`.
+		DaysRemaining int `json:"days_remaining"`
+
+		// ExtendedEnds The first day without extended support, where the provider has it.
+		ExtendedEnds      *openapi_types.Date                   `json:"extended_ends,omitempty"`
+		KubernetesVersion string                                `json:"kubernetes_version"`
+		Provider          WebhookSpaceSupportEndingDataProvider `json:"provider"`
+
+		// Source The provider's page the dates were read from.
+		Source  string `json:"source"`
+		SpaceId UUID   `json:"space_id"`
+
+		// StandardEnds The first day without standard support (UTC).
+		StandardEnds openapi_types.Date `json:"standard_ends"`
+
+		// ThresholdDays The threshold crossed.
+		ThresholdDays WebhookSpaceSupportEndingDataThresholdDays `json:"threshold_days"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// WebhookSpaceSupportEndingDataProvider defines model for WebhookSpaceSupportEnding.Data.Provider.
+type WebhookSpaceSupportEndingDataProvider string
+
+// WebhookSpaceSupportEndingDataThresholdDays The threshold crossed.
+type WebhookSpaceSupportEndingDataThresholdDays int
+
+// WebhookSpaceVersionChanged defines model for WebhookSpaceVersionChanged.
+type WebhookSpaceVersionChanged struct {
+	Data struct {
+		// At When the change was stored.
+		At Timestamp `json:"at"`
+
+		// From The version known before (a `gitVersion`, or the cloud's `major.minor` from registration).
+		From    string `json:"from"`
+		SpaceId UUID   `json:"space_id"`
+
+		// To The `gitVersion` the cluster answered.
+		To string `json:"to"`
+	} `json:"data"`
+
+	// Timestamp RFC 3339 time in UTC.
+	Timestamp Timestamp   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
 
 // WebhookTestAccepted defines model for WebhookTestAccepted.
 type WebhookTestAccepted struct {
@@ -4308,6 +4457,9 @@ type WebhookRevisionFailedJSONRequestBody = WebhookRevisionFailed
 // WebhookRevisionStoppedJSONRequestBody defines body for WebhookRevisionStopped for application/json ContentType.
 type WebhookRevisionStoppedJSONRequestBody = WebhookRevisionStopped
 
+// WebhookSpaceCertificateExpiringJSONRequestBody defines body for WebhookSpaceCertificateExpiring for application/json ContentType.
+type WebhookSpaceCertificateExpiringJSONRequestBody = WebhookSpaceCertificateExpiring
+
 // WebhookSpaceDeregisteredJSONRequestBody defines body for WebhookSpaceDeregistered for application/json ContentType.
 type WebhookSpaceDeregisteredJSONRequestBody = WebhookSpaceDeregistered
 
@@ -4316,6 +4468,12 @@ type WebhookSpaceRegisteredJSONRequestBody = WebhookSpaceRegistered
 
 // WebhookSpaceStatusChangedJSONRequestBody defines body for WebhookSpaceStatusChanged for application/json ContentType.
 type WebhookSpaceStatusChangedJSONRequestBody = WebhookSpaceStatusChanged
+
+// WebhookSpaceSupportEndingJSONRequestBody defines body for WebhookSpaceSupportEnding for application/json ContentType.
+type WebhookSpaceSupportEndingJSONRequestBody = WebhookSpaceSupportEnding
+
+// WebhookSpaceVersionChangedJSONRequestBody defines body for WebhookSpaceVersionChanged for application/json ContentType.
+type WebhookSpaceVersionChangedJSONRequestBody = WebhookSpaceVersionChanged
 
 // WebhookTestJSONRequestBody defines body for WebhookTest for application/json ContentType.
 type WebhookTestJSONRequestBody = WebhookTestEvent
@@ -33019,6 +33177,11 @@ type WebhookInitiatorInterface interface {
 
 	WebhookRevisionStopped(ctx context.Context, targetURL string, body WebhookRevisionStoppedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// WebhookSpaceCertificateExpiringWithBody fires the space.certificate_expiring webhook with any body
+	WebhookSpaceCertificateExpiringWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookSpaceCertificateExpiring(ctx context.Context, targetURL string, body WebhookSpaceCertificateExpiringJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// WebhookSpaceDeregisteredWithBody fires the space.deregistered webhook with any body
 	WebhookSpaceDeregisteredWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -33033,6 +33196,16 @@ type WebhookInitiatorInterface interface {
 	WebhookSpaceStatusChangedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	WebhookSpaceStatusChanged(ctx context.Context, targetURL string, body WebhookSpaceStatusChangedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookSpaceSupportEndingWithBody fires the space.support_ending webhook with any body
+	WebhookSpaceSupportEndingWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookSpaceSupportEnding(ctx context.Context, targetURL string, body WebhookSpaceSupportEndingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookSpaceVersionChangedWithBody fires the space.version_changed webhook with any body
+	WebhookSpaceVersionChangedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	WebhookSpaceVersionChanged(ctx context.Context, targetURL string, body WebhookSpaceVersionChangedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WebhookTestWithBody fires the webhook.test webhook with any body
 	WebhookTestWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -33184,6 +33357,30 @@ func (p *WebhookInitiator) WebhookRevisionStopped(ctx context.Context, targetURL
 	return p.Client.Do(req)
 }
 
+func (p *WebhookInitiator) WebhookSpaceCertificateExpiringWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookSpaceCertificateExpiringWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookSpaceCertificateExpiring(ctx context.Context, targetURL string, body WebhookSpaceCertificateExpiringJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookSpaceCertificateExpiringWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
 func (p *WebhookInitiator) WebhookSpaceDeregisteredWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewWebhookSpaceDeregisteredWebhookRequestWithBody(targetURL, contentType, body)
 	if err != nil {
@@ -33246,6 +33443,54 @@ func (p *WebhookInitiator) WebhookSpaceStatusChangedWithBody(ctx context.Context
 
 func (p *WebhookInitiator) WebhookSpaceStatusChanged(ctx context.Context, targetURL string, body WebhookSpaceStatusChangedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewWebhookSpaceStatusChangedWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookSpaceSupportEndingWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookSpaceSupportEndingWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookSpaceSupportEnding(ctx context.Context, targetURL string, body WebhookSpaceSupportEndingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookSpaceSupportEndingWebhookRequest(targetURL, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookSpaceVersionChangedWithBody(ctx context.Context, targetURL string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookSpaceVersionChangedWebhookRequestWithBody(targetURL, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := p.applyWebhookEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return p.Client.Do(req)
+}
+
+func (p *WebhookInitiator) WebhookSpaceVersionChanged(ctx context.Context, targetURL string, body WebhookSpaceVersionChangedJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookSpaceVersionChangedWebhookRequest(targetURL, body)
 	if err != nil {
 		return nil, err
 	}
@@ -33466,6 +33711,37 @@ func NewWebhookRevisionStoppedWebhookRequestWithBody(targetURL string, contentTy
 	return req, nil
 }
 
+// NewWebhookSpaceCertificateExpiringWebhookRequest builds a application/json POST request for the space.certificate_expiring webhook
+func NewWebhookSpaceCertificateExpiringWebhookRequest(targetURL string, body WebhookSpaceCertificateExpiringJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookSpaceCertificateExpiringWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookSpaceCertificateExpiringWebhookRequestWithBody builds a POST request for the space.certificate_expiring webhook with any body
+func NewWebhookSpaceCertificateExpiringWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewWebhookSpaceDeregisteredWebhookRequest builds a application/json POST request for the space.deregistered webhook
 func NewWebhookSpaceDeregisteredWebhookRequest(targetURL string, body WebhookSpaceDeregisteredJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -33541,6 +33817,68 @@ func NewWebhookSpaceStatusChangedWebhookRequest(targetURL string, body WebhookSp
 
 // NewWebhookSpaceStatusChangedWebhookRequestWithBody builds a POST request for the space.status_changed webhook with any body
 func NewWebhookSpaceStatusChangedWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookSpaceSupportEndingWebhookRequest builds a application/json POST request for the space.support_ending webhook
+func NewWebhookSpaceSupportEndingWebhookRequest(targetURL string, body WebhookSpaceSupportEndingJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookSpaceSupportEndingWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookSpaceSupportEndingWebhookRequestWithBody builds a POST request for the space.support_ending webhook with any body
+func NewWebhookSpaceSupportEndingWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+	_ = err
+
+	reqURL, err := url.Parse(targetURL)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, reqURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookSpaceVersionChangedWebhookRequest builds a application/json POST request for the space.version_changed webhook
+func NewWebhookSpaceVersionChangedWebhookRequest(targetURL string, body WebhookSpaceVersionChangedJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookSpaceVersionChangedWebhookRequestWithBody(targetURL, "application/json", bodyReader)
+}
+
+// NewWebhookSpaceVersionChangedWebhookRequestWithBody builds a POST request for the space.version_changed webhook with any body
+func NewWebhookSpaceVersionChangedWebhookRequestWithBody(targetURL string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 	_ = err
 

@@ -149,3 +149,99 @@ func TestWebhookEveryEventFromTheStream(t *testing.T) {
 		t.Errorf("%d requests; want %d (a change that is no event was sent)", len(rc.requests()), len(want))
 	}
 }
+
+// TestWebhookInventoryEventsFromTheStream: a space's stored version change
+// and its thresholds stored as announced (as the prober's ApplyProbe
+// stores them, space.Announce) reach a real HTTPS receiver once each as
+// space.version_changed, space.support_ending and
+// space.certificate_expiring, from the table's stream; each body follows
+// its schema in openapi.yaml and verifies with the Standard Webhooks
+// reference library. A first version (none known before) and a rename
+// send nothing. The space is synthetic, so no probe writes it meanwhile;
+// the rules and the prober's path over 70 simulated days:
+// TestNoticeSteps, TestInventoryEventsOncePerThreshold.
+func TestWebhookInventoryEventsFromTheStream(t *testing.T) {
+	rc := newHookReceiver(t)
+	st := webhookStack(t, rc)
+	c := newClient(t, st, "acme")
+	types := []string{"space.version_changed", "space.support_ending", "space.certificate_expiring"}
+	created := c.must(201, c.do("POST", "/webhook-endpoints", map[string]any{"url": rc.srv.URL + "/hooks", "event_types": types}))
+	verifier, err := standardwebhooks.NewWebhook(created["secret"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acctID := c.account("aws")
+	spaceID := c.must(201, c.do("POST", "/spaces", map[string]any{"provider": "aws", "space_type": "kubernetes", "cloud_account_id": acctID,
+		"synthetic": true, "config": configFor("aws", "inventory")}))["id"].(string)
+	store := st.webhookStore()
+	update := func(at time.Time, f func(s space.Space) space.Space) {
+		t.Helper()
+		if _, err := store.UpdateSpace(t.Context(), "acme", spaceID, space.Update[space.Space]{At: at,
+			Apply: func(s space.Space) (space.Space, error) { return f(s), nil }}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now().UTC()
+	version := func(git string) func(space.Space) space.Space {
+		return func(s space.Space) space.Space {
+			s.Probe.ServerVersion = &space.ServerVersion{GitVersion: git, Platform: "linux/amd64"}
+			return s
+		}
+	}
+	update(now, version("v1.31.4-eks-1")) // the first version known: no event
+	update(now, version("v1.32.0-eks-1"))
+	// EKS 1.32's standard support ended 2026-03-23: the announcement is
+	// stored as of 13 days before (the event's time is the write's).
+	update(time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC), func(s space.Space) space.Space {
+		s.Notices.SupportMinor, s.Notices.SupportDays = "1.32", 14
+		return s
+	})
+	notAfter := now.Add(6 * 24 * time.Hour).Truncate(time.Second)
+	update(now, func(s space.Space) space.Space {
+		s.Probe.Certificate = &space.Certificate{NotAfter: notAfter, Issuer: "CN=kube-ca"}
+		s.Notices.CertificateNotAfter, s.Notices.CertificateDays = &notAfter, 7
+		return s
+	})
+	update(now, func(s space.Space) space.Space { s.Name = "renamed"; return s }) // no event
+
+	eventually(t, "three events at the receiver", func() bool { return len(rc.requests()) >= len(types) })
+	seen := map[string]int{}
+	for _, r := range rc.requests() {
+		if err := verifier.Verify(r.body, r.header); err != nil {
+			t.Errorf("the reference library refuses %s: %v", r.body, err)
+		}
+		var b hookBody
+		if err := json.Unmarshal(r.body, &b); err != nil {
+			t.Fatal(err)
+		}
+		seen[b.Type]++
+		if bad := validator.Webhook(b.Type, r.body); bad != nil {
+			t.Errorf("%s does not follow openapi.yaml: %v\n%s", b.Type, bad, r.body)
+		}
+		if b.Data["space_id"] != spaceID {
+			t.Errorf("%s names space %v; want %s", b.Type, b.Data["space_id"], spaceID)
+		}
+		switch b.Type {
+		case "space.version_changed":
+			if b.Data["from"] != "v1.31.4-eks-1" || b.Data["to"] != "v1.32.0-eks-1" {
+				t.Errorf("version_changed %v", b.Data)
+			}
+		case "space.support_ending":
+			if b.Data["threshold_days"] != 14.0 || b.Data["days_remaining"] != 13.0 || b.Data["standard_ends"] != "2026-03-23" {
+				t.Errorf("support_ending %v", b.Data)
+			}
+		case "space.certificate_expiring":
+			if b.Data["threshold_days"] != 7.0 || b.Data["issuer"] != "CN=kube-ca" {
+				t.Errorf("certificate_expiring %v", b.Data)
+			}
+		}
+	}
+	for _, typ := range types {
+		if seen[typ] != 1 {
+			t.Errorf("%s delivered %d times; want once", typ, seen[typ])
+		}
+	}
+	if len(rc.requests()) != len(types) {
+		t.Errorf("%d requests; want %d (a change that is no event was sent)", len(rc.requests()), len(types))
+	}
+}

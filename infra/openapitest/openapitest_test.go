@@ -31,6 +31,7 @@ import (
 	"spaces/shared/httpapi"
 	"spaces/shared/kubens"
 	"spaces/shared/space"
+	"spaces/shared/webhook"
 )
 
 // recorder is a testing.TB that keeps the failures reported to it instead of
@@ -955,5 +956,50 @@ func TestWebhookSchemasRefuse(t *testing.T) {
 	}
 	if v.Webhook("space.exploded", []byte(good)) == nil {
 		t.Error("an undocumented event is accepted")
+	}
+}
+
+// TestInventoryWebhookSchemas: the inventory events' schemas accept the
+// bodies the domain makes (space.InventoryEvent's data, in the sender's
+// envelope) and refuse a threshold that is not one of the sent ones and a
+// support event without its source.
+func TestInventoryWebhookSchemas(t *testing.T) {
+	v := openapitest.New(t, spaces.OpenAPI)
+	at := time.Date(2025, 11, 12, 0, 0, 50, 0, time.UTC)
+	id := "0b6e6c2a-1f1d-4b0e-9a43-2f0d6c1e8a11"
+	bodies := map[space.EventType]any{
+		space.EventSpaceVersionChanged: space.VersionChangedData{SpaceID: id, From: "1.31", To: "v1.32.0-eks-1", At: at},
+		space.EventSupportEnding: space.SupportEndingData{SpaceID: id, Provider: space.AWS, KubernetesVersion: "v1.31.4-eks-1", ThresholdDays: 14,
+			DaysRemaining: 14, StandardEnds: "2025-11-26", ExtendedEnds: "2026-11-26", Source: "https://docs.aws.amazon.com/eks/", At: at},
+		space.EventCertificateExpiring: space.CertificateExpiringData{SpaceID: id, ThresholdDays: 7, DaysRemaining: 7,
+			NotAfter: at.Add(7 * 24 * time.Hour), Issuer: "CN=kubernetes", At: at},
+	}
+	for typ, data := range bodies {
+		b, err := webhook.Body(typ, at, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bad := v.Webhook(string(typ), b); bad != nil {
+			t.Errorf("%s: a good body is refused: %v\n%s", typ, bad, b)
+		}
+	}
+	for name, c := range map[string]struct {
+		typ  space.EventType
+		data any
+	}{
+		"support at 45 days": {space.EventSupportEnding, space.SupportEndingData{SpaceID: id, Provider: space.AWS, KubernetesVersion: "v1.31.4",
+			ThresholdDays: 45, DaysRemaining: 45, StandardEnds: "2025-11-26", Source: "https://docs.aws.amazon.com/eks/", At: at}},
+		"support without a source": {space.EventSupportEnding, space.SupportEndingData{SpaceID: id, Provider: space.AWS, KubernetesVersion: "v1.31.4",
+			ThresholdDays: 14, DaysRemaining: 14, StandardEnds: "2025-11-26", At: at}},
+		"certificate at 14 days": {space.EventCertificateExpiring, space.CertificateExpiringData{SpaceID: id, ThresholdDays: 14, DaysRemaining: 14,
+			NotAfter: at, Issuer: "CN=kubernetes", At: at}},
+	} {
+		b, err := webhook.Body(c.typ, at, c.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Webhook(string(c.typ), b) == nil {
+			t.Errorf("%s: accepted\n%s", name, b)
+		}
 	}
 }

@@ -142,7 +142,7 @@ func (s *Store) backfillOnce(ctx context.Context, key, item map[string]types.Att
 		count = &rep.Revisions
 	} else {
 		var sp space.Space
-		if err := s.decode(item, &sp); err != nil {
+		if err := s.decodeSpace(item, &sp); err != nil {
 			return false, err
 		}
 		if sp.Deleted() {

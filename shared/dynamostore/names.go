@@ -222,7 +222,7 @@ func (s *Store) batchGet(ctx context.Context, keys []map[string]types.AttributeV
 		}
 		for _, item := range res.Responses[*s.table] {
 			var sp space.Space
-			if err := s.decode(item, &sp); err != nil {
+			if err := s.decodeSpace(item, &sp); err != nil {
 				return err
 			}
 			got[sp.ID] = sp

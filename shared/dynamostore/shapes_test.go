@@ -80,7 +80,10 @@ func TestItemShapes(t *testing.T) {
 	probe := filled[space.Probe]()
 	probe.ServerVersion.GitVersion = "v1.32.0" // an upgrade: the counted minor moves
 	up, err := st.UpdateSpace(ctx, shapeOrg, shapeSpace, space.Update[space.Space]{At: at.Add(time.Minute),
-		Apply: func(s space.Space) (space.Space, error) { s.Status, s.Probe = space.Active, probe; return s, nil }})
+		Apply: func(s space.Space) (space.Space, error) {
+			s.Status, s.Probe, s.Notices = space.Active, probe, filled[space.Notices]()
+			return s, nil
+		}})
 	must(t, "UpdateSpace", err)
 
 	env := filled[space.Environment]()

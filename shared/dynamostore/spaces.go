@@ -309,7 +309,7 @@ func (s *Store) readSpace(ctx context.Context, org, id string) (space.Space, boo
 		return space.Space{}, false, err
 	}
 	var sp space.Space
-	if err := s.decode(item, &sp); err != nil {
+	if err := s.decodeSpace(item, &sp); err != nil {
 		return space.Space{}, false, err
 	}
 	return sp, true, nil
@@ -351,7 +351,7 @@ func (s *Store) ListSpaces(ctx context.Context, org string, q space.Query) ([]sp
 		func() int { return q.Limit + 1 - len(out) },
 		func(item map[string]types.AttributeValue) error {
 			var sp space.Space
-			if err := s.decode(item, &sp); err != nil {
+			if err := s.decodeSpace(item, &sp); err != nil {
 				return err
 			}
 			sp = observe(sp)
@@ -535,6 +535,17 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space, count
 		upd.ExpressionAttributeNames[nSinceKey] = attrNames[nSinceKey]
 		upd.ExpressionAttributeValues[":sincek"] = str(k)
 	}
+	setNotices := !after.Notices.Equal(before.Notices) && !after.Notices.IsZero()
+	if setNotices {
+		// Only an announcement (or a reset) writes the notices.
+		nv, err := s.enc.Encode(after.Notices)
+		if err != nil {
+			return internal("encode notices", err)
+		}
+		*upd.UpdateExpression += ", " + nNotices + " = :nt"
+		upd.ExpressionAttributeNames[nNotices] = attrNames[nNotices]
+		upd.ExpressionAttributeValues[":nt"] = nv
+	}
 	if !maps.Equal(after.Labels, before.Labels) {
 		// Only a labels change writes them; no labels is no attribute,
 		// as Register stores it (omitempty).
@@ -568,6 +579,11 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space, count
 			*upd.UpdateExpression += ", " + nCounted + " = :minn"
 			upd.ExpressionAttributeValues[":minn"] = str(to)
 		}
+	}
+	if !after.Notices.Equal(before.Notices) && !setNotices {
+		// Every marker reset: no attribute, as before any announcement.
+		upd.ExpressionAttributeNames[nNotices] = attrNames[nNotices]
+		remove = append(remove, nNotices)
 	}
 	for _, t := range set {
 		*upd.UpdateExpression += ", " + t
@@ -656,7 +672,7 @@ func (s *Store) whyNotWritable(ctx context.Context, org, id string, want int64, 
 		if !found {
 			return space.ErrNotFound("space")
 		}
-	} else if err := s.decode(item, &sp); err != nil {
+	} else if err := s.decodeSpace(item, &sp); err != nil {
 		return err
 	}
 	if sp.Deleted() {

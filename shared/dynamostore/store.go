@@ -122,6 +122,7 @@ const (
 	nDigest    = "#pd"
 	nCounted   = "#minr"
 	nSinceKey  = "#since"
+	nNotices   = "#nt"
 )
 
 var attrNames = map[string]string{
@@ -132,7 +133,7 @@ var attrNames = map[string]string{
 	nGate: "gate", nPState: "state", nPReason: "state_reason",
 	nNameLC: "name_lc", nNameKey: "name_key", nDeletedBy: "deleted_by", nRegKey: "reg_key",
 	nStatusKey: "status_key", nLabels: "labels", nConfig: "config", nConn: "connectivity",
-	nDigest: "pd", nCounted: attrCounted, nSinceKey: "since_key",
+	nDigest: "pd", nCounted: attrCounted, nSinceKey: "since_key", nNotices: attrNotices,
 }
 
 // names returns the ExpressionAttributeNames for the given placeholders
@@ -245,6 +246,24 @@ func (s *Store) encode(v any) (map[string]types.AttributeValue, error) {
 		return nil, internal("encode item", fmt.Errorf("%T is not a map", av))
 	}
 	return m.Value, nil
+}
+
+// attrNotices holds a space's announced inventory thresholds
+// (space.Notices): an attribute of its own, since the space's json tags
+// name its API body too and the notices are no part of it.
+const attrNotices = "notices"
+
+// decodeSpace decodes a space item, its notices included.
+func (s *Store) decodeSpace(item map[string]types.AttributeValue, sp *space.Space) error {
+	if err := s.decode(item, sp); err != nil {
+		return err
+	}
+	if m, ok := item[attrNotices].(*types.AttributeValueMemberM); ok {
+		if err := s.dec.Decode(m, &sp.Notices); err != nil {
+			return internal("decode notices", err)
+		}
+	}
+	return nil
 }
 
 func (s *Store) decode(item map[string]types.AttributeValue, v any) error {

@@ -203,8 +203,11 @@ func (s *Store) DeleteWebhook(ctx context.Context, org, id string, version int64
 // same transaction as the space), a revision's MODIFY into deployed,
 // failed or stopped (revision.*, space.RevisionEvent), a provisioning
 // job's into succeeded or failed (provisioning_job.*,
-// provisioning.WebhookEvent) and a cloud account's verification stored as
-// failed (cloud_account.verification_failed). Anything else is not an
+// provisioning.WebhookEvent), a cloud account's verification stored as
+// failed (cloud_account.verification_failed) and a live space's MODIFY
+// that changes its version or announces an inventory threshold
+// (space.version_changed, space.support_ending,
+// space.certificate_expiring: space.InventoryEvent). Anything else is not an
 // event. The
 // webhook-id is "msg_" and the record's event id: the same for every read
 // of the record.
@@ -264,7 +267,7 @@ func (s *Store) WebhookEvent(r events.DynamoDBEventRecord) (space.WebhookEvent, 
 	case r.EventName == string(events.DynamoDBOperationTypeModify):
 		d, ok := s.Deregistration(r)
 		if !ok {
-			return space.WebhookEvent{}, false
+			return s.inventoryEvent(id, r)
 		}
 		var sp space.Space
 		_ = s.decode(streamImage(r.Change.NewImage), &sp) // the labels; Deregistration read the rest
@@ -282,6 +285,26 @@ func (s *Store) WebhookEvent(r events.DynamoDBEventRecord) (space.WebhookEvent, 
 			Data: space.StatusChangedData{SpaceID: tr.SpaceID, From: tr.From, To: tr.To, Reason: tr.Reason, Detail: tr.Message, At: tr.At.UTC()}}, true
 	}
 	return space.WebhookEvent{}, false
+}
+
+// inventoryEvent reads a live space item's MODIFY as the inventory's
+// event it stores (space.InventoryEvent): a changed version, or a
+// threshold newly announced.
+func (s *Store) inventoryEvent(id string, r events.DynamoDBEventRecord) (space.WebhookEvent, bool) {
+	pk, sk := r.Change.Keys["pk"], r.Change.Keys["sk"]
+	if !strings.HasPrefix(pk.String(), prefixOrg) || !strings.HasPrefix(sk.String(), prefixSpace) {
+		return space.WebhookEvent{}, false
+	}
+	var before, after space.Space
+	if s.decodeSpace(streamImage(r.Change.OldImage), &before) != nil || s.decodeSpace(streamImage(r.Change.NewImage), &after) != nil {
+		return space.WebhookEvent{}, false
+	}
+	t, data, ok := space.InventoryEvent(before, after)
+	if !ok {
+		return space.WebhookEvent{}, false
+	}
+	return space.WebhookEvent{ID: id, OrgID: after.OrgID, Type: t, At: after.UpdatedAt.UTC(), SpaceID: after.ID,
+		Labels: after.Labels, HasLabels: true, Data: data}, true
 }
 
 // streamImage converts a stream record's image into an item.

@@ -123,7 +123,10 @@
 // Only a change is stored (space.NeedsWrite: a transition, a reason, a
 // server version, a serving certificate (its notAfter or issuer, from the
 // probe's own handshake; TestCertificateFactWrittenOnlyOnChange), a failure
-// count below the threshold), at once, on the condition that the space is
+// count below the threshold, an inventory threshold reached and not yet
+// announced: space.Announce, whose write the table's stream turns into
+// space.support_ending or space.certificate_expiring;
+// TestInventoryEventsOncePerThreshold), at once, on the condition that the space is
 // at the version read and not deregistered, so a late probe result can
 // never resurrect a deregistered space. For a carried space the prober
 // decides from its digest (space.ProbeDigest.NeedsWrite, which

@@ -145,6 +145,7 @@ type harness struct {
 	org       string
 	db        *dynamodb.Client
 	table     string
+	env       *emulatortest.Env
 }
 
 func newHarness(t testing.TB, probeTimeout time.Duration) *harness {
@@ -154,7 +155,7 @@ func newHarness(t testing.TB, probeTimeout time.Duration) *harness {
 	table := env.Name(t, "SpacesTable")
 	store := dynamostore.New(db, table, dynamostore.WithClock(c.Now))
 	h := &harness{
-		t: t, clock: c, store: store, db: db, table: table,
+		t: t, clock: c, store: store, db: db, table: table, env: env,
 		svc:    &space.Service{Store: store, Now: c.Now, NewID: uuid.NewString, StaleAfter: space.DefaultStaleAfter},
 		queue:  &clockQueue{clock: c},
 		minter: &staticminter.Static{},

@@ -38,6 +38,10 @@ type ProbeDigest struct {
 	Config         Config
 	// Connectivity is empty for Direct.
 	Connectivity Connectivity
+	// Due are the windows in which an inventory threshold of the stored
+	// facts is due and not yet announced (Space.NoticeWindows): a probe
+	// inside one writes, one outside reads nothing.
+	Due []NoticeWindow
 }
 
 // DigestOf is the digest of s as stored.
@@ -57,6 +61,7 @@ func DigestOf(s Space) ProbeDigest {
 	for _, f := range probeFacts {
 		d.Facts = append(d.Facts, factPrint(f.of(s.Probe)))
 	}
+	d.Due = s.NoticeWindows()
 	return d
 }
 
@@ -96,6 +101,11 @@ func (d ProbeDigest) NeedsWrite(o Outcome) bool {
 	next, _ := ApplyProbe(old, o)
 	if stateChanged(old, next) {
 		return true
+	}
+	for _, w := range d.Due {
+		if w.Contains(o.At.UTC()) {
+			return true
+		}
 	}
 	if len(d.Facts) < len(probeFacts) {
 		return true
@@ -280,18 +290,69 @@ var digestFields = []struct {
 			d.Connectivity = Connectivity(v)
 			return err
 		}},
+	// "s" (support) or "c" (certificate), the window's end in seconds
+	// base 36, "-" and its length in days (the first threshold not yet
+	// announced): "s<end>-<days>", comma-separated, about 10 bytes a
+	// window. A digest written before this field has none: its space
+	// announces with its next write.
+	{"due", encodeDue, decodeDue},
 }
+
+var dueCodes = map[EventType]string{EventSupportEnding: "s", EventCertificateExpiring: "c"}
+
+func encodeDue(d *ProbeDigest) string {
+	parts := make([]string, 0, len(d.Due))
+	for _, w := range d.Due {
+		c, _ := code(dueCodes, w.Type)
+		days := int64(w.End.Sub(w.Start) / (24 * time.Hour))
+		parts = append(parts, c+strconv.FormatInt(w.End.Unix(), 36)+"-"+strconv.FormatInt(days, 10))
+	}
+	return strings.Join(parts, ",")
+}
+
+func decodeDue(d *ProbeDigest, s string) error {
+	if s == "" {
+		return nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		if part == "" {
+			return errors.New("an empty window")
+		}
+		t, ok := uncode(dueCodes, part[:1])
+		end, days, cut := strings.Cut(part[1:], "-")
+		if !ok || !cut {
+			return fmt.Errorf("window %q is not a kind, end-days", part)
+		}
+		e, err := strconv.ParseInt(end, 36, 64)
+		if err != nil {
+			return fmt.Errorf("window %q: %w", part, err)
+		}
+		n, err := strconv.ParseUint(days, 10, 16)
+		if err != nil {
+			return fmt.Errorf("window %q: %w", part, err)
+		}
+		endAt := time.Unix(e, 0).UTC()
+		d.Due = append(d.Due, NoticeWindow{Type: t, Start: endAt.Add(-time.Duration(n) * 24 * time.Hour), End: endAt})
+	}
+	return nil
+}
+
+// digestBaseFields are the fields every digest writes, empty or not.
+const digestBaseFields = 10
 
 // MarshalText is the digest's text (the item's attribute, a message's
 // field).
 func (d ProbeDigest) MarshalText() ([]byte, error) {
-	var b strings.Builder
-	b.WriteString(digestFormat)
+	parts := []string{digestFormat}
 	for _, f := range digestFields {
-		b.WriteByte('|')
-		b.WriteString(f.enc(&d))
+		parts = append(parts, f.enc(&d))
 	}
-	return []byte(b.String()), nil
+	// A field added after the first ten is left out while empty (the
+	// common case), so that it costs the index nothing until it is set.
+	for len(parts) > 1+digestBaseFields && parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1]
+	}
+	return []byte(strings.Join(parts, "|")), nil
 }
 
 // String is the digest's text.

@@ -2,6 +2,7 @@ package space
 
 import (
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,10 @@ func TestDigestText(t *testing.T) {
 		{"eks, active", Space{Version: 7, Status: Active, Provider: AWS, CloudAccountID: digestAcct, Connectivity: Direct,
 			Config: Config{"clusterName": "prod-1", "region": "us-east-1"},
 			Probe:  Probe{LastProbeAt: &at, ServerVersion: v, Certificate: cert1}},
-			"1|7|a|0||" + "tpbdc1" + "|" + vPrint + "," + factPrint(*cert1) + "|aws|" + digestAcct + "|c=prod-1,r=us-east-1|"},
+			// EKS 1.31's standard support ends 2025-11-26 (60 days before:
+			// 2025-09-27); cert1's 30 days before its not_after.
+			"1|7|a|0||" + "tpbdc1" + "|" + vPrint + "," + factPrint(*cert1) + "|aws|" + digestAcct + "|c=prod-1,r=us-east-1||" +
+				"s" + b36(time.Date(2025, 11, 26, 0, 0, 0, 0, time.UTC)) + "-60" + ",c" + b36(cert1.NotAfter) + "-30"},
 		{"gke, inactive, timed out", Space{Version: 40, Status: Inactive, Provider: GCP, CloudAccountID: digestAcct,
 			Config: Config{"projectId": "acme-prod", "region": "us-central1", "clusterName": "c"},
 			Probe:  Probe{ConsecutiveFailures: 4, Reason: ReasonTimeout, LastProbeAt: &at}},
@@ -62,6 +66,8 @@ func TestDigestText(t *testing.T) {
 	}
 }
 
+func b36(t time.Time) string { return strconv.FormatInt(t.Unix(), 36) }
+
 func cmpOr(c, def Connectivity) Connectivity {
 	if c == "" {
 		return def
@@ -74,7 +80,8 @@ func cmpOr(c, def Connectivity) Connectivity {
 // rest zero, and a longer one with the rest ignored.
 func TestDigestTextRefused(t *testing.T) {
 	for _, text := range []string{"", "2|7|a", "1", "1|0|a", "1|x!|a", "1|7|q", "1|7|a|x", "1|7|a|0||zz!",
-		"1|7|a|0||||aws|acct|c", "1|7|a|0||||aws|acct|Q=v", "1|7|a|0||||aws|acct|c=a,c=b", "1|7|a|0|%7|", "1|7|a|0|%zz|"} {
+		"1|7|a|0||||aws|acct|c", "1|7|a|0||||aws|acct|Q=v", "1|7|a|0||||aws|acct|c=a,c=b", "1|7|a|0|%7|", "1|7|a|0|%zz|",
+		"1|7|a|0||||aws|acct|||x1-2", "1|7|a|0||||aws|acct|||s1", "1|7|a|0||||aws|acct|||s1-z", "1|7|a|0||||aws|acct|||s1-2,", "1|7|a|0||||aws|acct|||s!-2"} {
 		if d, err := ParseDigest(text); err == nil {
 			t.Errorf("ParseDigest(%q) = %+v, want an error", text, d)
 		}
@@ -83,7 +90,7 @@ func TestDigestTextRefused(t *testing.T) {
 	if err != nil || short.Version != 7 || short.Status != Active || short.Facts != nil || short.Provider != "" {
 		t.Errorf("a shorter digest: %+v, %v", short, err)
 	}
-	long, err := ParseDigest(DigestOf(Space{Version: 3, Status: Active, Provider: AWS}).String() + "|a later field")
+	long, err := ParseDigest(DigestOf(Space{Version: 3, Status: Active, Provider: AWS}).String() + "||a later field")
 	if err != nil || long.Version != 3 || long.Provider != AWS {
 		t.Errorf("a longer digest: %+v, %v", long, err)
 	}

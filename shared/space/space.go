@@ -74,6 +74,11 @@ type Space struct {
 
 	// Connectivity is direct or agent (agent.go); fixed at registration.
 	Connectivity Connectivity `json:"connectivity"`
+
+	// Notices are the inventory's thresholds already announced
+	// (notices.go): stored in an attribute of their own by the store,
+	// never part of the API's body.
+	Notices Notices `json:"-"`
 }
 
 // Probe is what the reachability probe last learned about a space.

@@ -62,8 +62,11 @@ func (o Outcome) OK() bool { return o.Reason == "" }
 // ApplyProbe moves s through the status state machine: a success makes it
 // active, FailureThreshold consecutive failures make it inactive, and fewer
 // failures keep the current status so one lost packet never flips it. It
-// reports whether the status changed.
+// reports whether the status changed. It also announces an inventory
+// threshold due at the probe's time (Space.Announce), unless the version
+// changed: each write is at most one event.
 func ApplyProbe(s Space, o Outcome) (Space, bool) {
+	before := s
 	at := o.At.UTC()
 	s.Probe.LastProbeAt = &at
 	s.Probe.LatencyMS = o.Latency.Milliseconds()
@@ -92,6 +95,10 @@ func ApplyProbe(s Space, o Outcome) (Space, bool) {
 		if s.Probe.ConsecutiveFailures >= FailureThreshold && o.Reason != ReasonAgentNotConnected {
 			next = Inactive
 		}
+	}
+	s = s.forgetStale()
+	if _, _, changed := VersionChanged(before, s); !changed {
+		s, _ = s.Announce(at)
 	}
 	return transition(s, next, at)
 }
@@ -159,14 +166,15 @@ func factText(v any) string {
 
 // NeedsWrite reports whether a probe that turned old into next must be
 // stored. Only changes are: the status, the failure reason, the facts
-// (probeFacts: the server version and the serving certificate), and the failure count up to
+// (probeFacts: the server version and the serving certificate), an
+// inventory threshold newly announced (Notices), and the failure count up to
 // FailureThreshold (it moves the space toward inactive). An unchanged
 // result, and further failures of an inactive space with the same reason,
 // are not written at all, so the cost of probing grows with changes, not
 // with time or the fleet: that the space is still probed is its shard's
 // beat (Space.WithBeat), not its item.
 func NeedsWrite(old, next Space) bool {
-	if stateChanged(old, next) {
+	if stateChanged(old, next) || !old.Notices.Equal(next.Notices) {
 		return true
 	}
 	for _, f := range probeFacts {

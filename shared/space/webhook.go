@@ -31,6 +31,10 @@ const (
 	EventJobSucceeded              EventType = "provisioning_job.succeeded"
 	EventJobFailed                 EventType = "provisioning_job.failed"
 	EventAccountVerificationFailed EventType = "cloud_account.verification_failed"
+	// The inventory's events (notices.go).
+	EventSpaceVersionChanged EventType = "space.version_changed"
+	EventSupportEnding       EventType = "space.support_ending"
+	EventCertificateExpiring EventType = "space.certificate_expiring"
 	// EventWebhookTest is sent only on request, to the one endpoint asked.
 	EventWebhookTest EventType = "webhook.test"
 )
@@ -54,6 +58,7 @@ var EventTypes = []EventType{
 	EventSpaceRegistered, EventSpaceStatusChanged, EventSpaceDeregistered,
 	EventRevisionDeployed, EventRevisionFailed, EventRevisionStopped,
 	EventJobSucceeded, EventJobFailed, EventAccountVerificationFailed,
+	EventSpaceVersionChanged, EventSupportEnding, EventCertificateExpiring,
 }
 
 // Valid reports whether t is a subscribable event type.
