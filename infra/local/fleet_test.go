@@ -172,6 +172,22 @@ func TestSpaceSearchAndSort(t *testing.T) {
 	if want := []string{"staging", "dev-eu", "prod-eu", "Prod-US", "PRODUCTION"}; !slices.Equal(got, want) {
 		t.Errorf("by status: %q, want %q", got, want)
 	}
+	// By the time of the last transition, newest first: staging's change
+	// to active is newer than every other space's registration, and those
+	// follow newest first (a space with no transition dates from it).
+	got = nil
+	path = "/spaces?sort=-status_since&limit=2"
+	for range 5 {
+		page, next := names(path)
+		got = append(got, page...)
+		if next == "" {
+			break
+		}
+		path = "/spaces?sort=-status_since&limit=2&cursor=" + next
+	}
+	if want := []string{"staging", "PRODUCTION", "dev-eu", "Prod-US", "prod-eu"}; !slices.Equal(got, want) {
+		t.Errorf("newest change first: %q, want %q", got, want)
+	}
 
 	// A cursor continues only its own search and order.
 	_, next := names("/spaces?sort=name&limit=1")
