@@ -205,7 +205,8 @@ func (p *page) until(what, expr string, limit time.Duration) {
 	if ok, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(limit), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil || !ok {
 		p.shot("failed-" + strings.ReplaceAll(what, " ", "-"))
 		text, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`document.querySelector('main').innerText.slice(0, 1500)`))
-		p.t.Fatalf("waiting for %s (%s): %v\npage: %s", what, expr, err, text)
+		recent, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`(window.__spacesStats ? window.__spacesStats.recent : []).map(r => r.method + ' ' + r.path + ' ' + r.status).join('\n')`))
+		p.t.Fatalf("waiting for %s (%s): %v\npage: %s\nthe console's last requests:\n%s", what, expr, err, text, recent)
 	}
 }
 

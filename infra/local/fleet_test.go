@@ -111,17 +111,22 @@ func TestSpaceSearchAndSort(t *testing.T) {
 		next, _ := m["next_cursor"].(string)
 		return out, next
 	}
-	// Paged two at a time in name order, following the cursor.
-	var got []string
-	path := "/spaces?sort=name&limit=2"
-	for range 5 {
-		page, next := names(path)
-		got = append(got, page...)
-		if next == "" {
-			break
+	// walk follows path's cursor to the end (at most 10 pages: a cursor
+	// that never ends fails the test's order check, not its time).
+	walk := func(path string) []string {
+		var got []string
+		for i, p := 0, path; i < 10; i++ {
+			page, next := names(p)
+			got = append(got, page...)
+			if next == "" {
+				break
+			}
+			p = path + "&cursor=" + next
 		}
-		path = "/spaces?sort=name&limit=2&cursor=" + next
+		return got
 	}
+	// Paged two at a time in name order, following the cursor.
+	got := walk("/spaces?sort=name&limit=2")
 	if want := []string{"dev-eu", "prod-eu", "Prod-US", "PRODUCTION", "staging"}; !slices.Equal(got, want) {
 		t.Errorf("by name: %q, want %q", got, want)
 	}
@@ -139,16 +144,7 @@ func TestSpaceSearchAndSort(t *testing.T) {
 	}
 	// By registration, newest first, paged one at a time: the reverse of
 	// the order they were registered in.
-	got = nil
-	path = "/spaces?sort=-registered&limit=1"
-	for range 6 {
-		page, next := names(path)
-		got = append(got, page...)
-		if next == "" {
-			break
-		}
-		path = "/spaces?sort=-registered&limit=1&cursor=" + next
-	}
+	got = walk("/spaces?sort=-registered&limit=1")
 	if want := []string{"PRODUCTION", "dev-eu", "staging", "Prod-US", "prod-eu"}; !slices.Equal(got, want) {
 		t.Errorf("newest first: %q, want %q", got, want)
 	}
@@ -159,32 +155,14 @@ func TestSpaceSearchAndSort(t *testing.T) {
 	internal := newClient(t, st, "org-search", "spaces:internal")
 	staging := c.must(200, c.do("GET", "/spaces?name_prefix=staging", nil))["items"].([]any)[0].(map[string]any)["id"].(string)
 	internal.must(200, internal.do("PATCH", "/spaces/"+staging+"/status", map[string]any{"status": "active"}, `If-Match: "1"`))
-	got = nil
-	path = "/spaces?sort=status&limit=2"
-	for range 5 {
-		page, next := names(path)
-		got = append(got, page...)
-		if next == "" {
-			break
-		}
-		path = "/spaces?sort=status&limit=2&cursor=" + next
-	}
+	got = walk("/spaces?sort=status&limit=2")
 	if want := []string{"staging", "dev-eu", "prod-eu", "Prod-US", "PRODUCTION"}; !slices.Equal(got, want) {
 		t.Errorf("by status: %q, want %q", got, want)
 	}
 	// By the time of the last transition, newest first: staging's change
 	// to active is newer than every other space's registration, and those
 	// follow newest first (a space with no transition dates from it).
-	got = nil
-	path = "/spaces?sort=-status_since&limit=2"
-	for range 5 {
-		page, next := names(path)
-		got = append(got, page...)
-		if next == "" {
-			break
-		}
-		path = "/spaces?sort=-status_since&limit=2&cursor=" + next
-	}
+	got = walk("/spaces?sort=-status_since&limit=2")
 	if want := []string{"staging", "PRODUCTION", "dev-eu", "Prod-US", "prod-eu"}; !slices.Equal(got, want) {
 		t.Errorf("newest change first: %q, want %q", got, want)
 	}

@@ -228,28 +228,5 @@ func (s *Store) ListActivity(ctx context.Context, org string, q space.ActivityQu
 	if q.After != "" {
 		in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(prefixActivity + org), "sk": str(q.After)}
 	}
-	var out []space.Activity
-	var keys []string
-	for len(out) <= q.Limit {
-		res, err := s.db.Query(ctx, in)
-		if err != nil {
-			return nil, "", awsError("Query", err)
-		}
-		for _, item := range res.Items {
-			var a space.Activity
-			if err := s.decode(item, &a); err != nil {
-				return nil, "", err
-			}
-			sk, _ := item["sk"].(*types.AttributeValueMemberS)
-			out, keys = append(out, a), append(keys, sk.Value)
-		}
-		if res.LastEvaluatedKey == nil {
-			break
-		}
-		in.ExclusiveStartKey = res.LastEvaluatedKey
-	}
-	if len(out) > q.Limit {
-		return out[:q.Limit], keys[q.Limit-1], nil
-	}
-	return out, "", nil
+	return queryPage[space.Activity](ctx, s, in, q.Limit)
 }

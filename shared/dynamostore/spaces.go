@@ -476,7 +476,7 @@ func (s *Store) liveSpaceCounted(ctx context.Context, org, id string) (space.Spa
 		return space.Space{}, "", space.ErrNotFound("space")
 	}
 	var sp space.Space
-	if err := s.decode(item, &sp); err != nil {
+	if err := s.decodeSpace(item, &sp); err != nil {
 		return space.Space{}, "", err
 	}
 	if sp.Deleted() {

@@ -390,3 +390,33 @@ func awsError(op string, err error) error {
 	}
 	return &space.Error{Kind: space.KindInternal, Message: "the registry store failed", Err: cause}
 }
+
+// queryPage reads up to limit items of T in the order the Query in reads
+// them, going on past pages a filter left short, and answers the sk of the
+// page's last item when more follow (where the next page starts).
+func queryPage[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput, limit int) ([]T, string, error) {
+	var out []T
+	var keys []string
+	for len(out) <= limit {
+		res, err := s.db.Query(ctx, in)
+		if err != nil {
+			return nil, "", awsError("Query", err)
+		}
+		for _, item := range res.Items {
+			var a T
+			if err := s.decode(item, &a); err != nil {
+				return nil, "", err
+			}
+			sk, _ := item["sk"].(*types.AttributeValueMemberS)
+			out, keys = append(out, a), append(keys, sk.Value)
+		}
+		if res.LastEvaluatedKey == nil {
+			break
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+	if len(out) > limit {
+		return out[:limit], keys[limit-1], nil
+	}
+	return out, "", nil
+}

@@ -377,30 +377,7 @@ func (s *Store) Attempts(ctx context.Context, org, endpointID string, page space
 	if page.After != "" {
 		in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(prefixWebhook + endpointID), "sk": str(page.After)}
 	}
-	var out []space.DeliveryAttempt
-	var keys []string
-	for len(out) <= page.Limit {
-		res, err := s.db.Query(ctx, in)
-		if err != nil {
-			return nil, "", awsError("Query", err)
-		}
-		for _, item := range res.Items {
-			var a space.DeliveryAttempt
-			if err := s.decode(item, &a); err != nil {
-				return nil, "", err
-			}
-			sk, _ := item["sk"].(*types.AttributeValueMemberS)
-			out, keys = append(out, a), append(keys, sk.Value)
-		}
-		if res.LastEvaluatedKey == nil {
-			break
-		}
-		in.ExclusiveStartKey = res.LastEvaluatedKey
-	}
-	if len(out) > page.Limit {
-		return out[:page.Limit], keys[page.Limit-1], nil
-	}
-	return out, "", nil
+	return queryPage[space.DeliveryAttempt](ctx, s, in, page.Limit)
 }
 
 var _ space.EventStore = (*Store)(nil)

@@ -10,9 +10,13 @@ export class ApiError extends Error {
 }
 
 // Counters the benchmark and the tests read: how many requests went out and
-// how many came back 304.
-export const stats = { requests: 0, notModified: 0 };
+// how many came back 304; and the last few requests (method, path, status,
+// or "pending" while out), which a failed browser test prints beside the
+// page, so a screen that did not change says whether its request was sent
+// and what it got.
+export const stats = { requests: 0, notModified: 0, recent: [] };
 window.__spacesStats = stats;
+const RECENT = 30;
 
 export function createApi(session, onUnauthorized) {
   const tags = new Map(); // path -> {etag, data}
@@ -26,13 +30,18 @@ export function createApi(session, onUnauthorized) {
     const cached = opts.poll ? tags.get(path) : undefined;
     if (cached) headers['If-None-Match'] = cached.etag;
     stats.requests++;
+    const seen = { method, path, status: 'pending' };
+    stats.recent.push(seen);
+    if (stats.recent.length > RECENT) stats.recent.shift();
     let res;
     try {
       // no-store: the page manages its own ETags, so a 304 reaches it as one.
       res = await fetch(path, { method, headers, cache: 'no-store', credentials: 'omit', signal: opts.signal, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
     } catch (e) {
+      seen.status = 'unreachable';
       throw new ApiError(0, null, 'The API could not be reached');
     }
+    seen.status = res.status;
     if (res.status === 304 && cached) { stats.notModified++; return { data: cached.data, changed: false }; }
     if (res.status === 204) return { data: null, changed: true };
     const type = res.headers.get('Content-Type') || '';
