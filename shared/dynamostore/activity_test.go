@@ -219,7 +219,8 @@ func newActivityWorld(t *testing.T) *activityWorld {
 // that made it (a change of Spaces itself: system, no request), nothing of
 // a secret, a connection or a manifest; a record read again writes the same
 // entry; every such record passes the template's stream filter, and a
-// probe's write neither makes an entry nor passes it.
+// probe's write makes no entry (it passes the filter, which lets every
+// space's MODIFY through for the inventory's events).
 func TestActivityFromTheStream(t *testing.T) {
 	w := newActivityWorld(t)
 	ctx := t.Context()
@@ -227,9 +228,6 @@ func TestActivityFromTheStream(t *testing.T) {
 	for _, r := range w.quiet {
 		if _, ok := w.store.ActivityOf(r); ok {
 			t.Errorf("a probe's write made an entry: %s", r.EventName)
-		}
-		if passes(t, pats, r) {
-			t.Errorf("a probe's write passes the stream filter: its new image %v", r.Change.NewImage)
 		}
 	}
 	n := 0
