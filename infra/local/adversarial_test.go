@@ -133,11 +133,12 @@ func checkProblem(t *testing.T, what string, status int, h http.Header, body []b
 	}
 }
 
-// snapshot is every item of the table, each as canonical JSON, sorted.
+// snapshot is every registry item of the table (registryItems), each as
+// canonical JSON, sorted.
 func snapshot(t *testing.T, st *Stack) []string {
 	t.Helper()
 	var out []string
-	for _, m := range scanTable(t, st.AWS, st.EmulatorURL, st.Table) {
+	for _, m := range registryItems(t, st) {
 		b, _ := json.Marshal(m) // map keys are sorted
 		out = append(out, string(b))
 	}

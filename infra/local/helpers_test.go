@@ -240,20 +240,27 @@ func registerBody(provider, account, cluster string) map[string]any {
 	return map[string]any{"provider": provider, "space_type": "kubernetes", "cloud_account_id": account, "config": configFor(provider, cluster)}
 }
 
-// itemCount counts every item in the stack's table, deleted ones included,
-// but the org's activity entries: the stream's consumer writes those after
-// the writes they record, at a time of its own, so an entry of a write made
-// before a count may land after it. (A refused request writes nothing, so
-// it has no entry to count: TestActivityFromTheStream.)
+// itemCount counts the stack's registry items (registryItems), deleted
+// ones included.
 func itemCount(t testing.TB, st *Stack) int {
 	t.Helper()
-	n := 0
+	return len(registryItems(t, st))
+}
+
+// registryItems is every item in the stack's table but the orgs' activity
+// entries: the stream's consumer writes those after the writes they
+// record, at a time of its own, so an entry of a write made before a
+// "nothing changed" check may land during it. (A refused request writes
+// nothing, so it has no entry: TestActivityFromTheStream.)
+func registryItems(t testing.TB, st *Stack) []map[string]any {
+	t.Helper()
+	var out []map[string]any
 	for _, it := range scanTable(t, st.AWS, st.EmulatorURL, st.Table) {
 		if pk, _ := it["pk"].(string); !strings.HasPrefix(pk, "ACT#") {
-			n++
+			out = append(out, it)
 		}
 	}
-	return n
+	return out
 }
 
 // scanTable reads every item of a table, strongly consistent, as plain
