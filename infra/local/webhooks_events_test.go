@@ -109,18 +109,9 @@ func TestWebhookEveryEventFromTheStream(t *testing.T) {
 
 	eventually(t, "six events at the receiver", func() bool { return len(rc.requests()) >= len(want) })
 	seen := map[string]int{}
-	for _, r := range rc.requests() {
-		if err := verifier.Verify(r.body, r.header); err != nil {
-			t.Errorf("the reference library refuses %s: %v", r.body, err)
-		}
-		var b hookBody
-		if err := json.Unmarshal(r.body, &b); err != nil {
-			t.Fatal(err)
-		}
+	for _, h := range checkedHooks(t, rc, verifier) {
+		r, b := h.hookRequest, h.body
 		seen[b.Type]++
-		if bad := validator.Webhook(b.Type, r.body); bad != nil {
-			t.Errorf("%s does not follow openapi.yaml: %v\n%s", b.Type, bad, r.body)
-		}
 		id := map[bool]string{true: "revision_id"}[strings.HasPrefix(b.Type, "revision.")]
 		switch {
 		case strings.HasPrefix(b.Type, "provisioning_job."):
@@ -206,18 +197,9 @@ func TestWebhookInventoryEventsFromTheStream(t *testing.T) {
 
 	eventually(t, "three events at the receiver", func() bool { return len(rc.requests()) >= len(types) })
 	seen := map[string]int{}
-	for _, r := range rc.requests() {
-		if err := verifier.Verify(r.body, r.header); err != nil {
-			t.Errorf("the reference library refuses %s: %v", r.body, err)
-		}
-		var b hookBody
-		if err := json.Unmarshal(r.body, &b); err != nil {
-			t.Fatal(err)
-		}
+	for _, h := range checkedHooks(t, rc, verifier) {
+		b := h.body
 		seen[b.Type]++
-		if bad := validator.Webhook(b.Type, r.body); bad != nil {
-			t.Errorf("%s does not follow openapi.yaml: %v\n%s", b.Type, bad, r.body)
-		}
 		if b.Data["space_id"] != spaceID {
 			t.Errorf("%s names space %v; want %s", b.Type, b.Data["space_id"], spaceID)
 		}
@@ -244,4 +226,32 @@ func TestWebhookInventoryEventsFromTheStream(t *testing.T) {
 	if len(rc.requests()) != len(types) {
 		t.Errorf("%d requests; want %d (a change that is no event was sent)", len(rc.requests()), len(types))
 	}
+}
+
+// checkedHook is a request the receiver got and its body, parsed.
+type checkedHook struct {
+	hookRequest
+	body hookBody
+}
+
+// checkedHooks is every request rc got, each verified with the Standard
+// Webhooks reference library and its body checked against its schema in
+// openapi.yaml.
+func checkedHooks(t *testing.T, rc *hookReceiver, verifier *standardwebhooks.Webhook) []checkedHook {
+	t.Helper()
+	var out []checkedHook
+	for _, r := range rc.requests() {
+		if err := verifier.Verify(r.body, r.header); err != nil {
+			t.Errorf("the reference library refuses %s: %v", r.body, err)
+		}
+		var b hookBody
+		if err := json.Unmarshal(r.body, &b); err != nil {
+			t.Fatal(err)
+		}
+		if bad := validator.Webhook(b.Type, r.body); bad != nil {
+			t.Errorf("%s does not follow openapi.yaml: %v\n%s", b.Type, bad, r.body)
+		}
+		out = append(out, checkedHook{r, b})
+	}
+	return out
 }
