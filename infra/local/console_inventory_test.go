@@ -1,12 +1,15 @@
 package local
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 
@@ -203,6 +206,21 @@ func TestConsoleInventory(t *testing.T) {
 			p.shot("inventory-03-phone")
 		}
 	}
+
+	// In dark mode (the system setting) the badges, tiles and bars keep
+	// their contrast.
+	p.run("dark mode, desktop width", chromedp.EmulateViewport(1280, 900),
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+			return err
+		}))
+	p.visit("the list in dark mode", "#/spaces")
+	p.until("the list in dark mode", rows(5)+` && !!document.querySelector('#version-chart') && getComputedStyle(document.body).backgroundColor === 'rgb(13, 17, 23)'`, wait)
+	p.audit("spaces (inventory, dark)")
+	p.visit("demo-gke-1's page in dark mode", "#/spaces/"+ids["demo-gke-1"])
+	p.until("demo-gke-1's page in dark mode", `!!document.querySelector('h1 [data-badge="certificate"]') && !!document.querySelector('#ns-table')`, wait)
+	p.audit("space (certificate expiring, dark)")
 
 	// A version still in support (no demo cluster's is): the days left,
 	// a badge within 60 of them, none beyond; a certificate's days
