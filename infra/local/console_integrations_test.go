@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -17,20 +19,23 @@ import (
 )
 
 // TestConsoleIntegrations: the Integrations screen in a real browser
-// against the local stack and a real HTTPS receiver. A URL the API refuses
-// (http to a public host, a private address) shows the API's own message
-// under the URL field and creates nothing; a created endpoint's secret is
-// shown once, with Copy, and a reload no longer shows it; pause and resume
-// from the list; on the endpoint's page a test event reaches the receiver
-// and its 2xx attempt is in the delivery log, Replay sends it again under
-// the same webhook-id, and "Replay since" too; a rotated secret is shown
-// once and both secrets sign the next delivery; the log pages with the
-// API's cursor; an endpoint the receiver
+// against the local stack and a real HTTPS receiver. No event type is said
+// under the checkboxes with nothing sent; a URL the API refuses (http to a
+// public host, a private address), and a selector that does not parse,
+// show the API's own message under their field and create nothing; a
+// created endpoint's secret is shown once, with Copy, and a reload no
+// longer shows it; pause and resume from the list; on the endpoint's page
+// a test event reaches the receiver and its 2xx attempt is in the delivery
+// log, Replay sends it again under the same webhook-id, and "Replay since"
+// too; a rotated secret is shown once and both secrets sign the next
+// delivery; the log pages with the API's cursor; an endpoint the receiver
 // answered 410 Gone, and one whose deliveries failed for five days, are
 // said disabled, with why, in a banner on both screens and on the nav item
-// (in words, not colour alone), and Resume clears it; Delete asks first.
-// At 390 px neither screen is wider than the window. Every request the
-// console sends is checked against openapi.yaml by the proxy.
+// (in words, not colour alone), and Resume clears it; Delete asks first;
+// axe finds no violation on either screen, in light or dark mode.
+// Left idle, each screen sends one request a tick; at 390 px neither is
+// wider than the window. Every request the console sends is checked
+// against openapi.yaml by the proxy.
 func TestConsoleIntegrations(t *testing.T) {
 	rc := newHookReceiver(t)
 	st := startWith(t, Config{Probing: ProbingConfig{Disabled: true}, ConsoleRefresh: time.Second,
@@ -51,25 +56,48 @@ func TestConsoleIntegrations(t *testing.T) {
 		return out
 	}
 
+	p.watchIdle()
 	p.signIn(org)
 	p.until("the spaces list", `!!document.querySelector('#spaces-table, .empty')`, wait)
 	p.run("open Integrations from the nav", chromedp.Click(chromedp.CSS(`nav a[href="#/integrations"]`)))
 	p.until("no endpoint yet", `document.querySelector('#endpoints').innerText.includes('No endpoint yet') && !!document.querySelector('#endpoint-form')`, wait)
 	p.audit("integrations (empty)")
 
-	// Refused URLs: the API's message under the URL field, nothing created.
-	for _, bad := range []string{"http://hooks.example.com/spaces", "https://10.1.2.3/spaces"} {
-		r := c.do("POST", "/webhook-endpoints", map[string]any{"url": bad, "event_types": []string{"space.registered"}})
+	// No event type: said under the checkboxes, nothing sent (openapi.yaml
+	// forbids an empty list).
+	p.run("add with no event type", chromedp.SetValue(chromedp.CSS("#ep-url"), rc.srv.URL+"/hooks"), chromedp.Click(chromedp.CSS(`#endpoint-form button[type=submit]`)))
+	p.until("the event types' error", `document.querySelector('#ep-types .err')?.textContent === 'must name at least one event type'`, wait)
+	if reqs, _ := proxy.stats(); containsPrefix(reqs, "POST /webhook-endpoints ") {
+		t.Errorf("an endpoint with no event type was sent: %v", reqs)
+	}
+
+	// Refused by the API (two URLs, a selector that does not parse): its
+	// own message under the field it names, nothing created.
+	i := 0
+	for _, bad := range []struct {
+		url, selector, input string
+	}{
+		{"http://hooks.example.com/spaces", "", "#ep-url"},
+		{"https://10.1.2.3/spaces", "", "#ep-url"},
+		{rc.srv.URL + "/hooks", "env in (prod", "#ep-selector"},
+	} {
+		i++
+		body := map[string]any{"url": bad.url, "event_types": []string{"space.registered"}}
+		if bad.selector != "" {
+			body["label_selector"] = bad.selector
+		}
+		r := c.do("POST", "/webhook-endpoints", body)
 		if r.status != 422 {
-			t.Fatalf("the API answered %s with %d, want 422: %s", bad, r.status, r.body)
+			t.Fatalf("the API answered %v with %d, want 422: %s", body, r.status, r.body)
 		}
 		reason := r.json(t)["errors"].([]any)[0].(map[string]any)["reason"].(string)
-		p.eval(`(() => { document.querySelector('#ep-type-space-registered').checked = true; return ''; })()`)
-		p.run("add "+bad, chromedp.SetValue(chromedp.CSS("#ep-url"), bad), chromedp.Click(chromedp.CSS(`#endpoint-form button[type=submit]`)))
-		p.until("the API's message for "+bad, fmt.Sprintf(`document.querySelector('#ep-url').getAttribute('aria-invalid') === 'true' &&
-			document.querySelector('#ep-url').closest('.field').querySelector('.err').textContent === %q`, reason), wait)
+		p.eval(fmt.Sprintf(`(() => { document.querySelector('#ep-type-space-registered').checked = true;
+			document.querySelector('#ep-url').value = %q; document.querySelector('#ep-selector').value = %q; return ''; })()`, bad.url, bad.selector))
+		p.run(fmt.Sprintf("add refused %d", i), chromedp.Click(chromedp.CSS(`#endpoint-form button[type=submit]`)))
+		p.until(fmt.Sprintf("the API's message for refused %d", i), fmt.Sprintf(`document.querySelector(%q).getAttribute('aria-invalid') === 'true' &&
+			document.querySelector(%q).closest('.field').querySelector('.err')?.textContent === %q`, bad.input, bad.input, reason), wait)
 		if n := len(endpoints()); n != 0 {
-			t.Fatalf("refusing %s left %d endpoints, want 0", bad, n)
+			t.Fatalf("refusing %v left %d endpoints, want 0", body, n)
 		}
 	}
 	p.audit("integrations (refused URL)")
@@ -78,6 +106,7 @@ func TestConsoleIntegrations(t *testing.T) {
 	}
 
 	// Created: the secret once, with Copy.
+	p.eval(`(() => { document.querySelector('#ep-selector').value = ''; return ''; })()`)
 	p.run("add the receiver", chromedp.SetValue(chromedp.CSS("#ep-url"), rc.srv.URL+"/hooks"),
 		chromedp.SetValue(chromedp.CSS("#ep-description"), "console test"),
 		chromedp.Click(chromedp.CSS(`#endpoint-form button[type=submit]`)))
@@ -187,6 +216,8 @@ func TestConsoleIntegrations(t *testing.T) {
 	p.run("newer", chromedp.Click(chromedp.CSS("#log-newer")))
 	p.until("the first page again", `document.querySelectorAll('#deliveries-table tbody tr').length === 20 && document.querySelector('#log-page').textContent === 'page 1'`, wait)
 
+	idle(p, "the endpoint's page")
+
 	// At a phone's width neither screen is wider than the window.
 	p.run("phone width", chromedp.EmulateViewport(390, 844))
 	p.until("the log at phone width", `document.querySelectorAll('#deliveries-table tbody tr').length === 20`, wait)
@@ -262,6 +293,38 @@ func TestConsoleIntegrations(t *testing.T) {
 	if n := len(endpoints()); n != 1 {
 		t.Errorf("%d endpoints after one was deleted, want 1", n)
 	}
+	idle(p, "the list")
+
+	// Dark mode (the system setting): both screens dark, no axe violation.
+	p.run("dark mode", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
+		return err
+	}))
+	p.until("the list in dark mode", `!!document.querySelector('#endpoints-table') && getComputedStyle(document.body).backgroundColor === 'rgb(13, 17, 23)'`, wait)
+	p.audit("integrations (dark)")
+	p.visit("the endpoint", "#/integrations/"+id)
+	p.until("the endpoint in dark mode", `document.querySelectorAll('#deliveries-table tbody tr').length === 20`, wait)
+	p.audit("endpoint (dark)")
 	reqs, _ := proxy.stats()
 	t.Logf("%d API requests, every one checked against openapi.yaml; screens audited: %s", len(reqs), strings.Join(p.audited, ", "))
+}
+
+// idle: the screen on view, left alone, sends one request a tick that runs.
+func idle(p *page, screen string) {
+	p.t.Helper()
+	from := p.settled(screen + ", idle")
+	to := p.quiet(screen+", idle, 3 more ticks run", from.Ran+3)
+	if sent, ran := to.Requests-from.Requests, to.Ran-from.Ran; sent != ran {
+		p.t.Errorf("%s, idle, sent %d requests in %d ticks run, want one a tick", screen, sent, ran)
+	}
+}
+
+func containsPrefix(list []string, prefix string) bool {
+	for _, s := range list {
+		if strings.HasPrefix(s, prefix) {
+			return true
+		}
+	}
+	return false
 }

@@ -218,6 +218,12 @@ function createForm(ctx, onCreated) {
     const body = { url: url.value.trim(), event_types: boxes.filter(b => b.checked).map(b => b.value) };
     if (desc.value.trim()) body.description = desc.value.trim();
     if (selector.value.trim()) body.label_selector = selector.value.trim();
+    // openapi.yaml forbids an empty list, so it is never sent: said as the API says it.
+    if (!body.event_types.length) {
+      const rest = showFieldErrors(form, { problem: { errors: [{ field: 'event_types', reason: 'must name at least one event type' }] } });
+      if (!rest.length) boxes[0].focus();
+      return;
+    }
     submit.disabled = true;
     try {
       const created = await api.post('/webhook-endpoints', body);
