@@ -31,7 +31,8 @@ import (
 // delivery; the log pages with the API's cursor; an endpoint the receiver
 // answered 410 Gone, and one whose deliveries failed for five days, are
 // said disabled, with why, in a banner on both screens and on the nav item
-// (in words, not colour alone), and Resume clears it; Delete asks first;
+// (in words, not colour alone), not on another org's, and Resume clears
+// it; Delete asks first;
 // axe finds no violation on either screen, in light or dark mode.
 // Left idle, each screen sends one request a tick; at 390 px neither is
 // wider than the window. Every request the console sends is checked
@@ -158,6 +159,8 @@ func TestConsoleIntegrations(t *testing.T) {
 	p.until("its 2xx attempt in the log", `(() => { const r = document.querySelector('`+row+`');
 		return !!r && r.dataset.verdict === 'delivered' && +r.dataset.status >= 200 && +r.dataset.status < 300 &&
 			r.querySelector('td[data-label="Status"]').innerText.includes(r.dataset.status) && r.querySelector('td[data-label="Event"]').innerText.includes('webhook.test'); })()`, wait)
+	p.until("the test event's result", `(() => { const r = document.querySelector('#test-result');
+		return !!r && r.dataset.verdict === 'delivered' && r.textContent.includes('the receiver answered ' + r.dataset.status); })()`, wait)
 	if got := received(testID); len(got) != 1 {
 		t.Fatalf("the receiver got the test event %d times, want 1", len(got))
 	} else if err := verifier.Verify(got[0].body, got[0].header); err != nil {
@@ -273,6 +276,20 @@ func TestConsoleIntegrations(t *testing.T) {
 	if got := p.eval(`document.querySelector('nav a[href="#/integrations"]').innerText`); !strings.Contains(got, "2 disabled") {
 		t.Errorf("on the spaces screen the nav item reads %q", got)
 	}
+
+	// Another org signed in on the same page sees no mark; back, it is there.
+	p.run("sign out", chromedp.Click(chromedp.CSS("#signout")))
+	p.until("the sign-in form", `!!document.querySelector('#org-input')`, wait)
+	p.run("sign in as another org", chromedp.SetValue(chromedp.CSS("#org-input"), org+"-other"), chromedp.Click(chromedp.CSS(`form button[type=submit]`)))
+	p.until("the other org's spaces", `document.querySelector('#org').textContent.includes('-other') && !!document.querySelector('#spaces-table, .empty')`, wait)
+	p.quiet("the other org, nothing out", 0)
+	if got := p.eval(`document.querySelector('nav a[href="#/integrations"]').innerText`); got != "Integrations" {
+		t.Errorf("another org's nav item reads %q", got)
+	}
+	p.run("sign out again", chromedp.Click(chromedp.CSS("#signout")))
+	p.until("the sign-in form", `!!document.querySelector('#org-input')`, wait)
+	p.run("sign in as the org", chromedp.SetValue(chromedp.CSS("#org-input"), org), chromedp.Click(chromedp.CSS(`form button[type=submit]`)))
+	p.until("the nav item says both again", `(document.querySelector('#nav-integrations-alert')?.textContent || '').includes('2 disabled')`, wait)
 
 	// Resume both: the banner and the nav's mark go.
 	p.visit("the list", "#/integrations")

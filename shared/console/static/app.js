@@ -113,7 +113,7 @@ function route() {
   }
   if (hash === '#' || hash === '#/') { stop(); location.replace('#/spaces'); return; }
   // A disabled webhook endpoint is marked on the nav item from any screen.
-  watchDisabled(api);
+  watchDisabled(api, false, session.org());
   const found = routes.map(([re, view]) => [hash.match(re), view]).find(([m]) => m);
   const key = found && `${routes.findIndex(([, v]) => v === found[1])}:${found[0].slice(1)}`;
   if (found && current && current.key === key && current.onHash) { current.onHash(); return; }

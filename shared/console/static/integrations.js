@@ -76,9 +76,11 @@ export function disabledNotice(items) {
 
 // watchDisabled asks the endpoints at most once a minute as the user moves
 // between screens (a conditional GET: mostly a 304), for disabledNotice.
-let lastWatch = 0;
-export function watchDisabled(api, force = false) {
+// org is who is signed in: another org's sign-in drops the mark and asks at once.
+let lastWatch = 0, lastOrg;
+export function watchDisabled(api, force = false, org = lastOrg) {
   const now = Date.now();
+  if (org !== lastOrg) { disabledNotice([]); lastOrg = org; force = true; }
   if (!force && now - lastWatch < 60000) return;
   lastWatch = now;
   api.poll('/webhook-endpoints?limit=100').then(r => disabledNotice(r.data.items), () => {});
@@ -285,7 +287,9 @@ export async function integrationDetail(root, [id], ctx) {
         h('dt', null, 'Id'), h('dd', null, h('code', null, ep.id)))));
     const test = action('Send test event', { id: 'send-test' }, out, async () => {
       const r = await api.post(`/webhook-endpoints/${id}/test`);
-      out.replaceChildren(h('div', { class: 'alert info', 'data-test-id': r.webhook_id }, 'Test event queued as ', h('code', null, r.webhook_id), ': its attempt appears in the log below.'));
+      testResult = h('span', { id: 'test-result' }, 'its attempt appears in the log below.');
+      out.replaceChildren(h('div', { class: 'alert info', 'data-test-id': r.webhook_id }, 'Test event queued as ', h('code', null, r.webhook_id), ': ', testResult));
+      testID = r.webhook_id;
       await showFirstPage();
     });
     const rotate = action('Rotate secret', { id: 'rotate-secret' }, out, async () => {
@@ -298,7 +302,20 @@ export async function integrationDetail(root, [id], ctx) {
       deleteControl(ep, api, async () => ctx.go('#/integrations')));
   }
 
+  // The test event's result: its newest attempt in the log's first page.
+  let testID = null, testResult = null;
+  function showTestResult(items) {
+    const d = testID && items.find(x => x.webhook_id === testID);
+    if (!d || !testResult || !testResult.isConnected) return;
+    const ok = d.status >= 200 && d.status < 300;
+    testResult.replaceChildren(ok ? `delivered: the receiver answered ${d.status} in ${d.latency_ms} ms.`
+      : `not delivered: ${d.status ? `the receiver answered ${d.status}` : 'no answer'}${d.error ? ` (${d.error})` : ''}${d.next_at ? `; next try ${stamp(d.next_at)}` : ''}.`);
+    testResult.dataset.status = d.status;
+    testResult.dataset.verdict = d.verdict;
+  }
+
   function drawLog(page) {
+    if (pageNo === 0) showTestResult(page.items);
     nextCursor = page.next_cursor || null;
     if (!page.items.length) {
       log.replaceChildren(empty(pageNo ? 'No older attempt.' : 'No delivery attempt yet: send a test event.'));
