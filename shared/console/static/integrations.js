@@ -103,7 +103,7 @@ function secretCard(secret, title, note, onDone) {
   return card;
 }
 
-// button runs an action once per click, shows its failure in out.
+// action is a button that runs run once per click and shows its failure in out.
 function action(label, attrs, out, run) {
   const b = h('button', { type: 'button', ...attrs }, label);
   b.addEventListener('click', async () => {
@@ -114,7 +114,7 @@ function action(label, attrs, out, run) {
   return b;
 }
 
-// confirmDelete asks in place before the endpoint is deleted.
+// deleteControl asks once more in place before the endpoint is deleted.
 function deleteControl(e, api, done) {
   const box = h('div', { class: 'row' });
   const out = h('div');
