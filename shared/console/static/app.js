@@ -8,6 +8,7 @@ import { spacesList, spaceDetail } from './spaces.js';
 import { accounts, clusterPicker } from './accounts.js';
 import { environments, environmentDetail } from './environments.js';
 import { jobs } from './jobs.js';
+import { integrations, integrationDetail, watchDisabled } from './integrations.js';
 
 const main = document.getElementById('main');
 const session = createSession();
@@ -26,6 +27,8 @@ const routes = [
   [/^#\/environments\/([0-9a-fA-F-]{36})$/, environmentDetail],
   [/^#\/environments$/, environments],
   [/^#\/jobs$/, jobs],
+  [/^#\/integrations\/([0-9a-fA-F-]{36})$/, integrationDetail],
+  [/^#\/integrations$/, integrations],
 ];
 
 function signedOut(message) {
@@ -109,6 +112,8 @@ function route() {
     if (here) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
   }
   if (hash === '#' || hash === '#/') { stop(); location.replace('#/spaces'); return; }
+  // A disabled webhook endpoint is marked on the nav item from any screen.
+  watchDisabled(api, false, session.org());
   const found = routes.map(([re, view]) => [hash.match(re), view]).find(([m]) => m);
   const key = found && `${routes.findIndex(([, v]) => v === found[1])}:${found[0].slice(1)}`;
   if (found && current && current.key === key && current.onHash) { current.onHash(); return; }
