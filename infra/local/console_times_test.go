@@ -61,3 +61,36 @@ func TestConsoleTimesTick(t *testing.T) {
 		t.Errorf("the space's page sent %s requests while its times moved on, want none (%s before)", after, before)
 	}
 }
+
+// TestConsoleFlashShiftsNothing: a message that comes and goes (flash: a
+// registration done, a secret copied) moves nothing on the page, so a
+// click aimed while it disappears lands where it was aimed. It sat above
+// the page and went after 8 s, pulling everything up: TestConsoleInBrowser's
+// click on a cluster's Register under load hit the row below it.
+func TestConsoleFlashShiftsNothing(t *testing.T) {
+	st := startWith(t, Config{Probing: ProbingConfig{Disabled: true}, ConsoleRefresh: time.Hour})
+	org := "org-" + uuid.NewString()[:8]
+	c := newClient(t, st, org)
+	c.must(201, c.do("POST", "/spaces", registerBody("aws", c.account("aws"), "still-1")))
+	proxy := newConsoleProxy(t, st, nil)
+	p := &page{t: t, ctx: browser(t), base: proxy.srv.URL, shots: screenshotDir(t)}
+	const wait = time.Minute
+	p.signIn(org)
+	p.until("the list", `document.querySelectorAll('#spaces-table tbody tr').length === 1`, wait)
+	// The flash's own element, filled and emptied as flash() does.
+	top := func(fill bool) string {
+		return p.eval(fmt.Sprintf(`(() => {
+			const f = document.getElementById('flash');
+			if (%t) { const d = document.createElement('div'); d.className = 'alert info'; d.textContent = 'still-1 registered: it is probed now.'; f.replaceChildren(d); }
+			else f.replaceChildren();
+			return String(document.querySelector('#spaces-table tbody tr').getBoundingClientRect().top);
+		})()`, fill))
+	}
+	without, with := top(false), top(true)
+	if with != without {
+		t.Errorf("the list's first row is at %s px with a message shown and %s px without: a message that goes moves the page", with, without)
+	}
+	if shown := p.eval(`String(getComputedStyle(document.querySelector('#flash .alert')).display !== 'none' && document.querySelector('#flash').getBoundingClientRect().height > 0)`); shown != "true" {
+		t.Errorf("the message is not shown: %s", shown)
+	}
+}
