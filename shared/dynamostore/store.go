@@ -123,6 +123,7 @@ const (
 	nCounted   = "#minr"
 	nSinceKey  = "#since"
 	nNotices   = "#nt"
+	nWords     = "#zwords"
 )
 
 var attrNames = map[string]string{
@@ -134,6 +135,7 @@ var attrNames = map[string]string{
 	nNameLC: "name_lc", nNameKey: "name_key", nDeletedBy: "deleted_by", nRegKey: "reg_key",
 	nStatusKey: "status_key", nLabels: "labels", nConfig: "config", nConn: "connectivity",
 	nDigest: "pd", nCounted: attrCounted, nSinceKey: "since_key", nNotices: attrNotices,
+	nWords: attrWordEntries,
 }
 
 // names returns the ExpressionAttributeNames for the given placeholders
