@@ -152,9 +152,10 @@ export async function spacesList(root, _, ctx) {
     trail = trails.get(trailKey) || [''];
     trails.set(trailKey, trail);
     if (pageNo > 1 && cursor) trail[pageNo - 1] = cursor;
-    // A search lists in name order unless another order is chosen: the
-    // name index then reads only the names it shows, at any fleet size.
-    filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: state.q, sort: state.sort || (state.q ? 'name' : ''), label_selector: state.labels, synthetic: state.synthetic };
+    // A search (by word prefix) lists in its own order, which no sort
+    // joins; text without a letter or digit searches for nothing.
+    const q = /[\p{L}\p{N}]/u.test(state.q) ? state.q : '';
+    filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: q, sort: q ? '' : state.sort, label_selector: state.labels, synthetic: state.synthetic };
     // A malformed selector is never sent: the view says what is wrong.
     badSelector = state.labels ? selectorError(state.labels) : '';
     const sig = JSON.stringify({ ...filter, sort: '' });
