@@ -305,7 +305,7 @@ export async function spacesList(root, _, ctx) {
   if (state.q && document.activeElement === document.body) { search.focus(); search.setSelectionRange(search.value.length, search.value.length); }
 
   // problemsFirst: the default order (no order chosen, no search).
-  const problemsFirst = () => !filter.sort;
+  const problemsFirst = () => !filter.sort && !filter.name_contains;
   const pagePath = () => '/spaces' + qs({ ...filter, limit: String(PAGE), cursor });
   // The first request of the page in view, problems first: its cursor is
   // "<segment>:<the API's cursor in it>". Without a Kind filter the
@@ -353,7 +353,7 @@ export async function spacesList(root, _, ctx) {
       th.querySelector('button span').textContent = state.sort === k ? ' ▲' : state.sort === '-' + k ? ' ▼' : ' ↕';
     }
     order.textContent = problemsFirst() ? `Problems first: inactive, then unknown, then active; within each, the newest status change first${filter.synthetic ? '' : '; the synthetic placeholders after the clusters'}.`
-      : filter.sort === 'name' && !state.sort ? 'In name order (a search).' : '';
+      : filter.name_contains ? 'In the search\'s order: by the word matched, then name.' : '';
   }
   renderControls();
 
