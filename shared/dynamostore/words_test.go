@@ -55,13 +55,13 @@ func (f *fixture) wantEntries(t *testing.T, org string, live ...space.Space) {
 	}
 }
 
-func (f *fixture) named(t *testing.T, n int, name string) space.Space {
+func (f *fixture) named(t testing.TB, n int, name string) space.Space {
 	s := f.newSpace(n)
 	s.Name = name
 	return f.register(t, s)
 }
 
-func (f *fixture) rename(t *testing.T, id, name string, at time.Time) error {
+func (f *fixture) rename(t testing.TB, id, name string, at time.Time) error {
 	_, err := f.store.UpdateSpace(t.Context(), f.org, id, space.Update[space.Space]{At: at,
 		Apply: func(s space.Space) (space.Space, error) { s.Name = name; return s, nil }})
 	return err
