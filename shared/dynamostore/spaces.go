@@ -528,13 +528,12 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space, count
 		upd.ExpressionAttributeNames[nNameLC], upd.ExpressionAttributeNames[nNameKey] = attrNames[nNameLC], attrNames[nNameKey]
 		upd.ExpressionAttributeValues[":nlc"] = str(space.FoldName(after.Name))
 		upd.ExpressionAttributeValues[":nkey"] = str(nameKey(after))
-		// And moves its search entries (words.go), in the transaction
-		// below, conditional on this update: the entries are written for
-		// the new name, which the marker says.
-		*upd.UpdateExpression += ", " + nWords + " = :wv"
-		upd.ExpressionAttributeNames[nWords] = attrNames[nWords]
-		upd.ExpressionAttributeValues[":wv"] = str(wordsVersion)
 	}
+	// A rename moves its search entries (words.go) in the transaction
+	// below, conditional on this update. It leaves the marker as it is:
+	// a space stored before the entries has none of its old name's to
+	// delete, and keeps to the backfill, which puts every entry of the
+	// name it then has.
 	words := s.wordMoves(before, after)
 	if after.Name != before.Name || after.Status != before.Status {
 		// A rename or a status change moves it in the status index; a

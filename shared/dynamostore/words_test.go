@@ -217,8 +217,9 @@ func TestBackfillWordEntries(t *testing.T) {
 	ctx := t.Context()
 	old := f.named(t, 1, "legacy-payments")
 	gone := f.named(t, 2, "legacy-gone")
+	recased := f.named(t, 3, "Legacy-Case")
 	// As stored before the entries: no marker, no entry.
-	for _, s := range []space.Space{old, gone} {
+	for _, s := range []space.Space{old, gone, recased} {
 		f.strip(t, f.org, "SPACE#"+s.ID, "word_entries")
 		for _, w := range space.NameWords(s.Name) {
 			if _, err := f.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(f.table), Key: map[string]types.AttributeValue{
@@ -231,16 +232,22 @@ func TestBackfillWordEntries(t *testing.T) {
 	if _, err := f.store.Deregister(ctx, f.org, gone.ID, 0, now.Add(time.Second), "test"); err != nil {
 		t.Fatal(err)
 	}
-	f.wantEntries(t, f.org)
-	if rep := f.backfill(t, 2); rep.Words != 1 {
-		t.Errorf("backfill gave %d spaces their entries, want 1", rep.Words)
+	// A rename that moves no entry (the same words, folded alike) before
+	// the backfill leaves the space to it.
+	if err := f.rename(t, recased.ID, "legacy-case", now.Add(time.Second)); err != nil {
+		t.Fatal(err)
 	}
-	f.wantEntries(t, f.org, old)
+	recased.Name = "legacy-case"
+	f.wantEntries(t, f.org)
+	if rep := f.backfill(t, 2); rep.Words != 2 {
+		t.Errorf("backfill gave %d spaces their entries, want 2", rep.Words)
+	}
+	f.wantEntries(t, f.org, old, recased)
 	if got := f.names(t, space.Query{Search: []string{"pay"}}, 10); !slices.Equal(got, []string{"legacy-payments"}) {
 		t.Errorf("after the backfill, pay: %q", got)
 	}
 	if rep := f.backfill(t, 1); rep.Words != 0 {
 		t.Errorf("a second backfill gave %d spaces their entries", rep.Words)
 	}
-	f.wantEntries(t, f.org, old)
+	f.wantEntries(t, f.org, old, recased)
 }
