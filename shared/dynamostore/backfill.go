@@ -42,8 +42,10 @@ import (
 // And it gives a registered space without word_entries its name's search
 // entries (words.go) and the marker, in one transaction conditional on its
 // version and on it being registered and unmarked still; a rename
-// meanwhile writes its own entries and the marker. Until then such a space
-// is not found by a word search.
+// meanwhile moves the version, so the space is read again and given the
+// entries of its new name (a rename of an unmarked space puts its new
+// name's entries but leaves the marker to the backfill). Until then such
+// a space is found by a word search only if renamed since.
 
 // BackfillReport is what one segment of Backfill saw and did.
 type BackfillReport struct {
