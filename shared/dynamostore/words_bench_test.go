@@ -89,7 +89,9 @@ func seedSearchOrg(b *testing.B, f *fixture, n int) string {
 // BenchmarkWordSearch prices a page of a word search (GET /spaces?
 // name_contains=…, limit 20) on the emulator's unit counts (awscost) in an
 // org of 1,000 and one of 100,000 spaces: a common prefix ("pay", one
-// space in 20) and a rare one ("00001", ten spaces at either size); and,
+// space in 20), a rare one ("00001", ten spaces at either size) and one
+// of three words that only one space matches at either size, read under
+// its common longest word ("billing-dev-0000"); and,
 // under writes, the write units of a registration with a three-word name
 // and with none (its entries are the difference), of a rename that moves
 // all three words, and of a heartbeat (the same item written without a
@@ -109,6 +111,8 @@ func BenchmarkWordSearch(b *testing.B) {
 	}{
 		{"pay", "pay", 20},
 		{"00001", "00001", 10},
+		// Three words: read under "billing" (one space in 20), one match.
+		{"billing-dev-0000", "billing-dev-0000", 1},
 	} {
 		for _, n := range []int{1_000, 100_000} {
 			b.Run(fmt.Sprintf("%s-%d", c.name, n), func(b *testing.B) {
