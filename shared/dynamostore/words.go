@@ -31,16 +31,22 @@ import (
 // one BatchGetItem of their spaces, whatever the org's size. A space that
 // matches through two words is listed once, at the first of them
 // (space.FirstWordWith), which needs no memory of earlier pages. The
-// position after a page is the last listed space's entry (its sort key),
-// which the API seals in its cursor. Provider, type and account (fixed at
+// position after a page is the word read under and the last listed
+// space's entry (its sort key), which the API seals in its cursor. Provider, type and account (fixed at
 // registration, so never rewritten) filter the entries before their spaces
 // are read, and so does the folded name in an entry's key: a name that
 // lacks one of the search words cannot match. The other search words, the
 // name prefix and the caller's Keep then filter the spaces read. So a
 // search of several words reads every entry of its longest word until the
 // page is full: one whose longest word is common and whose whole is rare
-// ("billing-dev-0000" among 5,000 billing spaces) reads those 5,000
-// entries, though not their spaces (BenchmarkWordSearch).
+// ("billing-dev-0000" among 5,000 billing spaces) would read those 5,000
+// entries, though not their spaces; hence a search of several words first
+// reads up to 100 entries of each word and is read under the word with the
+// fewest when one has no more than that (fewestEntries), which costs a few
+// read units on its first page (its position names the word for the
+// next ones). Only a search all of whose words have more than 100 entries
+// and whose combination is rare still reads its longest word's entries
+// (BenchmarkWordSearch).
 //
 // The entries are computed from the name by space.NameWords: a change to
 // its rules needs a backfill that moves every space's entries, since a
@@ -94,9 +100,23 @@ func (s *Store) wordMoves(before, after space.Space) []types.TransactWriteItem {
 func (s *Store) searchWords(ctx context.Context, org string, q space.Query, filter []string, nm []string,
 	vals map[string]types.AttributeValue,
 ) ([]space.Space, string, error) {
-	d := space.DrivingWord(q.Search)
+	d, after := space.DrivingWord(q.Search), ""
 	if d == "" {
 		return nil, "", space.Errorf(space.KindInvalid, "a search needs a word")
+	}
+	if q.After != "" {
+		// The position names the word the search is read under, chosen
+		// on its first page, and the entry after which it goes on.
+		w, sk, ok := strings.Cut(q.After, posSep)
+		if !ok || !slices.Contains(q.Search, w) || !strings.HasPrefix(sk, w) || strings.Count(sk, nameSep) != 2 {
+			return nil, "", space.Errorf(space.KindInvalid, "the position does not belong to this search")
+		}
+		d, after = w, sk
+	} else if len(q.Search) > 1 {
+		var err error
+		if d, err = s.fewestEntries(ctx, org, q.Search); err != nil {
+			return nil, "", err
+		}
 	}
 	vals[":wpk"], vals[":word"] = str(wordsPK(org)), str(d)
 	in := &dynamodb.QueryInput{
@@ -109,11 +129,8 @@ func (s *Store) searchWords(ctx context.Context, org string, q space.Query, filt
 	if len(filter) > 0 {
 		in.FilterExpression = aws.String(strings.Join(filter, " AND "))
 	}
-	if q.After != "" {
-		if !strings.HasPrefix(q.After, d) || strings.Count(q.After, nameSep) != 2 {
-			return nil, "", space.Errorf(space.KindInvalid, "the position does not belong to this search")
-		}
-		in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(wordsPK(org)), "sk": str(q.After)}
+	if after != "" {
+		in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(wordsPK(org)), "sk": str(after)}
 	}
 	out := make([]space.Space, 0, q.Limit+1)
 	var at []string // each listed space's entry
@@ -181,9 +198,42 @@ func (s *Store) searchWords(ctx context.Context, org string, q space.Query, filt
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
 	if len(out) > q.Limit {
-		return out[:q.Limit], at[q.Limit-1], nil
+		return out[:q.Limit], d + posSep + at[q.Limit-1], nil
 	}
 	return out, "", nil
+}
+
+// posSep ends the driving word in a search's position: below every
+// character a word or a name holds.
+const posSep = "\x02"
+
+// probeEntries is how many entries of each word a search of several
+// words reads to choose the one to read under.
+const probeEntries = 100
+
+// fewestEntries is the search word with the fewest entries, if one has at
+// most probeEntries (each word's first probeEntries entries are read,
+// eventually consistent: a choice, not an answer), else
+// space.DrivingWord's: the search is then read under a word it knows to
+// be rare, whatever its length.
+func (s *Store) fewestEntries(ctx context.Context, org string, search []string) (string, error) {
+	best, fewest := space.DrivingWord(search), probeEntries+1
+	for _, w := range search {
+		out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+			TableName:                 s.table,
+			KeyConditionExpression:    aws.String(nPK + " = :wpk AND begins_with(" + nSK + ", :word)"),
+			ExpressionAttributeNames:  names(nPK, nSK),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":wpk": str(wordsPK(org)), ":word": str(w)},
+			Limit:                     aws.Int32(probeEntries),
+		})
+		if err != nil {
+			return "", awsError("Query", err)
+		}
+		if out.LastEvaluatedKey == nil && len(out.Items) < fewest {
+			best, fewest = w, len(out.Items)
+		}
+	}
+	return best, nil
 }
 
 // containsAll reports whether each of words is in nameLC.

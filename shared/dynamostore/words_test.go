@@ -112,6 +112,8 @@ func TestWordSearch(t *testing.T) {
 		{"eu", []string{"prod-payments-eu", "staging-eu"}},
 		{"prod pay", []string{"prod-payments-eu"}},
 		{"eu-pay", []string{"prod-payments-eu"}},
+		// Read under payments (fewer entries than p), paged by its position.
+		{"payments p", []string{"PaymentsAPI2", "payroll-payments", "prod-payments-eu"}},
 		{"prod-us", nil},
 	} {
 		if got := search(f, c.text, space.Query{}); !slices.Equal(got, c.want) {
