@@ -6947,8 +6947,9 @@ type ClientInterface interface {
 	// split likewise, and a space matches when each of its words begins a
 	// word of the name: `pay` finds `prod-payments-eu`, `ments` does not.
 	// It reads an index of words, so a page costs the spaces it reads at
-	// any fleet size, and a space is found as soon as it is registered or
-	// renamed. Its results come in their own order, by the word matched
+	// any fleet size (for a text of several words, unless each of them is
+	// common and only their combination rare), and a space is found as
+	// soon as it is registered or renamed. Its results come in their own order, by the word matched
 	// and then by name, each space once; `sort` cannot be combined with
 	// it. It combines with every filter. The cursor continues the same
 	// filters, search and order only.
@@ -8474,8 +8475,9 @@ func (c *Client) CreateSpaceNamespace(ctx context.Context, spaceID DiscoverySpac
 // split likewise, and a space matches when each of its words begins a
 // word of the name: `pay` finds `prod-payments-eu`, `ments` does not.
 // It reads an index of words, so a page costs the spaces it reads at
-// any fleet size, and a space is found as soon as it is registered or
-// renamed. Its results come in their own order, by the word matched
+// any fleet size (for a text of several words, unless each of them is
+// common and only their combination rare), and a space is found as
+// soon as it is registered or renamed. Its results come in their own order, by the word matched
 // and then by name, each space once; `sort` cannot be combined with
 // it. It combines with every filter. The cursor continues the same
 // filters, search and order only.
@@ -13532,8 +13534,9 @@ type ClientWithResponsesInterface interface {
 	// split likewise, and a space matches when each of its words begins a
 	// word of the name: `pay` finds `prod-payments-eu`, `ments` does not.
 	// It reads an index of words, so a page costs the spaces it reads at
-	// any fleet size, and a space is found as soon as it is registered or
-	// renamed. Its results come in their own order, by the word matched
+	// any fleet size (for a text of several words, unless each of them is
+	// common and only their combination rare), and a space is found as
+	// soon as it is registered or renamed. Its results come in their own order, by the word matched
 	// and then by name, each space once; `sort` cannot be combined with
 	// it. It combines with every filter. The cursor continues the same
 	// filters, search and order only.
@@ -23162,8 +23165,9 @@ func (c *ClientWithResponses) CreateSpaceNamespaceWithResponse(ctx context.Conte
 // split likewise, and a space matches when each of its words begins a
 // word of the name: `pay` finds `prod-payments-eu`, `ments` does not.
 // It reads an index of words, so a page costs the spaces it reads at
-// any fleet size, and a space is found as soon as it is registered or
-// renamed. Its results come in their own order, by the word matched
+// any fleet size (for a text of several words, unless each of them is
+// common and only their combination rare), and a space is found as
+// soon as it is registered or renamed. Its results come in their own order, by the word matched
 // and then by name, each space once; `sort` cannot be combined with
 // it. It combines with every filter. The cursor continues the same
 // filters, search and order only.
