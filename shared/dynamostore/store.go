@@ -36,17 +36,17 @@
 //     names by prefix: Query the sparse names, registered, status or since
 //     index, then one BatchGetItem of the page (names.go).
 //   - search names by word prefix: one strongly consistent Query of the
-//     org's WORD# partition under the search's longest word, then one
+//     org's WORD# partition under one of the search's words, then one
 //     BatchGetItem of the page (words.go): a page costs the entries and
 //     spaces it reads, at any fleet size (BenchmarkWordSearch).
 //
 // # Which filters are page-proportional
 //
 // A page costs what it shows when an index or key range narrows the read:
-// every order, name_prefix in name order, and a word search whose words
-// are as selective as its longest (the other words filter the spaces
-// its longest word's entries name, so "prod 00123" reads every prod
-// entry). Every other filter is applied to the spaces a page reads, and
+// every order, name_prefix in name order, and a word search (one of
+// several words is read under its word with the fewest entries when one
+// has at most 100: only a rare combination of words that each have more
+// reads more than a page's entries, not their spaces). Every other filter is applied to the spaces a page reads, and
 // its cost grows with what it passes over, that is with the fleet for a
 // rare match: status (in orders other than by status), synthetic, version,
 // support and certificate windows, name_prefix outside name order, and
