@@ -4072,8 +4072,10 @@ type ListSpacesParams struct {
 	// together with `name_contains`.
 	NamePrefix *NamePrefix `form:"name_prefix,omitempty" json:"name_prefix,omitempty"`
 
-	// NameContains Only the spaces whose name contains this text, ignoring case. Not
-	// together with `name_prefix`.
+	// NameContains Only the spaces with a word of their name beginning with each word
+	// of this text, ignoring case (see the listing's description); the
+	// text must hold a letter or a digit. Listed in the search's own
+	// order: not together with `name_prefix` or `sort`.
 	NameContains *NameContains `form:"name_contains,omitempty" json:"name_contains,omitempty"`
 
 	// Sort The order: `name` (A to Z, ignoring case, then by id) or `-name`
@@ -4088,6 +4090,7 @@ type ListSpacesParams struct {
 	// its stored status and the time it took it. Without `sort`, spaces
 	// are listed by id. Each order is one Query of an index (then one
 	// read of the page's spaces), so the cursor continues the same order.
+	// Not together with `name_contains`, which has its own order.
 	Sort *ListSpacesParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
 
 	// LabelSelector Only the spaces whose labels match this Kubernetes label selector:
@@ -6927,14 +6930,29 @@ type ClientInterface interface {
 	// `status` and `picker` filters see that observed status. Listing never
 	// probes a cluster.
 	//
-	// `name_prefix` or `name_contains` searches names, ignoring case; they
-	// combine with every filter and either order. In name order a page
-	// reads only the spaces it shows (and those a filter passes over), so
-	// a prefix search answers in one request at any fleet size. Name order
+	// `name_prefix` searches names by their start, ignoring case; it
+	// combines with every filter and order. In name order a page reads
+	// only the spaces it shows (and those a filter passes over), so a
+	// prefix search answers in one request at any fleet size. Name order
 	// comes from an eventually consistent index: a new space or a rename
 	// shows there once DynamoDB has propagated the write (a fraction of a
-	// second under normal conditions, as AWS documents). The cursor
-	// continues the same filters, search and order only.
+	// second under normal conditions, as AWS documents).
+	//
+	// `name_contains` searches names by word prefix: a name is split into
+	// words at every character that is neither a letter nor a digit (`-`,
+	// `_`, `.`, a space, ...), where digits and letters meet and where a
+	// lower-case letter is followed by an upper-case one, ignoring case
+	// (`prod-payments-eu` is prod, payments, eu; `PaymentsAPI2` is
+	// payments, api, 2; the first 16 words of a name count). The text is
+	// split likewise, and a space matches when each of its words begins a
+	// word of the name: `pay` finds `prod-payments-eu`, `ments` does not.
+	// It reads an index of words, so a page costs the spaces it reads at
+	// any fleet size (for a text of several words, unless each of them is
+	// common and only their combination rare), and a space is found as
+	// soon as it is registered or renamed. Its results come in their own order, by the word matched
+	// and then by name, each space once; `sort` cannot be combined with
+	// it. It combines with every filter. The cursor continues the same
+	// filters, search and order only.
 	//
 	// `label_selector` keeps the spaces whose labels match a Kubernetes
 	// label selector. It filters the spaces a page reads (after the other
@@ -8440,14 +8458,29 @@ func (c *Client) CreateSpaceNamespace(ctx context.Context, spaceID DiscoverySpac
 // `status` and `picker` filters see that observed status. Listing never
 // probes a cluster.
 //
-// `name_prefix` or `name_contains` searches names, ignoring case; they
-// combine with every filter and either order. In name order a page
-// reads only the spaces it shows (and those a filter passes over), so
-// a prefix search answers in one request at any fleet size. Name order
+// `name_prefix` searches names by their start, ignoring case; it
+// combines with every filter and order. In name order a page reads
+// only the spaces it shows (and those a filter passes over), so a
+// prefix search answers in one request at any fleet size. Name order
 // comes from an eventually consistent index: a new space or a rename
 // shows there once DynamoDB has propagated the write (a fraction of a
-// second under normal conditions, as AWS documents). The cursor
-// continues the same filters, search and order only.
+// second under normal conditions, as AWS documents).
+//
+// `name_contains` searches names by word prefix: a name is split into
+// words at every character that is neither a letter nor a digit (`-`,
+// `_`, `.`, a space, ...), where digits and letters meet and where a
+// lower-case letter is followed by an upper-case one, ignoring case
+// (`prod-payments-eu` is prod, payments, eu; `PaymentsAPI2` is
+// payments, api, 2; the first 16 words of a name count). The text is
+// split likewise, and a space matches when each of its words begins a
+// word of the name: `pay` finds `prod-payments-eu`, `ments` does not.
+// It reads an index of words, so a page costs the spaces it reads at
+// any fleet size (for a text of several words, unless each of them is
+// common and only their combination rare), and a space is found as
+// soon as it is registered or renamed. Its results come in their own order, by the word matched
+// and then by name, each space once; `sort` cannot be combined with
+// it. It combines with every filter. The cursor continues the same
+// filters, search and order only.
 //
 // `label_selector` keeps the spaces whose labels match a Kubernetes
 // label selector. It filters the spaces a page reads (after the other
@@ -13484,14 +13517,29 @@ type ClientWithResponsesInterface interface {
 	// `status` and `picker` filters see that observed status. Listing never
 	// probes a cluster.
 	//
-	// `name_prefix` or `name_contains` searches names, ignoring case; they
-	// combine with every filter and either order. In name order a page
-	// reads only the spaces it shows (and those a filter passes over), so
-	// a prefix search answers in one request at any fleet size. Name order
+	// `name_prefix` searches names by their start, ignoring case; it
+	// combines with every filter and order. In name order a page reads
+	// only the spaces it shows (and those a filter passes over), so a
+	// prefix search answers in one request at any fleet size. Name order
 	// comes from an eventually consistent index: a new space or a rename
 	// shows there once DynamoDB has propagated the write (a fraction of a
-	// second under normal conditions, as AWS documents). The cursor
-	// continues the same filters, search and order only.
+	// second under normal conditions, as AWS documents).
+	//
+	// `name_contains` searches names by word prefix: a name is split into
+	// words at every character that is neither a letter nor a digit (`-`,
+	// `_`, `.`, a space, ...), where digits and letters meet and where a
+	// lower-case letter is followed by an upper-case one, ignoring case
+	// (`prod-payments-eu` is prod, payments, eu; `PaymentsAPI2` is
+	// payments, api, 2; the first 16 words of a name count). The text is
+	// split likewise, and a space matches when each of its words begins a
+	// word of the name: `pay` finds `prod-payments-eu`, `ments` does not.
+	// It reads an index of words, so a page costs the spaces it reads at
+	// any fleet size (for a text of several words, unless each of them is
+	// common and only their combination rare), and a space is found as
+	// soon as it is registered or renamed. Its results come in their own order, by the word matched
+	// and then by name, each space once; `sort` cannot be combined with
+	// it. It combines with every filter. The cursor continues the same
+	// filters, search and order only.
 	//
 	// `label_selector` keeps the spaces whose labels match a Kubernetes
 	// label selector. It filters the spaces a page reads (after the other
@@ -23100,14 +23148,29 @@ func (c *ClientWithResponses) CreateSpaceNamespaceWithResponse(ctx context.Conte
 // `status` and `picker` filters see that observed status. Listing never
 // probes a cluster.
 //
-// `name_prefix` or `name_contains` searches names, ignoring case; they
-// combine with every filter and either order. In name order a page
-// reads only the spaces it shows (and those a filter passes over), so
-// a prefix search answers in one request at any fleet size. Name order
+// `name_prefix` searches names by their start, ignoring case; it
+// combines with every filter and order. In name order a page reads
+// only the spaces it shows (and those a filter passes over), so a
+// prefix search answers in one request at any fleet size. Name order
 // comes from an eventually consistent index: a new space or a rename
 // shows there once DynamoDB has propagated the write (a fraction of a
-// second under normal conditions, as AWS documents). The cursor
-// continues the same filters, search and order only.
+// second under normal conditions, as AWS documents).
+//
+// `name_contains` searches names by word prefix: a name is split into
+// words at every character that is neither a letter nor a digit (`-`,
+// `_`, `.`, a space, ...), where digits and letters meet and where a
+// lower-case letter is followed by an upper-case one, ignoring case
+// (`prod-payments-eu` is prod, payments, eu; `PaymentsAPI2` is
+// payments, api, 2; the first 16 words of a name count). The text is
+// split likewise, and a space matches when each of its words begins a
+// word of the name: `pay` finds `prod-payments-eu`, `ments` does not.
+// It reads an index of words, so a page costs the spaces it reads at
+// any fleet size (for a text of several words, unless each of them is
+// common and only their combination rare), and a space is found as
+// soon as it is registered or renamed. Its results come in their own order, by the word matched
+// and then by name, each space once; `sort` cannot be combined with
+// it. It combines with every filter. The cursor continues the same
+// filters, search and order only.
 //
 // `label_selector` keeps the spaces whose labels match a Kubernetes
 // label selector. It filters the spaces a page reads (after the other

@@ -90,9 +90,10 @@ func TestSpaceCounts(t *testing.T) {
 	}
 }
 
-// GET /spaces searches names (prefix or contains, ignoring case) and sorts
-// by name, paging with a cursor bound to the search and order; bad
-// parameters are refused by name and change nothing.
+// GET /spaces searches names (by prefix, or by word prefix with
+// name_contains, ignoring case) and sorts by name, paging with a cursor
+// bound to the search and order; bad parameters are refused by name and
+// change nothing.
 func TestSpaceSearchAndSort(t *testing.T) {
 	st := startStack(t)
 	c := newClient(t, st, "org-search")
@@ -132,15 +133,19 @@ func TestSpaceSearchAndSort(t *testing.T) {
 	}
 	for path, want := range map[string][]string{
 		"/spaces?sort=-name&name_prefix=PROD": {"PRODUCTION", "Prod-US", "prod-eu"},
-		"/spaces?sort=name&name_contains=EU":  {"dev-eu", "prod-eu"},
-		"/spaces?sort=name&name_prefix=zz":    nil,
+		// By word prefix: by the word matched, then name; not mid-word.
+		"/spaces?name_contains=EU":         {"dev-eu", "prod-eu"},
+		"/spaces?name_contains=pro":        {"prod-eu", "Prod-US", "PRODUCTION"},
+		"/spaces?name_contains=us%20prod":  {"Prod-US"},
+		"/spaces?name_contains=rod":        nil,
+		"/spaces?sort=name&name_prefix=zz": nil,
 	} {
 		if got, _ := names(path); !slices.Equal(got, want) {
 			t.Errorf("%s: %q, want %q", path, got, want)
 		}
 	}
-	if got, _ := names("/spaces?name_contains=eu"); len(got) != 2 {
-		t.Errorf("contains in id order: %q", got)
+	if got := walk("/spaces?name_contains=pro&limit=1"); !slices.Equal(got, []string{"prod-eu", "Prod-US", "PRODUCTION"}) {
+		t.Errorf("word search paged one at a time: %q", got)
 	}
 	// By registration, newest first, paged one at a time: the reverse of
 	// the order they were registered in.
@@ -169,16 +174,20 @@ func TestSpaceSearchAndSort(t *testing.T) {
 
 	// A cursor continues only its own search and order.
 	_, next := names("/spaces?sort=name&limit=1")
+	_, searchNext := names("/spaces?name_contains=pro&limit=1")
 	before := itemCount(t, st)
 	for path, field := range map[string]string{
-		"/spaces?sort=probed":                             "sort",
-		"/spaces?name_prefix=":                            "name_prefix",
-		"/spaces?name_contains=a%00b":                     "name_contains",
-		"/spaces?name_prefix=" + strings.Repeat("a", 101): "name_prefix",
-		"/spaces?name_prefix=a&name_contains=b":           "name_contains",
-		"/spaces?sort=-name&limit=1&cursor=" + next:       "cursor",
-		"/spaces?sort=registered&limit=1&cursor=" + next:  "cursor",
-		"/spaces?name_prefix=p&limit=1&cursor=" + next:    "cursor",
+		"/spaces?sort=probed":                                     "sort",
+		"/spaces?name_prefix=":                                    "name_prefix",
+		"/spaces?name_contains=a%00b":                             "name_contains",
+		"/spaces?name_prefix=" + strings.Repeat("a", 101):         "name_prefix",
+		"/spaces?name_prefix=a&name_contains=b":                   "name_contains",
+		"/spaces?sort=-name&limit=1&cursor=" + next:               "cursor",
+		"/spaces?sort=registered&limit=1&cursor=" + next:          "cursor",
+		"/spaces?name_prefix=p&limit=1&cursor=" + next:            "cursor",
+		"/spaces?name_contains=-_.":                               "name_contains",
+		"/spaces?sort=name&name_contains=eu":                      "sort",
+		"/spaces?name_contains=prod&limit=1&cursor=" + searchNext: "cursor",
 	} {
 		r := c.do("GET", path, nil)
 		if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), `"`+field+`"`) {

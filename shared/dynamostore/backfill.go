@@ -38,6 +38,14 @@ import (
 // that changes the minor meanwhile counts it itself (it sees no
 // counted_minor) and the backfill's condition fails. Until then such a
 // space is counted among the unknown versions.
+//
+// And it gives a registered space without word_entries its name's search
+// entries (words.go) and the marker, in one transaction conditional on its
+// version and on it being registered and unmarked still; a rename
+// meanwhile moves the version, so the space is read again and given the
+// entries of its new name (a rename of an unmarked space puts its new
+// name's entries but leaves the marker to the backfill). Until then such
+// a space is found by a word search only if renamed since.
 
 // BackfillReport is what one segment of Backfill saw and did.
 type BackfillReport struct {
@@ -45,6 +53,7 @@ type BackfillReport struct {
 	Spaces    int // spaces given their name, registration and status keys
 	Revisions int // revisions given rev_key (and stopped_key while stopped)
 	Counted   int // spaces counted under their Kubernetes minor version
+	Words     int // spaces given their name's search entries
 	Retried   int // writes that lost a race and were done again
 }
 
@@ -52,6 +61,7 @@ type BackfillReport struct {
 func (r *BackfillReport) Add(o BackfillReport) {
 	r.Scanned, r.Spaces, r.Revisions, r.Retried = r.Scanned+o.Scanned, r.Spaces+o.Spaces, r.Revisions+o.Revisions, r.Retried+o.Retried
 	r.Counted += o.Counted
+	r.Words += o.Words
 }
 
 // backfillRaces bounds how often one item is done again after losing a
@@ -69,11 +79,11 @@ func (s *Store) Backfill(ctx context.Context, segment, totalSegments int) (Backf
 		TableName: s.table,
 		// Only what lacks a key; the scan still reads (and bills) the rest.
 		FilterExpression: aws.String("(begins_with(#sk, :space) AND attribute_not_exists(#del) AND " +
-			"(attribute_not_exists(#nkey) OR attribute_not_exists(#rkey) OR attribute_not_exists(#ordst) OR attribute_not_exists(#nlc) OR attribute_not_exists(#since) OR " +
+			"(attribute_not_exists(#nkey) OR attribute_not_exists(#rkey) OR attribute_not_exists(#ordst) OR attribute_not_exists(#nlc) OR attribute_not_exists(#since) OR attribute_not_exists(#words) OR " +
 			"(attribute_exists(#shard) AND attribute_not_exists(#pd)) OR attribute_not_exists(#minr))) OR " +
 			"(begins_with(#sk, :rev) AND (attribute_not_exists(#revkey) OR (#pstate = :stopped AND attribute_not_exists(#stopkey))))"),
 		ExpressionAttributeNames: map[string]string{"#sk": "sk", "#del": "deleted_at", "#nkey": "name_key", "#rkey": "reg_key",
-			"#ordst": "status_key", "#nlc": "name_lc", "#shard": "probe_shard", "#pd": "pd", "#revkey": "rev_key", "#pstate": "state", "#stopkey": "stopped_key", "#minr": attrCounted, "#since": "since_key"},
+			"#ordst": "status_key", "#nlc": "name_lc", "#shard": "probe_shard", "#pd": "pd", "#revkey": "rev_key", "#pstate": "state", "#stopkey": "stopped_key", "#minr": attrCounted, "#since": "since_key", "#words": attrWordEntries},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":space": str(prefixSpace), ":rev": str(prefixRevision),
 			":stopped": str(string(space.RevisionStopped))},
 		Segment: aws.Int32(int32(segment)), TotalSegments: aws.Int32(int32(totalSegments)),
@@ -153,6 +163,12 @@ func (s *Store) backfillOnce(ctx context.Context, key, item map[string]types.Att
 				return raced, err
 			}
 			rep.Counted++
+		}
+		if _, marked := item[attrWordEntries]; !marked {
+			if raced, err := s.backfillWords(ctx, key, item, sp); err != nil {
+				return raced, err
+			}
+			rep.Words++
 		}
 		set = map[string]types.AttributeValue{}
 		setNameAttrs(set, sp)

@@ -77,12 +77,13 @@ func TestRefusedRegistrationGrantsNothing(t *testing.T) {
 			t.Errorf("registered space %s has no grant (%v, %v)", id, ok, err)
 		}
 	}
-	// keyed added its space, claim, idempotency record and grant (and its
-	// shard's counter item, unless first's shard is the same); the refused
-	// ones nothing.
+	// keyed added its space, claim, idempotency record, grant and its
+	// name's search entries (and its shard's counter item, unless first's
+	// shard is the same); the refused ones nothing.
 	newCounters := f.counterItems(t) - counters
-	if got := f.itemCount(t); got != before+4+newCounters || newCounters > 1 {
-		t.Errorf("items: %d, want %d (%d new counter items)", got, before+4+newCounters, newCounters)
+	want := before + 4 + int32(len(space.NameWords(keyed.Name))) + newCounters
+	if got := f.itemCount(t); got != want || newCounters > 1 {
+		t.Errorf("items: %d, want %d (%d new counter items)", got, want, newCounters)
 	}
 }
 

@@ -88,6 +88,12 @@ import (
 //	                      way (inflight.go)      lapses, Unix ms), expires_at (last hold +
 //	                                             a day, TTL)
 //
+// An org's name search entries, pk = WORD#<org_id> (words.go), apart from
+// the org's partition so that listing spaces never reads them:
+//
+//	<word>\x01<name_lc>\x01<id>  one word of a registered   provider, space_type, cloud_account_id
+//	                             space's name (space.NameWords)  (what the listing filters on)
+//
 // An org's audit trail, pk = ACT#<org_id> (activity.go), apart from the
 // org's partition so that listing spaces never reads it:
 //
@@ -150,6 +156,10 @@ const (
 	prefixEvent   = "EVT#"
 
 	prefixActivity = "ACT#"
+	prefixWords    = "WORD#"
+	// attrWordEntries marks a space whose name's search entries are
+	// written (words.go), which Backfill looks for.
+	attrWordEntries = "word_entries"
 	// attrChangedBy and attrRequestID stamp a write made by an API request
 	// (stamp.go).
 	attrChangedBy = "changed_by"
@@ -200,6 +210,13 @@ func agentKey(spaceID string) map[string]types.AttributeValue { return linkKey(s
 // agentNSKey is the key of an agent space's last reported namespace list
 // (agentwork.go).
 func agentNSKey(spaceID string) map[string]types.AttributeValue { return linkKey(spaceID, skAgentNS) }
+
+// wordsPK is the partition of org's name search entries.
+func wordsPK(org string) string { return prefixWords + org }
+
+// wordSK is the sort key of sp's search entry for word: by word, then in
+// name order (the listing's order within a word).
+func wordSK(word string, sp space.Space) string { return word + nameSep + nameKey(sp) }
 
 // webhookSK is the sort key of a webhook endpoint in its org's partition.
 func webhookSK(id string) string { return prefixWebhook + id }

@@ -25,8 +25,8 @@ import (
 // (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html,
 // "Synchronizing data between tables and global secondary indexes" and
 // "Write activity for global secondary indexes"). A page by name is one Query of the index (name
-// prefix as key condition; provider, type, account and "contains" as
-// filter on the projected attributes) and one BatchGetItem of the page's
+// prefix as key condition; provider, type and account as filter on the
+// projected attributes) and one BatchGetItem of the page's
 // spaces, strongly consistent, which the status filters and pickers then
 // see whole.
 //
@@ -66,17 +66,12 @@ var sortIndexes = map[space.Sort]sortIndex{
 	space.SortStatusSince: {sinceIndex, "since_key", nSinceKey, sinceKey},
 }
 
-// nameFilters adds q's name search to a filter on name_lc.
+// nameFilters adds q's name prefix to a filter on name_lc (a word search
+// reads the search entries instead, words.go).
 func nameFilters(q space.Query, filter *[]string, nm *[]string, vals map[string]types.AttributeValue) {
 	if q.NamePrefix != "" {
 		*filter = append(*filter, "begins_with("+nNameLC+", :nprefix)")
 		vals[":nprefix"] = str(q.NamePrefix)
-	}
-	if q.NameContains != "" {
-		*filter = append(*filter, "contains("+nNameLC+", :ncontains)")
-		vals[":ncontains"] = str(q.NameContains)
-	}
-	if q.NamePrefix != "" || q.NameContains != "" {
 		*nm = append(*nm, nNameLC)
 	}
 }
@@ -131,7 +126,7 @@ func (s *Store) listByIndex(ctx context.Context, org string, si sortIndex, q spa
 		} else if scanned > 0 {
 			ask = MaxLimit
 		}
-		// A selective filter (contains) passes over many entries per match:
+		// A selective filter passes over many entries per match:
 		// the index is read up to indexReadMax entries a request (DynamoDB
 		// ends a page at 1 MB anyway), and only the matches are fetched.
 		// Reading more per request costs no more read units (they are by

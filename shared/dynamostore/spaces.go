@@ -43,6 +43,7 @@ func (s *Store) spaceItem(sp space.Space) (map[string]types.AttributeValue, erro
 	}
 	if sp.DeletedAt == nil {
 		setNameAttrs(item, sp)
+		item[attrWordEntries] = str(wordsVersion) // written by Register (words.go)
 		if m := sp.MinorVersion(); m != "" {
 			item[attrCounted] = str(m) // counted so by Register (counts.go)
 		}
@@ -81,6 +82,9 @@ func (s *Store) Register(ctx context.Context, sp space.Space, idem space.Idempot
 		return err
 	}
 	items = append(items, grant, s.countSpace(sp, "1", sp.MinorVersion()))
+	// The name's search entries (words.go), last: at most
+	// space.MaxNameWords puts.
+	items = append(items, s.wordMoves(space.Space{}, sp)...)
 	return s.transact(ctx, "register", func() ([]types.TransactWriteItem, error) { return items, nil },
 		func(reasons []types.CancellationReason) error { return s.registerRefused(ctx, sp, idem, reasons) })
 }
@@ -336,6 +340,10 @@ func (s *Store) ListSpaces(ctx context.Context, org string, q space.Query) ([]sp
 	eq(nProv, string(q.Provider))
 	eq(nType, q.SpaceType)
 	eq(nAccount, q.CloudAccountID)
+	if len(q.Search) > 0 {
+		// A word search has its own order: the word matched, then name.
+		return s.searchWords(ctx, org, q, filter[1:], nm[1:], vals)
+	}
 	nameFilters(q, &filter, &nm, vals)
 	if si, ok := sortIndexes[q.Sort.Base()]; ok {
 		// The names and registered indexes hold only live spaces.
@@ -521,6 +529,12 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space, count
 		upd.ExpressionAttributeValues[":nlc"] = str(space.FoldName(after.Name))
 		upd.ExpressionAttributeValues[":nkey"] = str(nameKey(after))
 	}
+	// A rename moves its search entries (words.go) in the transaction
+	// below, conditional on this update. It leaves the marker as it is:
+	// a space stored before the entries has none of its old name's to
+	// delete, and keeps to the backfill, which puts every entry of the
+	// name it then has.
+	words := s.wordMoves(before, after)
 	if after.Name != before.Name || after.Status != before.Status {
 		// A rename or a status change moves it in the status index; a
 		// heartbeat leaves it.
@@ -592,7 +606,7 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space, count
 		*upd.UpdateExpression += " REMOVE " + strings.Join(remove, ", ")
 	}
 	tr := space.TransitionOf(before, after)
-	if tr == nil && minor == nil {
+	if tr == nil && minor == nil && len(words) == 0 {
 		// The common case (a heartbeat, a failure count): a plain UpdateItem,
 		// half the write units of a transaction.
 		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -622,7 +636,10 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space, count
 		}
 		items = append(items, hist)
 	}
-	items = append(items, s.countTransition(after, tr, minor))
+	if tr != nil || minor != nil {
+		items = append(items, s.countTransition(after, tr, minor))
+	}
+	items = append(items, words...)
 	return s.transact(ctx, "update space", func() ([]types.TransactWriteItem, error) { return items, nil },
 		func(reasons []types.CancellationReason) error {
 			switch {
@@ -742,17 +759,21 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 		cond += " AND " + nCounted + " = :mino"
 		vals[":mino"] = str(counted)
 	}
+	// And the name read, whose search entries it deletes (words.go): a
+	// rename committed meanwhile fails it.
+	cond += " AND " + nName + " = :nm"
+	vals[":nm"] = str(before.Name)
 	if pinned {
 		cond += " AND " + nVersion + " = :prev"
 		vals[":prev"] = num(before.Version)
 	}
-	nm := names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nDigest, nPK, nStatus, nNameLC, nNameKey, nRegKey, nStatusKey, nSinceKey, nCounted)
+	nm := names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nDigest, nPK, nStatus, nNameLC, nNameKey, nRegKey, nStatusKey, nSinceKey, nCounted, nName, nWords)
 	set := []string{nDeleted + " = :at", nDeletedBy + " = :by", nUpdated + " = :at", nVersion + " = " + nVersion + " + :one"}
 	// Removing probe_shard takes the space out of the probe index: a late
 	// probe can no longer even be scheduled. Removing name_key, reg_key,
 	// status_key and since_key takes it out of the names, registered,
 	// status and since indexes; counted_minor goes with its count.
-	remove := []string{nShard, nDigest, nNameLC, nNameKey, nRegKey, nStatusKey, nSinceKey, nCounted}
+	remove := []string{nShard, nDigest, nNameLC, nNameKey, nRegKey, nStatusKey, nSinceKey, nCounted, nWords}
 	stampSet, stampRemove := stampUpdate(ctx, nm, vals)
 	set, remove = append(set, stampSet...), append(remove, stampRemove...)
 	items := []types.TransactWriteItem{
@@ -792,6 +813,8 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 		// its message's fence read finds this entry (fence.go).
 		items = append(items, s.fenceItem(before, *after.DeletedAt))
 	}
+	// The name's search entries go (words.go).
+	items = append(items, s.wordMoves(before, after)...)
 	return s.transact(ctx, "deregister", func() ([]types.TransactWriteItem, error) { return items, nil },
 		func(reasons []types.CancellationReason) error {
 			switch {

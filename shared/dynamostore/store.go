@@ -15,25 +15,53 @@
 //     only if absent), adds 1 to the account's space_count (only if the account
 //     exists for the same provider), checks that no provisioning job claims
 //     the cluster (but the registering job), with an Idempotency-Key puts the
-//     key's record (only if absent or expired), puts the kubeauth grant and
-//     counts the space on the fleet counters.
+//     key's record (only if absent or expired), puts the kubeauth grant,
+//     counts the space on the fleet counters and puts its name's search
+//     entries (words.go).
 //   - save a space (status, probe): UpdateItem of the mutable fields, only if
 //     the stored version is the previous one and the space is not deleted; a
 //     status change is one transaction with its history item and the fleet
-//     counters' move.
+//     counters' move, a rename one with its search entries' move.
 //   - deregister: one transaction marks the space deleted (on the status
 //     read, and the version too when pinned by If-Match), deletes the claim,
 //     subtracts 1 from the account's space_count, deletes the grant and the
-//     agent's AGENT and AGENTNS items, uncounts the space and puts its
-//     deregistration fence entry.
+//     agent's AGENT and AGENTNS items, uncounts the space, puts its
+//     deregistration fence entry and deletes its search entries (on the
+//     name read).
 //   - delete an account: DeleteItem only if no space counts against it.
 //   - the fleet counts: the org's COUNT# counter items, kept inside the
 //     register, deregister, transition and minor-version-change
 //     transactions, read with one Query (counts.go).
 //   - list by name, by registration, by status or by status since, search
-//     names: Query the sparse names, registered, status or since index,
-//     then one BatchGetItem
-//     of the page (names.go).
+//     names by prefix: Query the sparse names, registered, status or since
+//     index, then one BatchGetItem of the page (names.go).
+//   - search names by word prefix: one strongly consistent Query of the
+//     org's WORD# partition under one of the search's words, then one
+//     BatchGetItem of the page (words.go): a page costs the entries and
+//     spaces it reads, at any fleet size (BenchmarkWordSearch).
+//
+// # Which filters are page-proportional
+//
+// A page costs what it shows when an index or key range narrows the read:
+// every order, name_prefix in name order, and a word search (one of
+// several words is read under its word with the fewest entries when one
+// has at most 100: only a rare combination of words that each have more
+// reads more than a page's entries, not their spaces). Every other filter is applied to the spaces a page reads, and
+// its cost grows with what it passes over, that is with the fleet for a
+// rare match: status (in orders other than by status), synthetic, version,
+// support and certificate windows, name_prefix outside name order, and
+// label selectors (BenchmarkFleetCost: 414.5 RRU for a first page of a
+// selector matching 1 space in 100 among 10,000). A `key=value` selector
+// would be page-proportional with entries like the words': one item per
+// (space, label) in an org's LABEL# partition, sk <key>=<value><name
+// key>, moved in the transaction of a registration, a labels change and a
+// deregistration, and read with a Query of the exact pair (a `key`
+// selector: begins_with <key>=). A labels change moves only the labels
+// that changed, so a change of up to 49 labels fits in one transaction
+// (100 items: the space, a delete and a put per label); a larger one (up
+// to 64 labels) would need the API to refuse it or to write in two
+// conditional steps. The other operators (!=, notin, !key) match most
+// spaces and stay filters.
 //   - the prober's scheduler: Query the probe index shard by shard (it
 //     projects what a probe needs: probeindex.go).
 //   - the prober: one strongly consistent Query of a shard's
@@ -123,6 +151,7 @@ const (
 	nCounted   = "#minr"
 	nSinceKey  = "#since"
 	nNotices   = "#nt"
+	nWords     = "#zwords"
 )
 
 var attrNames = map[string]string{
@@ -134,6 +163,7 @@ var attrNames = map[string]string{
 	nNameLC: "name_lc", nNameKey: "name_key", nDeletedBy: "deleted_by", nRegKey: "reg_key",
 	nStatusKey: "status_key", nLabels: "labels", nConfig: "config", nConn: "connectivity",
 	nDigest: "pd", nCounted: attrCounted, nSinceKey: "since_key", nNotices: attrNotices,
+	nWords: attrWordEntries,
 }
 
 // names returns the ExpressionAttributeNames for the given placeholders

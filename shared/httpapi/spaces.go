@@ -28,14 +28,18 @@ func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principa
 		}
 		f.CloudAccountID = id
 	}
-	for name, to := range map[string]*string{"name_prefix": &f.NamePrefix, "name_contains": &f.NameContains} {
+	for name, to := range map[string]*string{"name_prefix": &f.NamePrefix, "name_contains": &f.Search} {
 		if _, given := q.v[name]; !given {
 			continue
 		}
-		if v := q.get(name); space.ValidSearch(v) {
-			*to = v
-		} else {
+		switch v := q.get(name); {
+		case !space.ValidSearch(v):
 			q.fail(name, "must be 1-100 characters without control, format or invisible characters")
+		case name == "name_contains" && len(space.SearchWords(v)) == 0:
+			// A search is by word prefix: separators alone ask for nothing.
+			q.fail(name, "must hold a letter or a digit")
+		default:
+			*to = v
 		}
 	}
 	if _, given := q.v["label_selector"]; given {
@@ -58,13 +62,18 @@ func (a *API) listSpaces(w http.ResponseWriter, r *http.Request, p auth.Principa
 	}
 	f.SupportEndsWithinDays = withinDays(q, "support_ends_within_days")
 	f.CertificateExpiresWithinDays = withinDays(q, "certificate_expires_within_days")
-	if f.NamePrefix != "" && f.NameContains != "" {
+	if f.NamePrefix != "" && f.Search != "" {
 		q.fail("name_contains", "cannot be combined with name_prefix")
+	}
+	if f.Search != "" && f.Sort != "" {
+		// The search reads its own index, in its own order; any other order
+		// would read the whole org.
+		q.fail("sort", "cannot be combined with name_contains, which lists in its own order: the word matched, then name")
 	}
 	// The search is part of the scope (quoted: it may hold "|"): a cursor
 	// continues the listing it came from, never another search or order.
 	scope := strings.Join([]string{"spaces", p.OrgID, string(f.Provider), string(f.Status), f.SpaceType, f.CloudAccountID, string(f.Picker),
-		string(f.Sort), strconv.Quote(space.FoldName(f.NamePrefix)), strconv.Quote(space.FoldName(f.NameContains)),
+		string(f.Sort), strconv.Quote(space.FoldName(f.NamePrefix)), strconv.Quote(space.FoldName(f.Search)),
 		strconv.Quote(f.Selector.String()), q.get("synthetic"),
 		f.Version, q.get("support_ends_within_days"), q.get("certificate_expires_within_days")}, "|")
 	page := a.page(q, scope)

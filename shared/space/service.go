@@ -95,11 +95,12 @@ type ListFilter struct {
 	SpaceType      string
 	CloudAccountID string
 	Picker         Picker
-	// NamePrefix and NameContains search names, ignoring case; Sort orders
-	// the listing (id order when empty).
-	NamePrefix   string
-	NameContains string
-	Sort         Sort
+	// NamePrefix searches names, ignoring case; Search searches them by
+	// word prefix (SearchWords, in its own order, without Sort); Sort
+	// orders the listing (id order when empty).
+	NamePrefix string
+	Search     string
+	Sort       Sort
 	// Selector keeps the spaces whose labels it matches.
 	Selector Selector
 	// Synthetic, when set, keeps only the synthetic spaces (true) or only
@@ -152,7 +153,7 @@ func (svc *Service) List(ctx context.Context, org string, f ListFilter, page Pag
 	}
 	items, next, err := svc.Store.ListSpaces(ctx, org, Query{
 		Page: page, Provider: f.Provider, SpaceType: f.SpaceType, CloudAccountID: f.CloudAccountID, Keep: keep,
-		NamePrefix: FoldName(f.NamePrefix), NameContains: FoldName(f.NameContains), Sort: f.Sort,
+		NamePrefix: FoldName(f.NamePrefix), Search: SearchWords(f.Search), Sort: f.Sort,
 	})
 	for i := range items {
 		items[i] = items[i].Observed(now, svc.StaleAfter)

@@ -67,11 +67,15 @@ type Query struct {
 	Provider       Provider
 	SpaceType      string
 	CloudAccountID string
-	// NamePrefix and NameContains, folded (FoldName), select by name.
-	NamePrefix   string
-	NameContains string
-	// Sort orders the page; with any Sort but the zero one, After is the
-	// position of the last item returned (the store's, opaque), not an id.
+	// NamePrefix, folded (FoldName), selects by name.
+	NamePrefix string
+	// Search, the words of a search (SearchWords), keeps the spaces whose
+	// names have a word that each begins (MatchesWords); the page is then
+	// in the search's order (the word matched, then name), not Sort's.
+	Search []string
+	// Sort orders the page; with any Sort but the zero one, or a Search,
+	// After is the position of the last item returned (the store's,
+	// opaque), not an id.
 	Sort Sort
 	Keep func(Space) bool
 }

@@ -17,7 +17,9 @@ function spaceChooser(api, id, except) {
     try {
       // The API leaves the synthetic placeholders out too, so they never
       // take the 20 places of the spaces that can be chosen.
-      page = await api.get('/spaces' + qs({ picker: 'environment', sort: 'name', name_contains: term, synthetic: 'false', limit: '20' }));
+      // A search (by word prefix) has its own order; no search is by name.
+      const words = /[\p{L}\p{N}]/u.test(term) ? term : '';
+      page = await api.get('/spaces' + qs({ picker: 'environment', sort: words ? '' : 'name', name_contains: words, synthetic: 'false', limit: '20' }));
     } catch (x) {
       if (mine === asked) sel.replaceChildren(h('option', { value: '' }, 'The spaces could not be loaded: type to try again'));
       return;

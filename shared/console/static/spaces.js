@@ -158,9 +158,10 @@ export async function spacesList(root, _, ctx) {
     trail = trails.get(trailKey) || [''];
     trails.set(trailKey, trail);
     if (pageNo > 1 && cursor) trail[pageNo - 1] = cursor;
-    // A search lists in name order unless another order is chosen: the
-    // name index then reads only the names it shows, at any fleet size.
-    filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: state.q, sort: state.sort || (state.q ? 'name' : ''), label_selector: state.labels, synthetic: state.synthetic,
+    // A search (by word prefix) lists in its own order, which no sort
+    // joins; text without a letter or digit searches for nothing.
+    const q = /[\p{L}\p{N}]/u.test(state.q) ? state.q : '';
+    filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: q, sort: q ? '' : state.sort, label_selector: state.labels, synthetic: state.synthetic,
       version: state.version, support_ends_within_days: state.support_ends_within_days, certificate_expires_within_days: state.certificate_expires_within_days };
     // A malformed selector is never sent: the view says what is wrong.
     badSelector = state.labels ? selectorError(state.labels) : '';
@@ -312,7 +313,7 @@ export async function spacesList(root, _, ctx) {
   if (state.q && document.activeElement === document.body) { search.focus(); search.setSelectionRange(search.value.length, search.value.length); }
 
   // problemsFirst: the default order (no order chosen, no search).
-  const problemsFirst = () => !filter.sort;
+  const problemsFirst = () => !filter.sort && !filter.name_contains;
   const pagePath = () => '/spaces' + qs({ ...filter, limit: String(PAGE), cursor });
   // The first request of the page in view, problems first: its cursor is
   // "<segment>:<the API's cursor in it>". Without a Kind filter the
@@ -360,7 +361,7 @@ export async function spacesList(root, _, ctx) {
       th.querySelector('button span').textContent = state.sort === k ? ' ▲' : state.sort === '-' + k ? ' ▼' : ' ↕';
     }
     order.textContent = problemsFirst() ? `Problems first: inactive, then unknown, then active; within each, the newest status change first${filter.synthetic ? '' : '; the synthetic placeholders after the clusters'}.`
-      : filter.sort === 'name' && !state.sort ? 'In name order (a search).' : '';
+      : filter.name_contains ? 'In the search\'s order: by the word matched, then name.' : '';
   }
   renderControls();
 
