@@ -8,6 +8,7 @@ import { spacesList, spaceDetail } from './spaces.js';
 import { accounts, clusterPicker } from './accounts.js';
 import { environments, environmentDetail } from './environments.js';
 import { jobs } from './jobs.js';
+import { activity } from './activity.js';
 
 const main = document.getElementById('main');
 const session = createSession();
@@ -26,6 +27,7 @@ const routes = [
   [/^#\/environments\/([0-9a-fA-F-]{36})$/, environmentDetail],
   [/^#\/environments$/, environments],
   [/^#\/jobs$/, jobs],
+  [/^#\/activity$/, activity],
 ];
 
 function signedOut(message) {
