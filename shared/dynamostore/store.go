@@ -30,8 +30,9 @@
 //   - the fleet counts: the org's COUNT# counter items, kept inside the
 //     register, deregister, transition and minor-version-change
 //     transactions, read with one Query (counts.go).
-//   - list by name, by registration, by status or by status since, search
-//     names: Query the sparse names, registered, status or since index,
+//   - list by name, by registration, by status, by status since or
+//     problems first, search names: Query the sparse names, registered,
+//     status, since or problems index,
 //     then one BatchGetItem
 //     of the page (names.go).
 //   - the prober's scheduler: Query the probe index shard by shard (it
@@ -123,6 +124,7 @@ const (
 	nCounted   = "#minr"
 	nSinceKey  = "#since"
 	nNotices   = "#nt"
+	nProbKey   = "#probk"
 )
 
 var attrNames = map[string]string{
@@ -134,6 +136,7 @@ var attrNames = map[string]string{
 	nNameLC: "name_lc", nNameKey: "name_key", nDeletedBy: "deleted_by", nRegKey: "reg_key",
 	nStatusKey: "status_key", nLabels: "labels", nConfig: "config", nConn: "connectivity",
 	nDigest: "pd", nCounted: attrCounted, nSinceKey: "since_key", nNotices: attrNotices,
+	nProbKey: "problem_key",
 }
 
 // names returns the ExpressionAttributeNames for the given placeholders
