@@ -133,7 +133,9 @@ func TestConsoleFleetView(t *testing.T) {
 	if got, want := p.eval(`[...document.querySelectorAll('#spaces-table tbody tr')].slice(5).map(r => r.dataset.space).join(',')`), strings.Join(unknown[:45], ","); got != want {
 		t.Errorf("after the inactive spaces, page 1 lists\n%s\nwant the latest registered unknown ones, latest first:\n%s", got, want)
 	}
-	if reqs, _ := proxy.stats(); !slices.ContainsFunc(reqs, func(r string) bool { return strings.HasPrefix(r, "GET /spaces?") && strings.Contains(r, "sort=problems") }) {
+	if reqs, _ := proxy.stats(); !slices.ContainsFunc(reqs, func(r string) bool {
+		return strings.HasPrefix(r, "GET /spaces?") && strings.Contains(r, "sort=problems")
+	}) {
 		t.Errorf("the list did not ask the API for sort=problems: %v", reqs)
 	}
 	p.shot("fleet-01-list")
