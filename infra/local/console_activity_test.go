@@ -84,6 +84,7 @@ func TestConsoleActivity(t *testing.T) {
 	if got := p.eval(fmt.Sprintf(`%s.querySelector('[data-space-link]').getAttribute('href')`, rowOf("space.registered", a))); got != "#/spaces/"+a {
 		t.Errorf("act-a's registration links to %q, want its page", got)
 	}
+	p.shot("activity-01-list")
 	p.audit("activity")
 
 	// The filters go to the API: the kind…
