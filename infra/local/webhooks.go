@@ -65,8 +65,12 @@ func (st *starting) startWebhooks(cfg *Config) (func(), error) {
 	if err := stream.Start(lambdarules.WithFunction(context.Background(), webhooksFunction)); err != nil {
 		return nil, err
 	}
+	// Lambda's pollers, as in AWS: five at least, more with a backlog up to
+	// the template's MaximumConcurrency; a batch held by a slow receiver
+	// holds one of them, not the queue.
+	hooksFn := st.function(webhooksFunction)
 	attempts := &lambdarules.Poller{SQS: awsclient.SQS(st.AWS, st.EmulatorURL), QueueURL: queue.URL, QueueARN: queue.ARN,
-		Function: st.function(webhooksFunction), DLQURL: st.Resources["WebhooksDLQ"].URL,
+		Function: hooksFn, Source: hooksFn.Sources["Attempts"], Pollers: lambdarules.MinPollers, DLQURL: st.Resources["WebhooksDLQ"].URL,
 		Handler: tracing.Handler(cfg.Tracing, "webhooks", deliverer.HandleSQS), Wait: wc.Wait, Log: cfg.Log}
 	stopStream := inBackground(func(ctx context.Context) { stream.Run(lambdarules.WithFunction(ctx, webhooksFunction)) })
 	stopAttempts := inBackground(attempts.Run)

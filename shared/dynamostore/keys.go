@@ -85,6 +85,9 @@ import (
 //	EVT#<webhook id>      the event delivered,   space.StoredEvent's fields (data: B, the
 //	                      kept for replay        JSON sent), expires_at (first attempt +
 //	                                             space.EventRetention, TTL)
+//	INFLIGHT              its attempts under     n (N), h_<holder> (N: when each hold
+//	                      way (inflight.go)      lapses, Unix ms), expires_at (last hold +
+//	                                             a day, TTL)
 //
 // An org's audit trail, pk = ACT#<org_id> (activity.go), apart from the
 // org's partition so that listing spaces never reads it:

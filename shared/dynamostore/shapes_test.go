@@ -143,6 +143,10 @@ func TestItemShapes(t *testing.T) {
 	ev := filled[space.StoredEvent]()
 	ev.OrgID, ev.EndpointID, ev.Data = shapeOrg, hook.ID, []byte(`{"space_id":"x"}`)
 	must(t, "SaveEvent", st.SaveEvent(ctx, ev, at))
+	// One attempt of it under way (its place among the endpoint's).
+	if _, err := st.HoldAttempt(ctx, hook.ID, "holder", 4, at, at.Add(30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
 
 	// An entry of the org's audit trail.
 	entry := filled[space.Activity]()

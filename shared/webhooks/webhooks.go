@@ -20,8 +20,12 @@
 //     other refusals end the delivery; five days of failures disable it
 //     too (space.WebhookEndpoint.AfterAttempt). Before the first attempt
 //     the event is kept for replay (Store.SaveEvent). Each message of a batch is handled
-//     at once beside the others, so a slow endpoint (up to the 10 s
-//     timeout) holds up no other delivery.
+//     at once beside the others; and at most Deliverer.InFlight attempts
+//     of one endpoint are under way at once (Store.HoldAttempt), a message
+//     that finds them all taken waiting in the queue. So a slow endpoint
+//     (up to the 10 s timeout) holds at most that many of the queue's
+//     pollers, and every other endpoint's deliveries go on beside it
+//     (TestSlowEndpointHoldsUpNoOther).
 package webhooks
 
 import (
@@ -34,6 +38,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
 
 	"spaces/shared/space"
 	"spaces/shared/webhook"
@@ -52,6 +57,9 @@ type Delivery struct {
 	// Due is when the next attempt may be made: a message that arrives
 	// earlier (a wait longer than SQS's delay) is sent on again.
 	Due *time.Time `json:"due,omitempty"`
+	// Busy counts the times it found its endpoint's attempts all under
+	// way and waited; it lengthens the next wait.
+	Busy int `json:"busy,omitempty"`
 }
 
 // Queue sends deliveries, each after its delay (at most 15 minutes).
@@ -176,6 +184,10 @@ type Store interface {
 	RecordAttempt(ctx context.Context, a space.DeliveryAttempt) error
 	// SaveEvent keeps the event as delivered, for replay.
 	SaveEvent(ctx context.Context, e space.StoredEvent, at time.Time) error
+	// HoldAttempt takes one of an endpoint's max places for an attempt
+	// until until; false when all are taken. ReleaseAttempt gives it back.
+	HoldAttempt(ctx context.Context, endpointID, holder string, max int, now, until time.Time) (bool, error)
+	ReleaseAttempt(ctx context.Context, endpointID, holder string) error
 }
 
 // Sender makes one attempt (webhook.Client).
@@ -198,31 +210,70 @@ type Deliverer struct {
 	Now       func() time.Time
 	// Jitter returns a value in [-1, 1] (default: uniform random).
 	Jitter func() float64
-	Log    *slog.Logger
+	// InFlight bounds one endpoint's attempts under way at once (default
+	// DefaultInFlight).
+	InFlight int
+	// NewHolder names one attempt's hold (default: a random UUID).
+	NewHolder func() string
+	Log       *slog.Logger
 }
 
-// maxQueueDelay is SQS's longest DelaySeconds.
-const maxQueueDelay = 15 * time.Minute
+const (
+	// maxQueueDelay is SQS's longest DelaySeconds.
+	maxQueueDelay = 15 * time.Minute
+	// DefaultInFlight: four attempts of one endpoint at once. A receiver
+	// answering in 50 ms takes 80 events a second that way; a slow one
+	// holds at most 4 of the queue's 16 pollers.
+	DefaultInFlight = 4
+	// holdFor outlasts any attempt: the function's 30 s timeout ends it
+	// first (template.yaml), so a hold never lapses under a live attempt.
+	holdFor = 30 * time.Second
+	// busyWait is the first wait of a message whose endpoint is busy;
+	// each further one doubles it, up to busyWaitMax.
+	busyWait    = 2 * time.Second
+	busyWaitMax = 2 * time.Minute
+)
 
-// HandleSQS handles a batch's messages side by side; a message whose
-// handling failed (the store or the queue, not the receiver) is reported
-// for SQS to deliver again.
+// BusyWait is how long a delivery that found its endpoint busy for the
+// busy-th time waits before it asks again.
+func BusyWait(busy int) time.Duration {
+	return min(busyWait<<min(max(busy-1, 0), 10), busyWaitMax)
+}
+
+// HandleSQS groups a batch's messages by endpoint and handles the groups
+// side by side, each under one place among its endpoint's attempts in
+// flight; a message whose handling failed (the store or the queue, not the
+// receiver) is reported for SQS to deliver again.
 func (d *Deliverer) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	var resp events.SQSEventResponse
+	groups := map[string][]Delivery{}
+	ids := map[string][]string{}
+	var order []string
+	for _, r := range ev.Records {
+		var del Delivery
+		if err := json.Unmarshal([]byte(r.Body), &del); err != nil {
+			d.Log.ErrorContext(ctx, "unreadable webhook delivery dropped", "message_id", r.MessageId, "error", err.Error())
+			continue
+		}
+		k := del.OrgID + "/" + del.EndpointID
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], del)
+		ids[k] = append(ids[k], r.MessageId)
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, r := range ev.Records {
+	for _, k := range order {
 		wg.Go(func() {
-			var del Delivery
-			err := json.Unmarshal([]byte(r.Body), &del)
-			if err != nil {
-				d.Log.ErrorContext(ctx, "unreadable webhook delivery dropped", "message_id", r.MessageId, "error", err.Error())
-				return
-			}
-			if err = d.Deliver(ctx, del); err != nil {
+			for i, err := range d.deliverGroup(ctx, groups[k]) {
+				if err == nil {
+					continue
+				}
+				del := groups[k][i]
 				d.Log.ErrorContext(ctx, "webhook delivery failed; SQS delivers it again", "webhook_id", del.ID, "endpoint_id", del.EndpointID, "error", err.Error())
 				mu.Lock()
-				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ids[k][i]})
 				mu.Unlock()
 			}
 		})
@@ -233,33 +284,122 @@ func (d *Deliverer) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.S
 
 // Deliver makes del's next attempt, if it is due.
 func (d *Deliverer) Deliver(ctx context.Context, del Delivery) error {
-	now := d.Now()
-	// SQS delays in whole seconds: a message less than one early is due.
-	if del.Due != nil && del.Due.Sub(now) >= time.Second {
-		return d.Queue.SendDeliveries(ctx, []Delivery{del}, min(del.Due.Sub(now), maxQueueDelay))
+	return d.deliverGroup(ctx, []Delivery{del})[0]
+}
+
+// groupBudget: a group starts no attempt after this long, so that its last
+// (10 s at most) ends within the function's 30 s timeout; the rest wait.
+const groupBudget = 15 * time.Second
+
+// deliverGroup makes the next attempt of each of one endpoint's deliveries
+// that is due, one after another under one place; it returns each one's
+// error.
+func (d *Deliverer) deliverGroup(ctx context.Context, ds []Delivery) []error {
+	errs := make([]error, len(ds))
+	start, now := time.Now(), d.Now()
+	var due []int
+	for i, del := range ds {
+		// SQS delays in whole seconds: a message less than one early is due.
+		if del.Due != nil && del.Due.Sub(now) >= time.Second {
+			errs[i] = d.Queue.SendDeliveries(ctx, []Delivery{del}, min(del.Due.Sub(now), maxQueueDelay))
+			continue
+		}
+		due = append(due, i)
 	}
-	ep, err := d.Store.GetWebhook(ctx, del.OrgID, del.EndpointID)
+	if len(due) == 0 {
+		return errs
+	}
+	first := ds[due[0]]
+	all := func(err error) []error {
+		for _, i := range due {
+			errs[i] = err
+		}
+		return errs
+	}
+	ep, err := d.Store.GetWebhook(ctx, first.OrgID, first.EndpointID)
 	if space.KindOf(err) == space.KindNotFound {
-		d.Log.InfoContext(ctx, "webhook endpoint gone; delivery dropped", "webhook_id", del.ID, "endpoint_id", del.EndpointID)
-		return nil
+		d.Log.InfoContext(ctx, "webhook endpoint gone; deliveries dropped", "endpoint_id", first.EndpointID, "deliveries", len(due))
+		return errs
 	}
 	if err != nil {
-		return err
+		return all(err)
 	}
 	if ep.State != space.WebhookEnabled {
-		d.Log.InfoContext(ctx, "webhook endpoint not enabled; delivery dropped", "webhook_id", del.ID, "endpoint_id", del.EndpointID, "state", string(ep.State))
-		return nil
+		d.Log.InfoContext(ctx, "webhook endpoint not enabled; deliveries dropped", "endpoint_id", first.EndpointID, "deliveries", len(due), "state", string(ep.State))
+		return errs
 	}
+	holder, held, err := d.hold(ctx, first.EndpointID, now)
+	if err != nil {
+		return all(err)
+	}
+	if !held {
+		for _, i := range due {
+			errs[i] = d.wait(ctx, ds[i])
+		}
+		return errs
+	}
+	defer func() {
+		// A place not given back lapses after holdFor; nothing is lost.
+		if err := d.Store.ReleaseAttempt(context.WithoutCancel(ctx), first.EndpointID, holder); err != nil {
+			d.Log.WarnContext(ctx, "webhook attempts' place not given back", "endpoint_id", first.EndpointID, "error", err.Error())
+		}
+	}()
+	for k, i := range due {
+		if k > 0 && time.Since(start) > groupBudget {
+			for _, j := range due[k:] {
+				errs[j] = d.wait(ctx, ds[j])
+			}
+			break
+		}
+		var gone bool
+		gone, errs[i] = d.attempt(ctx, ep, ds[i])
+		if gone {
+			// Disabled by a 410: the rest are dropped, as they would be
+			// on their own.
+			break
+		}
+	}
+	return errs
+}
+
+// hold takes a place among the endpoint's attempts in flight; false when
+// all are taken.
+func (d *Deliverer) hold(ctx context.Context, endpointID string, now time.Time) (string, bool, error) {
+	newHolder, inFlight := d.NewHolder, d.InFlight
+	if newHolder == nil {
+		newHolder = uuid.NewString
+	}
+	if inFlight <= 0 {
+		inFlight = DefaultInFlight
+	}
+	holder := newHolder()
+	held, err := d.Store.HoldAttempt(ctx, endpointID, holder, inFlight, now, now.Add(holdFor))
+	return holder, held, err
+}
+
+// wait sends del back to the queue to wait for a place (Busy).
+func (d *Deliverer) wait(ctx context.Context, del Delivery) error {
+	next := del
+	next.Busy++
+	wait := BusyWait(next.Busy)
+	d.Log.InfoContext(ctx, "webhook endpoint busy; delivery waits", "webhook_id", del.ID, "endpoint_id", del.EndpointID, "wait", wait.String())
+	return d.Queue.SendDeliveries(ctx, []Delivery{next}, wait)
+}
+
+// attempt makes del's next attempt to ep; it reports whether a 410
+// disabled the endpoint.
+func (d *Deliverer) attempt(ctx context.Context, ep space.WebhookEndpoint, del Delivery) (bool, error) {
+	now := d.Now()
 	body, err := webhook.Body(del.Type, del.At, del.Data)
 	if err != nil {
-		return fmt.Errorf("encode the body: %w", err)
+		return false, fmt.Errorf("encode the body: %w", err)
 	}
 	if del.Attempts == 0 {
 		// Kept before the first attempt, so that whatever the log shows
 		// can be replayed; failing here sends nothing yet (SQS retries).
 		if err := d.Store.SaveEvent(ctx, space.StoredEvent{OrgID: del.OrgID, EndpointID: del.EndpointID, WebhookID: del.ID,
 			Type: del.Type, At: del.At, Data: del.Data}, now); err != nil {
-			return err
+			return false, err
 		}
 	}
 	a := d.Sender.Send(ctx, ep.URL, del.ID, body, ep.SigningSecrets(now))
@@ -274,15 +414,15 @@ func (d *Deliverer) Deliver(ctx context.Context, del Delivery) error {
 		if wait, ok := space.WebhookRetry(rec.Attempt, a.RetryAfter, jitter()); ok {
 			due := a.At.Add(wait)
 			next := del
-			next.Attempts, next.Due = rec.Attempt, &due
+			next.Attempts, next.Due, next.Busy = rec.Attempt, &due, 0
 			if err := d.Queue.SendDeliveries(ctx, []Delivery{next}, min(wait, maxQueueDelay)); err != nil {
-				return err
+				return false, err
 			}
 			rec.NextAt = &due
 		}
 	case space.Gone:
 		if _, err := d.Endpoints.Disable(ctx, del.OrgID, del.EndpointID, space.ReasonReceiverGone); err != nil {
-			return err
+			return false, err
 		}
 	}
 	// The endpoint is written only when its failing run starts, ends or
@@ -301,5 +441,5 @@ func (d *Deliverer) Deliver(ctx context.Context, del Delivery) error {
 	}
 	d.Log.InfoContext(ctx, "webhook attempt", "webhook_id", del.ID, "endpoint_id", del.EndpointID, "attempt", rec.Attempt,
 		"status", a.Status, "verdict", string(a.Verdict), "latency_ms", a.LatencyMS)
-	return nil
+	return a.Verdict == space.Gone, nil
 }

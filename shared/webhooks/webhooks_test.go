@@ -23,7 +23,9 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"spaces/infra/emulator/emulatortest"
+	"spaces/infra/lambdarules"
 	"spaces/infra/testclock"
+	"spaces/infra/testwait"
 	"spaces/shared/awsclient"
 	"spaces/shared/dynamostore"
 	"spaces/shared/space"
@@ -511,5 +513,106 @@ func TestStreamKeepsActivity(t *testing.T) {
 	resp, err := fan.HandleStream(ctx, batch)
 	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "101" {
 		t.Errorf("with the trail unwritable: %v %+v", err, resp)
+	}
+}
+
+// TestSlowEndpointHoldsUpNoOther: forty deliveries, half to an endpoint
+// whose receiver holds every request and half to one that answers at once,
+// are queued together and consumed by the queue's event source mapping
+// (lambdarules.Poller: batches of 10, pollers up to the template's 16).
+// Every delivery to the answering endpoint arrives while the other's
+// receiver still holds its requests, and neither receiver ever has more
+// than InFlight requests open: the rest wait in the queue (Busy). Once the
+// held receiver answers again, it gets each of its deliveries.
+func TestSlowEndpointHoldsUpNoOther(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	const inFlight, each = 2, 20
+	f.d.InFlight = inFlight
+
+	type receiver struct {
+		mu            sync.Mutex
+		open, maxOpen int
+		got           map[string]bool
+	}
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	let := func() { releaseOnce.Do(func() { close(release) }) }
+	serve := func(r *receiver, hold bool) string {
+		r.got = map[string]bool{}
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			r.mu.Lock()
+			r.open++
+			r.maxOpen = max(r.maxOpen, r.open)
+			r.mu.Unlock()
+			if hold {
+				select {
+				case <-release:
+				case <-req.Context().Done():
+				}
+			}
+			r.mu.Lock()
+			r.open--
+			if req.Context().Err() == nil {
+				r.got[req.Header.Get("webhook-id")] = true
+			}
+			r.mu.Unlock()
+			w.WriteHeader(204)
+		}))
+		t.Cleanup(srv.Close)
+		t.Cleanup(let) // runs first: the server's Close waits for its handlers
+		return srv.URL
+	}
+	var slow, fast receiver
+	create := func(url string) space.WebhookEndpoint {
+		c, err := f.eps.Create(ctx, f.org, space.WebhookInput{URL: &url, EventTypes: []space.EventType{space.EventSpaceRegistered}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.WebhookEndpoint
+	}
+	slowEP, fastEP := create(serve(&slow, true)), create(serve(&fast, false))
+	count := func(r *receiver) (int, int) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.got), r.maxOpen
+	}
+
+	var ds []webhooks.Delivery
+	for range each {
+		ds = append(ds, delivery(f.org, slowEP), delivery(f.org, fastEP))
+	}
+	for i := 0; i < len(ds); i += 10 {
+		if err := f.d.Queue.SendDeliveries(ctx, ds[i:i+10], 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pollCtx, stop := context.WithCancel(ctx)
+	p := &lambdarules.Poller{SQS: f.sqs, QueueURL: f.queueURL, Handler: f.d.HandleSQS, Pollers: 4, Wait: time.Second,
+		Source: lambdarules.SQSSource{BatchSize: 10, MaximumConcurrency: 16}, Log: slog.New(slog.DiscardHandler)}
+	var polling sync.WaitGroup
+	polling.Go(func() { p.Run(pollCtx) })
+	testwait.Eventually(t, 2*time.Minute, "every delivery to the answering endpoint", func() bool {
+		n, _ := count(&fast)
+		return n == each
+	})
+	n, open := count(&slow)
+	if n != 0 {
+		t.Fatalf("the held receiver answered %d before it was let go", n)
+	}
+	if open == 0 {
+		t.Fatal("the held receiver was never called")
+	}
+	let()
+	testwait.Eventually(t, 2*time.Minute, "every delivery to the held endpoint", func() bool {
+		n, _ := count(&slow)
+		return n == each
+	})
+	stop()
+	polling.Wait()
+	for name, r := range map[string]*receiver{"held": &slow, "answering": &fast} {
+		if _, open := count(r); open > inFlight {
+			t.Errorf("the %s receiver had %d requests open at once, want at most %d", name, open, inFlight)
+		}
 	}
 }

@@ -242,6 +242,9 @@ type WebhooksSettings struct {
 	Queue string
 	// SealerKey is the KMS key that seals the endpoints' secrets.
 	SealerKey string
+	// InFlight bounds one endpoint's attempts under way at once
+	// (template's WebhookEndpointInFlight; 0: webhooks.DefaultInFlight).
+	InFlight int
 	// AllowLoopback lets endpoints be on loopback: the local stack only,
 	// never read from the environment.
 	AllowLoopback bool
@@ -253,7 +256,7 @@ type WebhooksSettings struct {
 // ReadWebhooks reads the webhook function's settings.
 func ReadWebhooks(env *config.Env) WebhooksSettings {
 	return WebhooksSettings{Table: env.Required("TABLE_NAME"), Queue: env.Required("WEBHOOK_QUEUE_URL"),
-		SealerKey: env.Required("WEBHOOK_SEALER_ARN")}
+		SealerKey: env.Required("WEBHOOK_SEALER_ARN"), InFlight: env.Int("WEBHOOK_IN_FLIGHT", webhooks.DefaultInFlight)}
 }
 
 // Webhooks builds the fan-out and the deliverer.
@@ -263,5 +266,5 @@ func Webhooks(a parts.AWS, s WebhooksSettings, log *slog.Logger) (*webhooks.Fano
 	eps := &space.Webhooks{Store: store, Rules: space.WebhookRules{AllowLoopback: s.AllowLoopback}, Now: time.Now}
 	return &webhooks.Fanout{Store: store, Queue: q, Activity: store, Log: log},
 		&webhooks.Deliverer{Store: store, Sender: webhook.NewClient(webhook.Guard{AllowLoopback: s.AllowLoopback}, s.Roots),
-			Queue: q, Endpoints: eps, Now: time.Now, Log: log}
+			Queue: q, Endpoints: eps, Now: time.Now, InFlight: s.InFlight, Log: log}
 }

@@ -5,6 +5,7 @@ import { h, badge, providerMark, when, stamp, region, refreshAges, errorBox, fie
 import { qs } from './api.js';
 import { bulkWork } from './bulk.js';
 import { RANGES, segments, chart } from './chart.js';
+import { inventory, versionCell, supportCell, factBadges, certificateText } from './inventory.js';
 
 const PAGE = 50;
 
@@ -19,8 +20,10 @@ function hashParams() {
 const trails = new Map();
 
 // The URL's query names for the view's state; labels is the label
-// selector (label_selector).
-const STATE = ['q', 'provider', 'status', 'account', 'sort', 'labels', 'synthetic'];
+// selector (label_selector); the inventory's filters keep the API's names.
+const STATE = ['q', 'provider', 'status', 'account', 'sort', 'labels', 'synthetic', 'version', 'support_ends_within_days', 'certificate_expires_within_days'];
+// INVENTORY are the inventory's filters, which its tiles and bars set.
+const INVENTORY = ['version', 'support_ends_within_days', 'certificate_expires_within_days'];
 
 // SORTS are the orders the API offers (openapi.yaml, SpaceSort), each
 // offered by a column header; '' is the default, the API's problems first
@@ -143,6 +146,9 @@ export async function spacesList(root, _, ctx) {
     for (const k of STATE) state[k] = params.get(k) || '';
     if (!['', 'true', 'false'].includes(state.synthetic)) state.synthetic = '';
     if (!SORTS.includes(state.sort)) state.sort = '';
+    // A value the API would refuse is left out, as a bad sort is.
+    if (!/^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$/.test(state.version)) state.version = '';
+    for (const k of INVENTORY.slice(1)) if (!/^[0-9]{1,4}$/.test(state[k]) || Number(state[k]) > 3650) state[k] = '';
     pageNo = Math.max(1, parseInt(params.get('page') || '1', 10) || 1);
     cursor = pageNo > 1 ? (params.get('cursor') || '') : '';
     const trailKey = STATE.map(k => state[k]).join('\u0000');
@@ -151,7 +157,8 @@ export async function spacesList(root, _, ctx) {
     if (pageNo > 1 && cursor) trail[pageNo - 1] = cursor;
     // A search lists in name order unless another order is chosen: the
     // name index then reads only the names it shows, at any fleet size.
-    filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: state.q, sort: state.sort || (state.q ? 'name' : 'problems'), label_selector: state.labels, synthetic: state.synthetic };
+    filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: state.q, sort: state.sort || (state.q ? 'name' : 'problems'), label_selector: state.labels, synthetic: state.synthetic,
+      version: state.version, support_ends_within_days: state.support_ends_within_days, certificate_expires_within_days: state.certificate_expires_within_days };
     // A malformed selector is never sent: the view says what is wrong.
     badSelector = state.labels ? selectorError(state.labels) : '';
     const sig = JSON.stringify({ ...filter, sort: '' });
@@ -181,6 +188,7 @@ export async function spacesList(root, _, ctx) {
   };
 
   const countsEl = h('ul', { class: 'counts', 'aria-label': 'Spaces per status (whole org)' });
+  const inventoryEl = h('section', { class: 'inventory', id: 'inventory', 'aria-label': 'Inventory' });
   const tbody = h('tbody');
   // Each order the API offers is a column header: a click sorts by it,
   // again the other way, a third time back to problems first.
@@ -206,7 +214,7 @@ export async function spacesList(root, _, ctx) {
   const table = h('table', { class: 'stack', id: 'spaces-table' },
     h('caption', { class: 'sr' }, 'Registered spaces'),
     h('thead', null, h('tr', null, h('th', { scope: 'col', class: 'check' }, pageCheck), sortHead('name', 'Name', 'name'), plain('Provider'), plain('Region'), sortHead('status', 'Status', 'status', ['status_since', 'since', 'when each took its status']),
-      plain('Last probed'), sortHead('registered', 'Registered', 'registration'), plain('Server version'))), tbody);
+      plain('Last probed'), sortHead('registered', 'Registered', 'registration'), plain('Kubernetes'), plain('Support ends'))), tbody);
   const order = h('p', { class: 'muted', id: 'order' });
   const body = h('div', null, h('p', { class: 'loading' }, 'Loading spaces…'));
   const pager = h('div', { class: 'pager' });
@@ -300,7 +308,7 @@ export async function spacesList(root, _, ctx) {
 
   root.replaceChildren(
     h('h1', null, 'Spaces', h('span', { class: 'spacer' }), h('a', { class: 'button primary', href: '#/connect' }, 'Register a cluster')),
-    countsEl, viewsForm,
+    countsEl, inventoryEl, viewsForm,
     h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter spaces', onsubmit: e => { e.preventDefault(); clearTimeout(typing); typing = 0; go({ q: search.value.trim(), labels: selector.value.trim() }); } },
       field('Name', search), provField, statField, acctField, kindField, selectorField),
     error, order, range, bulk.el, body, pager, updated);
@@ -366,17 +374,20 @@ export async function spacesList(root, _, ctx) {
       h('a', { href: '#', 'aria-current': current ? 'true' : null,
         onclick: e => { e.preventDefault(); go(current ? { status: '', synthetic: '' } : to); } },
       h('b', null, c ? String(n) : '…'), label));
-    countsEl.replaceChildren(tile('total', c && counts.total, 'spaces', { status: '', synthetic: '' }, !drawn.status && !drawn.synthetic),
+    const none = Object.fromEntries(INVENTORY.map(k => [k, '']));
+    countsEl.replaceChildren(tile('total', c && counts.total, 'spaces', { status: '', synthetic: '', ...none }, !drawn.status && !drawn.synthetic && INVENTORY.every(k => !drawn[k])),
       ...['active', 'inactive', 'unknown'].map(k => tile(k, c && c.by_status[k], h('span', { class: `badge s-${k}` }, k),
         { status: k, synthetic: 'false' }, drawn.status === k && drawn.synthetic === 'false')),
       tile('synthetic', c && c.synthetic, h('span', { class: 'badge s-synthetic' }, 'synthetic'), { status: '', synthetic: 'true' }, !drawn.status && drawn.synthetic === 'true'));
+    inventoryEl.replaceChildren(...inventory(counts, drawn, go));
   }
 
   // total is how many spaces the list holds, where the counts say it: no
   // filter, or exactly one of status, provider and account, or the kind
   // with or without a status.
   function total() {
-    if (!counts || drawn.q || drawn.labels) return null;
+    if (!counts || drawn.q || drawn.labels || drawn.support_ends_within_days || drawn.certificate_expires_within_days) return null;
+    if (drawn.version) return drawn.status || drawn.synthetic || drawn.provider || drawn.account ? null : (counts.by_version || {})[drawn.version] || 0;
     if (drawn.synthetic) {
       if (drawn.provider || drawn.account) return null;
       const c = clusters(counts), syn = drawn.synthetic === 'true';
@@ -414,13 +425,14 @@ export async function spacesList(root, _, ctx) {
     } else {
       tbody.replaceChildren(...page.items.map(sp => h('tr', { 'data-space': sp.id, 'data-name': sp.name },
         h('td', { 'data-label': 'Select', class: 'check' }, check(sp)),
-        h('td', { 'data-label': 'Name' }, h('a', { href: `#/spaces/${sp.id}` }, sp.name), sp.synthetic ? h('span', { class: 'reason' }, 'synthetic') : null, labelChips(sp.labels, true)),
+        h('td', { 'data-label': 'Name' }, h('a', { href: `#/spaces/${sp.id}` }, sp.name), sp.synthetic ? h('span', { class: 'reason' }, 'synthetic') : null, factBadges(sp), labelChips(sp.labels, true)),
         h('td', { 'data-label': 'Provider' }, providerMark(sp.provider)),
         h('td', { 'data-label': 'Region' }, region(sp)),
         h('td', { 'data-label': 'Status' }, badge(sp.status, sp.probe && sp.probe.reason, sp.connectivity), h('span', { class: 'reason', 'data-since': '' }, 'since ', when(since(sp)))),
         h('td', { 'data-label': 'Last probed' }, when(sp.probe && sp.probe.last_probe_at)),
         h('td', { 'data-label': 'Registered' }, when(sp.created_at)),
-        h('td', { 'data-label': 'Version' }, (sp.probe && sp.probe.server_version && sp.probe.server_version.gitVersion) || '—'))));
+        h('td', { 'data-label': 'Kubernetes' }, versionCell(sp)),
+        h('td', { 'data-label': 'Support ends' }, supportCell(sp)))));
       if (body.firstChild !== table) body.replaceChildren(table);
     }
     syncChecks();
@@ -629,7 +641,7 @@ export async function spaceDetail(root, [id], ctx) {
 
   function renderHead() {
     labelsList.replaceChildren(labelChips(sp.labels, true) || h('p', { class: 'muted' }, 'No labels.'));
-    headBadge.replaceChildren(badge(sp.status, sp.probe && sp.probe.reason, sp.connectivity));
+    headBadge.replaceChildren(badge(sp.status, sp.probe && sp.probe.reason, sp.connectivity), factBadges(sp));
     renderAgent();
     headMsg.replaceChildren();
     if (sp.status !== 'active' && sp.probe && sp.probe.message) headMsg.append(h('div', { class: 'alert warn' }, sp.probe.message));
@@ -651,6 +663,7 @@ export async function spaceDetail(root, [id], ctx) {
       kv('Status since', when(p.last_transition_at)), kv('Latency', p.latency_ms !== undefined ? `${p.latency_ms} ms` : '—'),
       kv('Consecutive failures', waiting ? '— (not probed yet)' : String(p.consecutive_failures)),
       kv('Server version', p.server_version ? `${p.server_version.gitVersion} (${p.server_version.platform})` : '—'),
+      kv('Kubernetes version', versionCell(sp)), kv('Support ends', supportCell(sp)), kv('Certificate', h('span', { id: 'space-certificate' }, certificateText(sp))),
       p.message ? kv('Message', p.message) : null));
   }
 
