@@ -321,7 +321,7 @@ func TestEveryIndexThrottleIsWatched(t *testing.T) {
 // TestTableIsOnDemand: the spaces table is on demand (no capacity is
 // reserved: an idle stack pays nothing for it, and a burst needs no
 // standing minimum), with no auto scaling left, and the table and each of
-// its indexes (probe-digest, names, registered, status, since,
+// its indexes (probe-digest, names, registered, status, since, problems,
 // env-revisions and stopped-revisions) carry the on-demand caps, a cost guard, from the two
 // parameters; without a cap on an index, its reads or writes would be
 // unbounded.
@@ -338,8 +338,8 @@ func TestTableIsOnDemand(t *testing.T) {
 		}
 		caps["index "+fmt.Sprint(get(g, "IndexName"))] = get(g, "OnDemandThroughput")
 	}
-	if len(caps) != 8 {
-		t.Fatalf("SpacesTable has indexes %v, want probe-digest, names, registered, status, since, env-revisions and stopped-revisions (this test names each)", caps)
+	if len(caps) != 9 {
+		t.Fatalf("SpacesTable has indexes %v, want probe-digest, names, registered, status, since, problems, env-revisions and stopped-revisions (this test names each)", caps)
 	}
 	for name, c := range caps {
 		for rw, param := range map[string]string{"MaxReadRequestUnits": "TableMaxReadRequestUnits", "MaxWriteRequestUnits": "TableMaxWriteRequestUnits"} {

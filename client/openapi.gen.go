@@ -855,6 +855,7 @@ const (
 	SpaceSortMinusStatus      SpaceSort = "-status"
 	SpaceSortMinusStatusSince SpaceSort = "-status_since"
 	SpaceSortName             SpaceSort = "name"
+	SpaceSortProblems         SpaceSort = "problems"
 	SpaceSortRegistered       SpaceSort = "registered"
 	SpaceSortStatus           SpaceSort = "status"
 	SpaceSortStatusSince      SpaceSort = "status_since"
@@ -872,6 +873,8 @@ func (e SpaceSort) Valid() bool {
 	case SpaceSortMinusStatusSince:
 		return true
 	case SpaceSortName:
+		return true
+	case SpaceSortProblems:
 		return true
 	case SpaceSortRegistered:
 		return true
@@ -927,6 +930,7 @@ const (
 	ListSpacesParamsSortMinusStatus      ListSpacesParamsSort = "-status"
 	ListSpacesParamsSortMinusStatusSince ListSpacesParamsSort = "-status_since"
 	ListSpacesParamsSortName             ListSpacesParamsSort = "name"
+	ListSpacesParamsSortProblems         ListSpacesParamsSort = "problems"
 	ListSpacesParamsSortRegistered       ListSpacesParamsSort = "registered"
 	ListSpacesParamsSortStatus           ListSpacesParamsSort = "status"
 	ListSpacesParamsSortStatusSince      ListSpacesParamsSort = "status_since"
@@ -944,6 +948,8 @@ func (e ListSpacesParamsSort) Valid() bool {
 	case ListSpacesParamsSortMinusStatusSince:
 		return true
 	case ListSpacesParamsSortName:
+		return true
+	case ListSpacesParamsSortProblems:
 		return true
 	case ListSpacesParamsSortRegistered:
 		return true
@@ -4085,7 +4091,9 @@ type ListSpacesParams struct {
 	// `status_since` (by when each space took its stored status: its
 	// `probe.last_transition_at`, else its `created_at` if it never
 	// changed; oldest change first, then by id) or `-status_since` (the
-	// latest changes first). The status orders are the stored status: a
+	// latest changes first); `problems` (problems first: `inactive`, then
+	// `unknown`, then `active`, each with the latest status change
+	// first, then by id; it has no reverse). The status orders are the stored status: a
 	// space whose probe is stale is reported `unknown` but listed under
 	// its stored status and the time it took it. Without `sort`, spaces
 	// are listed by id. Each order is one Query of an index (then one

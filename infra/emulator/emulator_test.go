@@ -63,6 +63,7 @@ func TestCreateResourcesFromRepositoryTemplate(t *testing.T) {
 		"registered":        {[]string{"org_id HASH", "reg_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},
 		"status":            {[]string{"org_id HASH", "status_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},
 		"since":             {[]string{"org_id HASH", "since_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},
+		"problems":          {[]string{"org_id HASH", "problem_key RANGE"}, []string{"name_lc", "provider", "space_type", "cloud_account_id"}},
 		"env-revisions":     {[]string{"environment_id HASH", "rev_key RANGE"}, []string{"id", "org_id", "space_id", "namespace", "state", "reason", "attempts", "created_at", "updated_at", "version"}},
 		"stopped-revisions": {[]string{"org_id HASH", "stopped_key RANGE"}, []string{"id", "environment_id", "space_id", "namespace", "state", "reason", "attempts", "created_at", "updated_at", "version"}},
 	} {
@@ -72,8 +73,8 @@ func TestCreateResourcesFromRepositoryTemplate(t *testing.T) {
 			t.Errorf("index %s: %v %+v, want %v projecting %v", name, keys(g.KeySchema), g.Projection, want.keys, want.projected)
 		}
 	}
-	if len(idx) != 7 {
-		t.Errorf("indexes %v, want probe-digest, names, registered, status, since, env-revisions and stopped-revisions", slices.Sorted(maps.Keys(idx)))
+	if len(idx) != 8 {
+		t.Errorf("indexes %v, want probe-digest, names, registered, status, since, problems, env-revisions and stopped-revisions", slices.Sorted(maps.Keys(idx)))
 	}
 	if p := idx["probe-digest"].ProvisionedThroughput; p != nil && (aws.ToInt64(p.ReadCapacityUnits) != 0 || aws.ToInt64(p.WriteCapacityUnits) != 0) {
 		t.Errorf("index throughput %+v, want none on demand", p)

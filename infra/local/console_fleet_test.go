@@ -3,6 +3,7 @@ package local
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,9 +16,11 @@ import (
 // TestConsoleFleetView: the spaces list of an org of 120 spaces in a real
 // browser. The status tiles come from GET /space-counts in one request (no
 // page of the fleet is walked) and filter the list when clicked; the range
-// reads "1–50 of 120"; problems come first (inactive, newest change first,
-// then unknown); a malformed selector is explained with no rows and
-// nothing sent; the registration and status sorts are column headers; a
+// reads "1–50 of 120"; problems come first, the API's sort=problems
+// (inactive, newest change first, then unknown, the latest registered
+// first whatever their ids); a malformed selector is explained with no
+// rows and nothing sent; the registration, status and status-since sorts
+// are column headers; a
 // filter saved as a named view is one choice away, after a reload too; the search box and the name sort put their state in
 // the URL, and a search keeps the view (only its rows change); the page is
 // in the URL, so a reload keeps it and Back returns to the page before; an
@@ -32,6 +35,8 @@ func TestConsoleFleetView(t *testing.T) {
 	internal := newClient(t, st, org, "spaces:internal")
 	acct := c.account("aws")
 	ids := make([]string, 120)
+	created := map[string]string{}
+	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Add(1)
@@ -47,7 +52,11 @@ func TestConsoleFleetView(t *testing.T) {
 					t.Errorf("register %s: %d %s", name, r.status, r.body)
 					return
 				}
-				ids[i] = r.json(t)["id"].(string)
+				m := r.json(t)
+				ids[i] = m["id"].(string)
+				mu.Lock()
+				created[ids[i]] = m["created_at"].(string)
+				mu.Unlock()
 			}
 		}()
 	}
@@ -108,6 +117,27 @@ func TestConsoleFleetView(t *testing.T) {
 	if got := p.eval(`[...document.querySelectorAll('#spaces-table tbody tr')].slice(5).map(r => r.querySelector('.badge').dataset.status).filter(s => s !== 'unknown').join(',')`); got != "" {
 		t.Errorf("after the inactive spaces, page 1 shows %s, want only unknown ones", got)
 	}
+	// Then the 45 latest changes among the unknown ones (never changed:
+	// their registrations, latest first), whichever page of the fleet
+	// they are on: the API's order (sort=problems), not each page's rows
+	// sorted in the browser.
+	unknown := slices.Clone(ids[8:])
+	slices.SortFunc(unknown, func(a, b string) int {
+		ta, _ := time.Parse(time.RFC3339Nano, created[a])
+		tb, _ := time.Parse(time.RFC3339Nano, created[b])
+		if c := tb.Compare(ta); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	if got, want := p.eval(`[...document.querySelectorAll('#spaces-table tbody tr')].slice(5).map(r => r.dataset.space).join(',')`), strings.Join(unknown[:45], ","); got != want {
+		t.Errorf("after the inactive spaces, page 1 lists\n%s\nwant the latest registered unknown ones, latest first:\n%s", got, want)
+	}
+	if reqs, _ := proxy.stats(); !slices.ContainsFunc(reqs, func(r string) bool {
+		return strings.HasPrefix(r, "GET /spaces?") && strings.Contains(r, "sort=problems")
+	}) {
+		t.Errorf("the list did not ask the API for sort=problems: %v", reqs)
+	}
 	p.shot("fleet-01-list")
 	p.audit("spaces (fleet)")
 
@@ -141,6 +171,14 @@ func TestConsoleFleetView(t *testing.T) {
 	p.until("reverse status order", `location.hash === '#/spaces?sort=-status' && `+firstStatus+` === 'unknown'`, wait)
 	p.run("back to problems first", chromedp.Click(chromedp.CSS(`#sort-status`)))
 	p.until("problems first", `location.hash === '#/spaces' && document.querySelector('#spaces-table tbody tr').dataset.space === '`+ids[4]+`'`, wait)
+	// The status header's second order: when each took its status, the
+	// latest change last, then first.
+	p.run("sort by status since", chromedp.Click(chromedp.CSS(`#sort-status_since`)))
+	p.until("status since order", `location.hash === '#/spaces?sort=status_since' && document.querySelector('#spaces-table tbody tr').dataset.space === '`+unknown[len(unknown)-1]+`' && document.querySelector('#sort-status_since').closest('th').getAttribute('aria-sort') === 'ascending'`, wait)
+	p.run("sort by status since, reversed", chromedp.Click(chromedp.CSS(`#sort-status_since`)))
+	p.until("latest change first", `location.hash === '#/spaces?sort=-status_since' && document.querySelector('#spaces-table tbody tr').dataset.space === '`+ids[7]+`'`, wait)
+	p.run("back to problems first", chromedp.Click(chromedp.CSS(`#sort-status_since`)))
+	p.until("problems first again", `location.hash === '#/spaces' && document.querySelector('#spaces-table tbody tr').dataset.space === '`+ids[4]+`'`, wait)
 
 	// A tile filters by its status; clicked again, it clears the filter.
 	p.run("click the inactive tile", chromedp.Click(chromedp.CSS(`[data-count="inactive"] a`)))

@@ -73,6 +73,7 @@ func TestConsoleAtPhoneWidth(t *testing.T) {
 		{"environments", "#/environments", `!!document.querySelector('tr[data-env="gated-on-a-phone"] .rebind select option[value]:not([value=""])')`, true},
 		{"environment", "#/environments/" + env, `document.querySelector('main').innerText.includes('phone')`, true},
 		{"jobs", "#/jobs", `document.querySelector('main').innerText.includes('phone-eks-with-a-rather-long-name')`, true},
+		{"activity", "#/activity", `!!document.querySelector('#activity-table tr[data-kind="provisioning_job.created"]')`, true},
 	}
 	for _, s := range screens {
 		p.visit("open "+s.name, s.hash)

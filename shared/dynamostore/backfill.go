@@ -13,7 +13,7 @@ import (
 )
 
 // Backfilling the listing indexes. The sparse GSIs "names", "registered",
-// "status", "since", "env-revisions" and "stopped-revisions" hold only items that
+// "status", "since", "problems", "env-revisions" and "stopped-revisions" hold only items that
 // carry their key attributes, which the writes that added each index put
 // on every item they write; "probe-digest" lists a space without its
 // digest (pd) by ids only, which the prober then reads every minute. A table that held data before those writes
@@ -79,11 +79,11 @@ func (s *Store) Backfill(ctx context.Context, segment, totalSegments int) (Backf
 		TableName: s.table,
 		// Only what lacks a key; the scan still reads (and bills) the rest.
 		FilterExpression: aws.String("(begins_with(#sk, :space) AND attribute_not_exists(#del) AND " +
-			"(attribute_not_exists(#nkey) OR attribute_not_exists(#rkey) OR attribute_not_exists(#ordst) OR attribute_not_exists(#nlc) OR attribute_not_exists(#since) OR attribute_not_exists(#words) OR " +
+			"(attribute_not_exists(#nkey) OR attribute_not_exists(#rkey) OR attribute_not_exists(#ordst) OR attribute_not_exists(#nlc) OR attribute_not_exists(#since) OR attribute_not_exists(#words) OR attribute_not_exists(#probk) OR " +
 			"(attribute_exists(#shard) AND attribute_not_exists(#pd)) OR attribute_not_exists(#minr))) OR " +
 			"(begins_with(#sk, :rev) AND (attribute_not_exists(#revkey) OR (#pstate = :stopped AND attribute_not_exists(#stopkey))))"),
 		ExpressionAttributeNames: map[string]string{"#sk": "sk", "#del": "deleted_at", "#nkey": "name_key", "#rkey": "reg_key",
-			"#ordst": "status_key", "#nlc": "name_lc", "#shard": "probe_shard", "#pd": "pd", "#revkey": "rev_key", "#pstate": "state", "#stopkey": "stopped_key", "#minr": attrCounted, "#since": "since_key", "#words": attrWordEntries},
+			"#ordst": "status_key", "#nlc": "name_lc", "#shard": "probe_shard", "#pd": "pd", "#revkey": "rev_key", "#pstate": "state", "#stopkey": "stopped_key", "#minr": attrCounted, "#since": "since_key", "#words": attrWordEntries, "#probk": "problem_key"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":space": str(prefixSpace), ":rev": str(prefixRevision),
 			":stopped": str(string(space.RevisionStopped))},
 		Segment: aws.Int32(int32(segment)), TotalSegments: aws.Int32(int32(totalSegments)),

@@ -79,7 +79,7 @@ func TestBackfillListingKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		f.strip(t, f.org, "SPACE#"+id, "name_lc", "name_key", "reg_key", "status_key", "since_key")
+		f.strip(t, f.org, "SPACE#"+id, "name_lc", "name_key", "reg_key", "status_key", "since_key", "problem_key")
 	}
 	for _, id := range revs {
 		f.strip(t, f.org, "REV#"+id, "rev_key", "stopped_key")
@@ -98,6 +98,9 @@ func TestBackfillListingKeys(t *testing.T) {
 	}
 	if since := f.names(t, space.Query{Sort: space.SortStatusSince}, 2); len(since) != 0 {
 		t.Fatalf("before the backfill the stripped spaces are listed by status since: %v", since)
+	}
+	if problems := f.names(t, space.Query{Sort: space.SortProblems}, 2); len(problems) != 0 {
+		t.Fatalf("before the backfill the stripped spaces are listed problems first: %v", problems)
 	}
 	if n, r, s, e, st := listed(); len(n)+len(r)+len(s)+len(e)+len(st) != 0 {
 		t.Fatalf("before the backfill the stripped items are listed: %v %v %v %v %v", n, r, s, e, st)
@@ -151,13 +154,25 @@ func TestBackfillListingKeys(t *testing.T) {
 	if since := f.names(t, space.Query{Sort: space.SortStatusSince}, 2); !slices.Equal(since, []string{"b", "a", "c"}) {
 		t.Errorf("after the backfill, by status since %v, want [b a c]", since)
 	}
+	// Problems first: the unknown ones, latest registration first, then
+	// the raced one (active).
+	var wantProblems []string
+	for _, x := range []string{"c", "a", "b"} {
+		if x != names[raced] {
+			wantProblems = append(wantProblems, x)
+		}
+	}
+	wantProblems = append(wantProblems, names[raced])
+	if problems := f.names(t, space.Query{Sort: space.SortProblems}, 2); !slices.Equal(problems, wantProblems) {
+		t.Errorf("after the backfill, problems first %v, want %v", problems, wantProblems)
+	}
 	if want := []string{revs[2], revs[1], revs[0]}; !slices.Equal(e, want) || !slices.Equal(st, []string{revs[2]}) {
 		t.Errorf("after the backfill, the environment's %v (want %v), stopped %v (want %v)", e, want, st, revs[2:])
 	}
 	if got, err := f.store.GetSpace(ctx, f.org, raced); err != nil || got.Status != space.Active {
 		t.Errorf("the racing write: %v %v, want active", got.Status, err)
 	}
-	if item := f.raw(t, f.org, "SPACE#"+gone.ID); item["reg_key"] != nil || item["name_key"] != nil || item["status_key"] != nil || item["since_key"] != nil {
+	if item := f.raw(t, f.org, "SPACE#"+gone.ID); item["reg_key"] != nil || item["name_key"] != nil || item["status_key"] != nil || item["since_key"] != nil || item["problem_key"] != nil {
 		t.Errorf("the tombstone was given listing keys: %v", item)
 	}
 	if again := f.backfill(t, 1); again.Spaces+again.Revisions+again.Retried != 0 {

@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
 	"strings"
 	"time"
 
@@ -124,11 +125,11 @@ import (
 // only registered, non-synthetic spaces: probe_shard is "00".."15", a
 // stable hash of the space id, set at registration and removed at
 // deregistration; pd is rewritten with every write of the space.
-// The GSIs "names", "registered", "status" and "since" (names.go; name_lc,
-// name_key, reg_key, status_key and since_key while registered),
-// "env-revisions" and "stopped-revisions" (revisions.go) list spaces by
-// name, registration, status and status since, and revisions by
-// environment and by org.
+// The GSIs "names", "registered", "status", "since" and "problems"
+// (names.go; name_lc, name_key, reg_key, status_key, since_key and
+// problem_key while registered), "env-revisions" and "stopped-revisions"
+// (revisions.go) list spaces by name, registration, status, status since
+// and problems first, and revisions by environment and by org.
 const (
 	prefixOrg      = "ORG#"
 	prefixSpace    = "SPACE#"
@@ -180,6 +181,7 @@ const (
 	registeredIndex       = "registered"
 	statusIndex           = "status"
 	sinceIndex            = "since"
+	problemsIndex         = "problems"
 	envRevisionsIndex     = "env-revisions"
 	stoppedRevisionsIndex = "stopped-revisions"
 
@@ -250,6 +252,26 @@ func statusKey(s space.Space) string { return string(s.Status) + nameSep + nameK
 // moves the entry (a rename rewrites its projected name_lc in place), a
 // heartbeat, a version or a labels change does not.
 func sinceKey(s space.Space) string { return s.StatusSince().Format(histTime) + nameSep + s.ID }
+
+// problemRank places each stored status in problems-first order; a status
+// not listed (none today) goes last.
+var problemRank = map[space.Status]string{space.Inactive: "0", space.Unknown: "1", space.Active: "2"}
+
+// problemKey is the position of s in problems-first order (sort=problems):
+// its stored status's rank, then the time it took it counted back from
+// the largest time a key can hold (fixed width, so the latest change
+// sorts first in an ascending read), and its id. The sparse GSI
+// "problems" (org_id HASH, problem_key RANGE, the same INCLUDE as names)
+// holds the registered spaces in that order, so a page is one Query of
+// it whatever the statuses it spans; like since_key, only a transition
+// moves the entry.
+func problemKey(s space.Space) string {
+	rank, ok := problemRank[s.Status]
+	if !ok {
+		rank = "9"
+	}
+	return rank + nameSep + fmt.Sprintf("%019d", math.MaxInt64-s.StatusSince().UnixNano()) + nameSep + s.ID
+}
 
 // revKey is a revision's position among its environment's.
 func revKey(r space.Revision) string { return r.CreatedAt.UTC().Format(histTime) + "#" + r.ID }

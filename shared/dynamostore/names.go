@@ -31,7 +31,7 @@ import (
 // see whole.
 //
 // The indexes' names and their range keys (nameKey, regKey, statusKey,
-// sinceKey) are
+// sinceKey, problemKey) are
 // in keys.go.
 const (
 	// batchGetMax is BatchGetItem's limit of keys per request.
@@ -50,6 +50,7 @@ func setNameAttrs(item map[string]types.AttributeValue, s space.Space) {
 	item["reg_key"] = str(regKey(s))
 	item["status_key"] = str(statusKey(s))
 	item["since_key"] = str(sinceKey(s))
+	item["problem_key"] = str(problemKey(s))
 }
 
 // sortIndex is the index, key attribute and position function of an order.
@@ -64,6 +65,7 @@ var sortIndexes = map[space.Sort]sortIndex{
 	space.SortRegistered:  {registeredIndex, "reg_key", nRegKey, regKey},
 	space.SortStatus:      {statusIndex, "status_key", nStatusKey, statusKey},
 	space.SortStatusSince: {sinceIndex, "since_key", nSinceKey, sinceKey},
+	space.SortProblems:    {problemsIndex, "problem_key", nProbKey, problemKey},
 }
 
 // nameFilters adds q's name prefix to a filter on name_lc (a word search

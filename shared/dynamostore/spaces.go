@@ -549,6 +549,12 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space, count
 		upd.ExpressionAttributeNames[nSinceKey] = attrNames[nSinceKey]
 		upd.ExpressionAttributeValues[":sincek"] = str(k)
 	}
+	if k := problemKey(after); k != problemKey(before) {
+		// Only a transition moves it in the problems index.
+		*upd.UpdateExpression += ", " + nProbKey + " = :probk"
+		upd.ExpressionAttributeNames[nProbKey] = attrNames[nProbKey]
+		upd.ExpressionAttributeValues[":probk"] = str(k)
+	}
 	setNotices := !after.Notices.Equal(before.Notices) && !after.Notices.IsZero()
 	if setNotices {
 		// Only an announcement (or a reset) writes the notices.
@@ -767,13 +773,14 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 		cond += " AND " + nVersion + " = :prev"
 		vals[":prev"] = num(before.Version)
 	}
-	nm := names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nDigest, nPK, nStatus, nNameLC, nNameKey, nRegKey, nStatusKey, nSinceKey, nCounted, nName, nWords)
+	nm := names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nDigest, nPK, nStatus, nNameLC, nNameKey, nRegKey, nStatusKey, nSinceKey, nProbKey, nCounted, nName, nWords)
 	set := []string{nDeleted + " = :at", nDeletedBy + " = :by", nUpdated + " = :at", nVersion + " = " + nVersion + " + :one"}
 	// Removing probe_shard takes the space out of the probe index: a late
 	// probe can no longer even be scheduled. Removing name_key, reg_key,
-	// status_key and since_key takes it out of the names, registered,
-	// status and since indexes; counted_minor goes with its count.
-	remove := []string{nShard, nDigest, nNameLC, nNameKey, nRegKey, nStatusKey, nSinceKey, nCounted, nWords}
+	// status_key, since_key and problem_key takes it out of the names,
+	// registered, status, since and problems indexes; counted_minor goes
+	// with its count.
+	remove := []string{nShard, nDigest, nNameLC, nNameKey, nRegKey, nStatusKey, nSinceKey, nProbKey, nCounted, nWords}
 	stampSet, stampRemove := stampUpdate(ctx, nm, vals)
 	set, remove = append(set, stampSet...), append(remove, stampRemove...)
 	items := []types.TransactWriteItem{

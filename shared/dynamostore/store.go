@@ -32,9 +32,10 @@
 //   - the fleet counts: the org's COUNT# counter items, kept inside the
 //     register, deregister, transition and minor-version-change
 //     transactions, read with one Query (counts.go).
-//   - list by name, by registration, by status or by status since, search
-//     names by prefix: Query the sparse names, registered, status or since
-//     index, then one BatchGetItem of the page (names.go).
+//   - list by name, by registration, by status, by status since or
+//     problems first, search names by prefix: Query the sparse names,
+//     registered, status, since or problems index, then one BatchGetItem
+//     of the page (names.go).
 //   - search names by word prefix: one strongly consistent Query of the
 //     org's WORD# partition under one of the search's words, then one
 //     BatchGetItem of the page (words.go): a page costs the entries and
@@ -152,6 +153,7 @@ const (
 	nSinceKey  = "#since"
 	nNotices   = "#nt"
 	nWords     = "#zwords"
+	nProbKey   = "#probk"
 )
 
 var attrNames = map[string]string{
@@ -163,7 +165,8 @@ var attrNames = map[string]string{
 	nNameLC: "name_lc", nNameKey: "name_key", nDeletedBy: "deleted_by", nRegKey: "reg_key",
 	nStatusKey: "status_key", nLabels: "labels", nConfig: "config", nConn: "connectivity",
 	nDigest: "pd", nCounted: attrCounted, nSinceKey: "since_key", nNotices: attrNotices,
-	nWords: attrWordEntries,
+	nWords:   attrWordEntries,
+	nProbKey: "problem_key",
 }
 
 // names returns the ExpressionAttributeNames for the given placeholders

@@ -19,7 +19,8 @@ import (
 )
 
 // GET /spaces?sort=status_since and -status_since list by when each space
-// took its status, page by page (a cursor continues only its own order);
+// took its status, and sort=problems problems first (no reverse), page by
+// page (a cursor continues only its own order);
 // GET /space-counts answers the version distribution. A bad sort value,
 // a cursor of another order, or a parameter on /space-counts is a 400
 // naming it, and changes nothing.
@@ -108,6 +109,12 @@ func TestSortByStatusSinceAndVersionCounts(t *testing.T) {
 	if !slices.Equal(oldest, []string{"b", "c", "a"}) || !slices.Equal(latest, []string{"a", "c", "b"}) {
 		t.Errorf("status_since %v (want [b c a]), -status_since %v (want [a c b])", oldest, latest)
 	}
+	// Problems first: the unknown ones (never changed: latest
+	// registration first), then the active one.
+	problems, pcur := list("problems")
+	if !slices.Equal(problems, []string{"c", "b", "a"}) {
+		t.Errorf("problems %v, want [c b a]", problems)
+	}
 
 	counts := func() (space.Counts, string) {
 		t.Helper()
@@ -128,6 +135,8 @@ func TestSortByStatusSinceAndVersionCounts(t *testing.T) {
 		"/spaces?sort=since":                         "sort",
 		"/spaces?sort=STATUS_SINCE":                  "sort",
 		"/spaces?sort=--status_since":                "sort",
+		"/spaces?sort=-problems":                     "sort",
+		"/spaces?sort=status_since&cursor=" + pcur:   "cursor",
 		"/spaces?sort=status_since&cursor=" + cur:    "cursor",
 		"/spaces?sort=-status&limit=1&cursor=" + cur: "cursor",
 		"/space-counts?version=1.31":                 "version",

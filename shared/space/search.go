@@ -10,6 +10,8 @@ import (
 // compared case-insensitively (FoldName), by registration time, or by
 // stored status (active, inactive, unknown) then name, or by status since
 // (StatusSince, oldest change first), ties broken by id; "-" reverses them.
+// SortProblems, problems first, has no reverse: inactive, then unknown,
+// then active, each with the latest status change first.
 type Sort string
 
 const (
@@ -23,11 +25,15 @@ const (
 	// transition: -status_since lists the latest changes first.
 	SortStatusSince     Sort = "status_since"
 	SortStatusSinceDesc Sort = "-status_since"
+	// SortProblems is triage order: the stored status, inactive, then
+	// unknown, then active, and within each the latest change
+	// (StatusSince) first, ties broken by id.
+	SortProblems Sort = "problems"
 )
 
 // Sorts lists the orders a listing may ask for.
 var Sorts = []Sort{SortName, SortNameDesc, SortRegistered, SortRegisteredDesc, SortStatus, SortStatusDesc,
-	SortStatusSince, SortStatusSinceDesc}
+	SortStatusSince, SortStatusSinceDesc, SortProblems}
 
 // Base is the order without its direction.
 func (s Sort) Base() Sort { return Sort(strings.TrimPrefix(string(s), "-")) }

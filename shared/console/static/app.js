@@ -9,6 +9,7 @@ import { accounts, clusterPicker } from './accounts.js';
 import { environments, environmentDetail } from './environments.js';
 import { jobs } from './jobs.js';
 import { integrations, integrationDetail, watchDisabled } from './integrations.js';
+import { activity } from './activity.js';
 
 const main = document.getElementById('main');
 const session = createSession();
@@ -29,6 +30,7 @@ const routes = [
   [/^#\/jobs$/, jobs],
   [/^#\/integrations\/([0-9a-fA-F-]{36})$/, integrationDetail],
   [/^#\/integrations$/, integrations],
+  [/^#\/activity$/, activity],
 ];
 
 function signedOut(message) {

@@ -26,19 +26,16 @@ const STATE = ['q', 'provider', 'status', 'account', 'sort', 'labels', 'syntheti
 const INVENTORY = ['version', 'support_ends_within_days', 'certificate_expires_within_days'];
 
 // SORTS are the orders the API offers (openapi.yaml, SpaceSort), each
-// offered by a column header; '' is the console's own default, problems
-// first (problemsFirst).
-const SORTS = ['', 'name', '-name', 'registered', '-registered', 'status', '-status'];
+// offered by a column header; '' is the default, the API's problems first
+// (sort=problems, which has no reverse).
+const SORTS = ['', 'name', '-name', 'registered', '-registered', 'status', '-status', 'status_since', '-status_since'];
 
-// SEGMENTS is the default order, problems first: the API has no order by
-// status then status change, so the console lists each status in turn
-// (status filter, the status the list reports) and orders each page's
-// rows of one status by their status change, newest first.
+// SEGMENTS are the statuses problems first puts in order.
 const SEGMENTS = ['inactive', 'unknown', 'active'];
 
 // since is when a space's status last changed (its probe's
 // last_transition_at), else its registration.
-const since = sp => Date.parse((sp.probe && sp.probe.last_transition_at) || sp.created_at) || 0;
+const since = sp => (sp.probe && sp.probe.last_transition_at) || sp.created_at;
 
 // selectorError checks a label selector the way the API parses it
 // (space.ParseSelector): '' when it is well formed, else what is wrong,
@@ -161,7 +158,7 @@ export async function spacesList(root, _, ctx) {
     // A search (by word prefix) lists in its own order, which no sort
     // joins; text without a letter or digit searches for nothing.
     const q = /[\p{L}\p{N}]/u.test(state.q) ? state.q : '';
-    filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: q, sort: q ? '' : state.sort, label_selector: state.labels, synthetic: state.synthetic,
+    filter = { provider: state.provider, status: state.status, cloud_account_id: state.account, name_contains: q, sort: q ? '' : (state.sort || 'problems'), label_selector: state.labels, synthetic: state.synthetic,
       version: state.version, support_ends_within_days: state.support_ends_within_days, certificate_expires_within_days: state.certificate_expires_within_days };
     // A malformed selector is never sent: the view says what is wrong.
     badSelector = state.labels ? selectorError(state.labels) : '';
@@ -196,11 +193,17 @@ export async function spacesList(root, _, ctx) {
   const tbody = h('tbody');
   // Each order the API offers is a column header: a click sorts by it,
   // again the other way, a third time back to problems first.
+  // A header may offer a second order (also: [key, label, what]).
   const heads = {};
-  const sortHead = (key, label, what) => {
-    const b = h('button', { type: 'button', class: 'sort', id: `sort-${key}`, title: `Sort by ${what}` }, label, h('span', { 'aria-hidden': 'true' }));
-    b.addEventListener('click', () => go({ sort: state.sort === key ? '-' + key : state.sort === '-' + key ? '' : key }));
-    return (heads[key] = h('th', { scope: 'col' }, b));
+  const sortHead = (key, label, what, also) => {
+    const th = h('th', { scope: 'col' });
+    for (const [k, l, w] of [[key, label, what], ...(also ? [also] : [])]) {
+      const b = h('button', { type: 'button', class: 'sort', id: `sort-${k}`, title: `Sort by ${w}` }, l, h('span', { 'aria-hidden': 'true' }));
+      b.addEventListener('click', () => go({ sort: state.sort === k ? '-' + k : state.sort === '-' + k ? '' : k }));
+      heads[k] = { th, b };
+      th.append(b, ' ');
+    }
+    return th;
   };
   const plain = t => h('th', { scope: 'col' }, t);
   // The page's checkbox selects (or unselects) the rows on screen.
@@ -211,7 +214,7 @@ export async function spacesList(root, _, ctx) {
   });
   const table = h('table', { class: 'stack', id: 'spaces-table' },
     h('caption', { class: 'sr' }, 'Registered spaces'),
-    h('thead', null, h('tr', null, h('th', { scope: 'col', class: 'check' }, pageCheck), sortHead('name', 'Name', 'name'), plain('Provider'), plain('Region'), sortHead('status', 'Status', 'status'),
+    h('thead', null, h('tr', null, h('th', { scope: 'col', class: 'check' }, pageCheck), sortHead('name', 'Name', 'name'), plain('Provider'), plain('Region'), sortHead('status', 'Status', 'status', ['status_since', 'since', 'when each took its status']),
       plain('Last probed'), sortHead('registered', 'Registered', 'registration'), plain('Kubernetes'), plain('Support ends'))), tbody);
   const order = h('p', { class: 'muted', id: 'order' });
   const body = h('div', null, h('p', { class: 'loading' }, 'Loading spaces…'));
@@ -313,16 +316,12 @@ export async function spacesList(root, _, ctx) {
   if (state.q && document.activeElement === document.body) { search.focus(); search.setSelectionRange(search.value.length, search.value.length); }
 
   // problemsFirst: the default order (no order chosen, no search).
-  const problemsFirst = () => !filter.sort && !filter.name_contains;
+  const problemsFirst = () => filter.sort === 'problems';
   const pagePath = () => '/spaces' + qs({ ...filter, limit: String(PAGE), cursor });
-  // The first request of the page in view, problems first: its cursor is
-  // "<segment>:<the API's cursor in it>". Without a Kind filter the
-  // synthetic placeholders come apart, after every cluster.
-  const segments = () => {
-    const statuses = filter.status ? [filter.status] : SEGMENTS;
-    if (filter.synthetic) return statuses.map(status => ({ status, synthetic: filter.synthetic }));
-    return [...statuses.map(status => ({ status, synthetic: 'false' })), { status: filter.status, synthetic: 'true' }];
-  };
+  // Problems first is the API's order (sort=problems); without a Kind
+  // filter the synthetic placeholders come apart, after every cluster: a
+  // second segment. The page's cursor is "<segment>:<the API's cursor>".
+  const segments = () => filter.synthetic ? [{}] : [{ synthetic: 'false' }, { synthetic: 'true' }];
   function segmentPath(seg, cur, n) {
     return '/spaces' + qs({ ...filter, ...segments()[seg], limit: String(n), cursor: cur });
   }
@@ -339,7 +338,7 @@ export async function spacesList(root, _, ctx) {
       const r = await api.poll(path, { signal });
       parts.push(path);
       changed = changed || r.changed;
-      items.push(...[...r.data.items].sort((a, b) => since(b) - since(a)));
+      items.push(...r.data.items);
       if (r.data.next_cursor) cur = r.data.next_cursor;
       else { seg++; cur = ''; }
       if (r.data.next_cursor && items.length >= PAGE) break;
@@ -356,9 +355,10 @@ export async function spacesList(root, _, ctx) {
     if (!typing && search.value.trim() !== state.q) search.value = state.q;
     if (selector.value.trim() !== state.labels) selector.value = state.labels;
     if (badSelector) selector.setAttribute('aria-invalid', 'true'); else selector.removeAttribute('aria-invalid');
-    for (const [k, th] of Object.entries(heads)) {
-      th.setAttribute('aria-sort', state.sort === k ? 'ascending' : state.sort === '-' + k ? 'descending' : 'none');
-      th.querySelector('button span').textContent = state.sort === k ? ' ▲' : state.sort === '-' + k ? ' ▼' : ' ↕';
+    for (const { th } of Object.values(heads)) th.setAttribute('aria-sort', 'none');
+    for (const [k, { th, b }] of Object.entries(heads)) {
+      if (state.sort === k || state.sort === '-' + k) th.setAttribute('aria-sort', state.sort === k ? 'ascending' : 'descending');
+      b.querySelector('span').textContent = state.sort === k ? ' ▲' : state.sort === '-' + k ? ' ▼' : ' ↕';
     }
     order.textContent = problemsFirst() ? `Problems first: inactive, then unknown, then active; within each, the newest status change first${filter.synthetic ? '' : '; the synthetic placeholders after the clusters'}.`
       : filter.name_contains ? 'In the search\'s order: by the word matched, then name.' : '';
@@ -429,7 +429,7 @@ export async function spacesList(root, _, ctx) {
         h('td', { 'data-label': 'Name' }, h('a', { href: `#/spaces/${sp.id}` }, sp.name), sp.synthetic ? h('span', { class: 'reason' }, 'synthetic') : null, factBadges(sp), labelChips(sp.labels, true)),
         h('td', { 'data-label': 'Provider' }, providerMark(sp.provider)),
         h('td', { 'data-label': 'Region' }, region(sp)),
-        h('td', { 'data-label': 'Status' }, badge(sp.status, sp.probe && sp.probe.reason, sp.connectivity)),
+        h('td', { 'data-label': 'Status' }, badge(sp.status, sp.probe && sp.probe.reason, sp.connectivity), h('span', { class: 'reason', 'data-since': '' }, 'since ', when(since(sp)))),
         h('td', { 'data-label': 'Last probed' }, when(sp.probe && sp.probe.last_probe_at)),
         h('td', { 'data-label': 'Registered' }, when(sp.created_at)),
         h('td', { 'data-label': 'Kubernetes' }, versionCell(sp)),
