@@ -25,7 +25,9 @@ import (
 // included).
 func TestConsoleAtPhoneWidth(t *testing.T) {
 	st := startWith(t, Config{
-		Demo:           &demo.Options{},
+		// The job's cluster comes up at once, so that it has ended before
+		// the idle checks (below).
+		Demo:           &demo.Options{CreateDelay: time.Second},
 		Probing:        ProbingConfig{Interval: 2 * time.Second},
 		ConsoleRefresh: time.Second,
 	})
@@ -36,15 +38,31 @@ func TestConsoleAtPhoneWidth(t *testing.T) {
 		"config": map[string]string{"clusterName": "demo-eks-1", "region": demo.AWSRegion}}))["id"].(string)
 	waitActive(t, c, id)
 	env := c.must(201, c.do("POST", "/environments", map[string]any{"name": "phone", "space_id": id}))["id"].(string)
-	c.must(202, c.do("POST", "/environments/"+env+"/revisions", map[string]any{"manifests": []any{map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "phone"}, "data": map[string]any{"k": "v"}}}}))
+	rev := c.must(202, c.do("POST", "/environments/"+env+"/revisions", map[string]any{"manifests": []any{map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "phone"}, "data": map[string]any{"k": "v"}}}}))["id"].(string)
 
-	c.must(201, c.do("POST", "/provisioning-jobs", map[string]any{"provider": "aws", "cloud_account_id": acct,
+	job := c.must(201, c.do("POST", "/provisioning-jobs", map[string]any{"provider": "aws", "cloud_account_id": acct,
 		"config": map[string]string{"clusterName": "phone-eks-with-a-rather-long-name", "region": demo.AWSRegion},
 		"spec": map[string]any{"kubernetes_version": "1.31",
 			"node_pool": map[string]any{"machine_type": "m5.large", "min_nodes": 1, "max_nodes": 3, "desired_nodes": 2},
 			"network": map[string]any{"subnet_ids": []string{"subnet-0d3e0000000000001", "subnet-0d3e0000000000002"},
-				"security_group_ids": []string{"sg-0d3e0000000000003"}}}}, "Idempotency-Key: phone-1"))
+				"security_group_ids": []string{"sg-0d3e0000000000003"}}}}, "Idempotency-Key: phone-1"))["id"].(string)
+	// Everything above has ended before the idle checks: the revision, and
+	// the job with its space's first probe. A change while a screen is idle
+	// (the job's space registered, then probed active) makes it read again,
+	// rightly, and a busy machine put one inside the spaces screen's window.
+	eventually(t, "the revision ended", func() bool {
+		s := c.must(200, c.do("GET", "/revisions/"+rev, nil))["state"]
+		return s == "deployed" || s == "failed"
+	})
+	eventually(t, "the job ended and its space probed", func() bool {
+		j := c.must(200, c.do("GET", "/provisioning-jobs/"+job, nil))
+		if j["state"] == "failed" {
+			return true
+		}
+		sid, _ := j["space_id"].(string)
+		return j["state"] == "succeeded" && sid != "" && c.must(200, c.do("GET", "/spaces/"+sid, nil))["status"] != "unknown"
+	})
 
 	// A gated environment: its row holds the gate and the Re-bind controls.
 	gatedSpace := c.must(201, c.do("POST", "/spaces", map[string]any{"provider": "aws", "space_type": "kubernetes", "cloud_account_id": acct,
