@@ -185,12 +185,8 @@ func (s *Store) batchGetSpaces(ctx context.Context, org string, entries []map[st
 		keys = append(keys, map[string]types.AttributeValue{"pk": e["pk"], "sk": e["sk"]})
 	}
 	got := map[string]space.Space{}
-	for len(keys) > 0 {
-		chunk := keys[:min(len(keys), batchGetMax)]
-		keys = keys[len(chunk):]
-		if err := s.batchGet(ctx, chunk, got); err != nil {
-			return nil, err
-		}
+	if err := s.batchGetAll(ctx, keys, got); err != nil {
+		return nil, err
 	}
 	observe, err := s.observer(ctx)
 	if err != nil {
@@ -207,6 +203,19 @@ func (s *Store) batchGetSpaces(ctx context.Context, org string, entries []map[st
 		}
 	}
 	return out, nil
+}
+
+// batchGetAll reads the spaces of keys into got, by id, batchGetMax a
+// request.
+func (s *Store) batchGetAll(ctx context.Context, keys []map[string]types.AttributeValue, got map[string]space.Space) error {
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), batchGetMax)]
+		keys = keys[len(chunk):]
+		if err := s.batchGet(ctx, chunk, got); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // batchGet reads up to batchGetMax spaces into got, by id.

@@ -256,12 +256,8 @@ func (s *Store) spacesByID(ctx context.Context, org string, ids []string) (map[s
 	for _, id := range ids {
 		keys = append(keys, itemKey(org, prefixSpace+id))
 	}
-	for len(keys) > 0 {
-		chunk := keys[:min(len(keys), batchGetMax)]
-		keys = keys[len(chunk):]
-		if err := s.batchGet(ctx, chunk, got); err != nil {
-			return nil, err
-		}
+	if err := s.batchGetAll(ctx, keys, got); err != nil {
+		return nil, err
 	}
 	observe, err := s.observer(ctx)
 	if err != nil {
