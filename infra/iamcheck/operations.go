@@ -162,9 +162,13 @@ func (r *Recorder) streamRequests(l Local, op string, in, out any) []request {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		stream := r.iterators[aws.ToString(p.ShardIterator)]
-		delete(r.iterators, aws.ToString(p.ShardIterator))
-		if o, ok := out.(*dynamodbstreams.GetRecordsOutput); ok && o != nil && o.NextShardIterator != nil && stream != "" {
-			r.iterators[*o.NextShardIterator] = stream
+		if o, ok := out.(*dynamodbstreams.GetRecordsOutput); ok && o != nil {
+			// Used: the next one names the stream. A failed read keeps it,
+			// since DynamoDB's iterators serve again (15 minutes).
+			delete(r.iterators, aws.ToString(p.ShardIterator))
+			if o.NextShardIterator != nil && stream != "" {
+				r.iterators[*o.NextShardIterator] = stream
+			}
 		}
 		return []request{{action, stream}}
 	}

@@ -61,6 +61,9 @@ type StreamPoller struct {
 
 	patterns  []*eventfilter.Pattern
 	iterators map[string]*string // shard id → next iterator
+	// after is each shard's checkpoint, as Lambda keeps one: the sequence
+	// number of the last record handled (delivered or filtered out).
+	after map[string]string
 }
 
 // Start compiles the filter and positions an iterator on every shard at the
@@ -75,8 +78,47 @@ func (p *StreamPoller) Start(ctx context.Context) error {
 		}
 		p.patterns = append(p.patterns, c)
 	}
-	p.iterators = map[string]*string{}
-	return p.discover(ctx, p.Source.StartingPosition)
+	p.iterators, p.after = map[string]*string{}, map[string]string{}
+	if p.Source.StartingPosition != string(stypes.ShardIteratorTypeLatest) {
+		return p.discover(ctx, p.Source.StartingPosition)
+	}
+	// LATEST, with a checkpoint: what the shards hold now is read and
+	// passed over, so that a lost iterator can be replaced from the
+	// checkpoint rather than from a later LATEST, which would skip what
+	// came meanwhile.
+	if err := p.discover(ctx, string(stypes.ShardIteratorTypeTrimHorizon)); err != nil {
+		return err
+	}
+	for shard, it := range p.iterators {
+		for it != nil {
+			out, err := p.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it})
+			if err != nil {
+				return fmt.Errorf("get records %s: %w", shard, err)
+			}
+			it = out.NextShardIterator
+			if len(out.Records) == 0 {
+				break
+			}
+			p.after[shard] = aws.ToString(out.Records[len(out.Records)-1].Dynamodb.SequenceNumber)
+		}
+		p.iterators[shard] = it
+	}
+	return nil
+}
+
+// reposition replaces shard's iterator after a failed read: the failed
+// request may have used it up (the emulator's iterators serve once, and the
+// SDK retries a request whose answer was lost), so it is read again from
+// the shard's start, and Poll passes over what the checkpoint covers.
+func (p *StreamPoller) reposition(ctx context.Context, shard string) {
+	it, err := p.Streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
+		StreamArn: aws.String(p.StreamARN), ShardId: aws.String(shard), ShardIteratorType: stypes.ShardIteratorTypeTrimHorizon,
+	})
+	if err != nil {
+		p.log().Error("stream shard iterator not replaced; retried at the next poll", "stream", p.StreamARN, "shard", shard, "error", err)
+		return
+	}
+	p.iterators[shard] = it.ShardIterator
 }
 
 // discover adds an iterator for every shard not known yet; shards found
@@ -136,11 +178,22 @@ func (p *StreamPoller) Poll(ctx context.Context) (int, error) {
 		}
 		out, err := p.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it})
 		if err != nil {
+			if ctx.Err() == nil {
+				p.reposition(ctx, shard)
+			}
 			return total, fmt.Errorf("get records %s: %w", shard, err)
 		}
 		total += len(out.Records)
 		var recs []events.DynamoDBEventRecord
+		last := p.after[shard]
 		for _, r := range out.Records {
+			// Sequence numbers grow within a shard: what the checkpoint
+			// covers was handled already.
+			seq := aws.ToString(r.Dynamodb.SequenceNumber)
+			if last != "" && seqNotAfter(seq, last) {
+				continue
+			}
+			last = seq
 			ev := ConvertRecord(r, p.StreamARN)
 			if ok, err := p.matches(ev); err != nil {
 				return total, err
@@ -159,8 +212,20 @@ func (p *StreamPoller) Poll(ctx context.Context) (int, error) {
 		// Only once delivered: a crash (or ctx end) above re-reads nothing,
 		// as this poller keeps its position in memory only.
 		p.iterators[shard] = out.NextShardIterator
+		if last != "" {
+			p.after[shard] = last
+		}
 	}
 	return total, nil
+}
+
+// seqNotAfter reports whether sequence number a is at or before b: longer
+// is later, else the later string (they are decimal, without sign).
+func seqNotAfter(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a <= b
 }
 
 func (p *StreamPoller) matches(ev events.DynamoDBEventRecord) (bool, error) {

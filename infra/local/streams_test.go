@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"spaces/infra/emulator"
@@ -188,5 +189,69 @@ func TestReportedFailureRetriesFromThatRecord(t *testing.T) {
 	}
 	if frs := f.failures(t); len(frs) != 0 {
 		t.Errorf("failure records %+v", frs)
+	}
+}
+
+// losingStreams answers GetRecords with an error once lose is set, after
+// the emulator has served it: the iterator is used up and the records
+// read are lost on the way, as when the SDK retries a request whose answer
+// did not arrive.
+type losingStreams struct {
+	StreamsAPI
+	lose bool
+}
+
+func (l *losingStreams) GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInput, opts ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error) {
+	out, err := l.StreamsAPI.GetRecords(ctx, in, opts...)
+	if l.lose && err == nil {
+		l.lose = false
+		return nil, errors.New("the answer was lost")
+	}
+	return out, err
+}
+
+// TestLostReadResumesFromTheCheckpoint: a read whose answer is lost (its
+// records and its used-up iterator with it) is followed by one that
+// resumes after the last record handled, as Lambda's checkpoint does: the
+// lost records are delivered, each record exactly once, and the records
+// in the stream before the poller started (LATEST) never.
+func TestLostReadResumesFromTheCheckpoint(t *testing.T) {
+	f := newStreamFixture(t, func(string) error { return nil }, false)
+	f.put(t, 3) // before a second poller starts at LATEST: never its to deliver
+	late := &StreamPoller{Streams: f.poller.Streams, StreamARN: f.poller.StreamARN, Source: f.poller.Source,
+		Handler: f.poller.Handler, RetryDelay: time.Millisecond, Log: slog.New(slog.DiscardHandler)}
+	if err := late.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	clear(f.seen)
+	losing := &losingStreams{StreamsAPI: late.Streams}
+	late.Streams = losing
+	db := awsclient.DynamoDB(f.st.AWS, f.st.EmulatorURL)
+	put := func(sk string) {
+		if _, err := db.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(f.st.Table), Item: map[string]ddbtypes.AttributeValue{
+			"pk": &ddbtypes.AttributeValueMemberS{Value: "STREAMTEST"}, "sk": &ddbtypes.AttributeValueMemberS{Value: sk},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("L#1")
+	if _, err := late.Poll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	put("L#2")
+	put("L#3")
+	losing.lose = true
+	if _, err := late.Poll(t.Context()); err == nil {
+		t.Fatal("the lost read was not reported")
+	}
+	put("L#4")
+	for range 3 {
+		if _, err := late.Poll(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]int{"L#1": 1, "L#2": 1, "L#3": 1, "L#4": 1}
+	if fmt.Sprint(f.seen) != fmt.Sprint(want) {
+		t.Errorf("delivered %v, want each L# record once and no R# record: %v", f.seen, want)
 	}
 }
