@@ -330,8 +330,7 @@ func TestConsoleIntegrations(t *testing.T) {
 // idle: the screen on view, left alone, sends one request a tick that runs.
 func idle(p *page, screen string) {
 	p.t.Helper()
-	from := p.settled(screen + ", idle")
-	to := p.quiet(screen+", idle, 3 more ticks run", from.Ran+3)
+	from, to := p.idleWindow(screen+", idle", 3)
 	if sent, ran := to.Requests-from.Requests, to.Ran-from.Ran; sent != ran {
 		p.t.Errorf("%s, idle, sent %d requests in %d ticks run, want one a tick", screen, sent, ran)
 	}

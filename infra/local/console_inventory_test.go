@@ -166,8 +166,7 @@ func TestConsoleInventory(t *testing.T) {
 
 	// Idle, the list still sends one request a tick: the chart and the
 	// tiles come from the counts it polls already.
-	from := p.settled("the idle list")
-	to := p.quiet("the idle list, 3 more ticks run", from.Ran+3)
+	from, to := p.idleWindow("the idle list", 3)
 	if sent, ran := to.Requests-from.Requests, to.Ran-from.Ran; sent != ran {
 		t.Errorf("an idle list sent %d requests in %d ticks run, want one a tick", sent, ran)
 	}

@@ -100,8 +100,7 @@ func TestConsoleAtPhoneWidth(t *testing.T) {
 			// Idle: each tick that runs sends one request, whatever the
 			// screen polls. How many a minute that makes is
 			// BenchmarkConsoleIdleRequests's figure.
-			from := p.settled(s.name + ", idle")
-			to := p.quiet(s.name+", idle, 3 more ticks run", from.Ran+3)
+			from, to := p.idleWindow(s.name+", idle", 3)
 			t.Logf("%s, idle: %d requests, %d of them 304, in %d ticks run (%d ticks)", s.name, to.Requests-from.Requests, to.NotModified-from.NotModified, to.Ran-from.Ran, to.Ticks-from.Ticks)
 			if sent, ran := to.Requests-from.Requests, to.Ran-from.Ran; sent != ran {
 				t.Errorf("%s, idle, sent %d requests in %d ticks run, want one a tick", s.name, sent, ran)

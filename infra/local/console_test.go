@@ -202,7 +202,10 @@ func (p *page) until(what, expr string, limit time.Duration) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, limit+5*time.Second)
 	defer cancel()
-	if ok, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(limit), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil || !ok {
+	// An expression that throws (an element not drawn yet) is not true
+	// yet: chromedp's Poll would end at the first exception.
+	guarded := "(() => { try { return !!(" + expr + "); } catch (e) { return false; } })()"
+	if ok, err := chromedp.Run(ctx, chromedp.Poll[bool](guarded, chromedp.WithPollingTimeout(limit), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil || !ok {
 		p.shot("failed-" + strings.ReplaceAll(what, " ", "-"))
 		text, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`document.querySelector('main').innerText.slice(0, 1500)`))
 		recent, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`(window.__spacesStats ? window.__spacesStats.recent : []).map(r => r.method + ' ' + r.path + ' ' + r.status).join('\n')`))
@@ -297,6 +300,26 @@ func (p *page) quiet(what string, ran int) idleCounts {
 func (p *page) settled(what string) idleCounts {
 	p.t.Helper()
 	return p.quiet(what+", a tick run", p.quiet(what, 0).Ran+1)
+}
+
+// idleWindow measures n ticks run of the screen on view, left alone, in
+// which nothing changed: a request answered other than 304 means the
+// screen saw a change (a probe's write, a job's end) and rightly read
+// again, which is not idleness, so that window is measured again, at most
+// 5 times. The caller judges the counts; a screen that never answers 304
+// still ends here, with its last window.
+func (p *page) idleWindow(what string, n int) (from, to idleCounts) {
+	p.t.Helper()
+	for try := range 5 {
+		from = p.settled(what)
+		to = p.quiet(fmt.Sprintf("%s, %d more ticks run", what, n), from.Ran+n)
+		if changed := (to.Requests - from.Requests) - (to.NotModified - from.NotModified); changed == 0 {
+			return from, to
+		} else if try < 4 {
+			p.t.Logf("%s: %d requests answered with a change in the window; measuring again", what, changed)
+		}
+	}
+	return from, to
 }
 
 // axeVersion is the axe-core release make test installs (make browser)
