@@ -5,13 +5,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"spaces/agent/install"
 	"spaces/agent/manifests"
 	"spaces/client"
 )
@@ -21,7 +16,7 @@ const fieldManager = "spaces-cli"
 
 func agentCmd(a *app) *cobra.Command {
 	var kubeconfig, kubeContext, image, agentURL string
-	install := &cobra.Command{
+	installCmd := &cobra.Command{
 		Use:   "install SPACE_ID --context CONTEXT --image IMAGE --agent-url URL",
 		Short: "Install the agent of an agent space in its cluster",
 		Long: `Install the agent of an agent space (registered with --connectivity agent)
@@ -45,11 +40,9 @@ lease: 'spaces wait SPACE_ID --for status=active'.`,
 			if err := requireFlags(cmd, "context", "image", "agent-url"); err != nil {
 				return err
 			}
-			rules := clientcmd.NewDefaultClientConfigLoadingRules()
-			rules.ExplicitPath = kubeconfig
-			rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
+			rc, err := install.RESTConfig(kubeconfig, kubeContext)
 			if err != nil {
-				return fmt.Errorf("kubeconfig context %q: %w", kubeContext, err)
+				return err
 			}
 			api, err := a.api()
 			if err != nil {
@@ -68,55 +61,20 @@ lease: 'spaces wait SPACE_ID --for status=active'.`,
 			if err != nil {
 				return err
 			}
-			objs, err := manifests.Objects(rendered)
-			if err != nil {
+			if err := install.Apply(cmd.Context(), rc, rendered, fieldManager, func(o install.Object) {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s/%s applied\n", o.Kind, o.Name)
+			}); err != nil {
 				return err
-			}
-			kube, err := kubernetes.NewForConfig(rc)
-			if err != nil {
-				return err
-			}
-			dyn, err := dynamic.NewForConfig(rc)
-			if err != nil {
-				return err
-			}
-			mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
-			for _, o := range objs {
-				gvk := o.GroupVersionKind()
-				m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-				if err != nil {
-					return fmt.Errorf("%s: %w", gvk.Kind, err)
-				}
-				var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-				if o.GetNamespace() != "" {
-					ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
-				}
-				// The error names the object, never its content: the
-				// bootstrap Secret holds the token.
-				if _, err := ri.Apply(cmd.Context(), o.GetName(), o, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
-					return fmt.Errorf("apply %s %s/%s: %s", gvk.Kind, o.GetNamespace(), o.GetName(), statusReason(err))
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s/%s applied\n", gvk.Kind, o.GetName())
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "agent of space %s installed in context %s; it turns active once the agent renews its lease: spaces wait %s --for status=active\n",
 				args[0], kubeContext, args[0])
 			return nil
 		},
 	}
-	f := install.Flags()
+	f := installCmd.Flags()
 	f.StringVar(&kubeContext, "context", "", "the kubeconfig context of the space's cluster")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "the kubeconfig file (default $KUBECONFIG, else ~/.kube/config)")
 	f.StringVar(&image, "image", "", "the agent's image reference")
 	f.StringVar(&agentURL, "agent-url", "", "where the agent calls Spaces (the stack's AgentUrl output)")
-	return group("agent", "The in-cluster agent of agent spaces", `  spaces agent install 6f1c… --context kind-private --image … --agent-url …`, install)
-}
-
-// statusReason is an API server's refusal without the object it echoes.
-func statusReason(err error) string {
-	type status interface{ Status() metav1.Status }
-	if s, ok := err.(status); ok {
-		st := s.Status()
-		return fmt.Sprintf("%s (%d)", st.Reason, st.Code)
-	}
-	return err.Error()
+	return group("agent", "The in-cluster agent of agent spaces", `  spaces agent install 6f1c… --context kind-private --image … --agent-url …`, installCmd)
 }

@@ -13,13 +13,10 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
 	agent "spaces/agent/client"
+	"spaces/agent/install"
 	"spaces/agent/manifests"
 )
 
@@ -95,7 +92,7 @@ func (d *Demo) InstallAgent(ctx context.Context, token string) error {
 	if err != nil {
 		return err
 	}
-	if err := applyObjects(ctx, d.Real.RESTConfig(), rendered); err != nil {
+	if err := install.Apply(ctx, d.Real.RESTConfig(), rendered, "spaces-demo-install", nil); err != nil {
 		return fmt.Errorf("install the agent: %w", err)
 	}
 	return d.startAgent(ctx)
@@ -109,33 +106,6 @@ func (d *Demo) StartAgent(ctx context.Context) error {
 		return fmt.Errorf("%w (%s)", ErrNoAgentCluster, d.RealMissing)
 	}
 	return d.startAgent(ctx)
-}
-
-// applyObjects applies the rendered objects with server-side apply, as
-// kubectl apply --server-side would: applying again (a reinstall) updates
-// them and leaves the agent's own data in its state Secret.
-func applyObjects(ctx context.Context, rc *rest.Config, rendered []byte) error {
-	objs, err := manifests.Objects(rendered)
-	if err != nil {
-		return err
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubernetes.NewForConfigOrDie(rc).Discovery()))
-	dyn := dynamic.NewForConfigOrDie(rc)
-	for _, o := range objs {
-		gvk := o.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			return fmt.Errorf("%s: %w", gvk, err)
-		}
-		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if o.GetNamespace() != "" {
-			ri = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
-		}
-		if _, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "spaces-demo-install", Force: true}); err != nil {
-			return fmt.Errorf("apply %s %s: %w", gvk.Kind, o.GetName(), err)
-		}
-	}
-	return nil
 }
 
 // startAgent stops the running agent, if any, and starts it again with
