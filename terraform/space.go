@@ -25,11 +25,6 @@ type spaceResource struct {
 	api *client.API
 }
 
-var (
-	_ resource.ResourceWithConfigure   = (*spaceResource)(nil)
-	_ resource.ResourceWithImportState = (*spaceResource)(nil)
-)
-
 type spaceModel struct {
 	ID             types.String `tfsdk:"id"`
 	CloudAccountID types.String `tfsdk:"cloud_account_id"`
@@ -40,6 +35,14 @@ type spaceModel struct {
 	Connectivity   types.String `tfsdk:"connectivity"`
 	Synthetic      types.Bool   `tfsdk:"synthetic"`
 	Status         types.String `tfsdk:"status"`
+	// The agent's install and the wait (space_agent.go): kept from the
+	// configuration and the state, never read from the API.
+	AgentImage            types.String `tfsdk:"agent_image"`
+	AgentURL              types.String `tfsdk:"agent_url"`
+	AgentInstall          types.Object `tfsdk:"agent_install"`
+	AgentInstallManifests types.String `tfsdk:"agent_install_manifests"`
+	WaitForActive         types.Bool   `tfsdk:"wait_for_active"`
+	WaitTimeout           types.String `tfsdk:"wait_timeout"`
 }
 
 func (r *spaceResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -75,6 +78,7 @@ func (r *spaceResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				Description: "active, inactive or unknown, as last read."},
 		},
 	}
+	agentSchema(resp.Schema.Attributes)
 }
 
 func (r *spaceResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
@@ -103,6 +107,11 @@ func (r *spaceResource) Create(ctx context.Context, req resource.CreateRequest, 
 		resp.Diagnostics.AddAttributeError(path.Root("config"), "Bad config", err.Error())
 		return
 	}
+	// Where the agent goes is checked before anything is registered: a
+	// kubeconfig without that context changes nothing.
+	if resp.Diagnostics.Append(checkTarget(ctx, plan)...); resp.Diagnostics.HasError() {
+		return
+	}
 	body := map[string]any{"provider": plan.Cloud.ValueString(), "space_type": "kubernetes",
 		"cloud_account_id": plan.CloudAccountID.ValueString(), "config": cfg}
 	if !plan.Name.IsNull() && !plan.Name.IsUnknown() {
@@ -123,7 +132,28 @@ func (r *spaceResource) Create(ctx context.Context, req resource.CreateRequest, 
 		resp.Diagnostics.AddError("Cannot register the space", err.Error())
 		return
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, fromSpace(ctx, *res.JSON201, plan.Labels))...)
+	m := fromSpace(ctx, *res.JSON201, plan.Labels)
+	m.keepAgent(plan)
+	m.AgentInstallManifests, err = render(m, res.JSON201.AgentBootstrap)
+	// The space exists from here on: it is kept in the state whatever
+	// fails next (an error then marks it for replacement).
+	resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
+	if err != nil {
+		resp.Diagnostics.AddError("Cannot render the agent's manifests", err.Error())
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if resp.Diagnostics.Append(installAgent(ctx, m)...); resp.Diagnostics.HasError() {
+		return
+	}
+	if m.WaitForActive.ValueBool() {
+		err := r.waitActive(ctx, &m)
+		resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
+		if err != nil {
+			resp.Diagnostics.AddError("The space did not turn active", err.Error())
+		}
+	}
 }
 
 // fromSpace is the state of a space as the API answered it. Labels keep
@@ -171,7 +201,9 @@ func (r *spaceResource) Read(ctx context.Context, req resource.ReadRequest, resp
 		resp.Diagnostics.AddError("Cannot read the space", err.Error())
 		return
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, fromSpace(ctx, *res.JSON200, state.Labels))...)
+	m := fromSpace(ctx, *res.JSON200, state.Labels)
+	m.keepAgent(state)
+	resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
 }
 
 func (r *spaceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -181,17 +213,52 @@ func (r *spaceResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if reinstall(plan, state) {
+		if d := checkTarget(ctx, plan); d.HasError() {
+			resp.State.Raw = req.State.Raw // nothing changed
+			resp.Diagnostics.Append(d...)
+			return
+		}
+	}
 	labels, err := stringMap(ctx, plan.Labels)
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root("labels"), "Bad labels", err.Error())
 		return
 	}
-	res, err := client.Result(r.api.SetSpaceLabelsWithResponse(ctx, state.ID.ValueString(), nil, client.SetLabelsRequest{Labels: labels}))
-	if err != nil {
-		resp.Diagnostics.AddError("Cannot set the space's labels", err.Error())
+	var sp client.Space
+	if plan.Labels.Equal(state.Labels) {
+		res, err := client.Result(r.api.GetSpaceWithResponse(ctx, state.ID.ValueString(), nil))
+		if err != nil {
+			resp.Diagnostics.AddError("Cannot read the space", err.Error())
+			return
+		}
+		sp = *res.JSON200
+	} else {
+		res, err := client.Result(r.api.SetSpaceLabelsWithResponse(ctx, state.ID.ValueString(), nil, client.SetLabelsRequest{Labels: labels}))
+		if err != nil {
+			resp.Diagnostics.AddError("Cannot set the space's labels", err.Error())
+			return
+		}
+		sp = *res.JSON200
+	}
+	m := fromSpace(ctx, sp, plan.Labels)
+	m.keepAgent(plan)
+	m.AgentInstallManifests = state.AgentInstallManifests
+	if !reinstall(plan, state) {
+		resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
 		return
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, fromSpace(ctx, *res.JSON200, plan.Labels))...)
+	// A new bootstrap: the agent's current credential keeps working until
+	// the agent exchanges it; an unused earlier one stops working.
+	m.AgentInstallManifests, err = r.reissue(ctx, m)
+	if err != nil {
+		m.AgentInstallManifests = state.AgentInstallManifests
+		resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
+		resp.Diagnostics.AddError("Cannot reissue the agent's bootstrap", err.Error())
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
+	resp.Diagnostics.Append(installAgent(ctx, m)...)
 }
 
 func (r *spaceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -203,7 +270,12 @@ func (r *spaceResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 	_, err := client.Result(r.api.DeregisterSpaceWithResponse(ctx, state.ID.ValueString(), nil))
 	if err != nil && !errors.Is(err, client.ErrNotFound) {
 		resp.Diagnostics.AddError("Cannot deregister the space", err.Error())
+		return
 	}
+	// Deregistered first, so that the agent's next call is refused and it
+	// stops; then what the provider applied goes (a failure keeps the
+	// resource, and the next destroy finds the space gone and tries again).
+	resp.Diagnostics.Append(uninstallAgent(ctx, state)...)
 }
 
 func (r *spaceResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
