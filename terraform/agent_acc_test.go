@@ -420,7 +420,9 @@ resource "spaces_space" "private" {
 // wait_timeout that is not a duration (at plan), and agent_install naming
 // a context its kubeconfig lacks (at apply, before the space is
 // registered). The org has no space after any of them (each next step
-// checks first).
+// checks first). Then wait_for_active on an agent space nobody installs
+// fails the apply after wait_timeout and leaves the space tainted: the
+// next plan replaces it.
 func TestAccSpaceAgentSettingsRefused(t *testing.T) {
 	accEnv(t)
 	s := startAccStack(t)
@@ -434,7 +436,7 @@ func TestAccSpaceAgentSettingsRefused(t *testing.T) {
 resource "spaces_space" "x" {
   cloud_account_id = %q
   cloud            = "aws"
-  config           = { region = %q, clusterName = "demo-eks-apps" }
+  config           = { region = %q, clusterName = "demo-eks-1" }
 %s
 }
 `, s.account, demo.AWSRegion, extra)
@@ -464,6 +466,22 @@ resource "spaces_space" "x" {
   agent_url     = "http://127.0.0.1:1"
   agent_install = { kubeconfig = "`+kubeconfig+`", context = "nowhere" }`, `context "nowhere"`),
 			step(`wait_timeout = "soon"`, `Bad wait_timeout`),
+			{
+				// An agent space nobody installs is not active within
+				// wait_timeout: the apply fails, the space kept in the
+				// state, tainted ...
+				Config: config(`connectivity = "agent"
+  wait_for_active = true
+  wait_timeout    = "3s"`),
+				ExpectError: regexp.MustCompile(`did not turn active`),
+			},
+			{
+				// ... so the next apply replaces it.
+				Config: config(`connectivity = "agent"`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("spaces_space.x", plancheck.ResourceActionDestroyBeforeCreate),
+				}},
+			},
 		},
 		CheckDestroy: none,
 	})

@@ -35,14 +35,6 @@ type spaceModel struct {
 	Connectivity   types.String `tfsdk:"connectivity"`
 	Synthetic      types.Bool   `tfsdk:"synthetic"`
 	Status         types.String `tfsdk:"status"`
-	// The agent's install and the wait (space_agent.go): kept from the
-	// configuration and the state, never read from the API.
-	AgentImage            types.String `tfsdk:"agent_image"`
-	AgentURL              types.String `tfsdk:"agent_url"`
-	AgentInstall          types.Object `tfsdk:"agent_install"`
-	AgentInstallManifests types.String `tfsdk:"agent_install_manifests"`
-	WaitForActive         types.Bool   `tfsdk:"wait_for_active"`
-	WaitTimeout           types.String `tfsdk:"wait_timeout"`
 }
 
 func (r *spaceResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -97,7 +89,7 @@ func stringMap(ctx context.Context, m types.Map) (map[string]string, error) {
 }
 
 func (r *spaceResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan spaceModel
+	var plan spaceResourceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -132,7 +124,7 @@ func (r *spaceResource) Create(ctx context.Context, req resource.CreateRequest, 
 		resp.Diagnostics.AddError("Cannot register the space", err.Error())
 		return
 	}
-	m := fromSpace(ctx, *res.JSON201, plan.Labels)
+	m := spaceResourceModel{spaceModel: fromSpace(ctx, *res.JSON201, plan.Labels)}
 	m.keepAgent(plan)
 	m.AgentInstallManifests, err = render(m, res.JSON201.AgentBootstrap)
 	// The space exists from here on: it is kept in the state whatever
@@ -185,7 +177,7 @@ func fromSpace(ctx context.Context, s client.Space, configured types.Map) spaceM
 }
 
 func (r *spaceResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var state spaceModel
+	var state spaceResourceModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -201,13 +193,13 @@ func (r *spaceResource) Read(ctx context.Context, req resource.ReadRequest, resp
 		resp.Diagnostics.AddError("Cannot read the space", err.Error())
 		return
 	}
-	m := fromSpace(ctx, *res.JSON200, state.Labels)
+	m := spaceResourceModel{spaceModel: fromSpace(ctx, *res.JSON200, state.Labels)}
 	m.keepAgent(state)
 	resp.Diagnostics.Append(resp.State.Set(ctx, m)...)
 }
 
 func (r *spaceResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	var plan, state spaceModel
+	var plan, state spaceResourceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
@@ -241,7 +233,7 @@ func (r *spaceResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		}
 		sp = *res.JSON200
 	}
-	m := fromSpace(ctx, sp, plan.Labels)
+	m := spaceResourceModel{spaceModel: fromSpace(ctx, sp, plan.Labels)}
 	m.keepAgent(plan)
 	m.AgentInstallManifests = state.AgentInstallManifests
 	if !reinstall(plan, state) {
@@ -262,7 +254,7 @@ func (r *spaceResource) Update(ctx context.Context, req resource.UpdateRequest, 
 }
 
 func (r *spaceResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
-	var state spaceModel
+	var state spaceResourceModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
 		return

@@ -45,6 +45,23 @@ var (
 
 var agentInstallTypes = map[string]attr.Type{"kubeconfig": types.StringType, "context": types.StringType}
 
+// agentModel is what spaces_space (spaceResourceModel) has beyond the
+// data source's spaceModel: kept from the configuration and the state,
+// never read from the API.
+type agentModel struct {
+	AgentImage            types.String `tfsdk:"agent_image"`
+	AgentURL              types.String `tfsdk:"agent_url"`
+	AgentInstall          types.Object `tfsdk:"agent_install"`
+	AgentInstallManifests types.String `tfsdk:"agent_install_manifests"`
+	WaitForActive         types.Bool   `tfsdk:"wait_for_active"`
+	WaitTimeout           types.String `tfsdk:"wait_timeout"`
+}
+
+type spaceResourceModel struct {
+	spaceModel
+	agentModel
+}
+
 type agentInstallModel struct {
 	Kubeconfig types.String `tfsdk:"kubeconfig"`
 	Context    types.String `tfsdk:"context"`
@@ -73,10 +90,8 @@ func agentSchema(attrs map[string]schema.Attribute) {
 
 // keepAgent carries the agent's settings over from the plan or the state:
 // the API has none of them.
-func (m *spaceModel) keepAgent(from spaceModel) {
-	m.AgentImage, m.AgentURL, m.AgentInstall = from.AgentImage, from.AgentURL, from.AgentInstall
-	m.AgentInstallManifests = from.AgentInstallManifests
-	m.WaitForActive, m.WaitTimeout = from.WaitForActive, from.WaitTimeout
+func (m *spaceResourceModel) keepAgent(from spaceResourceModel) {
+	m.agentModel = from.agentModel
 	if m.AgentInstall.IsNull() || m.AgentInstall.IsUnknown() {
 		m.AgentInstall = types.ObjectNull(agentInstallTypes)
 	}
@@ -88,7 +103,7 @@ func (m *spaceModel) keepAgent(from spaceModel) {
 func set(v basetypes.StringValue) bool { return !v.IsNull() && !v.IsUnknown() && v.ValueString() != "" }
 
 func (r *spaceResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var c spaceModel
+	var c spaceResourceModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &c)...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -124,7 +139,7 @@ func (r *spaceResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	if req.State.Raw.IsNull() || req.Plan.Raw.IsNull() {
 		return
 	}
-	var plan, state spaceModel
+	var plan, state spaceResourceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	if resp.Diagnostics.HasError() {
@@ -138,13 +153,13 @@ func (r *spaceResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 }
 
 // reinstall: the plan changes what the install renders or where it goes.
-func reinstall(plan, state spaceModel) bool {
+func reinstall(plan, state spaceResourceModel) bool {
 	return !plan.AgentImage.Equal(state.AgentImage) || !plan.AgentURL.Equal(state.AgentURL) || !plan.AgentInstall.Equal(state.AgentInstall)
 }
 
 // render is the agent's manifests with a bootstrap, or null when the
 // space is not an agent space or the image or URL is not configured.
-func render(m spaceModel, boot *client.AgentBootstrap) (types.String, error) {
+func render(m spaceResourceModel, boot *client.AgentBootstrap) (types.String, error) {
 	if boot == nil || !set(m.AgentImage) || !set(m.AgentURL) {
 		return types.StringNull(), nil
 	}
@@ -157,7 +172,7 @@ func render(m spaceModel, boot *client.AgentBootstrap) (types.String, error) {
 }
 
 // target is where agent_install applies, if set.
-func target(ctx context.Context, m spaceModel) (*agentInstallModel, diag.Diagnostics) {
+func target(ctx context.Context, m spaceResourceModel) (*agentInstallModel, diag.Diagnostics) {
 	if m.AgentInstall.IsNull() || m.AgentInstall.IsUnknown() {
 		return nil, nil
 	}
@@ -167,7 +182,7 @@ func target(ctx context.Context, m spaceModel) (*agentInstallModel, diag.Diagnos
 }
 
 // checkTarget: agent_install's kubeconfig has its context.
-func checkTarget(ctx context.Context, m spaceModel) diag.Diagnostics {
+func checkTarget(ctx context.Context, m spaceResourceModel) diag.Diagnostics {
 	t, diags := target(ctx, m)
 	if t == nil || diags.HasError() {
 		return diags
@@ -180,7 +195,7 @@ func checkTarget(ctx context.Context, m spaceModel) diag.Diagnostics {
 
 // installAgent applies the state's manifests where agent_install says;
 // nothing without either.
-func installAgent(ctx context.Context, m spaceModel) diag.Diagnostics {
+func installAgent(ctx context.Context, m spaceResourceModel) diag.Diagnostics {
 	var diags diag.Diagnostics
 	t, d := target(ctx, m)
 	diags.Append(d...)
@@ -198,7 +213,7 @@ func installAgent(ctx context.Context, m spaceModel) diag.Diagnostics {
 }
 
 // uninstallAgent deletes what installAgent applied.
-func uninstallAgent(ctx context.Context, m spaceModel) diag.Diagnostics {
+func uninstallAgent(ctx context.Context, m spaceResourceModel) diag.Diagnostics {
 	var diags diag.Diagnostics
 	t, d := target(ctx, m)
 	diags.Append(d...)
@@ -216,7 +231,7 @@ func uninstallAgent(ctx context.Context, m spaceModel) diag.Diagnostics {
 }
 
 // reissue asks for a new bootstrap and renders the manifests with it.
-func (r *spaceResource) reissue(ctx context.Context, m spaceModel) (types.String, error) {
+func (r *spaceResource) reissue(ctx context.Context, m spaceResourceModel) (types.String, error) {
 	if !set(m.AgentImage) || !set(m.AgentURL) {
 		return types.StringNull(), nil
 	}
@@ -228,7 +243,7 @@ func (r *spaceResource) reissue(ctx context.Context, m spaceModel) (types.String
 }
 
 // waitActive reads the space until it is active, within wait_timeout.
-func (r *spaceResource) waitActive(ctx context.Context, m *spaceModel) error {
+func (r *spaceResource) waitActive(ctx context.Context, m *spaceResourceModel) error {
 	limit := defaultWaitTimeout
 	if set(m.WaitTimeout) {
 		limit, _ = time.ParseDuration(m.WaitTimeout.ValueString())
