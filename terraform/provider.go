@@ -90,6 +90,7 @@ func (p *Provider) Resources(context.Context) []func() resource.Resource {
 		func() resource.Resource { return &environmentResource{} },
 		func() resource.Resource { return &cloudAccountResource{} },
 		func() resource.Resource { return &verificationResource{} },
+		func() resource.Resource { return &jobResource{} },
 	}
 }
 
