@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"regexp"
 	"testing"
 	"time"
@@ -65,13 +66,17 @@ func (s *accStack) jobs(t *testing.T) map[string]client.ProvisioningJob {
 // TestAccProvisioningJob drives spaces_provisioning_job through tofu
 // against the local stack, whose demo cloud creates EKS clusters: the job
 // created, waited for and succeeded, its space_id a registered space that
-// turns active; a second plan with no change; import by id. A job the
+// turns active; a second plan with no change; import by id (an unknown id
+// reads as gone). A job the
 // cloud refuses (a Kubernetes version it does not offer) fails the apply
 // with the API's reason and the cloud's words and stays in the state
 // tainted: the next plan replaces it (the failed job canceled, a new one
 // started, which fails alike), and removing it from the configuration
-// cancels that one. Destroy of the succeeded job forgets it and keeps its
-// space registered.
+// cancels that one. A job whose create timeout passes first (the cloud
+// answering 503 meanwhile) fails the apply, is kept tainted and is
+// canceled by its destroy; with the cloud back, a new job for the same
+// cluster succeeds. Destroy of the succeeded jobs forgets them and keeps
+// their spaces registered.
 func TestAccProvisioningJob(t *testing.T) {
 	accEnv(t)
 	s := startJobStack(t)
@@ -81,7 +86,7 @@ func TestAccProvisioningJob(t *testing.T) {
 		ok  = "spaces_provisioning_job.eks"
 		bad = "spaces_provisioning_job.old"
 	)
-	job := func(name, cluster, version string) string {
+	job := func(name, cluster, version, create string) string {
 		return fmt.Sprintf(`
 resource "spaces_provisioning_job" %[1]q {
   cloud_account_id = %[2]q
@@ -94,14 +99,17 @@ resource "spaces_provisioning_job" %[1]q {
     tags               = { team = "platform" }
   }
   timeouts {
-    create = "5m"
+    create = %[9]q
   }
 }
-`, name, s.account, demo.AWSRegion, cluster, version, demo.AWSSubnetA, demo.AWSSubnetB, demo.AWSSecurityGroup)
+`, name, s.account, demo.AWSRegion, cluster, version, demo.AWSSubnetA, demo.AWSSubnetB, demo.AWSSecurityGroup, create)
 	}
-	good := s.providerBlock() + job("eks", "tf-job-1", "1.31")
-	withBad := good + job("old", "tf-job-old", "1.19")
-	var jobID, spaceID, firstBad string
+	good := s.providerBlock() + job("eks", "tf-job-1", "1.31", "5m")
+	withBad := good + job("old", "tf-job-old", "1.19", "5m")
+	// A create timeout of 0s has passed before the first read: the job
+	// cannot have ended, whatever the machine's speed.
+	withSlow := func(create string) string { return good + job("slow", "tf-job-2", "1.31", create) }
+	var jobID, spaceID, firstBad, firstSlow string
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: providers,
 		Steps: []resource.TestStep{
@@ -154,10 +162,15 @@ resource "spaces_provisioning_job" %[1]q {
 				ImportStateVerifyIgnore: []string{"timeouts"},
 			},
 			{
+				// An id the API does not know reads as gone.
+				ResourceName: ok, ImportState: true, ImportStateId: uuid.NewString(),
+				ExpectError: regexp.MustCompile(`Cannot import non-existent remote object`),
+			},
+			{
 				// The cloud refuses the version: the apply fails with the
 				// API's reason and the cloud's words.
 				Config:      withBad,
-				ExpectError: regexp.MustCompile(`(?s)did not succeed.*CloudRefused.*1\.19`),
+				ExpectError: regexp.MustCompile(`(?s)did not succeed.*failed\s+while\s+creating:\s+CloudRefused:.*unsupported\s+Kubernetes\s+version\s+1\.19`),
 			},
 			{
 				// The failed job was kept, tainted: the plan replaces it
@@ -177,7 +190,7 @@ resource "spaces_provisioning_job" %[1]q {
 					plancheck.ExpectResourceAction(bad, plancheck.ResourceActionDestroyBeforeCreate),
 					plancheck.ExpectResourceAction(ok, plancheck.ResourceActionNoop),
 				}},
-				ExpectError: regexp.MustCompile(`(?s)did not succeed.*CloudRefused.*1\.19`),
+				ExpectError: regexp.MustCompile(`(?s)did not succeed.*failed\s+while\s+creating:\s+CloudRefused:.*unsupported\s+Kubernetes\s+version\s+1\.19`),
 			},
 			{
 				// Out of the configuration, the second failed job is
@@ -206,6 +219,50 @@ resource "spaces_provisioning_job" %[1]q {
 					return nil
 				},
 			},
+			{
+				// The create timeout passes before the job ends (the
+				// cloud answers its creation 503 meanwhile, so the job can
+				// only be queued, creating or failed: never registering,
+				// which could not be canceled).
+				PreConfig:   func() { s.st.Demo.Cloud.Fail("eks:CreateCluster", http.StatusServiceUnavailable) },
+				Config:      withSlow("0s"),
+				ExpectError: regexp.MustCompile(`(?s)did not end in time.*timeouts\.create`),
+			},
+			{
+				// Kept tainted, in Spaces it goes on: destroying it
+				// cancels it (the cloud still failing, so it created
+				// nothing meanwhile).
+				PreConfig: func() {
+					for id, j := range s.jobs(t) {
+						if cfg, _ := j.Config.AsAWSClusterConfig(); cfg.ClusterName == "tf-job-2" {
+							firstSlow = id
+						}
+					}
+					if firstSlow == "" {
+						t.Fatal("no job for tf-job-2 in the API after the timed-out apply")
+					}
+				},
+				Config: good,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("spaces_provisioning_job.slow", plancheck.ResourceActionDestroy),
+				}},
+				Check: func(*tfstate.State) error {
+					if j := s.jobs(t)[firstSlow]; j.State != client.ProvisioningJobStateCanceled {
+						return fmt.Errorf("the timed-out job %s is %s, want canceled", firstSlow, j.State)
+					}
+					return nil
+				},
+			},
+			{
+				// With the cloud back, a new job for the same cluster
+				// succeeds (the canceled one released it).
+				PreConfig: func() { s.st.Demo.Cloud.Fail("eks:CreateCluster", 0) },
+				Config:    withSlow("5m"),
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr("spaces_provisioning_job.slow", "status", "succeeded"),
+					resource.TestCheckResourceAttrSet("spaces_provisioning_job.slow", "space_id"),
+				),
+			},
 		},
 		// Destroy forgets the succeeded job (Spaces keeps finished jobs)
 		// and leaves its space registered.
@@ -216,6 +273,9 @@ resource "spaces_provisioning_job" %[1]q {
 			}
 			if _, err := client.Result(s.api.GetSpaceWithResponse(ctx, spaceID, nil)); err != nil {
 				return fmt.Errorf("after destroy the job's space answers %v, want it registered", err)
+			}
+			if ids := s.spaceIDs(t); len(ids) != 2 {
+				return fmt.Errorf("after destroy the org has spaces %v, want the two jobs' spaces", ids)
 			}
 			return nil
 		},
