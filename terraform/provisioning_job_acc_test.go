@@ -6,10 +6,15 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	fwresource "github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	tfstate "github.com/hashicorp/terraform-plugin-testing/terraform"
@@ -61,6 +66,23 @@ func (s *accStack) jobs(t *testing.T) map[string]client.ProvisioningJob {
 		out[j.Id.String()] = j
 	}
 	return out
+}
+
+// deleteJob calls the resource's Delete on a state holding only the job's
+// id, as destroy does, and answers its diagnostics (the test sees what
+// tofu only prints).
+func (s *accStack) deleteJob(ctx context.Context, id string) (fwresource.DeleteResponse, error) {
+	r := &jobResource{api: s.api, poll: 100 * time.Millisecond, maxPoll: time.Second}
+	var sch fwresource.SchemaResponse
+	r.Schema(ctx, fwresource.SchemaRequest{}, &sch)
+	state := tfsdk.State{Schema: sch.Schema, Raw: tftypes.NewValue(sch.Schema.Type().TerraformType(ctx), nil)}
+	var resp fwresource.DeleteResponse
+	if d := state.SetAttribute(ctx, path.Root("id"), id); d.HasError() {
+		return resp, fmt.Errorf("state: %v", d)
+	}
+	resp.State = state
+	r.Delete(ctx, fwresource.DeleteRequest{State: state}, &resp)
+	return resp, nil
 }
 
 // TestAccProvisioningJob drives spaces_provisioning_job through tofu
@@ -143,6 +165,26 @@ resource "spaces_provisioning_job" %[1]q {
 						})
 						if err != nil {
 							return fmt.Errorf("the job's space %s is %q, want tf-job-1 active: %w", spaceID, status, err)
+						}
+						return nil
+					},
+					// Destroying a succeeded job warns that its space is
+					// kept, and keeps it (the job too: no route deletes one).
+					func(*tfstate.State) error {
+						resp, err := s.deleteJob(ctx, jobID)
+						if err != nil {
+							return err
+						}
+						d := resp.Diagnostics
+						if d.HasError() || d.WarningsCount() != 1 || !strings.Contains(d.Warnings()[0].Detail(), "does not deregister its space "+spaceID) {
+							return fmt.Errorf("destroying the succeeded job: %v, want one warning naming its kept space %s", d, spaceID)
+						}
+						j, err := client.Result(s.api.GetProvisioningJobWithResponse(ctx, jobID, nil))
+						if err != nil || j.JSON200.State != client.ProvisioningJobStateSucceeded {
+							return fmt.Errorf("after its delete the job answers %v, want succeeded", err)
+						}
+						if _, err := client.Result(s.api.GetSpaceWithResponse(ctx, spaceID, nil)); err != nil {
+							return fmt.Errorf("after the job's delete its space answers %v", err)
 						}
 						return nil
 					},
