@@ -1,7 +1,7 @@
 // Package terraform is the Spaces provider for Terraform and OpenTofu
 // (terraform-plugin-framework): the resources spaces_space,
-// spaces_environment, spaces_cloud_account and
-// spaces_cloud_account_verification, and the data sources spaces_space,
+// spaces_environment, spaces_cloud_account,
+// spaces_cloud_account_verification and spaces_provisioning_job, and the data sources spaces_space,
 // spaces_spaces and spaces_clusters, over the generated client (package
 // client), never hand-written HTTP. Its entry point is
 // terraform/cmd/terraform-provider-spaces.
@@ -90,6 +90,7 @@ func (p *Provider) Resources(context.Context) []func() resource.Resource {
 		func() resource.Resource { return &environmentResource{} },
 		func() resource.Resource { return &cloudAccountResource{} },
 		func() resource.Resource { return &verificationResource{} },
+		func() resource.Resource { return &jobResource{} },
 	}
 }
 

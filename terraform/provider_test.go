@@ -45,7 +45,7 @@ func TestSchemasAreValid(t *testing.T) {
 		}
 		names["data "+md.TypeName] = true
 	}
-	for _, want := range []string{"resource spaces_space", "resource spaces_environment", "resource spaces_cloud_account", "resource spaces_cloud_account_verification", "data spaces_space", "data spaces_spaces", "data spaces_clusters"} {
+	for _, want := range []string{"resource spaces_space", "resource spaces_environment", "resource spaces_cloud_account", "resource spaces_cloud_account_verification", "resource spaces_provisioning_job", "data spaces_space", "data spaces_spaces", "data spaces_clusters"} {
 		if !names[want] {
 			t.Errorf("the provider does not serve %s (serves %v)", want, names)
 		}
