@@ -3,8 +3,8 @@ package terraform
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,8 +19,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	tfstate "github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -276,7 +276,9 @@ resource "spaces_space" "private" {
   agent_url        = %[7]q
   agent_install    = { kubeconfig = %[8]q, context = "private" }
   wait_for_active  = true
-  wait_timeout     = "3m"
+  timeouts {
+    create = "3m"
+  }
 }
 `, demo.RoleARN, curl, s.token, s.st.APIURL+local.DevApplySetupPath, demo.AWSRegion, image, s.st.AgentURL, kubeconfig)
 	}
@@ -417,11 +419,11 @@ resource "spaces_space" "private" {
 // TestAccSpaceAgentSettingsRefused: agent settings that cannot work are
 // refused with a clear error and register nothing: agent_image on a direct
 // space, agent_install without the image and URL it renders with, a
-// wait_timeout that is not a duration (at plan), and agent_install naming
+// timeouts.create that is not a duration (at plan), and agent_install naming
 // a context its kubeconfig lacks (at apply, before the space is
 // registered). The org has no space after any of them (each next step
 // checks first). Then wait_for_active on an agent space nobody installs
-// fails the apply after wait_timeout and leaves the space tainted: the
+// fails the apply after timeouts.create and leaves the space tainted: the
 // next plan replaces it.
 func TestAccSpaceAgentSettingsRefused(t *testing.T) {
 	accEnv(t)
@@ -465,14 +467,18 @@ resource "spaces_space" "x" {
   agent_image   = "spaces-agent:1"
   agent_url     = "http://127.0.0.1:1"
   agent_install = { kubeconfig = "`+kubeconfig+`", context = "nowhere" }`, `context "nowhere"`),
-			step(`wait_timeout = "soon"`, `Bad wait_timeout`),
+			step(`timeouts {
+    create = "soon"
+  }`, `Invalid Attribute Value Time Duration`),
 			{
 				// An agent space nobody installs is not active within
-				// wait_timeout: the apply fails, the space kept in the
+				// timeouts.create: the apply fails, the space kept in the
 				// state, tainted ...
 				Config: config(`connectivity = "agent"
   wait_for_active = true
-  wait_timeout    = "3s"`),
+  timeouts {
+    create = "3s"
+  }`),
 				ExpectError: regexp.MustCompile(`did not turn active`),
 			},
 			{

@@ -41,7 +41,7 @@ func (r *spaceResource) Metadata(_ context.Context, req resource.MetadataRequest
 	resp.TypeName = req.ProviderTypeName + "_space"
 }
 
-func (r *spaceResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+func (r *spaceResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	replace := []planmodifier.String{stringplanmodifier.RequiresReplace()}
 	resp.Schema = schema.Schema{
 		Description: "A cluster registered as a space. Only labels change in place; anything else registers it anew.",
@@ -70,7 +70,7 @@ func (r *spaceResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				Description: "active, inactive or unknown, as last read."},
 		},
 	}
-	agentSchema(resp.Schema.Attributes)
+	agentSchema(ctx, &resp.Schema)
 }
 
 func (r *spaceResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -30,7 +31,7 @@ import (
 // fieldManager names the provider's server-side applies.
 const fieldManager = "terraform-provider-spaces"
 
-// defaultWaitTimeout bounds wait_for_active when wait_timeout is not set.
+// defaultWaitTimeout bounds wait_for_active when timeouts.create is not set.
 const defaultWaitTimeout = 10 * time.Minute
 
 // waitInterval is how often a create that waits reads the space.
@@ -49,12 +50,12 @@ var agentInstallTypes = map[string]attr.Type{"kubeconfig": types.StringType, "co
 // data source's spaceModel: kept from the configuration and the state,
 // never read from the API.
 type agentModel struct {
-	AgentImage            types.String `tfsdk:"agent_image"`
-	AgentURL              types.String `tfsdk:"agent_url"`
-	AgentInstall          types.Object `tfsdk:"agent_install"`
-	AgentInstallManifests types.String `tfsdk:"agent_install_manifests"`
-	WaitForActive         types.Bool   `tfsdk:"wait_for_active"`
-	WaitTimeout           types.String `tfsdk:"wait_timeout"`
+	AgentImage            types.String   `tfsdk:"agent_image"`
+	AgentURL              types.String   `tfsdk:"agent_url"`
+	AgentInstall          types.Object   `tfsdk:"agent_install"`
+	AgentInstallManifests types.String   `tfsdk:"agent_install_manifests"`
+	WaitForActive         types.Bool     `tfsdk:"wait_for_active"`
+	Timeouts              timeouts.Value `tfsdk:"timeouts"`
 }
 
 type spaceResourceModel struct {
@@ -67,7 +68,9 @@ type agentInstallModel struct {
 	Context    types.String `tfsdk:"context"`
 }
 
-func agentSchema(attrs map[string]schema.Attribute) {
+func agentSchema(ctx context.Context, sch *schema.Schema) {
+	sch.Blocks = map[string]schema.Block{"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true})}
+	attrs := sch.Attributes
 	attrs["agent_image"] = schema.StringAttribute{Optional: true,
 		Description: "connectivity agent: the agent's image (make agent-image prints it). With agent_url, renders agent_install_manifests; a change installs again (a new bootstrap), in place."}
 	attrs["agent_url"] = schema.StringAttribute{Optional: true,
@@ -83,9 +86,7 @@ func agentSchema(attrs map[string]schema.Attribute) {
 	attrs["agent_install_manifests"] = schema.StringAttribute{Computed: true, Sensitive: true,
 		Description: "connectivity agent, with agent_image and agent_url: the agent's manifests (namespace, ServiceAccount, RBAC, its state Secret, the bootstrap Secret with the one-time token, the Deployment) as one multi-document YAML stream. Known from create on; kept in the state (the token is answered once). Null after an import."}
 	attrs["wait_for_active"] = schema.BoolAttribute{Optional: true,
-		Description: "Create returns only once the space is active (an agent space: once its agent renewed its lease), within wait_timeout; default false."}
-	attrs["wait_timeout"] = schema.StringAttribute{Optional: true,
-		Description: "How long wait_for_active waits (a Go duration, e.g. 10m); default 10m."}
+		Description: "Create returns only once the space is active (an agent space: once its agent renewed its lease), within timeouts.create (default 10m); default false."}
 }
 
 // keepAgent carries the agent's settings over from the plan or the state:
@@ -123,12 +124,6 @@ func (r *spaceResource) ValidateConfig(ctx context.Context, req resource.Validat
 				resp.Diagnostics.AddAttributeError(path.Root(name), "Missing "+name,
 					"agent_install applies the agent's manifests, which need agent_image and agent_url.")
 			}
-		}
-	}
-	if set(c.WaitTimeout) {
-		if d, err := time.ParseDuration(c.WaitTimeout.ValueString()); err != nil || d <= 0 {
-			resp.Diagnostics.AddAttributeError(path.Root("wait_timeout"), "Bad wait_timeout",
-				fmt.Sprintf("%q is not a positive Go duration such as 10m.", c.WaitTimeout.ValueString()))
 		}
 	}
 }
@@ -242,11 +237,11 @@ func (r *spaceResource) reissue(ctx context.Context, m spaceResourceModel) (type
 	return render(m, res.JSON201)
 }
 
-// waitActive reads the space until it is active, within wait_timeout.
+// waitActive reads the space until it is active, within timeouts.create.
 func (r *spaceResource) waitActive(ctx context.Context, m *spaceResourceModel) error {
-	limit := defaultWaitTimeout
-	if set(m.WaitTimeout) {
-		limit, _ = time.ParseDuration(m.WaitTimeout.ValueString())
+	limit, d := m.Timeouts.Create(ctx, defaultWaitTimeout)
+	if d.HasError() {
+		return fmt.Errorf("timeouts.create: %v", d)
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
@@ -262,7 +257,7 @@ func (r *spaceResource) waitActive(ctx context.Context, m *spaceResourceModel) e
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the space is %s after %s (wait_timeout)", m.Status.ValueString(), limit)
+			return fmt.Errorf("the space is %s after %s (timeouts.create)", m.Status.ValueString(), limit)
 		case <-tick.C:
 		}
 	}
