@@ -96,8 +96,8 @@ func TestConsoleScreenBugs(t *testing.T) {
 	slowDetail.Store(0)
 
 	// The space: its account by name; the namespaces fail until the retry
-	// has been seen (however slowly the page comes), then the next refresh
-	// lists them without a click.
+	// has been seen (however slowly the page comes), then a refresh (every
+	// other one, in turn with the space) lists them without a click.
 	failNamespaces.Store(1)
 	p.visit("the space", "#/spaces/"+id)
 	p.until("the account's name", fmt.Sprintf(`(document.querySelector('#space-account') || {}).textContent === %q`, acctName), wait)

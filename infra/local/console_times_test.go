@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 )
 
@@ -93,4 +95,72 @@ func TestConsoleFlashShiftsNothing(t *testing.T) {
 	if shown := p.eval(`String(getComputedStyle(document.querySelector('#flash .alert')).display !== 'none' && document.querySelector('#flash').getBoundingClientRect().height > 0)`); shown != "true" {
 		t.Errorf("the message is not shown: %s", shown)
 	}
+}
+
+// TestConsoleHiddenTabAsksNothing: a tab that is hidden (another tab in
+// front, a minimised window) sends no request however often its refresh
+// timer fires, and asks at once when it is shown again. The refresh is an
+// hour here and the test fires the console's refresh timer itself (the
+// page hands it each interval it sets), so the counts depend on no clock:
+// a fired timer asks when the tab is visible, asks nothing while hidden,
+// and showing the tab asks with no timer fired.
+func TestConsoleHiddenTabAsksNothing(t *testing.T) {
+	st := startWith(t, Config{Probing: ProbingConfig{Disabled: true}, ConsoleRefresh: time.Hour})
+	org := "org-" + uuid.NewString()[:8]
+	c := newClient(t, st, org)
+	acct := c.account("aws")
+	c.must(201, c.do("POST", "/spaces", registerBody("aws", acct, "hidden-1")))
+
+	proxy := newConsoleProxy(t, st, nil)
+	p := &page{t: t, ctx: browser(t), base: proxy.srv.URL, shots: screenshotDir(t)}
+	// Every interval the page sets is kept in window.__timers, so the test
+	// can fire the hour-long refresh now.
+	const timers = `(() => {
+  const every = window.setInterval.bind(window);
+  window.__timers = [];
+  window.setInterval = (fn, ms, ...a) => { window.__timers.push({ fn, ms }); return every(fn, ms, ...a); };
+})()`
+	if _, err := chromedp.Call(p.ctx, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: timers}); err != nil {
+		t.Fatal(err)
+	}
+	const wait = time.Minute
+	// fire runs the refresh timers n times, lets the tasks they start
+	// begin, and answers how many requests that sent.
+	fire := func(n int) int {
+		v, err := chromedp.Run(p.ctx, chromedp.Evaluate[int](fmt.Sprintf(`(async () => {
+  const before = window.__spacesStats.requests;
+  for (let i = 0; i < %d; i++) window.__timers.filter(x => x.ms === %d).forEach(x => x.fn());
+  for (let i = 0; i < 5; i++) await new Promise(r => setTimeout(r, 0));
+  return window.__spacesStats.requests - before;
+})()`, n, time.Hour.Milliseconds()), chromedp.EvalAwaitPromise))
+		if err != nil {
+			t.Fatalf("fire the refresh: %v", err)
+		}
+		return v
+	}
+	visibility := func(hidden bool) {
+		p.eval(fmt.Sprintf(`(() => {
+  Object.defineProperty(document, 'hidden', { value: %t, configurable: true });
+  Object.defineProperty(document, 'visibilityState', { value: %q, configurable: true });
+  document.dispatchEvent(new Event('visibilitychange'));
+  return '';
+})()`, hidden, map[bool]string{true: "hidden", false: "visible"}[hidden]))
+	}
+	settled := `document.querySelectorAll('#spaces-table tbody tr').length === 1 && window.__spacesStats.recent.every(r => r.status !== 'pending')`
+
+	p.signIn(org)
+	p.until("the list, settled", settled, wait)
+	if n := fire(1); n == 0 {
+		t.Fatalf("a fired refresh of a visible tab sent no request")
+	}
+	p.until("the visible tick's answers", settled, wait)
+
+	visibility(true)
+	before := p.eval(`String(window.__spacesStats.requests)`)
+	if n := fire(5); n != 0 {
+		t.Errorf("a hidden tab sent %d requests in 5 refreshes, want none", n)
+	}
+	visibility(false)
+	p.until("a request as the tab is shown", fmt.Sprintf(`window.__spacesStats.requests > %s`, before), wait)
+	p.until("its answers", settled, wait)
 }

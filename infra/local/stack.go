@@ -91,7 +91,7 @@ type Config struct {
 	Webhooks WebhooksConfig
 	// Provisioning configures the provisioning jobs' steps.
 	Provisioning ProvisioningConfig
-	// ConsoleRefresh is how often the web console polls (default 5s).
+	// ConsoleRefresh is how often the web console polls (default 10s).
 	ConsoleRefresh time.Duration
 	// Tracing is where every hop's spans go, as in the functions (nil:
 	// spans are made, their ids logged and carried, and exported nowhere).

@@ -63,7 +63,9 @@ type Config struct {
 	TokenEndpoint string `json:"-"`
 	// DevSignIn is the local stack's sign-in path (SignIn "dev" only).
 	DevSignIn string `json:"dev_sign_in,omitempty"`
-	// RefreshSeconds is how often lists and details poll (default 5).
+	// RefreshSeconds is how often lists and details poll (default 10: an
+	// idle tab costs the API one request per 10 s, mostly 304s; a probe
+	// changes a status at most once a minute).
 	RefreshSeconds int `json:"refresh_seconds,omitempty"`
 	// DemoConnections, locally, are the demo accounts' connections per
 	// provider, offered as "use the demo account".
@@ -89,7 +91,7 @@ type Config struct {
 // revalidated at each use (no-cache) against its ETag.
 func Handler(cfg Config) http.Handler {
 	if cfg.RefreshSeconds == 0 {
-		cfg.RefreshSeconds = 5
+		cfg.RefreshSeconds = 10
 	}
 	doc, _ := json.Marshal(cfg)
 	csp := contentSecurityPolicy(cfg)

@@ -53,13 +53,18 @@ function context() {
     api, cfg, session,
     // every runs fn now and every refresh_seconds until the view changes;
     // a tick never overlaps the previous one. A view that has been left
-    // (its first answers came late) starts no timer.
+    // (its first answers came late) starts no timer. A hidden tab (another
+    // tab in front, a minimised window) asks nothing: a console left open
+    // all day costs the API only while someone can see it, and it asks at
+    // once when it is shown again.
     every(fn) {
       if (mine !== generation) return Promise.resolve();
       let busy = false, live = true;
-      const tick = async () => { if (busy || !live) return; busy = true; try { await fn(); } finally { busy = false; } };
-      const id = setInterval(tick, (cfg.refresh_seconds || 5) * 1000);
-      cleanup.push(() => { live = false; clearInterval(id); });
+      const tick = async () => { if (busy || !live || document.hidden) return; busy = true; try { await fn(); } finally { busy = false; } };
+      const shown = () => { if (!document.hidden) tick(); };
+      const id = setInterval(tick, (cfg.refresh_seconds || 10) * 1000);
+      document.addEventListener('visibilitychange', shown);
+      cleanup.push(() => { live = false; clearInterval(id); document.removeEventListener('visibilitychange', shown); });
       return tick();
     },
     onLeave(fn) { if (mine === generation) cleanup.push(fn); else fn(); },

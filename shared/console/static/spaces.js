@@ -793,7 +793,7 @@ export async function spaceDetail(root, [id], ctx) {
       const retry = h('button', { type: 'button', id: 'ns-retry' }, 'Try again');
       retry.addEventListener('click', () => loadNamespaces());
       nsBody.replaceChildren(errorBox(x, 'The cluster’s namespaces could not be listed'),
-        h('p', { class: 'muted' }, 'Asked again at the next refresh. ', retry));
+        h('p', { class: 'muted' }, 'Asked again every other refresh. ', retry));
     }
   }
 
@@ -817,12 +817,12 @@ export async function spaceDetail(root, [id], ctx) {
   await ctx.every(async () => {
     try {
       // One request a tick: the space (304 while unchanged), or, while an
-      // agent space waits for its agent's first report, the namespaces in
-      // turn with it.
-      if (nsWaiting && ticks++ % 2 === 1) { await loadNamespaces(); refreshAges(root); return; }
+      // agent space waits for its agent's first report or the namespaces
+      // could not be listed, the namespaces in turn with it.
+      if ((nsWaiting || nsFailed) && ticks++ % 2 === 1) { await loadNamespaces(); refreshAges(root); return; }
       const r = await api.poll(`/spaces/${id}`);
       error.replaceChildren();
-      if (!r.changed) { refreshAges(root); if (nsFailed) await loadNamespaces(); return; }
+      if (!r.changed) { refreshAges(root); return; }
       const was = sp.status;
       sp = r.data;
       renderHead();
