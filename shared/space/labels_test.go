@@ -167,3 +167,75 @@ func TestSelector(t *testing.T) {
 		})
 	}
 }
+
+// A selector's drivers are its positive requirements, fewest values
+// first and exists last; every space a selector matches is taken by each
+// of its drivers (which is why any of them may drive the listing).
+func TestSelectorDrivers(t *testing.T) {
+	for _, tc := range []struct {
+		sel  string
+		want string // the drivers, "key=values" or "key?" for exists
+	}{
+		{"env=prod", "[env=[prod]]"},
+		{"team in (b,a)", "[team=[a b]]"},
+		{"env=prod,tier!=db", "[env=[prod]]"},
+		{"tier,env in (prod,dev),team=a", "[team=[a] env=[dev prod] tier?]"},
+		{"tier,!frozen", "[tier?]"},
+		{"env!=prod,team notin (a),!tier", "[]"},
+		{"a in (x,y,z),b in (x,y)", "[b=[x y] a=[x y z]]"},
+	} {
+		t.Run(tc.sel, func(t *testing.T) {
+			sel, err := ParseSelector("label_selector", tc.sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds := sel.Drivers()
+			var got []string
+			for _, d := range ds {
+				if d.Exists {
+					got = append(got, d.Key+"?")
+				} else {
+					got = append(got, fmt.Sprintf("%s=%v", d.Key, d.Values))
+				}
+			}
+			if s := "[" + strings.Join(got, " ") + "]"; s != tc.want {
+				t.Errorf("drivers %s, want %s", s, tc.want)
+			}
+			for _, l := range selectorLabels {
+				for _, d := range ds {
+					if sel.Matches(l) && !d.Takes(l) {
+						t.Errorf("%v matches but driver %s does not take it", l, d.Key)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The driver chosen: the fewest entries among those counted whole, else
+// the first usable in the selector's preference; none when none is usable.
+func TestChooseDriver(t *testing.T) {
+	whole := func(n int) DriverCount { return DriverCount{Entries: n, Complete: true} }
+	many := DriverCount{Entries: 100}
+	unusable := DriverCount{Unusable: true}
+	for _, tc := range []struct {
+		name   string
+		counts []DriverCount
+		want   int
+	}{
+		{"none", nil, -1},
+		{"one, not counted", []DriverCount{{}}, 0},
+		{"one unusable", []DriverCount{unusable}, -1},
+		{"the first when none is counted whole", []DriverCount{many, many}, 0},
+		{"a whole count beats a partial one", []DriverCount{many, whole(80)}, 1},
+		{"the fewest of the whole counts", []DriverCount{whole(30), whole(3), whole(7)}, 1},
+		{"a tie keeps the preferred", []DriverCount{whole(5), whole(5)}, 0},
+		{"an unusable one is passed over", []DriverCount{unusable, many}, 1},
+		{"even when it has the fewest", []DriverCount{{Entries: 1, Complete: true, Unusable: true}, whole(9)}, 1},
+		{"no entries at all", []DriverCount{many, whole(0)}, 1},
+	} {
+		if got := ChooseDriver(tc.counts); got != tc.want {
+			t.Errorf("%s: ChooseDriver = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
