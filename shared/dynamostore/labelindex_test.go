@@ -82,7 +82,10 @@ func TestLabelEntriesFollowTheSpace(t *testing.T) {
 		name  string
 		apply func(space.Space) space.Space
 	}{
-		{"a value changed", func(x space.Space) space.Space { x.Labels = space.Labels{"env": "dev", "example.com/team": "a"}; return x }},
+		{"a value changed", func(x space.Space) space.Space {
+			x.Labels = space.Labels{"env": "dev", "example.com/team": "a"}
+			return x
+		}},
 		{"a label added", func(x space.Space) space.Space {
 			x.Labels = space.Labels{"env": "dev", "example.com/team": "a", "tier": ""}
 			return x
