@@ -4108,7 +4108,9 @@ type ListSpacesParams struct {
 	// `notin` also match a space without the key. Keys and values follow
 	// the label rules (`SpaceLabels`); the `>`/`<` forms are not
 	// supported. A malformed selector, or an empty one, is answered `400`
-	// naming `label_selector`.
+	// naming `label_selector`. In id order a positive requirement reads
+	// an index, so a page costs what it shows; negative requirements
+	// alone, or a `sort`, filter the spaces read (see `GET /spaces`).
 	LabelSelector *LabelSelector `form:"label_selector,omitempty" json:"label_selector,omitempty"`
 
 	// Synthetic Only the synthetic spaces (`true`: placeholders with no cluster
@@ -6963,9 +6965,18 @@ type ClientInterface interface {
 	// filters, search and order only.
 	//
 	// `label_selector` keeps the spaces whose labels match a Kubernetes
-	// label selector. It filters the spaces a page reads (after the other
-	// filters), so a selective selector reads more spaces per page shown:
-	// the read cost is that of the spaces passed over, as for `status`.
+	// label selector. In id order (no `sort`, no `name_contains`), a
+	// selector with a positive requirement (`key=value`, `key in (...)`
+	// of at most 10 values, `key` whose key has at most 10 values) is read
+	// under one of them, from an index of labels: a page costs the spaces
+	// it reads at any fleet size (and those the other requirements pass
+	// over), and a space is found as soon as it is registered or
+	// relabelled. A selector of negative requirements only (`!=`,
+	// `notin`, `!key`), and any selector with `sort` or `name_contains`,
+	// filters the spaces a page reads (after the other filters), so a
+	// selective one reads more spaces per page shown: the read cost is
+	// that of the spaces passed over, as for `status`. Either way the
+	// same spaces are listed, in the same order.
 	//
 	// Corresponds with GET /spaces (the `ListSpaces` operationId).
 	ListSpaces(ctx context.Context, params *ListSpacesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -8491,9 +8502,18 @@ func (c *Client) CreateSpaceNamespace(ctx context.Context, spaceID DiscoverySpac
 // filters, search and order only.
 //
 // `label_selector` keeps the spaces whose labels match a Kubernetes
-// label selector. It filters the spaces a page reads (after the other
-// filters), so a selective selector reads more spaces per page shown:
-// the read cost is that of the spaces passed over, as for `status`.
+// label selector. In id order (no `sort`, no `name_contains`), a
+// selector with a positive requirement (`key=value`, `key in (...)`
+// of at most 10 values, `key` whose key has at most 10 values) is read
+// under one of them, from an index of labels: a page costs the spaces
+// it reads at any fleet size (and those the other requirements pass
+// over), and a space is found as soon as it is registered or
+// relabelled. A selector of negative requirements only (`!=`,
+// `notin`, `!key`), and any selector with `sort` or `name_contains`,
+// filters the spaces a page reads (after the other filters), so a
+// selective one reads more spaces per page shown: the read cost is
+// that of the spaces passed over, as for `status`. Either way the
+// same spaces are listed, in the same order.
 //
 // Corresponds with GET /spaces (the `ListSpaces` operationId).
 func (c *Client) ListSpaces(ctx context.Context, params *ListSpacesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -13550,9 +13570,18 @@ type ClientWithResponsesInterface interface {
 	// filters, search and order only.
 	//
 	// `label_selector` keeps the spaces whose labels match a Kubernetes
-	// label selector. It filters the spaces a page reads (after the other
-	// filters), so a selective selector reads more spaces per page shown:
-	// the read cost is that of the spaces passed over, as for `status`.
+	// label selector. In id order (no `sort`, no `name_contains`), a
+	// selector with a positive requirement (`key=value`, `key in (...)`
+	// of at most 10 values, `key` whose key has at most 10 values) is read
+	// under one of them, from an index of labels: a page costs the spaces
+	// it reads at any fleet size (and those the other requirements pass
+	// over), and a space is found as soon as it is registered or
+	// relabelled. A selector of negative requirements only (`!=`,
+	// `notin`, `!key`), and any selector with `sort` or `name_contains`,
+	// filters the spaces a page reads (after the other filters), so a
+	// selective one reads more spaces per page shown: the read cost is
+	// that of the spaces passed over, as for `status`. Either way the
+	// same spaces are listed, in the same order.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -23181,9 +23210,18 @@ func (c *ClientWithResponses) CreateSpaceNamespaceWithResponse(ctx context.Conte
 // filters, search and order only.
 //
 // `label_selector` keeps the spaces whose labels match a Kubernetes
-// label selector. It filters the spaces a page reads (after the other
-// filters), so a selective selector reads more spaces per page shown:
-// the read cost is that of the spaces passed over, as for `status`.
+// label selector. In id order (no `sort`, no `name_contains`), a
+// selector with a positive requirement (`key=value`, `key in (...)`
+// of at most 10 values, `key` whose key has at most 10 values) is read
+// under one of them, from an index of labels: a page costs the spaces
+// it reads at any fleet size (and those the other requirements pass
+// over), and a space is found as soon as it is registered or
+// relabelled. A selector of negative requirements only (`!=`,
+// `notin`, `!key`), and any selector with `sort` or `name_contains`,
+// filters the spaces a page reads (after the other filters), so a
+// selective one reads more spaces per page shown: the read cost is
+// that of the spaces passed over, as for `status`. Either way the
+// same spaces are listed, in the same order.
 //
 // Returns a wrapper object for the known response body format(s).
 //
