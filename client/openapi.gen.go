@@ -6968,10 +6968,11 @@ type ClientInterface interface {
 	// label selector. In id order (no `sort`, no `name_contains`), a
 	// selector with a positive requirement (`key=value`, `key in (...)`
 	// of at most 10 values, `key` whose key has at most 10 values) is read
-	// under one of them, from an index of labels: a page costs the spaces
-	// it reads at any fleet size (and those the other requirements pass
-	// over), and a space is found as soon as it is registered or
-	// relabelled. A selector of negative requirements only (`!=`,
+	// under them, from an index of labels: a page costs the spaces it
+	// shows at any fleet size (and those the negative requirements pass
+	// over; a rare combination of common requirements reads more of the
+	// index, not more spaces), and a space is found as soon as it is
+	// registered or relabelled. A selector of negative requirements only (`!=`,
 	// `notin`, `!key`), and any selector with `sort` or `name_contains`,
 	// filters the spaces a page reads (after the other filters), so a
 	// selective one reads more spaces per page shown: the read cost is
@@ -8505,10 +8506,11 @@ func (c *Client) CreateSpaceNamespace(ctx context.Context, spaceID DiscoverySpac
 // label selector. In id order (no `sort`, no `name_contains`), a
 // selector with a positive requirement (`key=value`, `key in (...)`
 // of at most 10 values, `key` whose key has at most 10 values) is read
-// under one of them, from an index of labels: a page costs the spaces
-// it reads at any fleet size (and those the other requirements pass
-// over), and a space is found as soon as it is registered or
-// relabelled. A selector of negative requirements only (`!=`,
+// under them, from an index of labels: a page costs the spaces it
+// shows at any fleet size (and those the negative requirements pass
+// over; a rare combination of common requirements reads more of the
+// index, not more spaces), and a space is found as soon as it is
+// registered or relabelled. A selector of negative requirements only (`!=`,
 // `notin`, `!key`), and any selector with `sort` or `name_contains`,
 // filters the spaces a page reads (after the other filters), so a
 // selective one reads more spaces per page shown: the read cost is
@@ -13573,10 +13575,11 @@ type ClientWithResponsesInterface interface {
 	// label selector. In id order (no `sort`, no `name_contains`), a
 	// selector with a positive requirement (`key=value`, `key in (...)`
 	// of at most 10 values, `key` whose key has at most 10 values) is read
-	// under one of them, from an index of labels: a page costs the spaces
-	// it reads at any fleet size (and those the other requirements pass
-	// over), and a space is found as soon as it is registered or
-	// relabelled. A selector of negative requirements only (`!=`,
+	// under them, from an index of labels: a page costs the spaces it
+	// shows at any fleet size (and those the negative requirements pass
+	// over; a rare combination of common requirements reads more of the
+	// index, not more spaces), and a space is found as soon as it is
+	// registered or relabelled. A selector of negative requirements only (`!=`,
 	// `notin`, `!key`), and any selector with `sort` or `name_contains`,
 	// filters the spaces a page reads (after the other filters), so a
 	// selective one reads more spaces per page shown: the read cost is
@@ -23213,10 +23216,11 @@ func (c *ClientWithResponses) CreateSpaceNamespaceWithResponse(ctx context.Conte
 // label selector. In id order (no `sort`, no `name_contains`), a
 // selector with a positive requirement (`key=value`, `key in (...)`
 // of at most 10 values, `key` whose key has at most 10 values) is read
-// under one of them, from an index of labels: a page costs the spaces
-// it reads at any fleet size (and those the other requirements pass
-// over), and a space is found as soon as it is registered or
-// relabelled. A selector of negative requirements only (`!=`,
+// under them, from an index of labels: a page costs the spaces it
+// shows at any fleet size (and those the negative requirements pass
+// over; a rare combination of common requirements reads more of the
+// index, not more spaces), and a space is found as soon as it is
+// registered or relabelled. A selector of negative requirements only (`!=`,
 // `notin`, `!key`), and any selector with `sort` or `name_contains`,
 // filters the spaces a page reads (after the other filters), so a
 // selective one reads more spaces per page shown: the read cost is

@@ -31,22 +31,24 @@ import (
 // strongly consistent Query, so a space is found by its labels as soon as
 // they are stored.
 //
-// A listing in id order (no sort, no name search) with a positive
-// requirement (=, in, exists: space.Selector.Drivers) is read under one of
-// them, its driver: the entries of each of the driver's values from after
-// the position (the last id listed, as in every id listing), merged in id
-// order, then one BatchGetItem of the spaces they name; the stored space
-// is the truth (the whole selector and the other filters are checked on
-// it), the entries only choose what is read. So a page costs its
-// driver's entries (about 150 bytes each) and the spaces they name that
-// the other requirements pass over, at any fleet size
-// (BenchmarkSelectorPage). An exists driver reads under the values its
-// key has, found by one Query of a single entry per value; a driver of
-// more than space.MaxDriverValues values cannot drive. With several
-// drivers, each one's entries are counted first (up to probeEntries,
-// eventually consistent), and the listing reads under the one with the
-// fewest (space.ChooseDriver): any driver lists the same spaces, so the
-// choice is made again on every page and the position stays an id.
+// A listing in id order (no sort, no name search) with positive
+// requirements (=, in, exists: space.Selector.Drivers) reads their
+// entries: each requirement's entries, of each of its values from after
+// the position (the last id listed, as in every id listing), merged in
+// id order, and of those the ids every requirement takes, found by
+// leapfrogging (each requirement's entries are read from the largest id
+// another has reached, so a rare one lets a common one skip ahead); then
+// one BatchGetItem of the spaces they name. The stored space is the
+// truth (the whole selector and the other filters are checked on it),
+// the entries only choose what is read. So a page costs the entries it
+// reads (about 150 bytes each, some 25 a read unit) and the spaces that
+// the negative requirements and other filters pass over, at any fleet
+// size (BenchmarkSelectorPage); only a combination of common
+// requirements that is rare reads many entries (not their spaces) per
+// page, as a word search of common words does. An exists reads the
+// values its key has, found by one Query of a single entry per value; a
+// requirement of more than space.MaxDriverValues values is not read but
+// checked on the spaces (space.ReadUnder).
 //
 // A selector of negative requirements only (!=, notin, !key), or whose
 // drivers all have too many values, and a selector in another order (a
@@ -147,103 +149,88 @@ func (s *Store) prePutLabels(ctx context.Context, after space.Space, prev int64,
 }
 
 // labelRange is one value's entries in a listing by label: read in id
-// order from after the position, ids not yet merged in buf.
+// order, the ids read and not yet passed in buf.
 type labelRange struct {
-	in   *dynamodb.QueryInput
-	buf  []string
-	done bool
+	key, value string
+	in         *dynamodb.QueryInput
+	buf        []string
+	done       bool
 }
 
-// listByLabel is ListSpaces in id order for a selector with a driver
-// (q.Selector): filter, nm and vals are the listing's filters on provider,
+// labelStream is one driver's ranges: together, in id order, the spaces
+// it takes.
+type labelStream []*labelRange
+
+// labelReader reads a listing's streams, counting the entries it reads
+// and the ids every stream takes (which set how many it asks for).
+type labelReader struct {
+	s              *Store
+	org            string
+	entries, found int
+}
+
+// listByLabel is ListSpaces in id order for a selector with drivers
+// (q.Selector): the ids that every driver read takes (space.ReadUnder),
+// found by leapfrogging through the streams (each one is read from the
+// largest id another has reached, so a rare driver lets a common one skip
+// ahead), then their spaces, on which the whole selector and q's filters
+// are checked. filter, nm and vals are the listing's filters on provider,
 // type and account, which the entries carry. ok is false when no driver
-// can drive (the caller then filters the listing).
+// is read (the caller then filters the listing).
 func (s *Store) listByLabel(ctx context.Context, org string, q space.Query, filter []string, nm []string,
 	vals map[string]types.AttributeValue,
 ) (out []space.Space, next string, ok bool, err error) {
-	d, ok, err := s.chooseDriver(ctx, org, q.Selector.Drivers())
-	if err != nil || !ok {
-		return nil, "", ok, err
+	drivers, err := s.readUnder(ctx, org, q.Selector.Drivers())
+	if err != nil || len(drivers) == 0 {
+		return nil, "", false, err
 	}
-	vals[":lpk"] = str(labelsPK(org))
-	ranges := make([]*labelRange, 0, len(d.Values))
-	for _, v := range d.Values {
-		rv := make(map[string]types.AttributeValue, len(vals)+1)
-		for k, x := range vals {
-			rv[k] = x
+	streams := make([]labelStream, 0, len(drivers))
+	for _, d := range drivers {
+		st := labelStream{}
+		for _, v := range d.Values {
+			rv := make(map[string]types.AttributeValue, len(vals)+2)
+			for k, x := range vals {
+				rv[k] = x
+			}
+			rv[":lpk"], rv[":lval"] = str(labelsPK(org)), str(labelPrefix(d.Key, v))
+			in := &dynamodb.QueryInput{
+				TableName:                 s.table,
+				ConsistentRead:            aws.Bool(true),
+				KeyConditionExpression:    aws.String(nPK + " = :lpk AND begins_with(" + nSK + ", :lval)"),
+				ExpressionAttributeNames:  names(append(slices.Clone(nm), nPK, nSK)...),
+				ExpressionAttributeValues: rv,
+			}
+			if len(filter) > 0 {
+				in.FilterExpression = aws.String(strings.Join(filter, " AND "))
+			}
+			if q.After != "" {
+				in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(labelsPK(org)), "sk": str(labelSK(d.Key, v, q.After))}
+			}
+			st = append(st, &labelRange{key: d.Key, value: v, in: in})
 		}
-		rv[":lval"] = str(labelPrefix(d.Key, v))
-		in := &dynamodb.QueryInput{
-			TableName:                 s.table,
-			ConsistentRead:            aws.Bool(true),
-			KeyConditionExpression:    aws.String(nPK + " = :lpk AND begins_with(" + nSK + ", :lval)"),
-			ExpressionAttributeNames:  names(append(slices.Clone(nm), nPK, nSK)...),
-			ExpressionAttributeValues: rv,
-		}
-		if len(filter) > 0 {
-			in.FilterExpression = aws.String(strings.Join(filter, " AND "))
-		}
-		if q.After != "" {
-			in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(labelsPK(org)), "sk": str(labelSK(d.Key, v, q.After))}
-		}
-		ranges = append(ranges, &labelRange{in: in})
+		streams = append(streams, st)
 	}
+	r := &labelReader{s: s, org: org}
 	out = make([]space.Space, 0, q.Limit+1)
 	want := func() int { return q.Limit + 1 - len(out) }
-	scanned, kept := 0, 0
-	for want() > 0 {
-		ask := nextAsk(want(), scanned, kept, MaxLimit)
-		for _, r := range ranges {
-			if len(r.buf) > 0 || r.done {
-				continue
-			}
-			r.in.Limit = aws.Int32(ask)
-			page, err := s.db.Query(ctx, r.in)
-			if err != nil {
-				return nil, "", true, awsError("Query", err)
-			}
-			scanned += int(page.ScannedCount) - len(page.Items)
-			for _, item := range page.Items {
-				if sk, _ := item["sk"].(*types.AttributeValueMemberS); sk != nil {
-					r.buf = append(r.buf, sk.Value[strings.LastIndex(sk.Value, nameSep)+1:])
-				}
-			}
-			r.done = page.LastEvaluatedKey == nil
-			r.in.ExclusiveStartKey = page.LastEvaluatedKey
-		}
-		// The ids up to the smallest last id of the ranges that have more
-		// are all there are up to it: those are merged, ask at most.
-		bound, waiting := "", false
-		for _, r := range ranges {
-			switch {
-			case r.done:
-			case len(r.buf) == 0:
-				waiting = true // its read was all filtered out: read on
-			case bound == "" || r.buf[len(r.buf)-1] < bound:
-				bound = r.buf[len(r.buf)-1]
-			}
-		}
-		if waiting {
-			continue
-		}
+	scanned, kept := 0, 0 // spaces read, spaces listed
+	last, ended := q.After, false
+	for want() > 0 && !ended {
+		n := int(nextAsk(want(), scanned, kept, MaxLimit))
 		var ids []string
-		for len(ids) < int(ask) {
-			var least *labelRange
-			for _, r := range ranges {
-				if len(r.buf) > 0 && (bound == "" || r.buf[0] <= bound) && (least == nil || r.buf[0] < least.buf[0]) {
-					least = r
-				}
+		for len(ids) < n {
+			id, err := r.next(ctx, streams, last, n-len(ids))
+			if err != nil {
+				return nil, "", true, err
 			}
-			if least == nil {
+			if id == "" {
+				ended = true
 				break
 			}
-			if len(ids) == 0 || ids[len(ids)-1] != least.buf[0] {
-				ids = append(ids, least.buf[0])
-			}
-			least.buf = least.buf[1:]
+			ids, last = append(ids, id), id
 		}
 		if len(ids) == 0 {
-			break // every range is read to its end
+			break
 		}
 		got, err := s.spacesByID(ctx, org, ids)
 		if err != nil {
@@ -255,7 +242,7 @@ func (s *Store) listByLabel(ctx context.Context, org string, q space.Query, filt
 			}
 			scanned++
 			sp, found := got[id]
-			if !found || sp.Deleted() || !d.Takes(sp.Labels) || !q.Selector.Matches(sp.Labels) ||
+			if !found || sp.Deleted() || !q.Selector.Matches(sp.Labels) ||
 				!strings.HasPrefix(space.FoldName(sp.Name), q.NamePrefix) || (q.Keep != nil && !q.Keep(sp)) {
 				continue // relabeled or gone since the entry was read, or filtered
 			}
@@ -270,62 +257,91 @@ func (s *Store) listByLabel(ctx context.Context, org string, q space.Query, filt
 	return out, "", true, nil
 }
 
-// chooseDriver is the driver a listing is read under, its values found
-// (an exists driver's, the values its key has); ok is false when none can
-// drive. With several drivers, each one's entries are counted first.
-func (s *Store) chooseDriver(ctx context.Context, org string, drivers []space.Driver) (space.Driver, bool, error) {
-	counts := make([]space.DriverCount, len(drivers))
-	for i, d := range drivers {
-		if len(d.Values) > space.MaxDriverValues {
-			counts[i].Unusable = true
-			continue
+// next is the smallest id above last that every stream takes, "" when
+// none is: each stream in turn is asked for its first id at least the
+// largest reached, until all give the same. want is how many more ids
+// the page may use (it sizes the reads).
+func (r *labelReader) next(ctx context.Context, streams []labelStream, last string, want int) (string, error) {
+	limit := nextAsk(want, r.entries, r.found, MaxLimit)
+	t, agree := last, 0
+	for i := 0; agree < len(streams); i = (i + 1) % len(streams) {
+		h, err := r.head(ctx, streams[i], t, last, limit)
+		if err != nil || h == "" {
+			return "", err
 		}
-		if len(drivers) == 1 {
-			break // nothing to choose from
+		if h == t {
+			agree++
+		} else {
+			t, agree = h, 1
 		}
-		var prefixes []string
-		if d.Exists {
-			prefixes = []string{d.Key + "="}
-		}
-		for _, v := range d.Values {
-			prefixes = append(prefixes, labelPrefix(d.Key, v))
-		}
-		counts[i].Complete = true
-		for _, p := range prefixes {
-			out, err := s.db.Query(ctx, &dynamodb.QueryInput{
-				TableName:                 s.table,
-				KeyConditionExpression:    aws.String(nPK + " = :lpk AND begins_with(" + nSK + ", :lp)"),
-				ExpressionAttributeNames:  names(nPK, nSK),
-				ExpressionAttributeValues: map[string]types.AttributeValue{":lpk": str(labelsPK(org)), ":lp": str(p)},
-				Limit:                     aws.Int32(probeEntries),
-				Select:                    types.SelectCount,
-			})
-			if err != nil {
-				return space.Driver{}, false, awsError("Query", err)
+	}
+	r.found++
+	return t, nil
+}
+
+// head is st's smallest id at least atLeast and above last, reading its
+// ranges as needed; "" when it has none.
+func (r *labelReader) head(ctx context.Context, st labelStream, atLeast, last string, limit int32) (string, error) {
+	best := ""
+	for _, rg := range st {
+		for {
+			for len(rg.buf) > 0 && (rg.buf[0] < atLeast || rg.buf[0] <= last) {
+				rg.buf = rg.buf[1:]
 			}
-			counts[i].Entries += int(out.Count)
-			counts[i].Complete = counts[i].Complete && out.LastEvaluatedKey == nil
+			if len(rg.buf) > 0 || rg.done {
+				break
+			}
+			if err := r.read(ctx, rg, atLeast, limit); err != nil {
+				return "", err
+			}
+		}
+		if len(rg.buf) > 0 && (best == "" || rg.buf[0] < best) {
+			best = rg.buf[0]
 		}
 	}
-	for {
-		i := space.ChooseDriver(counts)
-		if i < 0 {
-			return space.Driver{}, false, nil
+	return best, nil
+}
+
+// read reads rg's next entries, from atLeast on when that is further
+// than where it stopped: it starts after the id cut of its last
+// character, below atLeast and above every id below it but those that
+// share all its other characters, which head passes over.
+func (r *labelReader) read(ctx context.Context, rg *labelRange, atLeast string, limit int32) error {
+	if atLeast != "" {
+		seek := labelSK(rg.key, rg.value, atLeast[:len(atLeast)-1])
+		if at, _ := rg.in.ExclusiveStartKey["sk"].(*types.AttributeValueMemberS); at == nil || at.Value < seek {
+			rg.in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(labelsPK(r.org)), "sk": str(seek)}
 		}
-		d := drivers[i]
-		if !d.Exists {
-			return d, true, nil
-		}
-		values, err := s.keyValues(ctx, org, d.Key)
-		if err != nil {
-			return space.Driver{}, false, err
-		}
-		if len(values) <= space.MaxDriverValues {
-			d.Values = values
-			return d, true, nil
-		}
-		counts[i].Unusable = true
 	}
+	rg.in.Limit = aws.Int32(limit)
+	page, err := r.s.db.Query(ctx, rg.in)
+	if err != nil {
+		return awsError("Query", err)
+	}
+	r.entries += int(page.ScannedCount)
+	for _, item := range page.Items {
+		if sk, _ := item["sk"].(*types.AttributeValueMemberS); sk != nil {
+			rg.buf = append(rg.buf, sk.Value[strings.LastIndex(sk.Value, nameSep)+1:])
+		}
+	}
+	rg.done = page.LastEvaluatedKey == nil
+	rg.in.ExclusiveStartKey = page.LastEvaluatedKey
+	return nil
+}
+
+// readUnder is the drivers a listing reads (space.ReadUnder), an exists
+// driver's values found first (keyValues).
+func (s *Store) readUnder(ctx context.Context, org string, drivers []space.Driver) ([]space.Driver, error) {
+	for i, d := range drivers {
+		if d.Exists {
+			values, err := s.keyValues(ctx, org, d.Key)
+			if err != nil {
+				return nil, err
+			}
+			drivers[i].Values = values
+		}
+	}
+	return space.ReadUnder(drivers), nil
 }
 
 // keyValues is the values key has among org's labels, up to one more

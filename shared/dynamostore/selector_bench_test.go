@@ -102,8 +102,7 @@ func seedSelectorOrg(b *testing.B, f *fixture, n int) string {
 // (awscost) in an org of 1,000 and one of 100,000 spaces: one equality
 // (`env=prod`, a third), a set (`team in (a,b)`, one in 10), an equality
 // with a negative requirement filtered on the spaces read
-// (`env=prod,tier!=db`), two equalities, of which the one with fewer
-// entries is read under after counting each one's first 100
+// (`env=prod,tier!=db`), two equalities whose entries are read together
 // (`env=prod,team=a`, one in 60), and an exists of a rare key
 // (`example.com/frozen`, one in 500: two spaces at 1,000); and, as the
 // listing was before the entries, the last one filtering the spaces of

@@ -42,10 +42,10 @@
 //     BatchGetItem of the page (words.go): a page costs the entries and
 //     spaces it reads, at any fleet size (BenchmarkWordSearch).
 //   - list by label selector in id order: strongly consistent Queries of
-//     the org's LABEL# partition under the values of one of its positive
-//     requirements, merged in id order, then one BatchGetItem of the page
-//     (labels.go): a page costs the entries and spaces it reads, at any
-//     fleet size (BenchmarkSelectorPage).
+//     the org's LABEL# partition under the values of its positive
+//     requirements, merged and intersected in id order, then one
+//     BatchGetItem of the page (labels.go): a page costs the entries and
+//     spaces it reads, at any fleet size (BenchmarkSelectorPage).
 //
 // # Which filters are page-proportional
 //
@@ -54,12 +54,12 @@
 // several words is read under its word with the fewest entries when one
 // has at most 100: only a rare combination of words that each have more
 // reads more than a page's entries, not their spaces), and a label
-// selector in id order with a positive requirement (=, in, exists; one of
-// several is read under the one with the fewest entries, counted up to 100
-// each; an `in` of more than space.MaxDriverValues values, or an exists
-// whose key has more values, cannot drive), whose page costs its driver's
-// entries and the spaces they name that the other requirements pass over
-// (labels.go, BenchmarkSelectorPage). Every other filter is applied to
+// selector in id order with a positive requirement (=, in, exists; the
+// entries of each are read and the ids all of them take are fetched; an
+// `in` of more than space.MaxDriverValues values, or an exists whose key
+// has more values, is checked on the spaces instead), whose page costs
+// its requirements' entries and the spaces the negative requirements
+// pass over (labels.go, BenchmarkSelectorPage). Every other filter is applied to
 // the spaces a page reads, and its cost grows with what it passes over,
 // that is with the fleet for a rare match: status (in orders other than by
 // status), synthetic, version, support and certificate windows,

@@ -294,31 +294,32 @@ func cloneLabels(m map[string]string) Labels {
 	return maps.Clone(m)
 }
 
-// A listing by selector is read under one of its positive requirements
-// (=, ==, in, exists), its driver: the store keeps an entry per label of
-// each space, by key and value, and reads the entries of the driver's
-// values, in id order; the other requirements are checked against the
-// spaces read. A selector of negative requirements only (!=, notin, !key)
-// has no driver: it matches most spaces, and filters the listing.
+// A listing by selector is read under its positive requirements (=, ==,
+// in, exists), its drivers: the store keeps an entry per label of each
+// space, by key and value, and reads the entries of each driver's values
+// in id order, keeping the ids every driver takes; the whole selector is
+// then checked against the spaces read. A selector of negative
+// requirements only (!=, notin, !key) has no driver: it matches most
+// spaces, and filters the listing.
 
 // Driver is a positive requirement a listing can be read under: its key
 // and the values it takes, sorted (Exists: any value, read as the values
-// the key has).
+// the key has, once the store has found them).
 type Driver struct {
 	Key    string
 	Values []string
 	Exists bool
 }
 
-// MaxDriverValues bounds the values a listing is read under: each value
+// MaxDriverValues bounds the values a driver is read under: each value
 // is a range of entries, read and merged in id order at every page, so an
-// `in` of more values, or a key with more values for `exists`, cannot
-// drive.
+// `in` of more values, or a key with more values for `exists`, is not
+// read (its requirement is checked on the spaces read).
 const MaxDriverValues = 10
 
-// Drivers are s's positive requirements in the order a listing prefers
-// them when it knows nothing of their entries: fewest values first (an
-// equality before a set), exists last, then as written.
+// Drivers are s's positive requirements, fewest values first (an
+// equality before a set), exists last, then as written: the order their
+// entries are read in.
 func (s Selector) Drivers() []Driver {
 	var out []Driver
 	for _, r := range s.reqs {
@@ -339,32 +340,20 @@ func (s Selector) Drivers() []Driver {
 	return out
 }
 
-// DriverCount is what a listing learnt of a driver's entries before
-// choosing: Entries read up to a bound, Complete when those are all, and
-// Unusable when it cannot drive (more than MaxDriverValues values).
-type DriverCount struct {
-	Entries  int
-	Complete bool
-	Unusable bool
-}
-
-// ChooseDriver is the index of the driver to read under, given each
-// one's count (in Drivers' order): the one with the fewest entries among
-// those counted whole, else the first usable one; -1 when none is usable.
-// Any choice lists the same spaces (the others' requirements are checked
-// on each space read): the choice only sets the cost.
-func ChooseDriver(counts []DriverCount) int {
-	best := -1
-	for i, c := range counts {
-		switch {
-		case c.Unusable:
-		case best < 0:
-			best = i
-		case c.Complete && (!counts[best].Complete || c.Entries < counts[best].Entries):
-			best = i
+// ReadUnder is the drivers a listing reads the entries of: those of at
+// most MaxDriverValues values (an exists driver with the values its key
+// has, as found), in the order given; none when none is, and the
+// selector then filters the listing. Reading under fewer drivers lists
+// the same spaces (each requirement is checked on the spaces read): the
+// choice only sets the cost.
+func ReadUnder(drivers []Driver) []Driver {
+	var out []Driver
+	for _, d := range drivers {
+		if len(d.Values) <= MaxDriverValues {
+			out = append(out, d)
 		}
 	}
-	return best
+	return out
 }
 
 // Takes reports whether labels satisfy d (the key with one of its

@@ -212,30 +212,43 @@ func TestSelectorDrivers(t *testing.T) {
 	}
 }
 
-// The driver chosen: the fewest entries among those counted whole, else
-// the first usable in the selector's preference; none when none is usable.
-func TestChooseDriver(t *testing.T) {
-	whole := func(n int) DriverCount { return DriverCount{Entries: n, Complete: true} }
-	many := DriverCount{Entries: 100}
-	unusable := DriverCount{Unusable: true}
+// The drivers read: those of at most MaxDriverValues values (an exists
+// driver once its key's values are found), in the order given; none when
+// none is.
+func TestReadUnder(t *testing.T) {
+	values := func(n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprint(i))
+		}
+		return out
+	}
+	eq := Driver{Key: "env", Values: []string{"prod"}}
+	set := Driver{Key: "team", Values: values(MaxDriverValues)}
+	wide := Driver{Key: "owner", Values: values(MaxDriverValues + 1)}
+	none := Driver{Key: "frozen", Exists: true}                          // no space has the key
+	some := Driver{Key: "tier", Exists: true, Values: []string{"a", "b"}} // its key's values
+	many := Driver{Key: "id", Exists: true, Values: values(MaxDriverValues + 1)}
 	for _, tc := range []struct {
-		name   string
-		counts []DriverCount
-		want   int
+		name    string
+		drivers []Driver
+		want    []string
 	}{
-		{"none", nil, -1},
-		{"one, not counted", []DriverCount{{}}, 0},
-		{"one unusable", []DriverCount{unusable}, -1},
-		{"the first when none is counted whole", []DriverCount{many, many}, 0},
-		{"a whole count beats a partial one", []DriverCount{many, whole(80)}, 1},
-		{"the fewest of the whole counts", []DriverCount{whole(30), whole(3), whole(7)}, 1},
-		{"a tie keeps the preferred", []DriverCount{whole(5), whole(5)}, 0},
-		{"an unusable one is passed over", []DriverCount{unusable, many}, 1},
-		{"even when it has the fewest", []DriverCount{{Entries: 1, Complete: true, Unusable: true}, whole(9)}, 1},
-		{"no entries at all", []DriverCount{many, whole(0)}, 1},
+		{"none", nil, nil},
+		{"an equality", []Driver{eq}, []string{"env"}},
+		{"a set of the most values", []Driver{eq, set}, []string{"env", "team"}},
+		{"a set of more is not read", []Driver{eq, wide}, []string{"env"}},
+		{"nor alone", []Driver{wide}, nil},
+		{"an exists of a key no space has reads nothing", []Driver{none}, []string{"frozen"}},
+		{"an exists of a few values", []Driver{eq, some}, []string{"env", "tier"}},
+		{"an exists of more values is not read", []Driver{many, eq}, []string{"env"}},
 	} {
-		if got := ChooseDriver(tc.counts); got != tc.want {
-			t.Errorf("%s: ChooseDriver = %d, want %d", tc.name, got, tc.want)
+		var got []string
+		for _, d := range ReadUnder(tc.drivers) {
+			got = append(got, d.Key)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: ReadUnder %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
