@@ -70,6 +70,10 @@ import (
 // the labels read, so such an entry outlives the space; a listing skips
 // it as deregistered.
 
+// entriesPerUnit is about how many label entries one read unit reads
+// (4 KB, strongly consistent; an entry is about 180 bytes).
+const entriesPerUnit = 20
+
 // maxTransactItems is DynamoDB's bound on a transaction's items.
 const maxTransactItems = 100
 
@@ -155,18 +159,18 @@ type labelRange struct {
 	in         *dynamodb.QueryInput
 	buf        []string
 	done       bool
+	// reads is how often it was read: each read asks for twice the last.
+	reads int
 }
 
 // labelStream is one driver's ranges: together, in id order, the spaces
 // it takes.
 type labelStream []*labelRange
 
-// labelReader reads a listing's streams, counting the entries it reads
-// and the ids every stream takes (which set how many it asks for).
+// labelReader reads a listing's streams.
 type labelReader struct {
-	s              *Store
-	org            string
-	entries, found int
+	s   *Store
+	org string
 }
 
 // listByLabel is ListSpaces in id order for a selector with drivers
@@ -260,9 +264,15 @@ func (s *Store) listByLabel(ctx context.Context, org string, q space.Query, filt
 // next is the smallest id above last that every stream takes, "" when
 // none is: each stream in turn is asked for its first id at least the
 // largest reached, until all give the same. want is how many more ids
-// the page may use (it sizes the reads).
+// the page may use: a range's first read asks for that many entries
+// (at least a read unit's worth), and each further read for twice the
+// last, up to MaxLimit. Whichever stream is common next to the others
+// is read on at a growing pace, and the rare one a page at a time: the
+// next-ask rule (nextAsk) would size both by the ids all of them take,
+// and at first, after a handful, ask the rare one for as many as the
+// common one needs.
 func (r *labelReader) next(ctx context.Context, streams []labelStream, last string, want int) (string, error) {
-	limit := nextAsk(want, r.entries, r.found, MaxLimit)
+	limit := int32(max(want, entriesPerUnit))
 	t, agree := last, 0
 	for i := 0; agree < len(streams); i = (i + 1) % len(streams) {
 		h, err := r.head(ctx, streams[i], t, last, limit)
@@ -275,7 +285,6 @@ func (r *labelReader) next(ctx context.Context, streams []labelStream, last stri
 			t, agree = h, 1
 		}
 	}
-	r.found++
 	return t, nil
 }
 
@@ -313,12 +322,12 @@ func (r *labelReader) read(ctx context.Context, rg *labelRange, atLeast string, 
 			rg.in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(labelsPK(r.org)), "sk": str(seek)}
 		}
 	}
-	rg.in.Limit = aws.Int32(limit)
+	rg.in.Limit = aws.Int32(int32(min(int(limit)<<min(rg.reads, 10), MaxLimit)))
+	rg.reads++
 	page, err := r.s.db.Query(ctx, rg.in)
 	if err != nil {
 		return awsError("Query", err)
 	}
-	r.entries += int(page.ScannedCount)
 	for _, item := range page.Items {
 		if sk, _ := item["sk"].(*types.AttributeValueMemberS); sk != nil {
 			rg.buf = append(rg.buf, sk.Value[strings.LastIndex(sk.Value, nameSep)+1:])
