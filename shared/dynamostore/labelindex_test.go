@@ -245,6 +245,72 @@ func TestSelectorListing(t *testing.T) {
 	}
 }
 
+// In another order, a selector that takes few spaces reads them all and
+// sorts them itself: page after page, the same spaces in the same order
+// as the index filtered, each order and its reverse.
+func TestSelectorListingSorted(t *testing.T) {
+	f := newFixture(t)
+	fleet := selectorFleet(t, f)
+	// Statuses and transitions apart, so that the status orders differ.
+	for i, s := range fleet {
+		if i%3 == 0 {
+			if err := f.setStatus(t, s.ID, []space.Status{space.Active, space.Inactive}[i%2], now.Add(time.Duration(i)*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	list := func(q space.Query, limit int) []string {
+		t.Helper()
+		var got []string
+		for range 50 {
+			q.Limit = limit
+			page, next, err := f.store.ListSpaces(t.Context(), f.org, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range page {
+				got = append(got, s.ID)
+			}
+			if next == "" {
+				return got
+			}
+			q.After = next
+		}
+		t.Fatal("no end after 50 pages")
+		return nil
+	}
+	for _, sel := range []string{"env=prod", "team in (a,c)", "env=prod,tier!=db", "env in (prod,dev),team,!tier", "example.com/frozen", "env=none"} {
+		for _, sort := range []space.Sort{space.SortName, space.SortRegisteredDesc, space.SortStatus, space.SortProblems, space.SortStatusSince} {
+			for _, desc := range []bool{false, true} {
+				so := sort
+				if desc != so.Desc() {
+					if desc {
+						so = "-" + so
+					} else {
+						so = so.Base()
+					}
+				}
+				if so == "-"+space.SortProblems {
+					continue // no reverse
+				}
+				t.Run(sel+"/"+string(so), func(t *testing.T) {
+					s, err := space.ParseSelector("label_selector", sel)
+					if err != nil {
+						t.Fatal(err)
+					}
+					keep := func(x space.Space) bool { return s.Matches(x.Labels) }
+					want := list(space.Query{Sort: so, Keep: keep}, 100)
+					for _, limit := range []int{1, 3} {
+						if got := list(space.Query{Sort: so, Selector: s, Keep: keep}, limit); !slices.Equal(got, want) {
+							t.Errorf("limit %d: listed %v,\nthe index filtered %v", limit, got, want)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
 // The index only chooses what is read: a space whose labels no longer
 // match is not listed though an entry named it (the entries move in the
 // labels change's transaction, so this is the space read being the

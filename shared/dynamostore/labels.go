@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -167,11 +168,17 @@ type labelRange struct {
 // it takes.
 type labelStream []*labelRange
 
-// labelReader reads a listing's streams.
+// labelReader reads a listing's streams, counting the entries it reads:
+// beyond budget (when set), a read answers errOverBudget.
 type labelReader struct {
-	s   *Store
-	org string
+	s       *Store
+	org     string
+	entries int
+	budget  int
 }
+
+// errOverBudget ends a labelReader's reads past its budget.
+var errOverBudget = errors.New("the label entries to read are over budget")
 
 // listByLabel is ListSpaces in id order for a selector with drivers
 // (q.Selector): the ids that every driver read takes (space.ReadUnder),
@@ -184,35 +191,9 @@ type labelReader struct {
 func (s *Store) listByLabel(ctx context.Context, org string, q space.Query, filter []string, nm []string,
 	vals map[string]types.AttributeValue,
 ) (out []space.Space, next string, ok bool, err error) {
-	drivers, err := s.readUnder(ctx, org, q.Selector.Drivers())
-	if err != nil || len(drivers) == 0 {
+	streams, err := s.labelStreams(ctx, org, q.Selector, q.After, filter, nm, vals)
+	if err != nil || streams == nil {
 		return nil, "", false, err
-	}
-	streams := make([]labelStream, 0, len(drivers))
-	for _, d := range drivers {
-		st := labelStream{}
-		for _, v := range d.Values {
-			rv := make(map[string]types.AttributeValue, len(vals)+2)
-			for k, x := range vals {
-				rv[k] = x
-			}
-			rv[":lpk"], rv[":lval"] = str(labelsPK(org)), str(labelPrefix(d.Key, v))
-			in := &dynamodb.QueryInput{
-				TableName:                 s.table,
-				ConsistentRead:            aws.Bool(true),
-				KeyConditionExpression:    aws.String(nPK + " = :lpk AND begins_with(" + nSK + ", :lval)"),
-				ExpressionAttributeNames:  names(append(slices.Clone(nm), nPK, nSK)...),
-				ExpressionAttributeValues: rv,
-			}
-			if len(filter) > 0 {
-				in.FilterExpression = aws.String(strings.Join(filter, " AND "))
-			}
-			if q.After != "" {
-				in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(labelsPK(org)), "sk": str(labelSK(d.Key, v, q.After))}
-			}
-			st = append(st, &labelRange{key: d.Key, value: v, in: in})
-		}
-		streams = append(streams, st)
 	}
 	r := &labelReader{s: s, org: org}
 	out = make([]space.Space, 0, q.Limit+1)
@@ -257,6 +238,121 @@ func (s *Store) listByLabel(ctx context.Context, org string, q space.Query, filt
 	if len(out) > q.Limit {
 		out = out[:q.Limit]
 		return out, out[len(out)-1].ID, true, nil
+	}
+	return out, "", true, nil
+}
+
+// labelStreams is the streams of sel's drivers that are read
+// (readUnder), from after the id after; nil when none is. filter, nm and
+// vals are the listing's filters on provider, type and account.
+func (s *Store) labelStreams(ctx context.Context, org string, sel space.Selector, after string, filter []string, nm []string,
+	vals map[string]types.AttributeValue,
+) ([]labelStream, error) {
+	drivers, err := s.readUnder(ctx, org, sel.Drivers())
+	if err != nil || len(drivers) == 0 {
+		return nil, err
+	}
+	streams := make([]labelStream, 0, len(drivers))
+	for _, d := range drivers {
+		st := labelStream{}
+		for _, v := range d.Values {
+			rv := make(map[string]types.AttributeValue, len(vals)+2)
+			for k, x := range vals {
+				rv[k] = x
+			}
+			rv[":lpk"], rv[":lval"] = str(labelsPK(org)), str(labelPrefix(d.Key, v))
+			in := &dynamodb.QueryInput{
+				TableName:                 s.table,
+				ConsistentRead:            aws.Bool(true),
+				KeyConditionExpression:    aws.String(nPK + " = :lpk AND begins_with(" + nSK + ", :lval)"),
+				ExpressionAttributeNames:  names(append(slices.Clone(nm), nPK, nSK)...),
+				ExpressionAttributeValues: rv,
+			}
+			if len(filter) > 0 {
+				in.FilterExpression = aws.String(strings.Join(filter, " AND "))
+			}
+			if after != "" {
+				in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(labelsPK(org)), "sk": str(labelSK(d.Key, v, after))}
+			}
+			st = append(st, &labelRange{key: d.Key, value: v, in: in})
+		}
+		streams = append(streams, st)
+	}
+	return streams, nil
+}
+
+// sortFewMax bounds the spaces a selector in another order than id reads
+// to sort them itself (sortFew); maxSortFewEntries the entries it reads
+// to find them before it gives up.
+const (
+	sortFewMax        = 100
+	maxSortFewEntries = 1000
+)
+
+// sortFew is ListSpaces in si's order for a selector whose drivers take
+// at most sortFewMax spaces (found reading at most maxSortFewEntries
+// entries): they are all read (one BatchGetItem) and sorted here by si's
+// key, so a page costs the selector's spaces, however few it shows and
+// whatever the fleet's size, rather than the index entries a filter
+// passes over. ok is false when the selector takes more, or has no
+// driver: the caller then filters the index.
+func (s *Store) sortFew(ctx context.Context, org string, si sortIndex, q space.Query, filter []string, nm []string,
+	vals map[string]types.AttributeValue,
+) (out []space.Space, next string, ok bool, err error) {
+	streams, err := s.labelStreams(ctx, org, q.Selector, "", filter, nm, vals)
+	if err != nil || streams == nil {
+		return nil, "", false, err
+	}
+	r := &labelReader{s: s, org: org, budget: maxSortFewEntries}
+	var ids []string
+	for last := ""; len(ids) <= sortFewMax; {
+		id, err := r.next(ctx, streams, last, sortFewMax+1-len(ids))
+		if errors.Is(err, errOverBudget) {
+			return nil, "", false, nil
+		}
+		if err != nil {
+			return nil, "", true, err
+		}
+		if id == "" {
+			break
+		}
+		ids, last = append(ids, id), id
+	}
+	if len(ids) > sortFewMax {
+		return nil, "", false, nil
+	}
+	got, err := s.spacesByID(ctx, org, ids)
+	if err != nil {
+		return nil, "", true, err
+	}
+	type keyed struct {
+		key string
+		sp  space.Space
+	}
+	var all []keyed
+	for _, id := range ids {
+		sp, found := got[id]
+		if !found || sp.Deleted() || !q.Selector.Matches(sp.Labels) ||
+			!strings.HasPrefix(space.FoldName(sp.Name), q.NamePrefix) || (q.Keep != nil && !q.Keep(sp)) {
+			continue
+		}
+		k := si.key(sp)
+		if q.After != "" && ((!q.Sort.Desc() && k <= q.After) || (q.Sort.Desc() && k >= q.After)) {
+			continue // on an earlier page
+		}
+		all = append(all, keyed{k, sp})
+	}
+	slices.SortFunc(all, func(a, b keyed) int {
+		if q.Sort.Desc() {
+			return strings.Compare(b.key, a.key)
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	for _, e := range all[:min(len(all), q.Limit)] {
+		out = append(out, e.sp)
+	}
+	if len(all) > q.Limit {
+		return out, all[q.Limit-1].key, true, nil
 	}
 	return out, "", true, nil
 }
@@ -316,6 +412,9 @@ func (r *labelReader) head(ctx context.Context, st labelStream, atLeast, last st
 // character, below atLeast and above every id below it but those that
 // share all its other characters, which head passes over.
 func (r *labelReader) read(ctx context.Context, rg *labelRange, atLeast string, limit int32) error {
+	if r.budget > 0 && r.entries >= r.budget {
+		return errOverBudget
+	}
 	if atLeast != "" {
 		seek := labelSK(rg.key, rg.value, atLeast[:len(atLeast)-1])
 		if at, _ := rg.in.ExclusiveStartKey["sk"].(*types.AttributeValueMemberS); at == nil || at.Value < seek {
@@ -328,6 +427,7 @@ func (r *labelReader) read(ctx context.Context, rg *labelRange, atLeast string, 
 	if err != nil {
 		return awsError("Query", err)
 	}
+	r.entries += int(page.ScannedCount)
 	for _, item := range page.Items {
 		if sk, _ := item["sk"].(*types.AttributeValueMemberS); sk != nil {
 			rg.buf = append(rg.buf, sk.Value[strings.LastIndex(sk.Value, nameSep)+1:])

@@ -16,14 +16,14 @@ import (
 
 // selectorLabels are the labels of the benchmark's space i: env a third
 // each, team one of 20 (a..t), tier a third each apart from env, and one
-// space in 500 example.com/frozen.
+// space in 1,000 example.com/frozen.
 func selectorLabels(i int) space.Labels {
 	l := space.Labels{
 		"env":  []string{"prod", "staging", "dev"}[i%3],
 		"team": string(rune('a' + i%20)),
 		"tier": []string{"db", "web", "cache"}[(i/3)%3],
 	}
-	if i%500 == 0 {
+	if i%1000 == 0 {
 		l["example.com/frozen"] = ""
 	}
 	return l
@@ -104,7 +104,8 @@ func seedSelectorOrg(b *testing.B, f *fixture, n int) string {
 // with a negative requirement filtered on the spaces read
 // (`env=prod,tier!=db`), two equalities whose entries are read together
 // (`env=prod,team=a`, one in 60), and an exists of a rare key
-// (`example.com/frozen`, one in 500: two spaces at 1,000); and, as the
+// (`example.com/frozen`, one in 1,000: one space at 1,000), also problems
+// first (its spaces, at most 100, read and sorted); and, as the
 // listing was before the entries, the last one filtering the spaces of
 // the id listing. Under writes, the write units of a registration with
 // four labels and with none, of a labels change of one value and of one
@@ -124,13 +125,15 @@ func BenchmarkSelectorPage(b *testing.B) {
 		name, sel string
 		want      map[int]int
 		filter    bool // without the entries: the id listing, filtered
+		sort      space.Sort
 	}{
-		{"env=prod", "env=prod", map[int]int{1_000: 20, 100_000: 20}, false},
-		{"team-in-a-b", "team in (a,b)", map[int]int{1_000: 20, 100_000: 20}, false},
-		{"env=prod,tier!=db", "env=prod,tier!=db", map[int]int{1_000: 20, 100_000: 20}, false},
-		{"env=prod,team=a", "env=prod,team=a", map[int]int{1_000: 16, 100_000: 20}, false},
-		{"frozen", "example.com/frozen", map[int]int{1_000: 2, 100_000: 20}, false},
-		{"frozen-filtered", "example.com/frozen", map[int]int{1_000: 2, 100_000: 20}, true},
+		{"env=prod", "env=prod", map[int]int{1_000: 20, 100_000: 20}, false, ""},
+		{"team-in-a-b", "team in (a,b)", map[int]int{1_000: 20, 100_000: 20}, false, ""},
+		{"env=prod,tier!=db", "env=prod,tier!=db", map[int]int{1_000: 20, 100_000: 20}, false, ""},
+		{"env=prod,team=a", "env=prod,team=a", map[int]int{1_000: 16, 100_000: 20}, false, ""},
+		{"frozen", "example.com/frozen", map[int]int{1_000: 1, 100_000: 20}, false, ""},
+		{"frozen-filtered", "example.com/frozen", map[int]int{1_000: 1, 100_000: 20}, true, ""},
+		{"frozen-by-problems", "example.com/frozen", map[int]int{1_000: 1, 100_000: 20}, false, space.SortProblems},
 	} {
 		for _, n := range []int{1_000, 100_000} {
 			b.Run(fmt.Sprintf("%s-%d", c.name, n), func(b *testing.B) {
@@ -138,7 +141,7 @@ func BenchmarkSelectorPage(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				q := space.Query{Page: space.Page{Limit: 20}, Selector: sel, Keep: func(s space.Space) bool { return sel.Matches(s.Labels) }}
+				q := space.Query{Page: space.Page{Limit: 20}, Selector: sel, Sort: c.sort, Keep: func(s space.Space) bool { return sel.Matches(s.Labels) }}
 				if c.filter {
 					q.Selector = space.Selector{}
 				}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -349,9 +350,17 @@ func (s *Store) ListSpaces(ctx context.Context, org string, q space.Query) ([]sp
 		return s.searchWords(ctx, org, q, filter[1:], nm[1:], vals)
 	}
 	if q.Sort == "" && !q.Selector.Empty() {
-		// In id order, a selector is read under one of its requirements
-		// when it can be (labels.go).
+		// In id order, a selector is read under its requirements when it
+		// can be (labels.go).
 		out, next, ok, err := s.listByLabel(ctx, org, q, filter[1:], nm[1:], vals)
+		if ok || err != nil {
+			return out, next, err
+		}
+	}
+	if si, ok := sortIndexes[q.Sort.Base()]; ok && !q.Selector.Empty() {
+		// In another order, a selector that takes few spaces sorts them
+		// itself (labels.go).
+		out, next, ok, err := s.sortFew(ctx, org, si, q, slices.Clone(filter[1:]), slices.Clone(nm[1:]), maps.Clone(vals))
 		if ok || err != nil {
 			return out, next, err
 		}
