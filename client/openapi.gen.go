@@ -4109,8 +4109,9 @@ type ListSpacesParams struct {
 	// the label rules (`SpaceLabels`); the `>`/`<` forms are not
 	// supported. A malformed selector, or an empty one, is answered `400`
 	// naming `label_selector`. In id order a positive requirement reads
-	// an index, so a page costs what it shows; negative requirements
-	// alone, or a `sort`, filter the spaces read (see `GET /spaces`).
+	// an index, so a page costs what it shows; with a `sort`, so does a
+	// selector that takes at most 100 spaces; negative requirements
+	// alone filter the spaces read (see `GET /spaces`).
 	LabelSelector *LabelSelector `form:"label_selector,omitempty" json:"label_selector,omitempty"`
 
 	// Synthetic Only the synthetic spaces (`true`: placeholders with no cluster
@@ -6972,12 +6973,15 @@ type ClientInterface interface {
 	// shows at any fleet size (and those the negative requirements pass
 	// over; a rare combination of common requirements reads more of the
 	// index, not more spaces), and a space is found as soon as it is
-	// registered or relabelled. A selector of negative requirements only (`!=`,
-	// `notin`, `!key`), and any selector with `sort` or `name_contains`,
-	// filters the spaces a page reads (after the other filters), so a
-	// selective one reads more spaces per page shown: the read cost is
-	// that of the spaces passed over, as for `status`. Either way the
-	// same spaces are listed, in the same order.
+	// registered or relabelled. With `sort`, such a selector that takes at
+	// most 100 spaces reads them all and sorts them: a page costs those
+	// spaces at any fleet size. A selector of negative requirements only
+	// (`!=`, `notin`, `!key`), one with `sort` that takes more spaces, and
+	// any selector with `name_contains` filter the spaces a page reads
+	// (after the other filters), so a selective one reads more spaces per
+	// page shown: the read cost is that of the spaces passed over, as for
+	// `status`. Either way the same spaces are listed, in the same
+	// order.
 	//
 	// Corresponds with GET /spaces (the `ListSpaces` operationId).
 	ListSpaces(ctx context.Context, params *ListSpacesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -8510,12 +8514,15 @@ func (c *Client) CreateSpaceNamespace(ctx context.Context, spaceID DiscoverySpac
 // shows at any fleet size (and those the negative requirements pass
 // over; a rare combination of common requirements reads more of the
 // index, not more spaces), and a space is found as soon as it is
-// registered or relabelled. A selector of negative requirements only (`!=`,
-// `notin`, `!key`), and any selector with `sort` or `name_contains`,
-// filters the spaces a page reads (after the other filters), so a
-// selective one reads more spaces per page shown: the read cost is
-// that of the spaces passed over, as for `status`. Either way the
-// same spaces are listed, in the same order.
+// registered or relabelled. With `sort`, such a selector that takes at
+// most 100 spaces reads them all and sorts them: a page costs those
+// spaces at any fleet size. A selector of negative requirements only
+// (`!=`, `notin`, `!key`), one with `sort` that takes more spaces, and
+// any selector with `name_contains` filter the spaces a page reads
+// (after the other filters), so a selective one reads more spaces per
+// page shown: the read cost is that of the spaces passed over, as for
+// `status`. Either way the same spaces are listed, in the same
+// order.
 //
 // Corresponds with GET /spaces (the `ListSpaces` operationId).
 func (c *Client) ListSpaces(ctx context.Context, params *ListSpacesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -13579,12 +13586,15 @@ type ClientWithResponsesInterface interface {
 	// shows at any fleet size (and those the negative requirements pass
 	// over; a rare combination of common requirements reads more of the
 	// index, not more spaces), and a space is found as soon as it is
-	// registered or relabelled. A selector of negative requirements only (`!=`,
-	// `notin`, `!key`), and any selector with `sort` or `name_contains`,
-	// filters the spaces a page reads (after the other filters), so a
-	// selective one reads more spaces per page shown: the read cost is
-	// that of the spaces passed over, as for `status`. Either way the
-	// same spaces are listed, in the same order.
+	// registered or relabelled. With `sort`, such a selector that takes at
+	// most 100 spaces reads them all and sorts them: a page costs those
+	// spaces at any fleet size. A selector of negative requirements only
+	// (`!=`, `notin`, `!key`), one with `sort` that takes more spaces, and
+	// any selector with `name_contains` filter the spaces a page reads
+	// (after the other filters), so a selective one reads more spaces per
+	// page shown: the read cost is that of the spaces passed over, as for
+	// `status`. Either way the same spaces are listed, in the same
+	// order.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -23220,12 +23230,15 @@ func (c *ClientWithResponses) CreateSpaceNamespaceWithResponse(ctx context.Conte
 // shows at any fleet size (and those the negative requirements pass
 // over; a rare combination of common requirements reads more of the
 // index, not more spaces), and a space is found as soon as it is
-// registered or relabelled. A selector of negative requirements only (`!=`,
-// `notin`, `!key`), and any selector with `sort` or `name_contains`,
-// filters the spaces a page reads (after the other filters), so a
-// selective one reads more spaces per page shown: the read cost is
-// that of the spaces passed over, as for `status`. Either way the
-// same spaces are listed, in the same order.
+// registered or relabelled. With `sort`, such a selector that takes at
+// most 100 spaces reads them all and sorts them: a page costs those
+// spaces at any fleet size. A selector of negative requirements only
+// (`!=`, `notin`, `!key`), one with `sort` that takes more spaces, and
+// any selector with `name_contains` filter the spaces a page reads
+// (after the other filters), so a selective one reads more spaces per
+// page shown: the read cost is that of the spaces passed over, as for
+// `status`. Either way the same spaces are listed, in the same
+// order.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -51,25 +51,31 @@ import (
 // requirement of more than space.MaxDriverValues values is not read but
 // checked on the spaces (space.ReadUnder).
 //
-// A selector of negative requirements only (!=, notin, !key), or whose
-// drivers all have too many values, and a selector in another order (a
-// sort, a word search) filter the spaces the listing reads: a negative
-// selector matches most spaces, so it passes over few; a positive one in
-// another order costs the spaces it passes over.
+// In another order (a sort), a selector whose requirements take at most
+// sortFewMax spaces, found reading at most maxSortFewEntries entries,
+// reads those spaces (one BatchGetItem) and sorts them itself by the
+// order's key, the position being that key as in the index's listing: a
+// page costs the selector's spaces, at most 100, at any fleet size. A
+// selector that takes more, one of negative requirements only (!=, notin,
+// !key) or whose requirements all have too many values, and any selector
+// with a word search filter the spaces the listing reads: a negative
+// selector matches most spaces, so it passes over few; a positive one
+// in another order costs the spaces it passes over.
 //
 // Write costs (BenchmarkSelectorPage, writes): a registration puts one
 // entry per label and a deregistration deletes them, each in the
 // transaction it already is (2 write units an entry); a labels change
-// moves only the labels that change, and being a transaction it costs the
-// space's write twice over. A change that moves more entries than one
-// transaction holds (about 45 labels changed at once) puts the new
-// entries first, in transactions conditional on the space's version, then
-// writes the space and deletes the old entries: a lost race leaves put
-// entries that name labels the space does not have, which a listing reads
-// and passes over (the space is the truth) until a labels change moves
-// them or the space is deregistered... which deletes only the entries of
-// the labels read, so such an entry outlives the space; a listing skips
-// it as deregistered.
+// moves only the labels that change (an unmarked space, stored before
+// the entries, is given every entry of its new labels), and being a
+// transaction it costs the space's write twice over. A change that moves
+// more entries than one transaction holds (about 45 labels changed at
+// once) puts the new entries first, in transactions conditional on the
+// space's version, then writes the space and deletes the old entries
+// (TestLargestLabelsChange): a lost race leaves put entries that name
+// labels the space does not have, which a listing reads and passes over
+// (the space is the truth) until a labels change moves them; a
+// deregistration deletes only the entries of the labels read, so such an
+// entry can outlive its space, and a listing skips it as deregistered.
 
 // entriesPerUnit is about how many label entries one read unit reads
 // (4 KB, strongly consistent; an entry is about 180 bytes).

@@ -59,12 +59,14 @@
 // `in` of more than space.MaxDriverValues values, or an exists whose key
 // has more values, is checked on the spaces instead), whose page costs
 // its requirements' entries and the spaces the negative requirements
-// pass over (labels.go, BenchmarkSelectorPage). Every other filter is applied to
+// pass over; in another order, a selector whose requirements take at most
+// 100 spaces, whose page costs those spaces (labels.go,
+// BenchmarkSelectorPage). Every other filter is applied to
 // the spaces a page reads, and its cost grows with what it passes over,
 // that is with the fleet for a rare match: status (in orders other than by
 // status), synthetic, version, support and certificate windows,
-// name_prefix outside name order, and label selectors in any other order
-// (a sort, a word search; BenchmarkFleetCost: 167 RRU for a first page
+// name_prefix outside name order, and label selectors in another order
+// that take more than 100 spaces or with a word search (BenchmarkFleetCost: 167 RRU for a first page
 // in name order of a selector matching a third of 10,000; in id order,
 // before the label entries, 414.5 RRU for one matching 1 in 100) or of
 // negative requirements only (!=, notin, !key: they match most spaces, so
