@@ -289,8 +289,9 @@ func (s *Store) labelStreams(ctx context.Context, org string, sel space.Selector
 
 // sortFewMax bounds the spaces a selector in another order than id reads
 // to sort them itself (sortFew); maxSortFewEntries the entries it reads
-// to find them before it gives up.
-const (
+// to find them before it gives up. Variables only so that a test can
+// reach the bounds with a small fleet.
+var (
 	sortFewMax        = 100
 	maxSortFewEntries = 1000
 )
