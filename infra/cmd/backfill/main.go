@@ -2,8 +2,9 @@
 // before the listing indexes ("names", "registered", "status", "since",
 // "env-revisions", "stopped-revisions") the key attributes those indexes
 // need, and counts the spaces stored before the version counters of
-// GET /space-counts under their Kubernetes version (dynamostore.Backfill says how, and why it is safe beside the live
-// service). Run it once after the first deploy that adds them, with the
+// GET /space-counts under their Kubernetes version, and gives them their
+// names' search entries and their labels' entries (dynamostore.Backfill
+// says how, and why it is safe beside the live service). Run it once after the first deploy that adds them, with the
 // deployer's AWS credentials:
 //
 //	go run ./infra/cmd/backfill -table <the stack's SpacesTableName output>
