@@ -4108,7 +4108,10 @@ type ListSpacesParams struct {
 	// `notin` also match a space without the key. Keys and values follow
 	// the label rules (`SpaceLabels`); the `>`/`<` forms are not
 	// supported. A malformed selector, or an empty one, is answered `400`
-	// naming `label_selector`.
+	// naming `label_selector`. In id order a positive requirement reads
+	// an index, so a page costs what it shows; with a `sort`, so does a
+	// selector that takes at most 100 spaces; negative requirements
+	// alone filter the spaces read (see `GET /spaces`).
 	LabelSelector *LabelSelector `form:"label_selector,omitempty" json:"label_selector,omitempty"`
 
 	// Synthetic Only the synthetic spaces (`true`: placeholders with no cluster
@@ -6963,9 +6966,22 @@ type ClientInterface interface {
 	// filters, search and order only.
 	//
 	// `label_selector` keeps the spaces whose labels match a Kubernetes
-	// label selector. It filters the spaces a page reads (after the other
-	// filters), so a selective selector reads more spaces per page shown:
-	// the read cost is that of the spaces passed over, as for `status`.
+	// label selector. In id order (no `sort`, no `name_contains`), a
+	// selector with a positive requirement (`key=value`, `key in (...)`
+	// of at most 10 values, `key` whose key has at most 10 values) is read
+	// under them, from an index of labels: a page costs the spaces it
+	// shows at any fleet size (and those the negative requirements pass
+	// over; a rare combination of common requirements reads more of the
+	// index, not more spaces), and a space is found as soon as it is
+	// registered or relabelled. With `sort`, such a selector that takes at
+	// most 100 spaces reads them all and sorts them: a page costs those
+	// spaces at any fleet size. A selector of negative requirements only
+	// (`!=`, `notin`, `!key`), one with `sort` that takes more spaces, and
+	// any selector with `name_contains` filter the spaces a page reads
+	// (after the other filters), so a selective one reads more spaces per
+	// page shown: the read cost is that of the spaces passed over, as for
+	// `status`. Either way the same spaces are listed, in the same
+	// order.
 	//
 	// Corresponds with GET /spaces (the `ListSpaces` operationId).
 	ListSpaces(ctx context.Context, params *ListSpacesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -8491,9 +8507,22 @@ func (c *Client) CreateSpaceNamespace(ctx context.Context, spaceID DiscoverySpac
 // filters, search and order only.
 //
 // `label_selector` keeps the spaces whose labels match a Kubernetes
-// label selector. It filters the spaces a page reads (after the other
-// filters), so a selective selector reads more spaces per page shown:
-// the read cost is that of the spaces passed over, as for `status`.
+// label selector. In id order (no `sort`, no `name_contains`), a
+// selector with a positive requirement (`key=value`, `key in (...)`
+// of at most 10 values, `key` whose key has at most 10 values) is read
+// under them, from an index of labels: a page costs the spaces it
+// shows at any fleet size (and those the negative requirements pass
+// over; a rare combination of common requirements reads more of the
+// index, not more spaces), and a space is found as soon as it is
+// registered or relabelled. With `sort`, such a selector that takes at
+// most 100 spaces reads them all and sorts them: a page costs those
+// spaces at any fleet size. A selector of negative requirements only
+// (`!=`, `notin`, `!key`), one with `sort` that takes more spaces, and
+// any selector with `name_contains` filter the spaces a page reads
+// (after the other filters), so a selective one reads more spaces per
+// page shown: the read cost is that of the spaces passed over, as for
+// `status`. Either way the same spaces are listed, in the same
+// order.
 //
 // Corresponds with GET /spaces (the `ListSpaces` operationId).
 func (c *Client) ListSpaces(ctx context.Context, params *ListSpacesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -13550,9 +13579,22 @@ type ClientWithResponsesInterface interface {
 	// filters, search and order only.
 	//
 	// `label_selector` keeps the spaces whose labels match a Kubernetes
-	// label selector. It filters the spaces a page reads (after the other
-	// filters), so a selective selector reads more spaces per page shown:
-	// the read cost is that of the spaces passed over, as for `status`.
+	// label selector. In id order (no `sort`, no `name_contains`), a
+	// selector with a positive requirement (`key=value`, `key in (...)`
+	// of at most 10 values, `key` whose key has at most 10 values) is read
+	// under them, from an index of labels: a page costs the spaces it
+	// shows at any fleet size (and those the negative requirements pass
+	// over; a rare combination of common requirements reads more of the
+	// index, not more spaces), and a space is found as soon as it is
+	// registered or relabelled. With `sort`, such a selector that takes at
+	// most 100 spaces reads them all and sorts them: a page costs those
+	// spaces at any fleet size. A selector of negative requirements only
+	// (`!=`, `notin`, `!key`), one with `sort` that takes more spaces, and
+	// any selector with `name_contains` filter the spaces a page reads
+	// (after the other filters), so a selective one reads more spaces per
+	// page shown: the read cost is that of the spaces passed over, as for
+	// `status`. Either way the same spaces are listed, in the same
+	// order.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -23181,9 +23223,22 @@ func (c *ClientWithResponses) CreateSpaceNamespaceWithResponse(ctx context.Conte
 // filters, search and order only.
 //
 // `label_selector` keeps the spaces whose labels match a Kubernetes
-// label selector. It filters the spaces a page reads (after the other
-// filters), so a selective selector reads more spaces per page shown:
-// the read cost is that of the spaces passed over, as for `status`.
+// label selector. In id order (no `sort`, no `name_contains`), a
+// selector with a positive requirement (`key=value`, `key in (...)`
+// of at most 10 values, `key` whose key has at most 10 values) is read
+// under them, from an index of labels: a page costs the spaces it
+// shows at any fleet size (and those the negative requirements pass
+// over; a rare combination of common requirements reads more of the
+// index, not more spaces), and a space is found as soon as it is
+// registered or relabelled. With `sort`, such a selector that takes at
+// most 100 spaces reads them all and sorts them: a page costs those
+// spaces at any fleet size. A selector of negative requirements only
+// (`!=`, `notin`, `!key`), one with `sort` that takes more spaces, and
+// any selector with `name_contains` filter the spaces a page reads
+// (after the other filters), so a selective one reads more spaces per
+// page shown: the read cost is that of the spaces passed over, as for
+// `status`. Either way the same spaces are listed, in the same
+// order.
 //
 // Returns a wrapper object for the known response body format(s).
 //

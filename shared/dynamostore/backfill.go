@@ -46,6 +46,13 @@ import (
 // entries of its new name (a rename of an unmarked space puts its new
 // name's entries but leaves the marker to the backfill). Until then such
 // a space is found by a word search only if renamed since.
+//
+// Likewise a registered space without label_entries gets its labels'
+// entries (labels.go) and the marker; a labels change of an unmarked
+// space moves the entries of the labels it changes and leaves the marker
+// to the backfill. Until then such a space is listed by a selector read
+// under a label it had before the entries only if that label changed
+// since (a selector read in another order, or filtered, finds it).
 
 // BackfillReport is what one segment of Backfill saw and did.
 type BackfillReport struct {
@@ -54,6 +61,7 @@ type BackfillReport struct {
 	Revisions int // revisions given rev_key (and stopped_key while stopped)
 	Counted   int // spaces counted under their Kubernetes minor version
 	Words     int // spaces given their name's search entries
+	Labels    int // spaces given their labels' entries
 	Retried   int // writes that lost a race and were done again
 }
 
@@ -62,6 +70,7 @@ func (r *BackfillReport) Add(o BackfillReport) {
 	r.Scanned, r.Spaces, r.Revisions, r.Retried = r.Scanned+o.Scanned, r.Spaces+o.Spaces, r.Revisions+o.Revisions, r.Retried+o.Retried
 	r.Counted += o.Counted
 	r.Words += o.Words
+	r.Labels += o.Labels
 }
 
 // backfillRaces bounds how often one item is done again after losing a
@@ -79,11 +88,11 @@ func (s *Store) Backfill(ctx context.Context, segment, totalSegments int) (Backf
 		TableName: s.table,
 		// Only what lacks a key; the scan still reads (and bills) the rest.
 		FilterExpression: aws.String("(begins_with(#sk, :space) AND attribute_not_exists(#del) AND " +
-			"(attribute_not_exists(#nkey) OR attribute_not_exists(#rkey) OR attribute_not_exists(#ordst) OR attribute_not_exists(#nlc) OR attribute_not_exists(#since) OR attribute_not_exists(#words) OR attribute_not_exists(#probk) OR " +
+			"(attribute_not_exists(#nkey) OR attribute_not_exists(#rkey) OR attribute_not_exists(#ordst) OR attribute_not_exists(#nlc) OR attribute_not_exists(#since) OR attribute_not_exists(#words) OR attribute_not_exists(#lbe) OR attribute_not_exists(#probk) OR " +
 			"(attribute_exists(#shard) AND attribute_not_exists(#pd)) OR attribute_not_exists(#minr))) OR " +
 			"(begins_with(#sk, :rev) AND (attribute_not_exists(#revkey) OR (#pstate = :stopped AND attribute_not_exists(#stopkey))))"),
 		ExpressionAttributeNames: map[string]string{"#sk": "sk", "#del": "deleted_at", "#nkey": "name_key", "#rkey": "reg_key",
-			"#ordst": "status_key", "#nlc": "name_lc", "#shard": "probe_shard", "#pd": "pd", "#revkey": "rev_key", "#pstate": "state", "#stopkey": "stopped_key", "#minr": attrCounted, "#since": "since_key", "#words": attrWordEntries, "#probk": "problem_key"},
+			"#ordst": "status_key", "#nlc": "name_lc", "#shard": "probe_shard", "#pd": "pd", "#revkey": "rev_key", "#pstate": "state", "#stopkey": "stopped_key", "#minr": attrCounted, "#since": "since_key", "#words": attrWordEntries, "#lbe": attrLabelEntries, "#probk": "problem_key"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":space": str(prefixSpace), ":rev": str(prefixRevision),
 			":stopped": str(string(space.RevisionStopped))},
 		Segment: aws.Int32(int32(segment)), TotalSegments: aws.Int32(int32(totalSegments)),
@@ -169,6 +178,12 @@ func (s *Store) backfillOnce(ctx context.Context, key, item map[string]types.Att
 				return raced, err
 			}
 			rep.Words++
+		}
+		if _, marked := item[attrLabelEntries]; !marked {
+			if raced, err := s.backfillLabels(ctx, key, item, sp); err != nil {
+				return raced, err
+			}
+			rep.Labels++
 		}
 		set = map[string]types.AttributeValue{}
 		setNameAttrs(set, sp)

@@ -95,6 +95,11 @@ import (
 //	<word>\x01<name_lc>\x01<id>  one word of a registered   provider, space_type, cloud_account_id
 //	                             space's name (space.NameWords)  (what the listing filters on)
 //
+// An org's label entries, pk = LABEL#<org_id> (labels.go), likewise apart:
+//
+//	<key>=<value>\x01<id>        one label of a registered    provider, space_type, cloud_account_id
+//	                             space
+//
 // An org's audit trail, pk = ACT#<org_id> (activity.go), apart from the
 // org's partition so that listing spaces never reads it:
 //
@@ -158,6 +163,10 @@ const (
 
 	prefixActivity = "ACT#"
 	prefixWords    = "WORD#"
+	prefixLabels   = "LABEL#"
+	// attrLabelEntries marks a space whose labels' entries are written
+	// (labels.go), which Backfill looks for.
+	attrLabelEntries = "label_entries"
 	// attrWordEntries marks a space whose name's search entries are
 	// written (words.go), which Backfill looks for.
 	attrWordEntries = "word_entries"
@@ -219,6 +228,16 @@ func wordsPK(org string) string { return prefixWords + org }
 // wordSK is the sort key of sp's search entry for word: by word, then in
 // name order (the listing's order within a word).
 func wordSK(word string, sp space.Space) string { return word + nameSep + nameKey(sp) }
+
+// labelsPK is the partition of org's label entries.
+func labelsPK(org string) string { return prefixLabels + org }
+
+// labelSK is the sort key of a space's entry for its label key=value: by
+// label (no key or value holds '='), then in id order, the listing's.
+func labelSK(key, value, id string) string { return labelPrefix(key, value) + id }
+
+// labelPrefix is what the entries of key=value begin with.
+func labelPrefix(key, value string) string { return key + "=" + value + nameSep }
 
 // webhookSK is the sort key of a webhook endpoint in its org's partition.
 func webhookSK(id string) string { return prefixWebhook + id }

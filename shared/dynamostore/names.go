@@ -121,13 +121,6 @@ func (s *Store) listByIndex(ctx context.Context, org string, si sortIndex, q spa
 	want := func() int { return q.Limit + 1 - len(out) }
 	scanned, kept := 0, 0
 	for want() > 0 {
-		n := want()
-		ask := n
-		if kept > 0 {
-			ask = n * scanned / kept
-		} else if scanned > 0 {
-			ask = MaxLimit
-		}
 		// A selective filter passes over many entries per match:
 		// the index is read up to indexReadMax entries a request (DynamoDB
 		// ends a page at 1 MB anyway), and only the matches are fetched.
@@ -139,7 +132,7 @@ func (s *Store) listByIndex(ctx context.Context, org string, si sortIndex, q spa
 		if q.Keep != nil {
 			most = MaxLimit
 		}
-		in.Limit = aws.Int32(int32(max(n, min(ask, most))))
+		in.Limit = aws.Int32(nextAsk(want(), scanned, kept, most))
 		page, err := s.db.Query(ctx, in)
 		if err != nil {
 			return nil, "", awsError("Query", err)
@@ -172,6 +165,25 @@ func (s *Store) listByIndex(ctx context.Context, org string, si sortIndex, q spa
 		return out, si.key(out[len(out)-1]), nil
 	}
 	return out, "", nil
+}
+
+// nextAsk is how many entries a listing's next read asks for: what is
+// still wanted, and once its filters have shown how few of the entries
+// read they keep (kept of scanned), proportionally more, so that a
+// selective filter costs a few requests rather than one per handful of
+// entries; MaxLimit when they have kept none yet. Never more than most
+// (what one request may read), never less than want. The one rule of the
+// listings that filter what they read: by id (queryOrg), by an index
+// (listByIndex), by word (searchWords) and by label (listByLabel).
+func nextAsk(want, scanned, kept, most int) int32 {
+	ask := want
+	switch {
+	case kept > 0:
+		ask = want * scanned / kept
+	case scanned > 0:
+		ask = MaxLimit
+	}
+	return int32(max(want, min(ask, most)))
 }
 
 // batchGetSpaces reads the spaces the index entries name, strongly

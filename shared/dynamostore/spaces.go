@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,7 +44,8 @@ func (s *Store) spaceItem(sp space.Space) (map[string]types.AttributeValue, erro
 	}
 	if sp.DeletedAt == nil {
 		setNameAttrs(item, sp)
-		item[attrWordEntries] = str(wordsVersion) // written by Register (words.go)
+		item[attrWordEntries] = str(wordsVersion)             // written by Register (words.go)
+		item[attrLabelEntries] = str(labelsDigest(sp.Labels)) // and these (labels.go)
 		if m := sp.MinorVersion(); m != "" {
 			item[attrCounted] = str(m) // counted so by Register (counts.go)
 		}
@@ -85,6 +87,9 @@ func (s *Store) Register(ctx context.Context, sp space.Space, idem space.Idempot
 	// The name's search entries (words.go), last: at most
 	// space.MaxNameWords puts.
 	items = append(items, s.wordMoves(space.Space{}, sp)...)
+	// And its labels' entries (labels.go): at most space.MaxLabels puts,
+	// which with the above stays within a transaction's 100 items.
+	items = append(items, s.labelMoves(space.Space{}, sp)...)
 	return s.transact(ctx, "register", func() ([]types.TransactWriteItem, error) { return items, nil },
 		func(reasons []types.CancellationReason) error { return s.registerRefused(ctx, sp, idem, reasons) })
 }
@@ -344,6 +349,22 @@ func (s *Store) ListSpaces(ctx context.Context, org string, q space.Query) ([]sp
 		// A word search has its own order: the word matched, then name.
 		return s.searchWords(ctx, org, q, filter[1:], nm[1:], vals)
 	}
+	if q.Sort == "" && !q.Selector.Empty() {
+		// In id order, a selector is read under its requirements when it
+		// can be (labels.go).
+		out, next, ok, err := s.listByLabel(ctx, org, q, filter[1:], nm[1:], vals)
+		if ok || err != nil {
+			return out, next, err
+		}
+	}
+	if si, ok := sortIndexes[q.Sort.Base()]; ok && !q.Selector.Empty() {
+		// In another order, a selector that takes few spaces sorts them
+		// itself (labels.go).
+		out, next, ok, err := s.sortFew(ctx, org, si, q, slices.Clone(filter[1:]), slices.Clone(nm[1:]), maps.Clone(vals))
+		if ok || err != nil {
+			return out, next, err
+		}
+	}
 	nameFilters(q, &filter, &nm, vals)
 	if si, ok := sortIndexes[q.Sort.Base()]; ok {
 		// The names and registered indexes hold only live spaces.
@@ -411,17 +432,7 @@ func (s *Store) queryOrg(ctx context.Context, org, prefix, after, filter string,
 		if n <= 0 {
 			return nil
 		}
-		// Ask for what is still wanted; once filters have shown how few
-		// items they keep, ask for proportionally more, so that a selective
-		// filter costs a few requests rather than one per handful of items.
-		ask := n
-		switch {
-		case kept > 0:
-			ask = n * scanned / kept
-		case scanned > 0:
-			ask = MaxLimit
-		}
-		in.Limit = aws.Int32(int32(max(n, min(ask, MaxLimit))))
+		in.Limit = aws.Int32(nextAsk(n, scanned, kept, MaxLimit))
 		page, err := s.db.Query(ctx, in)
 		if err != nil {
 			return awsError("Query", err)
@@ -458,11 +469,15 @@ func (s *Store) UpdateSpace(ctx context.Context, org, id string, u space.Update[
 	// caller's own read (u.Read, the prober's) is taken to be counted under
 	// its current minor, as every write since the version counters leaves
 	// it, and a write that finds otherwise loses its condition and reads.
+	// Likewise whether its label entries are written (labels.go); a
+	// caller's own read is taken to be unmarked, so that a labels change
+	// puts every entry.
 	var counted *string
+	marked := false
 	return space.Run(ctx, space.SpaceVersioned, u,
 		func(ctx context.Context) (space.Space, error) {
-			sp, c, err := s.liveSpaceCounted(ctx, org, id)
-			counted = &c
+			sp, c, m, err := s.liveSpaceRead(ctx, org, id)
+			counted, marked = &c, m
 			return sp, err
 		},
 		func(ctx context.Context, before, after space.Space) error {
@@ -470,32 +485,41 @@ func (s *Store) UpdateSpace(ctx context.Context, org, id string, u space.Update[
 			if counted != nil {
 				c = *counted
 			}
-			return s.writeSpace(ctx, before, after, c)
+			return s.writeSpace(ctx, before, after, c, marked)
 		})
 }
 
 // liveSpaceCounted is LiveSpace and the minor the item is counted under.
 func (s *Store) liveSpaceCounted(ctx context.Context, org, id string) (space.Space, string, error) {
+	sp, counted, _, err := s.liveSpaceRead(ctx, org, id)
+	return sp, counted, err
+}
+
+// liveSpaceRead is liveSpaceCounted and whether the item's label entries
+// are written (attrLabelEntries).
+func (s *Store) liveSpaceRead(ctx context.Context, org, id string) (space.Space, string, bool, error) {
 	item, err := s.getItem(ctx, itemKey(org, prefixSpace+id))
 	if err != nil {
-		return space.Space{}, "", err
+		return space.Space{}, "", false, err
 	}
 	if item == nil {
-		return space.Space{}, "", space.ErrNotFound("space")
+		return space.Space{}, "", false, space.ErrNotFound("space")
 	}
 	var sp space.Space
 	if err := s.decodeSpace(item, &sp); err != nil {
-		return space.Space{}, "", err
+		return space.Space{}, "", false, err
 	}
 	if sp.Deleted() {
-		return space.Space{}, "", space.ErrDeregistered(sp)
+		return space.Space{}, "", false, space.ErrDeregistered(sp)
 	}
-	return sp, countedMinor(item), nil
+	_, marked := item[attrLabelEntries]
+	return sp, countedMinor(item), marked, nil
 }
 
 // writeSpace is UpdateSpace's conditional write; counted is the minor the
-// stored item is counted under (counts.go).
-func (s *Store) writeSpace(ctx context.Context, before, after space.Space, counted string) error {
+// stored item is counted under (counts.go), labelsMarked whether its label
+// entries are written (labels.go).
+func (s *Store) writeSpace(ctx context.Context, before, after space.Space, counted string, labelsMarked bool) error {
 	if after.DeletedAt != nil {
 		return internal("update space", errors.New("a deregistration must go through Deregister"))
 	}
@@ -535,6 +559,17 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space, count
 	// delete, and keeps to the backfill, which puts every entry of the
 	// name it then has.
 	words := s.wordMoves(before, after)
+	// A labels change moves its labels' entries likewise (labels.go);
+	// an unmarked space has none yet, so it is given every entry of its
+	// new labels.
+	var labels []types.TransactWriteItem
+	if !maps.Equal(after.Labels, before.Labels) {
+		from := before
+		if !labelsMarked {
+			from = space.Space{}
+		}
+		labels = s.labelMoves(from, after)
+	}
 	if after.Name != before.Name || after.Status != before.Status {
 		// A rename or a status change moves it in the status index; a
 		// heartbeat leaves it.
@@ -580,6 +615,10 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space, count
 			set = append(set, nLabels+" = :lbl")
 			upd.ExpressionAttributeValues[":lbl"] = lv
 		}
+		// The marker names the labels whose entries are written.
+		set = append(set, nLabelsMk+" = :lbmk")
+		upd.ExpressionAttributeNames[nLabelsMk] = attrNames[nLabelsMk]
+		upd.ExpressionAttributeValues[":lbmk"] = str(labelsDigest(after.Labels))
 	}
 	// A new minor moves the version counters from the counted one, in a
 	// transaction whose condition is that the item is counted as read.
@@ -612,7 +651,7 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space, count
 		*upd.UpdateExpression += " REMOVE " + strings.Join(remove, ", ")
 	}
 	tr := space.TransitionOf(before, after)
-	if tr == nil && minor == nil && len(words) == 0 {
+	if tr == nil && minor == nil && len(words) == 0 && len(labels) == 0 {
 		// The common case (a heartbeat, a failure count): a plain UpdateItem,
 		// half the write units of a transaction.
 		_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -646,6 +685,13 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space, count
 		items = append(items, s.countTransition(after, tr, minor))
 	}
 	items = append(items, words...)
+	if len(items)+len(labels) > maxTransactItems {
+		// More entries than the transaction holds: the new ones first.
+		if labels, err = s.prePutLabels(ctx, after, before.Version, labels, maxTransactItems-len(items)); err != nil {
+			return err
+		}
+	}
+	items = append(items, labels...)
 	return s.transact(ctx, "update space", func() ([]types.TransactWriteItem, error) { return items, nil },
 		func(reasons []types.CancellationReason) error {
 			switch {
@@ -769,18 +815,22 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 	// rename committed meanwhile fails it.
 	cond += " AND " + nName + " = :nm"
 	vals[":nm"] = str(before.Name)
+	nm := names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nDigest, nPK, nStatus, nNameLC, nNameKey, nRegKey, nStatusKey, nSinceKey, nProbKey, nCounted, nName, nWords, nLabelsMk)
+	// And the labels read, whose entries it deletes (labels.go): a labels
+	// change committed meanwhile fails it.
+	cond += " AND (" + nLabelsMk + " = :lbmk OR attribute_not_exists(" + nLabelsMk + "))"
+	vals[":lbmk"] = str(labelsDigest(before.Labels))
 	if pinned {
 		cond += " AND " + nVersion + " = :prev"
 		vals[":prev"] = num(before.Version)
 	}
-	nm := names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nDigest, nPK, nStatus, nNameLC, nNameKey, nRegKey, nStatusKey, nSinceKey, nProbKey, nCounted, nName, nWords)
 	set := []string{nDeleted + " = :at", nDeletedBy + " = :by", nUpdated + " = :at", nVersion + " = " + nVersion + " + :one"}
 	// Removing probe_shard takes the space out of the probe index: a late
 	// probe can no longer even be scheduled. Removing name_key, reg_key,
 	// status_key, since_key and problem_key takes it out of the names,
 	// registered, status, since and problems indexes; counted_minor goes
 	// with its count.
-	remove := []string{nShard, nDigest, nNameLC, nNameKey, nRegKey, nStatusKey, nSinceKey, nProbKey, nCounted, nWords}
+	remove := []string{nShard, nDigest, nNameLC, nNameKey, nRegKey, nStatusKey, nSinceKey, nProbKey, nCounted, nWords, nLabelsMk}
 	stampSet, stampRemove := stampUpdate(ctx, nm, vals)
 	set, remove = append(set, stampSet...), append(remove, stampRemove...)
 	items := []types.TransactWriteItem{
@@ -822,6 +872,8 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 	}
 	// The name's search entries go (words.go).
 	items = append(items, s.wordMoves(before, after)...)
+	// And its labels' entries (labels.go).
+	items = append(items, s.labelMoves(before, after)...)
 	return s.transact(ctx, "deregister", func() ([]types.TransactWriteItem, error) { return items, nil },
 		func(reasons []types.CancellationReason) error {
 			switch {

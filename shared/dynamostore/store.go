@@ -21,13 +21,14 @@
 //   - save a space (status, probe): UpdateItem of the mutable fields, only if
 //     the stored version is the previous one and the space is not deleted; a
 //     status change is one transaction with its history item and the fleet
-//     counters' move, a rename one with its search entries' move.
+//     counters' move, a rename one with its search entries' move, a labels
+//     change one with its label entries' move.
 //   - deregister: one transaction marks the space deleted (on the status
 //     read, and the version too when pinned by If-Match), deletes the claim,
 //     subtracts 1 from the account's space_count, deletes the grant and the
 //     agent's AGENT and AGENTNS items, uncounts the space, puts its
-//     deregistration fence entry and deletes its search entries (on the
-//     name read).
+//     deregistration fence entry and deletes its search and label
+//     entries (on the name and labels read).
 //   - delete an account: DeleteItem only if no space counts against it.
 //   - the fleet counts: the org's COUNT# counter items, kept inside the
 //     register, deregister, transition and minor-version-change
@@ -40,29 +41,38 @@
 //     org's WORD# partition under one of the search's words, then one
 //     BatchGetItem of the page (words.go): a page costs the entries and
 //     spaces it reads, at any fleet size (BenchmarkWordSearch).
+//   - list by label selector in id order: strongly consistent Queries of
+//     the org's LABEL# partition under the values of its positive
+//     requirements, merged and intersected in id order, then one
+//     BatchGetItem of the page (labels.go): a page costs the entries and
+//     spaces it reads, at any fleet size (BenchmarkSelectorPage).
 //
 // # Which filters are page-proportional
 //
 // A page costs what it shows when an index or key range narrows the read:
-// every order, name_prefix in name order, and a word search (one of
+// every order, name_prefix in name order, a word search (one of
 // several words is read under its word with the fewest entries when one
 // has at most 100: only a rare combination of words that each have more
-// reads more than a page's entries, not their spaces). Every other filter is applied to the spaces a page reads, and
-// its cost grows with what it passes over, that is with the fleet for a
-// rare match: status (in orders other than by status), synthetic, version,
-// support and certificate windows, name_prefix outside name order, and
-// label selectors (BenchmarkFleetCost: 414.5 RRU for a first page of a
-// selector matching 1 space in 100 among 10,000). A `key=value` selector
-// would be page-proportional with entries like the words': one item per
-// (space, label) in an org's LABEL# partition, sk <key>=<value><name
-// key>, moved in the transaction of a registration, a labels change and a
-// deregistration, and read with a Query of the exact pair (a `key`
-// selector: begins_with <key>=). A labels change moves only the labels
-// that changed, so a change of up to 49 labels fits in one transaction
-// (100 items: the space, a delete and a put per label); a larger one (up
-// to 64 labels) would need the API to refuse it or to write in two
-// conditional steps. The other operators (!=, notin, !key) match most
-// spaces and stay filters.
+// reads more than a page's entries, not their spaces), and a label
+// selector in id order with a positive requirement (=, in, exists; the
+// entries of each are read and the ids all of them take are fetched; an
+// `in` of more than space.MaxDriverValues values, or an exists whose key
+// has more values, is checked on the spaces instead), whose page costs
+// its requirements' entries and the spaces the negative requirements
+// pass over; in another order, a selector whose requirements take at most
+// 100 spaces, whose page costs those spaces (labels.go,
+// BenchmarkSelectorPage). Every other filter is applied to
+// the spaces a page reads, and its cost grows with what it passes over,
+// that is with the fleet for a rare match: status (in orders other than by
+// status), synthetic, version, support and certificate windows,
+// name_prefix outside name order, and label selectors in another order
+// that take more than 100 spaces or with a word search (BenchmarkFleetCost: 167 RRU for a first page
+// in name order of a selector matching a third of 10,000; in id order,
+// before the label entries, 414.5 RRU for one matching 1 in 100) or of
+// negative requirements only (!=, notin, !key: they match most spaces, so
+// a page passes over few, but a selector that matches few, such as
+// `env!=prod` where nearly every space is prod, reads on until the page
+// is full or the org ends).
 //   - the prober's scheduler: Query the probe index shard by shard (it
 //     projects what a probe needs: probeindex.go).
 //   - the prober: one strongly consistent Query of a shard's
@@ -153,6 +163,7 @@ const (
 	nSinceKey  = "#since"
 	nNotices   = "#nt"
 	nWords     = "#zwords"
+	nLabelsMk  = "#zlabels"
 	nProbKey   = "#probk"
 )
 
@@ -165,7 +176,7 @@ var attrNames = map[string]string{
 	nNameLC: "name_lc", nNameKey: "name_key", nDeletedBy: "deleted_by", nRegKey: "reg_key",
 	nStatusKey: "status_key", nLabels: "labels", nConfig: "config", nConn: "connectivity",
 	nDigest: "pd", nCounted: attrCounted, nSinceKey: "since_key", nNotices: attrNotices,
-	nWords:   attrWordEntries,
+	nWords: attrWordEntries, nLabelsMk: attrLabelEntries,
 	nProbKey: "problem_key",
 }
 

@@ -79,7 +79,13 @@ func (s *Store) wordEntries(sp space.Space) map[string]map[string]types.Attribut
 // none). Deleting an entry that is not there (a space stored before the
 // entries, not backfilled yet) is no error.
 func (s *Store) wordMoves(before, after space.Space) []types.TransactWriteItem {
-	old, next := s.wordEntries(before), s.wordEntries(after)
+	return s.entryMoves(s.wordEntries(before), s.wordEntries(after))
+}
+
+// entryMoves is the transaction items that take the entries old to next
+// (each by sort key): a delete for each only old has, then a put for each
+// only next has.
+func (s *Store) entryMoves(old, next map[string]map[string]types.AttributeValue) []types.TransactWriteItem {
 	var items []types.TransactWriteItem
 	for _, sk := range slices.Sorted(maps.Keys(old)) {
 		if _, stays := next[sk]; !stays {
@@ -137,14 +143,7 @@ func (s *Store) searchWords(ctx context.Context, org string, q space.Query, filt
 	want := func() int { return q.Limit + 1 - len(out) }
 	scanned, kept := 0, 0
 	for want() > 0 {
-		n := want()
-		ask := n
-		if kept > 0 {
-			ask = n * scanned / kept
-		} else if scanned > 0 {
-			ask = MaxLimit
-		}
-		in.Limit = aws.Int32(int32(max(n, min(ask, MaxLimit))))
+		in.Limit = aws.Int32(nextAsk(want(), scanned, kept, MaxLimit))
 		page, err := s.db.Query(ctx, in)
 		if err != nil {
 			return nil, "", awsError("Query", err)

@@ -293,3 +293,72 @@ func cloneLabels(m map[string]string) Labels {
 	}
 	return maps.Clone(m)
 }
+
+// A listing by selector is read under its positive requirements (=, ==,
+// in, exists), its drivers: the store keeps an entry per label of each
+// space, by key and value, and reads the entries of each driver's values
+// in id order, keeping the ids every driver takes; the whole selector is
+// then checked against the spaces read. A selector of negative
+// requirements only (!=, notin, !key) has no driver: it matches most
+// spaces, and filters the listing.
+
+// Driver is a positive requirement a listing can be read under: its key
+// and the values it takes, sorted (Exists: any value, read as the values
+// the key has, once the store has found them).
+type Driver struct {
+	Key    string
+	Values []string
+	Exists bool
+}
+
+// MaxDriverValues bounds the values a driver is read under: each value
+// is a range of entries, read and merged in id order at every page, so an
+// `in` of more values, or a key with more values for `exists`, is not
+// read (its requirement is checked on the spaces read).
+const MaxDriverValues = 10
+
+// Drivers are s's positive requirements, fewest values first (an
+// equality before a set), exists last, then as written: the order their
+// entries are read in.
+func (s Selector) Drivers() []Driver {
+	var out []Driver
+	for _, r := range s.reqs {
+		switch r.op {
+		case opIn:
+			out = append(out, Driver{Key: r.key, Values: slices.Clone(r.values)})
+		case opExists:
+			out = append(out, Driver{Key: r.key, Exists: true})
+		}
+	}
+	rank := func(d Driver) int {
+		if d.Exists {
+			return MaxSelectorLen // after every set
+		}
+		return len(d.Values)
+	}
+	slices.SortStableFunc(out, func(a, b Driver) int { return rank(a) - rank(b) })
+	return out
+}
+
+// ReadUnder is the drivers a listing reads the entries of: those of at
+// most MaxDriverValues values (an exists driver with the values its key
+// has, as found), in the order given; none when none is, and the
+// selector then filters the listing. Reading under fewer drivers lists
+// the same spaces (each requirement is checked on the spaces read): the
+// choice only sets the cost.
+func ReadUnder(drivers []Driver) []Driver {
+	var out []Driver
+	for _, d := range drivers {
+		if len(d.Values) <= MaxDriverValues {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Takes reports whether labels satisfy d (the key with one of its
+// values; any value for Exists).
+func (d Driver) Takes(labels map[string]string) bool {
+	v, has := labels[d.Key]
+	return has && (d.Exists || slices.Contains(d.Values, v))
+}

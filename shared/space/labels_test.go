@@ -167,3 +167,88 @@ func TestSelector(t *testing.T) {
 		})
 	}
 }
+
+// A selector's drivers are its positive requirements, fewest values
+// first and exists last; every space a selector matches is taken by each
+// of its drivers (which is why any of them may drive the listing).
+func TestSelectorDrivers(t *testing.T) {
+	for _, tc := range []struct {
+		sel  string
+		want string // the drivers, "key=values" or "key?" for exists
+	}{
+		{"env=prod", "[env=[prod]]"},
+		{"team in (b,a)", "[team=[a b]]"},
+		{"env=prod,tier!=db", "[env=[prod]]"},
+		{"tier,env in (prod,dev),team=a", "[team=[a] env=[dev prod] tier?]"},
+		{"tier,!frozen", "[tier?]"},
+		{"env!=prod,team notin (a),!tier", "[]"},
+		{"a in (x,y,z),b in (x,y)", "[b=[x y] a=[x y z]]"},
+	} {
+		t.Run(tc.sel, func(t *testing.T) {
+			sel, err := ParseSelector("label_selector", tc.sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds := sel.Drivers()
+			var got []string
+			for _, d := range ds {
+				if d.Exists {
+					got = append(got, d.Key+"?")
+				} else {
+					got = append(got, fmt.Sprintf("%s=%v", d.Key, d.Values))
+				}
+			}
+			if s := "[" + strings.Join(got, " ") + "]"; s != tc.want {
+				t.Errorf("drivers %s, want %s", s, tc.want)
+			}
+			for _, l := range selectorLabels {
+				for _, d := range ds {
+					if sel.Matches(l) && !d.Takes(l) {
+						t.Errorf("%v matches but driver %s does not take it", l, d.Key)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The drivers read: those of at most MaxDriverValues values (an exists
+// driver once its key's values are found), in the order given; none when
+// none is.
+func TestReadUnder(t *testing.T) {
+	values := func(n int) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprint(i))
+		}
+		return out
+	}
+	eq := Driver{Key: "env", Values: []string{"prod"}}
+	set := Driver{Key: "team", Values: values(MaxDriverValues)}
+	wide := Driver{Key: "owner", Values: values(MaxDriverValues + 1)}
+	none := Driver{Key: "frozen", Exists: true}                          // no space has the key
+	some := Driver{Key: "tier", Exists: true, Values: []string{"a", "b"}} // its key's values
+	many := Driver{Key: "id", Exists: true, Values: values(MaxDriverValues + 1)}
+	for _, tc := range []struct {
+		name    string
+		drivers []Driver
+		want    []string
+	}{
+		{"none", nil, nil},
+		{"an equality", []Driver{eq}, []string{"env"}},
+		{"a set of the most values", []Driver{eq, set}, []string{"env", "team"}},
+		{"a set of more is not read", []Driver{eq, wide}, []string{"env"}},
+		{"nor alone", []Driver{wide}, nil},
+		{"an exists of a key no space has reads nothing", []Driver{none}, []string{"frozen"}},
+		{"an exists of a few values", []Driver{eq, some}, []string{"env", "tier"}},
+		{"an exists of more values is not read", []Driver{many, eq}, []string{"env"}},
+	} {
+		var got []string
+		for _, d := range ReadUnder(tc.drivers) {
+			got = append(got, d.Key)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: ReadUnder %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

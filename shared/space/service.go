@@ -153,7 +153,7 @@ func (svc *Service) List(ctx context.Context, org string, f ListFilter, page Pag
 	}
 	items, next, err := svc.Store.ListSpaces(ctx, org, Query{
 		Page: page, Provider: f.Provider, SpaceType: f.SpaceType, CloudAccountID: f.CloudAccountID, Keep: keep,
-		NamePrefix: FoldName(f.NamePrefix), Search: SearchWords(f.Search), Sort: f.Sort,
+		NamePrefix: FoldName(f.NamePrefix), Search: SearchWords(f.Search), Sort: f.Sort, Selector: f.Selector,
 	})
 	for i := range items {
 		items[i] = items[i].Observed(now, svc.StaleAfter)

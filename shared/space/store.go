@@ -77,7 +77,11 @@ type Query struct {
 	// After is the position of the last item returned (the store's,
 	// opaque), not an id.
 	Sort Sort
-	Keep func(Space) bool
+	// Selector, the listing's label selector, lets the store read a page
+	// under one of its drivers (Selector.Drivers) rather than pass over
+	// the spaces it does not match; Keep still checks it on each space.
+	Selector Selector
+	Keep     func(Space) bool
 }
 
 // Idempotency ties a registration to a client's Idempotency-Key: the same key

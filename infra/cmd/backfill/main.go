@@ -2,8 +2,9 @@
 // before the listing indexes ("names", "registered", "status", "since",
 // "env-revisions", "stopped-revisions") the key attributes those indexes
 // need, and counts the spaces stored before the version counters of
-// GET /space-counts under their Kubernetes version (dynamostore.Backfill says how, and why it is safe beside the live
-// service). Run it once after the first deploy that adds them, with the
+// GET /space-counts under their Kubernetes version, and gives them their
+// names' search entries and their labels' entries (dynamostore.Backfill
+// says how, and why it is safe beside the live service). Run it once after the first deploy that adds them, with the
 // deployer's AWS credentials:
 //
 //	go run ./infra/cmd/backfill -table <the stack's SpacesTableName output>
@@ -71,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, db *dynam
 	for _, r := range reports {
 		total.Add(r)
 	}
-	fmt.Fprintf(stdout, "%s: scanned %d items; gave %d spaces and %d revisions their listing keys, counted %d spaces under their Kubernetes version and gave %d spaces their name's search entries (%d after a race with a live write)\n",
-		*table, total.Scanned, total.Spaces, total.Revisions, total.Counted, total.Words, total.Retried)
+	fmt.Fprintf(stdout, "%s: scanned %d items; gave %d spaces and %d revisions their listing keys, counted %d spaces under their Kubernetes version, gave %d spaces their name's search entries and %d their labels' entries (%d after a race with a live write)\n",
+		*table, total.Scanned, total.Spaces, total.Revisions, total.Counted, total.Words, total.Labels, total.Retried)
 	return err
 }

@@ -1,0 +1,517 @@
+package dynamostore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"spaces/shared/space"
+)
+
+// Listing by label selector. A registered space has one small item per
+// label in its org's label partition (pk LABEL#<org_id>, sk
+// <key>=<value>\x01<id>, keys.go), which the writes of the space keep in
+// the same transaction, as the name's search entries (words.go): Register
+// puts them, a labels change deletes the entries of the labels it drops or
+// changes and puts those of the labels it adds or changes (a label kept
+// as it was is not written), Deregister deletes them. Each of those
+// transactions is conditional on the space (absent; at the version read;
+// for Deregister, on the labels read: the marker label_entries, a digest
+// of the labels whose entries are written), so a
+// retried or racing write cannot leave an entry of a deregistered space or
+// of a label it no longer has. They live in the base table: a listing is a
+// strongly consistent Query, so a space is found by its labels as soon as
+// they are stored.
+//
+// A listing in id order (no sort, no name search) with positive
+// requirements (=, in, exists: space.Selector.Drivers) reads their
+// entries: each requirement's entries, of each of its values from after
+// the position (the last id listed, as in every id listing), merged in
+// id order, and of those the ids every requirement takes, found by
+// leapfrogging (each requirement's entries are read from the largest id
+// another has reached, so a rare one lets a common one skip ahead); then
+// one BatchGetItem of the spaces they name. The stored space is the
+// truth (the whole selector and the other filters are checked on it),
+// the entries only choose what is read. So a page costs the entries it
+// reads (about 150 bytes each, some 25 a read unit) and the spaces that
+// the negative requirements and other filters pass over, at any fleet
+// size (BenchmarkSelectorPage); only a combination of common
+// requirements that is rare reads many entries (not their spaces) per
+// page, as a word search of common words does. An exists reads the
+// values its key has, found by one Query of a single entry per value; a
+// requirement of more than space.MaxDriverValues values is not read but
+// checked on the spaces (space.ReadUnder).
+//
+// In another order (a sort), a selector whose requirements take at most
+// sortFewMax spaces, found reading at most maxSortFewEntries entries,
+// reads those spaces (one BatchGetItem) and sorts them itself by the
+// order's key, the position being that key as in the index's listing: a
+// page costs the selector's spaces, at most 100, at any fleet size. A
+// selector that takes more, one of negative requirements only (!=, notin,
+// !key) or whose requirements all have too many values, and any selector
+// with a word search filter the spaces the listing reads: a negative
+// selector matches most spaces, so it passes over few; a positive one
+// in another order costs the spaces it passes over.
+//
+// Write costs (BenchmarkSelectorPage, writes): a registration puts one
+// entry per label and a deregistration deletes them, each in the
+// transaction it already is (2 write units an entry); a labels change
+// moves only the labels that change (an unmarked space, stored before
+// the entries, is given every entry of its new labels), and being a
+// transaction it costs the space's write twice over. A change that moves
+// more entries than one transaction holds (about 45 labels changed at
+// once) puts the new entries first, in transactions conditional on the
+// space's version, then writes the space and deletes the old entries
+// (TestLargestLabelsChange): a lost race leaves put entries that name
+// labels the space does not have, which a listing reads and passes over
+// (the space is the truth) until a labels change moves them; a
+// deregistration deletes only the entries of the labels read, so such an
+// entry can outlive its space, and a listing skips it as deregistered.
+
+// entriesPerUnit is about how many label entries one read unit reads
+// (4 KB, strongly consistent; an entry is about 180 bytes).
+const entriesPerUnit = 20
+
+// maxTransactItems is DynamoDB's bound on a transaction's items.
+const maxTransactItems = 100
+
+// labelEntries is sp's label entries by sort key: none once deregistered.
+func (s *Store) labelEntries(sp space.Space) map[string]map[string]types.AttributeValue {
+	if sp.DeletedAt != nil || sp.OrgID == "" {
+		return nil
+	}
+	out := map[string]map[string]types.AttributeValue{}
+	for k, v := range sp.Labels {
+		sk := labelSK(k, v, sp.ID)
+		out[sk] = map[string]types.AttributeValue{
+			"pk": str(labelsPK(sp.OrgID)), "sk": str(sk),
+			attrNames[nProv]: str(string(sp.Provider)), attrNames[nType]: str(sp.SpaceType), attrNames[nAccount]: str(sp.CloudAccountID),
+		}
+	}
+	return out
+}
+
+// labelMoves is the transaction items that take before's label entries to
+// after's (entryMoves: the deletes, then the puts).
+func (s *Store) labelMoves(before, after space.Space) []types.TransactWriteItem {
+	return s.entryMoves(s.labelEntries(before), s.labelEntries(after))
+}
+
+// labelsDigest is the marker of a space whose entries are those of
+// labels: a digest of them, so that a write conditional on the labels read
+// (Deregister, which deletes their entries) fails when a labels change
+// committed meanwhile. A condition on the labels map itself would do in
+// DynamoDB; the emulator compares no maps, nor paths through keys that
+// hold '.'.
+func labelsDigest(labels map[string]string) string {
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		h.Write([]byte(k + "=" + labels[k] + nameSep))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// prePutLabels writes the puts of a labels change too large for one
+// transaction beside the space's write, in transactions conditional on
+// the space being registered at version prev, and answers the rest.
+func (s *Store) prePutLabels(ctx context.Context, after space.Space, prev int64, items []types.TransactWriteItem, room int) ([]types.TransactWriteItem, error) {
+	for len(items) > room {
+		var puts []types.TransactWriteItem
+		rest := items[:0:0]
+		for _, it := range items {
+			if it.Put != nil && len(puts) < maxTransactItems-1 && len(items)-len(puts) > room {
+				puts = append(puts, it)
+				continue
+			}
+			rest = append(rest, it)
+		}
+		if len(puts) == 0 {
+			return nil, internal("update space", fmt.Errorf("a labels change of %d entries does not fit a transaction", len(items)))
+		}
+		check := types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: s.table,
+			Key:                       itemKey(after.OrgID, prefixSpace+after.ID),
+			ConditionExpression:       aws.String("attribute_exists(" + nPK + ") AND attribute_not_exists(" + nDeleted + ") AND " + nVersion + " = :prev"),
+			ExpressionAttributeNames:  names(nPK, nDeleted, nVersion),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":prev": num(prev)},
+		}}
+		err := s.transact(ctx, "put label entries", func() ([]types.TransactWriteItem, error) {
+			return append([]types.TransactWriteItem{check}, puts...), nil
+		}, func(reasons []types.CancellationReason) error {
+			if failedCheck(reasons, 0) {
+				return s.whyNotWritable(ctx, after.OrgID, after.ID, prev, nil)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		items = rest
+	}
+	return items, nil
+}
+
+// labelRange is one value's entries in a listing by label: read in id
+// order, the ids read and not yet passed in buf.
+type labelRange struct {
+	key, value string
+	in         *dynamodb.QueryInput
+	buf        []string
+	done       bool
+	// reads is how often it was read: each read asks for twice the last.
+	reads int
+}
+
+// labelStream is one driver's ranges: together, in id order, the spaces
+// it takes.
+type labelStream []*labelRange
+
+// labelReader reads a listing's streams, counting the entries it reads:
+// beyond budget (when set), a read answers errOverBudget.
+type labelReader struct {
+	s       *Store
+	org     string
+	entries int
+	budget  int
+}
+
+// errOverBudget ends a labelReader's reads past its budget.
+var errOverBudget = errors.New("the label entries to read are over budget")
+
+// listByLabel is ListSpaces in id order for a selector with drivers
+// (q.Selector): the ids that every driver read takes (space.ReadUnder),
+// found by leapfrogging through the streams (each one is read from the
+// largest id another has reached, so a rare driver lets a common one skip
+// ahead), then their spaces, on which the whole selector and q's filters
+// are checked. filter, nm and vals are the listing's filters on provider,
+// type and account, which the entries carry. ok is false when no driver
+// is read (the caller then filters the listing).
+func (s *Store) listByLabel(ctx context.Context, org string, q space.Query, filter []string, nm []string,
+	vals map[string]types.AttributeValue,
+) (out []space.Space, next string, ok bool, err error) {
+	streams, err := s.labelStreams(ctx, org, q.Selector, q.After, filter, nm, vals)
+	if err != nil || streams == nil {
+		return nil, "", false, err
+	}
+	r := &labelReader{s: s, org: org}
+	out = make([]space.Space, 0, q.Limit+1)
+	want := func() int { return q.Limit + 1 - len(out) }
+	scanned, kept := 0, 0 // spaces read, spaces listed
+	last, ended := q.After, false
+	for want() > 0 && !ended {
+		n := int(nextAsk(want(), scanned, kept, MaxLimit))
+		var ids []string
+		for len(ids) < n {
+			id, err := r.next(ctx, streams, last, n-len(ids))
+			if err != nil {
+				return nil, "", true, err
+			}
+			if id == "" {
+				ended = true
+				break
+			}
+			ids, last = append(ids, id), id
+		}
+		if len(ids) == 0 {
+			break
+		}
+		got, err := s.spacesByID(ctx, org, ids)
+		if err != nil {
+			return nil, "", true, err
+		}
+		for _, id := range ids {
+			if want() <= 0 {
+				break
+			}
+			scanned++
+			sp, found := got[id]
+			if !found || sp.Deleted() || !q.Selector.Matches(sp.Labels) ||
+				!strings.HasPrefix(space.FoldName(sp.Name), q.NamePrefix) || (q.Keep != nil && !q.Keep(sp)) {
+				continue // relabeled or gone since the entry was read, or filtered
+			}
+			out = append(out, sp)
+			kept++
+		}
+	}
+	if len(out) > q.Limit {
+		out = out[:q.Limit]
+		return out, out[len(out)-1].ID, true, nil
+	}
+	return out, "", true, nil
+}
+
+// labelStreams is the streams of sel's drivers that are read
+// (readUnder), from after the id after; nil when none is. filter, nm and
+// vals are the listing's filters on provider, type and account.
+func (s *Store) labelStreams(ctx context.Context, org string, sel space.Selector, after string, filter []string, nm []string,
+	vals map[string]types.AttributeValue,
+) ([]labelStream, error) {
+	drivers, err := s.readUnder(ctx, org, sel.Drivers())
+	if err != nil || len(drivers) == 0 {
+		return nil, err
+	}
+	streams := make([]labelStream, 0, len(drivers))
+	for _, d := range drivers {
+		st := labelStream{}
+		for _, v := range d.Values {
+			rv := make(map[string]types.AttributeValue, len(vals)+2)
+			for k, x := range vals {
+				rv[k] = x
+			}
+			rv[":lpk"], rv[":lval"] = str(labelsPK(org)), str(labelPrefix(d.Key, v))
+			in := &dynamodb.QueryInput{
+				TableName:                 s.table,
+				ConsistentRead:            aws.Bool(true),
+				KeyConditionExpression:    aws.String(nPK + " = :lpk AND begins_with(" + nSK + ", :lval)"),
+				ExpressionAttributeNames:  names(append(slices.Clone(nm), nPK, nSK)...),
+				ExpressionAttributeValues: rv,
+			}
+			if len(filter) > 0 {
+				in.FilterExpression = aws.String(strings.Join(filter, " AND "))
+			}
+			if after != "" {
+				in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(labelsPK(org)), "sk": str(labelSK(d.Key, v, after))}
+			}
+			st = append(st, &labelRange{key: d.Key, value: v, in: in})
+		}
+		streams = append(streams, st)
+	}
+	return streams, nil
+}
+
+// sortFewMax bounds the spaces a selector in another order than id reads
+// to sort them itself (sortFew); maxSortFewEntries the entries it reads
+// to find them before it gives up. Variables only so that a test can
+// reach the bounds with a small fleet.
+var (
+	sortFewMax        = 100
+	maxSortFewEntries = 1000
+)
+
+// sortFew is ListSpaces in si's order for a selector whose drivers take
+// at most sortFewMax spaces (found reading at most maxSortFewEntries
+// entries): they are all read (one BatchGetItem) and sorted here by si's
+// key, so a page costs the selector's spaces, however few it shows and
+// whatever the fleet's size, rather than the index entries a filter
+// passes over. ok is false when the selector takes more, or has no
+// driver: the caller then filters the index.
+func (s *Store) sortFew(ctx context.Context, org string, si sortIndex, q space.Query, filter []string, nm []string,
+	vals map[string]types.AttributeValue,
+) (out []space.Space, next string, ok bool, err error) {
+	streams, err := s.labelStreams(ctx, org, q.Selector, "", filter, nm, vals)
+	if err != nil || streams == nil {
+		return nil, "", false, err
+	}
+	r := &labelReader{s: s, org: org, budget: maxSortFewEntries}
+	var ids []string
+	for last := ""; len(ids) <= sortFewMax; {
+		id, err := r.next(ctx, streams, last, sortFewMax+1-len(ids))
+		if errors.Is(err, errOverBudget) {
+			return nil, "", false, nil
+		}
+		if err != nil {
+			return nil, "", true, err
+		}
+		if id == "" {
+			break
+		}
+		ids, last = append(ids, id), id
+	}
+	if len(ids) > sortFewMax {
+		return nil, "", false, nil
+	}
+	got, err := s.spacesByID(ctx, org, ids)
+	if err != nil {
+		return nil, "", true, err
+	}
+	type keyed struct {
+		key string
+		sp  space.Space
+	}
+	var all []keyed
+	for _, id := range ids {
+		sp, found := got[id]
+		if !found || sp.Deleted() || !q.Selector.Matches(sp.Labels) ||
+			!strings.HasPrefix(space.FoldName(sp.Name), q.NamePrefix) || (q.Keep != nil && !q.Keep(sp)) {
+			continue
+		}
+		k := si.key(sp)
+		if q.After != "" && ((!q.Sort.Desc() && k <= q.After) || (q.Sort.Desc() && k >= q.After)) {
+			continue // on an earlier page
+		}
+		all = append(all, keyed{k, sp})
+	}
+	slices.SortFunc(all, func(a, b keyed) int {
+		if q.Sort.Desc() {
+			return strings.Compare(b.key, a.key)
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	for _, e := range all[:min(len(all), q.Limit)] {
+		out = append(out, e.sp)
+	}
+	if len(all) > q.Limit {
+		return out, all[q.Limit-1].key, true, nil
+	}
+	return out, "", true, nil
+}
+
+// next is the smallest id above last that every stream takes, "" when
+// none is: each stream in turn is asked for its first id at least the
+// largest reached, until all give the same. want is how many more ids
+// the page may use: a range's first read asks for that many entries
+// (at least a read unit's worth), and each further read for twice the
+// last, up to MaxLimit. Whichever stream is common next to the others
+// is read on at a growing pace, and the rare one a page at a time: the
+// next-ask rule (nextAsk) would size both by the ids all of them take,
+// and at first, after a handful, ask the rare one for as many as the
+// common one needs.
+func (r *labelReader) next(ctx context.Context, streams []labelStream, last string, want int) (string, error) {
+	limit := int32(max(want, entriesPerUnit))
+	t, agree := last, 0
+	for i := 0; agree < len(streams); i = (i + 1) % len(streams) {
+		h, err := r.head(ctx, streams[i], t, last, limit)
+		if err != nil || h == "" {
+			return "", err
+		}
+		if h == t {
+			agree++
+		} else {
+			t, agree = h, 1
+		}
+	}
+	return t, nil
+}
+
+// head is st's smallest id at least atLeast and above last, reading its
+// ranges as needed; "" when it has none.
+func (r *labelReader) head(ctx context.Context, st labelStream, atLeast, last string, limit int32) (string, error) {
+	best := ""
+	for _, rg := range st {
+		for {
+			for len(rg.buf) > 0 && (rg.buf[0] < atLeast || rg.buf[0] <= last) {
+				rg.buf = rg.buf[1:]
+			}
+			if len(rg.buf) > 0 || rg.done {
+				break
+			}
+			if err := r.read(ctx, rg, atLeast, limit); err != nil {
+				return "", err
+			}
+		}
+		if len(rg.buf) > 0 && (best == "" || rg.buf[0] < best) {
+			best = rg.buf[0]
+		}
+	}
+	return best, nil
+}
+
+// read reads rg's next entries, from atLeast on when that is further
+// than where it stopped: it starts after the id cut of its last
+// character, below atLeast and above every id below it but those that
+// share all its other characters, which head passes over.
+func (r *labelReader) read(ctx context.Context, rg *labelRange, atLeast string, limit int32) error {
+	if r.budget > 0 && r.entries >= r.budget {
+		return errOverBudget
+	}
+	if atLeast != "" {
+		seek := labelSK(rg.key, rg.value, atLeast[:len(atLeast)-1])
+		if at, _ := rg.in.ExclusiveStartKey["sk"].(*types.AttributeValueMemberS); at == nil || at.Value < seek {
+			rg.in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(labelsPK(r.org)), "sk": str(seek)}
+		}
+	}
+	rg.in.Limit = aws.Int32(int32(min(int(limit)<<min(rg.reads, 10), MaxLimit)))
+	rg.reads++
+	page, err := r.s.db.Query(ctx, rg.in)
+	if err != nil {
+		return awsError("Query", err)
+	}
+	r.entries += int(page.ScannedCount)
+	for _, item := range page.Items {
+		if sk, _ := item["sk"].(*types.AttributeValueMemberS); sk != nil {
+			rg.buf = append(rg.buf, sk.Value[strings.LastIndex(sk.Value, nameSep)+1:])
+		}
+	}
+	rg.done = page.LastEvaluatedKey == nil
+	rg.in.ExclusiveStartKey = page.LastEvaluatedKey
+	return nil
+}
+
+// readUnder is the drivers a listing reads (space.ReadUnder), an exists
+// driver's values found first (keyValues).
+func (s *Store) readUnder(ctx context.Context, org string, drivers []space.Driver) ([]space.Driver, error) {
+	for i, d := range drivers {
+		if d.Exists {
+			values, err := s.keyValues(ctx, org, d.Key)
+			if err != nil {
+				return nil, err
+			}
+			drivers[i].Values = values
+		}
+	}
+	return space.ReadUnder(drivers), nil
+}
+
+// keyValues is the values key has among org's labels, up to one more
+// than space.MaxDriverValues: one Query of a single entry per value, each
+// starting past the last value found.
+func (s *Store) keyValues(ctx context.Context, org, key string) ([]string, error) {
+	var values []string
+	lo := key + "="
+	for len(values) <= space.MaxDriverValues {
+		out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+			TableName:                s.table,
+			ConsistentRead:           aws.Bool(true),
+			KeyConditionExpression:   aws.String(nPK + " = :lpk AND " + nSK + " BETWEEN :lo AND :hi"),
+			ExpressionAttributeNames: names(nPK, nSK),
+			// Every value is below \x7f (letters, digits, '-', '_', '.').
+			ExpressionAttributeValues: map[string]types.AttributeValue{":lpk": str(labelsPK(org)), ":lo": str(lo), ":hi": str(key + "=\x7f")},
+			Limit:                     aws.Int32(1),
+		})
+		if err != nil {
+			return nil, awsError("Query", err)
+		}
+		if len(out.Items) == 0 {
+			break
+		}
+		sk, _ := out.Items[0]["sk"].(*types.AttributeValueMemberS)
+		if sk == nil {
+			break
+		}
+		v, _, _ := strings.Cut(strings.TrimPrefix(sk.Value, key+"="), nameSep)
+		values = append(values, v)
+		// Past every entry of v: \x02 is above the separator and below
+		// every character a longer value goes on with.
+		lo = key + "=" + v + "\x02"
+	}
+	return values, nil
+}
+
+// backfillLabels writes the label entries of a space stored before them,
+// with the marker, only if the space is at the version read, registered
+// and unmarked still (a labels change meanwhile moves the version).
+func (s *Store) backfillLabels(ctx context.Context, key, item map[string]types.AttributeValue, sp space.Space) (raced bool, err error) {
+	items := []types.TransactWriteItem{{Update: &types.Update{TableName: s.table, Key: key,
+		UpdateExpression:          aws.String("SET " + nLabelsMk + " = :lv"),
+		ConditionExpression:       aws.String(nVersion + " = :prev AND attribute_not_exists(" + nDeleted + ") AND attribute_not_exists(" + nLabelsMk + ")"),
+		ExpressionAttributeNames:  names(nLabelsMk, nVersion, nDeleted),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":lv": str(labelsDigest(sp.Labels)), ":prev": item["version"]},
+	}}}
+	items = append(items, s.labelMoves(space.Space{}, sp)...)
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if reasons, ok := canceled(err); ok && (failedCheck(reasons, 0) || conflicted(reasons)) {
+		return true, err
+	}
+	if err != nil {
+		return false, awsError("TransactWriteItems backfill", err)
+	}
+	return false, nil
+}

@@ -1,0 +1,83 @@
+package dynamostore
+
+import (
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
+
+	"spaces/infra/emulator/emulatortest"
+	"spaces/shared/awsclient"
+	"spaces/shared/space"
+)
+
+// A deregistration that read the space before a labels change committed
+// deletes the old labels' entries only if the labels are still the ones
+// read (the marker, a digest of them): its write fails instead (and
+// Deregister reads again), so the new labels' entries never outlive the
+// space.
+func TestDeregistrationRacingARelabel(t *testing.T) {
+	env := emulatortest.Start(t)
+	db := awsclient.DynamoDB(env.Config, env.Endpoint)
+	s := New(db, env.Name(t, "SpacesTable"))
+	ctx := t.Context()
+	at := time.Date(2025, 11, 30, 12, 0, 0, 0, time.UTC)
+	org := uuid.NewString()
+	acct := space.CloudAccount{ID: uuid.NewString(), OrgID: org, Provider: space.AWS, Name: "aws",
+		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces", "externalId": "ext-1"},
+		Status:     space.AccountReady, CreatedAt: at, Version: 1}
+	if err := s.CreateAccount(ctx, acct); err != nil {
+		t.Fatal(err)
+	}
+	sp := space.NewSpace(uuid.NewString(), org, space.RegisterInput{Name: "c1", Provider: space.AWS,
+		SpaceType: space.TypeKubernetes, CloudAccountID: acct.ID, Labels: space.Labels{"env": "prod", "example.com/team": "a"},
+		Config: space.Config{"clusterName": "c1", "region": "us-east-1"}}, at)
+	if err := s.Register(ctx, sp, space.Idempotency{}); err != nil {
+		t.Fatal(err)
+	}
+	entries := func() []string {
+		out, err := db.Query(ctx, &dynamodb.QueryInput{TableName: s.table, ConsistentRead: aws.Bool(true),
+			KeyConditionExpression:    aws.String("pk = :pk"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(labelsPK(org))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sks []string
+		for _, item := range out.Items {
+			sks = append(sks, item["sk"].(*types.AttributeValueMemberS).Value)
+		}
+		return sks
+	}
+
+	read, counted, err := s.liveSpaceCounted(ctx, org, sp.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateSpace(ctx, org, sp.ID, space.Update[space.Space]{At: at.Add(time.Second),
+		Apply: func(x space.Space) (space.Space, error) {
+			x.Labels = space.Labels{"env": "dev", "example.com/team": "a", "tier": "web"}
+			return x, nil
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	gone := read
+	when := at.Add(2 * time.Second)
+	gone.DeletedAt, gone.DeletedBy = &when, "test"
+	err = s.writeDeregistration(ctx, read, gone, counted, false)
+	if space.KindOf(err) != space.KindPreconditionFailed {
+		t.Fatalf("the deregistration on the labels read before a relabel: %v, want a lost race", err)
+	}
+	if got := entries(); len(got) != 3 {
+		t.Errorf("entries %q after the refused deregistration, want the new labels' 3", got)
+	}
+	// Deregister itself reads again and deletes the new labels' entries.
+	if _, err := s.Deregister(ctx, org, sp.ID, 0, when, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if got := entries(); len(got) != 0 {
+		t.Errorf("entries %q after the deregistration", got)
+	}
+}
