@@ -2189,7 +2189,7 @@ type Space struct {
 
 	// Facts What Spaces knows of the cluster beside its status. The version and
 	// the certificate are stored when a probe sees them change (no write
-	// otherwise); the support is computed when the space is read, from
+	// otherwise), an agent space's nodes when its agent reports a change; the support is computed when the space is read, from
 	// the provider's dated support file, so it moves with the calendar.
 	Facts SpaceFacts `json:"facts"`
 
@@ -2311,7 +2311,7 @@ type SpaceCounts struct {
 
 // SpaceFacts What Spaces knows of the cluster beside its status. The version and
 // the certificate are stored when a probe sees them change (no write
-// otherwise); the support is computed when the space is read, from
+// otherwise), an agent space's nodes when its agent reports a change; the support is computed when the space is read, from
 // the provider's dated support file, so it moves with the calendar.
 type SpaceFacts struct {
 	// Certificate The API server's serving (leaf) certificate as the TLS handshake of
