@@ -24,10 +24,10 @@ const nodesRecheck = time.Hour
 // nodeWatch keeps the cluster's nodes for the lease report
 // (space.Nodes: a count per kubelet version, never a name). An informer
 // lists them once and then watches: one long request, re-opened by
-// client-go, so a lease costs the API server nothing; only each node's
-// kubelet version is kept in memory (the transform), not the Node.
+// client-go, so a lease costs the API server nothing; of each node only its
+// name and kubelet version are kept in memory (the transform), not the Node.
 // Without the permission (an install older than the ClusterRole's
-// get/list/watch on nodes) it logs one line and reports no nodes; the
+// list/watch on nodes) it logs one line and reports no nodes; the
 // agent carries on.
 type nodeWatch struct {
 	kube  kubernetes.Interface
@@ -83,7 +83,7 @@ func (w *nodeWatch) start(ctx context.Context) bool {
 			w.logged = true
 			msg := "cannot list the cluster's nodes; reporting no node count (asked again every hour)"
 			if apierrors.IsForbidden(err) {
-				msg = "the agent may not list nodes (its ClusterRole predates get/list/watch on nodes: re-apply spaces-agent.yaml); reporting no node count"
+				msg = "the agent may not list nodes (its ClusterRole predates list/watch on nodes: re-apply spaces-agent.yaml); reporting no node count"
 			}
 			w.log.Warn(msg, "error", err.Error())
 		}
