@@ -1619,6 +1619,14 @@ type LeaseReport struct {
 	// lease must then name the same. A CA rotation needs a new bootstrap.
 	Cluster *ClusterBinding `json:"cluster,omitempty"`
 
+	// Nodes The cluster's nodes, sent only when they changed since the
+	// agent's last successful renewal (the first renewal after the
+	// agent starts sends them). Bad counts (a count out of range,
+	// more than 10 versions, a version of no node or not printable,
+	// versions adding up to more than `count`) are `422` naming the
+	// field, and nothing is stored, the renewal neither.
+	Nodes *Nodes `json:"nodes,omitempty"`
+
 	// ServerVersion The cluster's `/version` answer, as the agent read it.
 	ServerVersion struct {
 		GitVersion string `json:"gitVersion"`
@@ -1708,6 +1716,30 @@ type NodePool struct {
 	MinNodes int `json:"min_nodes"`
 }
 
+// Nodes An agent space's nodes, as its agent counts them: how many, and how
+// many run each kubelet version (`status.nodeInfo.kubeletVersion`);
+// never their names. The agent watches the cluster's nodes (one
+// watch request, no call per lease) and sends them with a lease
+// renewal only when they changed; Spaces stores them only when they
+// differ from the stored ones (no write for a lease that sends none).
+// Fresh to the agent's next HTTP renewal: within
+// `lease_interval_seconds` (35 s), or within `fallback_seconds` (600
+// s) while its presence channel is connected. Kept as last reported
+// when the agent stops reporting them (stopped, or an install whose
+// ClusterRole lacks `list`/`watch` on nodes). Absent for a direct
+// space: Spaces does not list its nodes, which would cost a call to
+// each cluster (or its cloud) every probe (docs/api.md, "Facts").
+type Nodes struct {
+	// Count How many nodes the cluster has, whatever their versions.
+	Count int `json:"count"`
+
+	// Versions Nodes per kubelet version, at most 10 versions (those of most
+	// nodes); a node of a version left out, or that has not reported
+	// one, counts in `count` only, so the counts add up to at most
+	// `count`.
+	Versions *map[string]int `json:"versions,omitempty"`
+}
+
 // PolicyTarget The workload the policy scales.
 type PolicyTarget struct {
 	Kind      PolicyTargetKind `json:"kind"`
@@ -1749,6 +1781,21 @@ type Probe struct {
 
 	// Message Detail of the last failure, for humans.
 	Message *string `json:"message,omitempty"`
+
+	// Nodes An agent space's nodes, as its agent counts them: how many, and how
+	// many run each kubelet version (`status.nodeInfo.kubeletVersion`);
+	// never their names. The agent watches the cluster's nodes (one
+	// watch request, no call per lease) and sends them with a lease
+	// renewal only when they changed; Spaces stores them only when they
+	// differ from the stored ones (no write for a lease that sends none).
+	// Fresh to the agent's next HTTP renewal: within
+	// `lease_interval_seconds` (35 s), or within `fallback_seconds` (600
+	// s) while its presence channel is connected. Kept as last reported
+	// when the agent stops reporting them (stopped, or an install whose
+	// ClusterRole lacks `list`/`watch` on nodes). Absent for a direct
+	// space: Spaces does not list its nodes, which would cost a call to
+	// each cluster (or its cloud) every probe (docs/api.md, "Facts").
+	Nodes *Nodes `json:"nodes,omitempty"`
 
 	// Reason Why the space is not active, absent after a success. Probe
 	// failures: `Unreachable`, `Timeout`, `Unauthorized`, `BadResponse`,
@@ -2142,7 +2189,7 @@ type Space struct {
 
 	// Facts What Spaces knows of the cluster beside its status. The version and
 	// the certificate are stored when a probe sees them change (no write
-	// otherwise); the support is computed when the space is read, from
+	// otherwise), an agent space's nodes when its agent reports a change; the support is computed when the space is read, from
 	// the provider's dated support file, so it moves with the calendar.
 	Facts SpaceFacts `json:"facts"`
 
@@ -2264,7 +2311,7 @@ type SpaceCounts struct {
 
 // SpaceFacts What Spaces knows of the cluster beside its status. The version and
 // the certificate are stored when a probe sees them change (no write
-// otherwise); the support is computed when the space is read, from
+// otherwise), an agent space's nodes when its agent reports a change; the support is computed when the space is read, from
 // the provider's dated support file, so it moves with the calendar.
 type SpaceFacts struct {
 	// Certificate The API server's serving (leaf) certificate as the TLS handshake of
@@ -2278,7 +2325,22 @@ type SpaceFacts struct {
 	// from the probe or an agent's lease), else the cloud's
 	// `kubernetes_version` at registration; absent when neither is known.
 	KubernetesVersion *string `json:"kubernetes_version,omitempty"`
-	Support           struct {
+
+	// Nodes An agent space's nodes, as its agent counts them: how many, and how
+	// many run each kubelet version (`status.nodeInfo.kubeletVersion`);
+	// never their names. The agent watches the cluster's nodes (one
+	// watch request, no call per lease) and sends them with a lease
+	// renewal only when they changed; Spaces stores them only when they
+	// differ from the stored ones (no write for a lease that sends none).
+	// Fresh to the agent's next HTTP renewal: within
+	// `lease_interval_seconds` (35 s), or within `fallback_seconds` (600
+	// s) while its presence channel is connected. Kept as last reported
+	// when the agent stops reporting them (stopped, or an install whose
+	// ClusterRole lacks `list`/`watch` on nodes). Absent for a direct
+	// space: Spaces does not list its nodes, which would cost a call to
+	// each cluster (or its cloud) every probe (docs/api.md, "Facts").
+	Nodes   *Nodes `json:"nodes,omitempty"`
+	Support struct {
 		// ExtendedEnds The first day (UTC) without extended support; absent when the provider has none for the version, or `unknown`.
 		ExtendedEnds *openapi_types.Date `json:"extended_ends,omitempty"`
 

@@ -66,7 +66,7 @@ func TestRefusal(t *testing.T) {
 		t.Fatalf("401: %v", err)
 	}
 	for _, status = range []int{http.StatusNotFound, http.StatusTooManyRequests, http.StatusServiceUnavailable} {
-		if _, err := api.lease(context.Background(), secret, "0a1b2c3d-0000-4000-8000-000000000000", ServerVersion{}); err == nil || errors.Is(err, ErrRefused) {
+		if _, err := api.lease(context.Background(), secret, "0a1b2c3d-0000-4000-8000-000000000000", ServerVersion{}, nil); err == nil || errors.Is(err, ErrRefused) {
 			t.Errorf("%d: %v, want a retried error", status, err)
 		}
 	}

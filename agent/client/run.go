@@ -110,7 +110,7 @@ func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
 	a := &agent{cfg: &cfg, api: &spacesAPI{base: cfg.AgentURL, http: cfg.HTTP, cluster: cfg.clusterBinding(ctx)}, log: cfg.Log,
 		store:    stateSecret{kube: cfg.Kube, namespace: cfg.Namespace, name: cfg.StateSecret},
-		interval: defaultLeaseInterval}
+		interval: defaultLeaseInterval, nodes: newNodeWatch(cfg.Kube, cfg.Log, cfg.Clock)}
 	var err error
 	if a.st, err = a.store.load(ctx); err != nil {
 		return err
@@ -151,6 +151,8 @@ type agent struct {
 	leasing  bool          // the last lease renewal succeeded
 	interval time.Duration // the lease interval Spaces last answered
 	pres     *presence     // the presence channel, while the lease answer names one (presence.go)
+	nodes    *nodeWatch    // the cluster's nodes (nodes.go)
+	sent     *space.Nodes  // the nodes the last successful renewal reported: sent again only when they differ
 }
 
 // awaitCredential: until it holds a credential, the agent waits for a
@@ -245,7 +247,11 @@ func (a *agent) credential(ctx context.Context) (retry bool, err error) {
 // lease renews the lease (renewLease); leased is false after a failure
 // that is retried. Only ErrRefused is an error.
 func (a *agent) lease(ctx context.Context) (w space.AgentWork, ep *space.PresenceEndpoint, leased bool, err error) {
-	d, w, ep, err := renewLease(ctx, a.api, a.cfg.Kube, a.st)
+	var send *space.Nodes
+	if cur := a.nodes.current(ctx); cur != nil && !cur.Equal(a.sent) {
+		send = cur
+	}
+	d, w, ep, err := renewLease(ctx, a.api, a.cfg.Kube, a.st, send)
 	if errors.Is(err, ErrRefused) {
 		return w, nil, false, err
 	}
@@ -258,6 +264,9 @@ func (a *agent) lease(ctx context.Context) (w space.AgentWork, ep *space.Presenc
 		a.log.Info("lease renewed", "space_id", a.st.SpaceID, "interval", d.String())
 	}
 	a.leasing, a.interval = true, d
+	if send != nil {
+		a.sent = send
+	}
 	return w, ep, true, nil
 }
 
@@ -329,9 +338,10 @@ func (cfg *Config) exchange(ctx context.Context, api *spacesAPI, store stateSecr
 }
 
 // renewLease reads the cluster's version, as the prober's GET /version
-// does for a direct space, and reports it: a cluster whose API server does
-// not answer renews no lease, so its space turns inactive.
-func renewLease(ctx context.Context, api *spacesAPI, kube kubernetes.Interface, st state) (time.Duration, space.AgentWork, *space.PresenceEndpoint, error) {
+// does for a direct space, and reports it, with the cluster's nodes when
+// they changed (nil: not sent): a cluster whose API server does not answer
+// renews no lease, so its space turns inactive.
+func renewLease(ctx context.Context, api *spacesAPI, kube kubernetes.Interface, st state, nodes *space.Nodes) (time.Duration, space.AgentWork, *space.PresenceEndpoint, error) {
 	raw, err := kube.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
 	if err != nil {
 		return 0, space.AgentWork{}, nil, fmt.Errorf("GET /version from the cluster: %w", err)
@@ -340,7 +350,7 @@ func renewLease(ctx context.Context, api *spacesAPI, kube kubernetes.Interface, 
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return 0, space.AgentWork{}, nil, fmt.Errorf("GET /version from the cluster: %w", err)
 	}
-	a, err := api.lease(ctx, st.Credential, st.SpaceID, v)
+	a, err := api.lease(ctx, st.Credential, st.SpaceID, v, nodes)
 	return leaseInterval(a.LeaseIntervalSeconds), a.Work, a.Presence, err
 }
 

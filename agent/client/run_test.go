@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,6 +70,7 @@ type fakeSpaces struct {
 	used      map[string]bool
 	reused    []string
 	clusters  []string // the "cluster" of each exchange and lease body, as sent
+	nodes     []string // the "nodes" of each lease body that has them
 }
 
 func (f *fakeSpaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -76,10 +78,13 @@ func (f *fakeSpaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	now := f.clock.Now()
 	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	var body struct{ Cluster json.RawMessage }
+	var body struct{ Cluster, Nodes json.RawMessage }
 	_ = json.NewDecoder(r.Body).Decode(&body)
 	if r.URL.Path == "/agent/exchange" || strings.HasSuffix(r.URL.Path, "/lease") {
 		f.clusters = append(f.clusters, string(body.Cluster))
+	}
+	if body.Nodes != nil {
+		f.nodes = append(f.nodes, string(body.Nodes))
 	}
 	issue := func() {
 		f.issued++
@@ -126,7 +131,8 @@ func (f *fakeSpaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 const presenceSpaceID = "0a1b2c3d-0000-4000-8000-000000000000"
 
 // fakeKube is the API server calls the agent makes with no work to do:
-// GET /version and its state Secret.
+// GET /version and its state Secret; it refuses to list nodes (403), as a
+// cluster where the agent's ClusterRole predates the node count does.
 func fakeKube(t *testing.T) kubernetes.Interface { return fakeKubeFailing(t, nil) }
 
 // fakeKubeFailing is fakeKube whose state Secret's n-th update (from 1)
@@ -161,6 +167,11 @@ func fakeKubeFailing(t *testing.T, fail func(n int) bool) kubernetes.Interface {
 			s.ResourceVersion = strconv.Itoa(n + 1)
 			secret = s
 			_ = json.NewEncoder(w).Encode(secret)
+		case r.URL.Path == "/api/v1/nodes":
+			nodeLists.Add(1)
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,` +
+				`"message":"nodes is forbidden: User \"system:serviceaccount:agent:spaces-agent\" cannot list resource \"nodes\""}`))
 		default:
 			http.NotFound(w, r)
 		}
@@ -274,6 +285,65 @@ func TestRenewedCredentialUsedOnlyOnceStored(t *testing.T) {
 // namespace's UID, the SHA-256 of its API server's CA certificate) in its
 // exchange and in every lease, the same each time, so that Spaces binds
 // its credentials to it (space.ClusterBinding).
+// nodeLists counts fakeKube's node lists.
+var nodeLists atomic.Int64
+
+// TestAgentWithoutNodePermission: an agent whose ClusterRole lacks
+// list/watch on nodes (installed before the node count) renews its lease
+// all the same, sends no nodes, logs it once, and asks again once an hour
+// (silently), not every lease.
+func TestAgentWithoutNodePermission(t *testing.T) {
+	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	clk := &jumpClock{now: start}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	spaces := &fakeSpaces{clock: clk, interval: 600, stopAt: start.Add(3 * time.Hour), stop: cancel, valid: map[string]time.Time{},
+		renewedTo: map[string]string{}, used: map[string]bool{}}
+	srv := httptest.NewServer(spaces)
+	defer srv.Close()
+	base, _ := url.Parse(srv.URL)
+	boot := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(boot, []byte("boot\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuf
+	lists := nodeLists.Load()
+	err := Run(ctx, Config{AgentURL: base, BootstrapFile: boot, Kube: fakeKube(t), Namespace: "agent", StateSecret: "state",
+		Clock: clk, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatalf("the agent stopped: %v", err)
+	}
+	lists = nodeLists.Load() - lists
+	spaces.mu.Lock()
+	defer spaces.mu.Unlock()
+	if len(spaces.leases) < 18 || len(spaces.nodes) != 0 {
+		t.Errorf("%d leases in 3 hours (want one each 10 minutes), %d with nodes (want none)", len(spaces.leases), len(spaces.nodes))
+	}
+	if n := strings.Count(logs.String(), "may not list nodes"); n != 1 {
+		t.Errorf("the missing permission logged %d times, want once:\n%s", n, logs.String())
+	}
+	if lists < 3 || lists > 4 {
+		t.Errorf("nodes listed %d times in 3 hours, want once an hour", lists)
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 func TestAgentSendsItsCluster(t *testing.T) {
 	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	clk := &jumpClock{now: start}

@@ -106,8 +106,11 @@ type leaseAnswer struct {
 }
 
 // lease renews the space's lease.
-func (c *spacesAPI) lease(ctx context.Context, cred, spaceID string, v ServerVersion) (leaseAnswer, error) {
+func (c *spacesAPI) lease(ctx context.Context, cred, spaceID string, v ServerVersion, nodes *space.Nodes) (leaseAnswer, error) {
 	body := map[string]any{"agent_version": Version, "server_version": v}
+	if nodes != nil {
+		body["nodes"] = nodes
+	}
 	if c.cluster != nil {
 		body["cluster"] = c.cluster
 	}

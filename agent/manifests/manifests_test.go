@@ -62,7 +62,8 @@ func keys(m map[string]*unstructured.Unstructured) []string {
 }
 
 // TestLeastPrivilege: the agent's RBAC grants exactly what its code uses,
-// GET /version and list/create of namespaces cluster-wide, create/patch
+// GET /version, list/create of namespaces and list/watch of nodes (the
+// node count) cluster-wide, create/patch
 // (server-side apply) of the listed workload kinds (never Secrets: an
 // apply answers the object) only in the namespaces opted in (a
 // RoleBinding each, never a ClusterRoleBinding), get/update of its one
@@ -72,7 +73,8 @@ func TestLeastPrivilege(t *testing.T) {
 		OptIn: []string{"team-a", "team-b"}})
 	cr := as[rbacv1.ClusterRole](t, objs, "ClusterRole/spaces-agent")
 	if want := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/version"}, Verbs: []string{"get"}},
-		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list", "create"}}}; !reflect.DeepEqual(cr.Rules, want) {
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"list", "create"}},
+		{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"list", "watch"}}}; !reflect.DeepEqual(cr.Rules, want) {
 		t.Errorf("ClusterRole rules %+v, want %+v", cr.Rules, want)
 	}
 	apply := as[rbacv1.ClusterRole](t, objs, "ClusterRole/spaces-agent-apply")

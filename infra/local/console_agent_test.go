@@ -8,6 +8,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"spaces/infra/demo"
 	"spaces/shared/space"
@@ -22,7 +25,8 @@ import (
 // AgentNotConnected); the agent is then started with the token the page
 // showed, as the proof test does (the demo's InstallAgent: the rendered
 // manifests applied to the real kube-apiserver, the agent in-process as
-// its ServiceAccount), and the same page turns active by itself. The list
+// its ServiceAccount), and the same page turns active by itself, its facts
+// card showing the node count the agent reported by minor. The list
 // and the page show the connectivity beside the status. Every new screen
 // passes axe-core.
 func TestConsoleAgentMode(t *testing.T) {
@@ -95,6 +99,20 @@ func TestConsoleAgentMode(t *testing.T) {
 	// The customer runs the install: the agent starts with the page's token
 	// and the same page turns active.
 	p.eval(`window.__marker = 'same page'`)
+	// Its cluster's nodes (Node objects on the real API server, their
+	// kubelet versions set through the status subresource), which the
+	// agent counts for the facts card.
+	admin := kubernetes.NewForConfigOrDie(st.Demo.Real.RESTConfig())
+	for i, v := range []string{"v1.31.2", "v1.31.5", "v1.30.4"} {
+		n, err := admin.CoreV1().Nodes().Create(t.Context(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + string(rune('a'+i))}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Status.NodeInfo.KubeletVersion = v
+		if _, err := admin.CoreV1().Nodes().UpdateStatus(t.Context(), n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := st.Demo.InstallAgent(t.Context(), token); err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +122,7 @@ func TestConsoleAgentMode(t *testing.T) {
 		t.Error("the page was reloaded while waiting for the agent")
 	}
 	p.until("the cluster's version from the lease", `document.querySelector('#probe').innerText.includes('v1.')`, wait)
+	p.until("the node count from the agent", `document.querySelector('#space-nodes').textContent === '3 (v1.31: 2, v1.30: 1)'`, wait)
 	// On the same page: the spent install command is gone, and the
 	// namespaces card shows the agent's report without a reload.
 	p.until("the spent command gone", `!document.querySelector('#install-command') && !!document.querySelector('#agent-reissue')`, wait)

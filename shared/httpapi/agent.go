@@ -151,7 +151,7 @@ func (a *API) agentLease(w http.ResponseWriter, r *http.Request, token string) e
 		return &httpError{status: http.StatusRequestEntityTooLarge, detail: fmt.Sprintf("the request body is larger than %d bytes", maxLeaseBody), field: "body"}
 	}
 	var rep space.LeaseReport
-	if err := readObjectMax(w, r, maxLeaseBody, map[string]any{"agent_version": &rep.AgentVersion, "server_version": &rep.ServerVersion,
+	if err := readObjectMax(w, r, maxLeaseBody, map[string]any{"agent_version": &rep.AgentVersion, "server_version": &rep.ServerVersion, "nodes": &rep.Nodes,
 		"cluster": &rep.Cluster}); err != nil {
 		return err
 	}

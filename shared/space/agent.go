@@ -191,12 +191,16 @@ type LeaseReport struct {
 	ServerVersion ServerVersion
 	// Cluster is the agent's cluster (nil: none sent, an older agent).
 	Cluster *ClusterBinding
+	// Nodes are the cluster's nodes, sent only when they changed since
+	// the agent's last successful renewal (nil: unchanged, or unknown).
+	Nodes *Nodes
 }
 
 // Validate reports every bad field at once.
 func (r LeaseReport) Validate() error {
 	var fe fieldErrors
 	r.Cluster.check(&fe, "cluster")
+	r.Nodes.check(&fe, "nodes")
 	for _, f := range []struct{ name, v string }{
 		{"agent_version", r.AgentVersion},
 		{"server_version.gitVersion", r.ServerVersion.GitVersion},
@@ -204,8 +208,8 @@ func (r LeaseReport) Validate() error {
 	} {
 		if f.v == "" {
 			fe.add(f.name, "is required")
-		} else if len(f.v) > 64 || !printable(f.v) {
-			fe.add(f.name, "must be at most 64 printable ASCII characters")
+		} else if len(f.v) > maxAgentText || !printable(f.v) {
+			fe.add(f.name, "must be at most %d printable ASCII characters", maxAgentText)
 		}
 	}
 	return fe.err("the lease report is not valid")
@@ -465,8 +469,36 @@ func (a *Agents) RenewLease(ctx context.Context, raw, spaceID string, r LeaseRep
 		return Renewed{}, err
 	}
 	lapsed := res.Before == nil || a.Cadence.Outcome(Lease{RenewedAt: res.Before, Presence: res.Presence}, now).Reason != ""
+	if err := a.storeNodes(ctx, res.OrgID, t.SpaceID, r.Nodes, now); err != nil {
+		return Renewed{}, err
+	}
 	return Renewed{OrgID: res.OrgID, Lapsed: lapsed, Work: a.leaseWork(ctx, res.OrgID, t.SpaceID, res.Pending),
 		Presence: a.Presence.endpoint(t.SpaceID)}, nil
+}
+
+// storeNodes stores the nodes a renewal reported on the space, only when
+// they differ from the stored ones (WithNodes): one read and, for a
+// change, one conditional write (Run), after the renewal's write
+// authenticated the agent. A renewal without nodes reads nothing. A
+// failure fails the renewal (stored already, and harmless to repeat), so
+// the agent, which keeps what it last sent only after a 200, sends them
+// again.
+func (a *Agents) storeNodes(ctx context.Context, org, id string, n *Nodes, now time.Time) error {
+	if n == nil || a.Spaces == nil {
+		return nil
+	}
+	_, err := a.Spaces.UpdateSpace(ctx, org, id, Update[Space]{At: now, Apply: func(cur Space) (Space, error) {
+		next, changed := cur.WithNodes(n)
+		if !changed {
+			return cur, ErrUnchanged
+		}
+		return next, nil
+	}})
+	if KindOf(err) == KindNotFound {
+		// Deregistered since the renewal: its next call is refused.
+		return nil
+	}
+	return err
 }
 
 // ErrBootstrapReused is the cause (never shown to the caller) of refusing

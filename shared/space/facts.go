@@ -15,7 +15,10 @@ type Facts struct {
 	// named at registration; absent when neither is known.
 	KubernetesVersion string       `json:"kubernetes_version,omitempty"`
 	Certificate       *Certificate `json:"certificate,omitempty"`
-	Support           SupportFacts `json:"support"`
+	// Nodes: an agent space's node count and kubelet versions, as its
+	// agent last reported them (Nodes).
+	Nodes   *Nodes       `json:"nodes,omitempty"`
+	Support SupportFacts `json:"support"`
 }
 
 // SupportFacts is where the version stands in its provider's support
@@ -72,7 +75,7 @@ func (s Space) SupportAt(now time.Time) Support {
 
 // FactsAt are s's facts as read at now.
 func (s Space) FactsAt(now time.Time) Facts {
-	f := Facts{KubernetesVersion: s.CurrentVersion(), Certificate: s.Probe.Certificate}
+	f := Facts{KubernetesVersion: s.CurrentVersion(), Certificate: s.Probe.Certificate, Nodes: s.Probe.Nodes}
 	sup := s.SupportAt(now)
 	switch sup.State {
 	case SupportStandard:

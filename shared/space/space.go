@@ -95,6 +95,9 @@ type Probe struct {
 	// probe that got an answer saw it; an agent space has none (Spaces
 	// never reaches its API server, and the lease does not report one).
 	Certificate *Certificate `json:"certificate,omitempty"`
+	// Nodes are an agent space's nodes as its agent last reported them
+	// (nodes.go), stored when they change; absent for a direct space.
+	Nodes *Nodes `json:"nodes,omitempty"`
 }
 
 // Certificate is what a TLS handshake with the API server showed of its

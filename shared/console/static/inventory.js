@@ -98,6 +98,22 @@ export function certificateText(sp) {
   return `valid until ${stamp(cert.not_after)}, issued by ${cert.issuer}`;
 }
 
+// nodesText is an agent space's node count with its kubelet versions
+// summed by minor, newest first: "3 (v1.31: 2, v1.30: 1)". A version that
+// names no minor is shown as it is, last.
+export function nodesText(sp) {
+  const n = sp.facts && sp.facts.nodes;
+  if (!n) return sp.connectivity === 'agent' ? '— (not reported by the agent yet)' : '— (counted for agent spaces only)';
+  const minors = new Map(), other = [];
+  for (const [v, c] of Object.entries(n.versions || {})) {
+    const m = /^v?(\d+)\.(\d+)/.exec(v);
+    if (m) minors.set(`${m[1]}.${m[2]}`, (minors.get(`${m[1]}.${m[2]}`) || 0) + c);
+    else other.push(`${v}: ${c}`);
+  }
+  const parts = [...minors.keys()].sort(byVersion).map((k) => `v${k}: ${minors.get(k)}`).concat(other);
+  return parts.length ? `${n.count} (${parts.join(', ')})` : String(n.count);
+}
+
 // byVersion orders the counts' versions newest first.
 const byVersion = (a, b) => {
   const [am, an] = a.split('.').map(Number), [bm, bn] = b.split('.').map(Number);

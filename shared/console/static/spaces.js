@@ -5,7 +5,7 @@ import { h, badge, providerMark, when, stamp, region, refreshAges, errorBox, fie
 import { qs } from './api.js';
 import { bulkWork } from './bulk.js';
 import { RANGES, segments, chart } from './chart.js';
-import { inventory, versionCell, supportCell, factBadges, certificateText } from './inventory.js';
+import { inventory, versionCell, supportCell, factBadges, certificateText, nodesText } from './inventory.js';
 
 const PAGE = 50;
 
@@ -665,6 +665,7 @@ export async function spaceDetail(root, [id], ctx) {
       kv('Consecutive failures', waiting ? '— (not probed yet)' : String(p.consecutive_failures)),
       kv('Server version', p.server_version ? `${p.server_version.gitVersion} (${p.server_version.platform})` : '—'),
       kv('Kubernetes version', versionCell(sp)), kv('Support ends', supportCell(sp)), kv('Certificate', h('span', { id: 'space-certificate' }, certificateText(sp))),
+      kv('Nodes', h('span', { id: 'space-nodes' }, nodesText(sp))),
       p.message ? kv('Message', p.message) : null));
   }
 
