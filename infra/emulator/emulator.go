@@ -15,8 +15,10 @@
 // whatever the environment says. A persisting emulator writes every change
 // to disk before it answers the request that made it, as DynamoDB and SQS
 // acknowledge only durable writes, so a crash of the local stack loses no
-// write it acknowledged. Check tells whether the running kumo is the patched
-// one.
+// write it acknowledged: items, the tables' stream records (numbered on
+// after a restart) and messages, those in flight included
+// (TestStreamRecordsAndInFlightMessagesSurviveARestart). Check tells
+// whether the running kumo is the patched one.
 package emulator
 
 import (

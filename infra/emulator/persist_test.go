@@ -1,17 +1,22 @@
 package emulator_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"spaces"
@@ -39,6 +44,8 @@ func TestMain(m *testing.M) {
 		time.Sleep(1500 * time.Millisecond)
 	case "leftovers":
 		exitOn(leftovers())
+	case "first", "second":
+		exitOn(restartWork(os.Getenv(childEnv)))
 	case "persist":
 		// The local stack's emulator: every acknowledged write on disk.
 		emu, err := emulator.StartWith(context.Background(), emulator.Options{Persist: true})
@@ -117,12 +124,47 @@ func leftovers() error {
 	return nil
 }
 
-func runChild(t *testing.T, mode, dataDir string) {
+func runChild(t *testing.T, mode, dataDir string) []byte {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+mode, emulator.DataDirEnv+"="+dataDir)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("child %s: %v\n%s", mode, err, out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("child %s: %v\n%s%s", mode, err, out, stderr.Bytes())
+	}
+	return out
+}
+
+// TestStreamRecordsAndInFlightMessagesSurviveARestart: what a persisting
+// emulator acknowledged is there when it starts again on its data, as in
+// AWS: the table's stream records (with their sequence numbers, numbering
+// going on after them, so that a consumer's checkpoint still names the
+// same record) and a message that was in flight, which comes back once its
+// visibility timeout ends.
+func TestStreamRecordsAndInFlightMessagesSurviveARestart(t *testing.T) {
+	dir := t.TempDir()
+	type seen struct{ Records, Messages []string }
+	var first, second seen
+	if err := json.Unmarshal(runChild(t, "first", dir), &first); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(runChild(t, "second", dir), &second); err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Records) != 3 || len(first.Messages) != 1 {
+		t.Fatalf("the first life saw %+v", first)
+	}
+	if len(second.Records) != 4 || fmt.Sprint(second.Records[:3]) != fmt.Sprint(first.Records) {
+		t.Fatalf("stream after the restart: %v; want %v and one more", second.Records, first.Records)
+	}
+	seq := func(r string) string { _, s, _ := strings.Cut(r, "@"); return s }
+	if last, prev := seq(second.Records[3]), seq(first.Records[2]); len(last) != len(prev) || last <= prev {
+		t.Errorf("the record written after the restart is numbered %s, not after %s", last, prev)
+	}
+	if fmt.Sprint(second.Messages) != "[in flight]" {
+		t.Errorf("after the restart the queue gave %v; want the message that was in flight", second.Messages)
 	}
 }
 
@@ -170,4 +212,95 @@ func TestCheckPassesOnThePatchedEmulator(t *testing.T) {
 	if err := env.Emulator.Check(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// restartWork is one life of a persisting emulator in a child process:
+// the first writes three items and receives a message (leaving it in
+// flight), the second reads what the first left. Each prints what it saw
+// as JSON.
+func restartWork(life string) error {
+	ctx := context.Background()
+	emu, err := emulator.StartWith(ctx, emulator.Options{Persist: true})
+	if err != nil {
+		return err
+	}
+	res, err := emu.CreateResources(ctx, spaces.Template, func(id string) string { return "child-" + id })
+	if err != nil {
+		return err
+	}
+	db, sq := awsclient.DynamoDB(emu.Config(), emu.URL), awsclient.SQS(emu.Config(), emu.URL)
+	streams := emulator.Streams(emu.Config(), emu.URL)
+	table, queue := res["SpacesTable"], res["ProbeQueue"].URL
+	put := func(sk string) error {
+		s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
+		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table.Name), Item: map[string]ddbtypes.AttributeValue{"pk": s("ORG#child"), "sk": s(sk)}})
+		return err
+	}
+	var seen struct {
+		Records  []string // "sk@sequence number", from the stream's start
+		Messages []string // bodies received
+	}
+	read := func() error {
+		seen.Records = nil
+		d, err := streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(table.StreamARN)})
+		if err != nil {
+			return err
+		}
+		for _, sh := range d.StreamDescription.Shards {
+			it, err := streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(table.StreamARN),
+				ShardId: sh.ShardId, ShardIteratorType: streamtypes.ShardIteratorTypeTrimHorizon})
+			if err != nil {
+				return err
+			}
+			for next := it.ShardIterator; next != nil; {
+				out, err := streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: next})
+				if err != nil {
+					return err
+				}
+				for _, r := range out.Records {
+					sk := r.Dynamodb.Keys["sk"].(*streamtypes.AttributeValueMemberS).Value
+					seen.Records = append(seen.Records, sk+"@"+aws.ToString(r.Dynamodb.SequenceNumber))
+				}
+				if len(out.Records) == 0 {
+					break
+				}
+				next = out.NextShardIterator
+			}
+		}
+		return nil
+	}
+	switch life {
+	case "first":
+		for _, sk := range []string{"X#1", "X#2", "X#3"} {
+			if err := put(sk); err != nil {
+				return err
+			}
+		}
+		if _, err := sq.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(queue), MessageBody: aws.String("in flight")}); err != nil {
+			return err
+		}
+		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue), VisibilityTimeout: 2})
+		if err != nil || len(out.Messages) != 1 {
+			return fmt.Errorf("receive: %v %v", out, err)
+		}
+		seen.Messages = append(seen.Messages, aws.ToString(out.Messages[0].Body))
+	case "second":
+		if err := put("X#4"); err != nil {
+			return err
+		}
+		// Back once its visibility timeout ends, as in SQS.
+		out, err := sq.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue), WaitTimeSeconds: 10})
+		if err != nil {
+			return err
+		}
+		for _, m := range out.Messages {
+			seen.Messages = append(seen.Messages, aws.ToString(m.Body))
+		}
+	}
+	if err := read(); err != nil {
+		return err
+	}
+	// Ended without Close, as a kill ends it: only what each answer
+	// waited for is on disk.
+	return json.NewEncoder(os.Stdout).Encode(seen)
 }

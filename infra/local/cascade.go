@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"spaces"
@@ -31,6 +32,16 @@ const (
 	cascadeEvent    = "Deregistrations"
 )
 
+// streamCheckpoint is where a stream source's poller keeps its checkpoint:
+// beside the emulator's data, whose stream it is of, when the stack
+// persists; "" (in memory) when it does not.
+func (st *starting) streamCheckpoint(function, event string) string {
+	if st.DataDir == "" {
+		return ""
+	}
+	return filepath.Join(st.DataDir, "stream-checkpoints", function+"."+event+".json")
+}
+
 // startCascade polls the spaces table's stream into the cascade handler, the
 // way the template's event source mapping does in AWS: same filter, batch
 // size, retries, bisection and failure queue.
@@ -55,6 +66,7 @@ func (st *starting) startCascade(cfg *Config) (func(), error) {
 	poller := &StreamPoller{
 		Streams: emulator.Streams(st.AWS, st.EmulatorURL), StreamARN: table.StreamARN,
 		Source: src, Handler: lambdarules.Handler(st.Functions.Get(cascadeFunction), tracing.Handler(cfg.Tracing, "cascade", st.Cascade.HandleStream)), Interval: cc.Interval, Log: cfg.Log,
+		Checkpoint: st.streamCheckpoint(cascadeFunction, cascadeEvent),
 	}
 	if q, ok := st.Resources[src.OnFailure]; ok {
 		poller.Failures, poller.FailureQueueURL = awsclient.SQS(st.AWS, st.EmulatorURL), q.URL

@@ -27,7 +27,9 @@ import (
 // longer shows it; pause and resume from the list; on the endpoint's page
 // a test event reaches the receiver and its 2xx attempt is in the delivery
 // log, Replay sends it again under the same webhook-id, and "Replay since"
-// too; a rotated secret is shown once and both secrets sign the next
+// too; Edit shows a refused URL's message under the field and changes
+// nothing, then changes the URL, description and event types (read back
+// through the API); a rotated secret is shown once and both secrets sign the next
 // delivery; the log pages with the API's cursor; an endpoint the receiver
 // answered 410 Gone, and one whose deliveries failed for five days, are
 // said disabled, with why, in a banner on both screens and on the nav item
@@ -35,7 +37,7 @@ import (
 // it; Delete asks first;
 // axe finds no violation on either screen, in light or dark mode.
 // Left idle, each screen sends one request a tick; at 390 px neither is
-// wider than the window. Every request the console sends is checked
+// wider than the window, nor is the edit form. Every request the console sends is checked
 // against openapi.yaml by the proxy.
 func TestConsoleIntegrations(t *testing.T) {
 	rc := newHookReceiver(t)
@@ -219,6 +221,36 @@ func TestConsoleIntegrations(t *testing.T) {
 	p.run("newer", chromedp.Click(chromedp.CSS("#log-newer")))
 	p.until("the first page again", `document.querySelectorAll('#deliveries-table tbody tr').length === 20 && document.querySelector('#log-page').textContent === 'page 1'`, wait)
 
+	// Edited from its page: a refused URL gets the API's message under the
+	// field and changes nothing; then a description and a second event type.
+	before := c.must(200, c.do("GET", "/webhook-endpoints/"+id, nil))
+	badURL := "http://hooks.example.com/spaces"
+	r := c.do("PATCH", "/webhook-endpoints/"+id, map[string]any{"url": badURL})
+	if r.status != 422 {
+		t.Fatalf("the API answered the PATCH of %s with %d, want 422: %s", badURL, r.status, r.body)
+	}
+	reason := r.json(t)["errors"].([]any)[0].(map[string]any)["reason"].(string)
+	p.run("edit", chromedp.Click(chromedp.CSS("#edit-endpoint")))
+	p.until("the edit form, filled in", `document.querySelector('#endpoint-edit #ep-url')?.value === '`+rc.srv.URL+`/hooks' &&
+		document.querySelector('#endpoint-edit #ep-type-space-registered').checked && document.querySelector('#endpoint-edit #ep-description').value === 'console test'`, wait)
+	p.run("edit refused", chromedp.SetValue(chromedp.CSS("#endpoint-edit #ep-url"), badURL), chromedp.Click(chromedp.CSS(`#endpoint-edit button[type=submit]`)))
+	p.until("the API's message under the URL", fmt.Sprintf(`document.querySelector('#endpoint-edit #ep-url').getAttribute('aria-invalid') === 'true' &&
+		document.querySelector('#endpoint-edit #ep-url').closest('.field').querySelector('.err')?.textContent === %q`, reason), wait)
+	p.audit("endpoint (edit refused)")
+	if after := c.must(200, c.do("GET", "/webhook-endpoints/"+id, nil)); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("a refused edit changed the endpoint: %v, was %v", after, before)
+	}
+	p.run("edit saved", chromedp.SetValue(chromedp.CSS("#endpoint-edit #ep-url"), rc.srv.URL+"/edited"),
+		chromedp.SetValue(chromedp.CSS("#endpoint-edit #ep-description"), "edited in the console"),
+		chromedp.Click(chromedp.CSS("#endpoint-edit #ep-type-space-deregistered")),
+		chromedp.Click(chromedp.CSS(`#endpoint-edit button[type=submit]`)))
+	p.until("the changed endpoint shown", `!document.querySelector('#endpoint-edit') && document.querySelector('#endpoint').innerText.includes('edited in the console') &&
+		document.querySelector('#endpoint').innerText.includes('/edited')`, wait)
+	edited := c.must(200, c.do("GET", "/webhook-endpoints/"+id, nil))
+	if edited["url"] != rc.srv.URL+"/edited" || edited["description"] != "edited in the console" || fmt.Sprint(edited["event_types"]) != "[space.registered space.deregistered]" {
+		t.Errorf("after the edit the API has %v", edited)
+	}
+
 	idle(p, "the endpoint's page")
 
 	// At a phone's width neither screen is wider than the window.
@@ -228,6 +260,13 @@ func TestConsoleIntegrations(t *testing.T) {
 	if w, _ := strconv.Atoi(p.eval(`String(document.documentElement.scrollWidth)`)); w > 390 {
 		t.Errorf("the endpoint's page is %d px wide at 390 px", w)
 	}
+	p.run("edit at phone width", chromedp.Click(chromedp.CSS("#edit-endpoint")))
+	p.until("the edit form at phone width", `!!document.querySelector('#endpoint-edit')`, wait)
+	if w, _ := strconv.Atoi(p.eval(`String(document.documentElement.scrollWidth)`)); w > 390 {
+		t.Errorf("the endpoint's page with its edit form is %d px wide at 390 px", w)
+	}
+	p.run("edit cancelled", chromedp.Click(chromedp.CSS("#edit-cancel")))
+	p.until("the edit form gone", `!document.querySelector('#endpoint-edit')`, wait)
 
 	// 410 Gone disables it: a banner on its page and the list, and the nav
 	// item, in words.

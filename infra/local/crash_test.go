@@ -39,10 +39,17 @@ func TestMain(m *testing.M) {
 // addresses and a token as one JSON line, and serves until killed.
 func runCrashChild() {
 	dir := os.Getenv(crashChildEnv)
+	log := slog.New(slog.DiscardHandler)
+	if os.Getenv("SPACES_TEST_CRASH_LOG") != "" { // to see what a child did
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	st, err := Start(context.Background(), Config{
 		APIAddr: "127.0.0.1:0", EmulatorAddr: "127.0.0.1:0", DataDir: dir, Persist: true,
-		Log:     slog.New(slog.DiscardHandler),
+		Log:     log,
 		Probing: ProbingConfig{Disabled: true},
+		// A message received before a kill comes back in 5 s, not the
+		// template's 180: the test's scale is seconds.
+		Webhooks: WebhooksConfig{Wait: time.Second, Visibility: 5 * time.Second},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crash child:", err)
@@ -63,7 +70,7 @@ type crashChild struct {
 	api, emulator, table, token string
 }
 
-func startCrashChild(t *testing.T, dataDir string) *crashChild {
+func startCrashChild(t testing.TB, dataDir string) *crashChild {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), crashChildEnv+"="+dataDir, emulator.DataDirEnv+"="+dataDir+"/emulator")
@@ -85,6 +92,36 @@ func startCrashChild(t *testing.T, dataDir string) *crashChild {
 		t.Fatalf("crash child said %q: %v", line, err)
 	}
 	return &crashChild{cmd: cmd, api: m["api"], emulator: m["emulator"], table: m["table"], token: m["token"]}
+}
+
+// readyAccount creates a cloud account and marks it ready in the table,
+// as a verification would: no cloud verifies it here.
+func (c *crashChild) readyAccount(t testing.TB) string {
+	t.Helper()
+	code, m, err := c.post("/cloud-accounts", "", map[string]any{"provider": "aws", "name": "crash",
+		"connection": map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces"}})
+	if err != nil || code != http.StatusCreated {
+		t.Fatalf("create account: %d %v %v", code, m, err)
+	}
+	cfg, err := emulator.LoadConfig(t.Context(), c.emulator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct := accountOf(t, m)
+	acct.Status, acct.Version = space.AccountReady, acct.Version+1
+	if err := dynamostore.New(awsclient.DynamoDB(cfg, c.emulator), c.table).SaveAccount(t.Context(), acct); err != nil {
+		t.Fatal(err)
+	}
+	return acct.ID
+}
+
+// kill ends the child with SIGKILL and waits for it.
+func (c *crashChild) kill(t testing.TB) {
+	t.Helper()
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.cmd.Wait()
 }
 
 func (c *crashChild) post(path, idemKey string, body any) (int, map[string]any, error) {
@@ -143,23 +180,7 @@ func TestAcknowledgedWritesSurviveAKill(t *testing.T) {
 			}
 		}
 		if account == "" {
-			code, m, err := c.post("/cloud-accounts", "", map[string]any{"provider": "aws", "name": "crash",
-				"connection": map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces"}})
-			if err != nil || code != http.StatusCreated {
-				t.Fatalf("create account: %d %v %v", code, m, err)
-			}
-			account = m["id"].(string)
-			// No cloud verifies it here: mark it ready in the table, as a
-			// verification would.
-			cfg, err := emulator.LoadConfig(t.Context(), c.emulator)
-			if err != nil {
-				t.Fatal(err)
-			}
-			acct := accountOf(t, m)
-			acct.Status, acct.Version = space.AccountReady, acct.Version+1
-			if err := dynamostore.New(awsclient.DynamoDB(cfg, c.emulator), c.table).SaveAccount(t.Context(), acct); err != nil {
-				t.Fatal(err)
-			}
+			account = c.readyAccount(t)
 		}
 		var (
 			mu   sync.Mutex

@@ -1,6 +1,16 @@
 // Package local runs the whole service on one machine: the embedded AWS
 // emulator with the resources template.yaml declares, and the same handlers
 // the Lambda functions run, wired the way AWS wires them.
+//
+// With Config.Persist (make run), what AWS keeps durably survives a kill of
+// the process: the emulator's data (items, stream records, messages, those
+// in flight included) and, beside it, each stream poller's checkpoint, as
+// Lambda's event source mapping keeps one (StreamPoller.Checkpoint). A
+// restart resumes each stream after its checkpoint, not at LATEST, which
+// would skip what was written before the kill and not yet handled; what was
+// handled and not yet checkpointed is handled again (at least once:
+// webhook receivers drop the duplicate by its webhook-id).
+// TestNoEventLostAcrossKill9 counts the events delivered across kills.
 package local
 
 import (
@@ -59,8 +69,9 @@ type Config struct {
 	// DataDir holds the development JWT key (default .local).
 	DataDir string
 	// Persist keeps the emulator's state in $KUMO_DATA_DIR across restarts
-	// (make run; never in tests), every write on disk before it is
-	// acknowledged.
+	// (make run; never in tests but the crash tests' child stacks), every
+	// write on disk before it is acknowledged, and the stream pollers'
+	// checkpoints beside it.
 	Persist bool
 	// Names maps a template logical id to a physical name (default: the
 	// logical id itself). Tests pass a unique prefix.

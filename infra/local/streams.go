@@ -3,8 +3,11 @@ package local
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -43,7 +46,16 @@ type SQSSender interface {
 //     BisectBatchOnFunctionError is set, until the failing record is alone;
 //   - retries a failing batch MaximumRetryAttempts times, then sends a
 //     failure record (the batch's shard and sequence range) to the OnFailure
-//     queue and moves on.
+//     queue and moves on;
+//   - with Checkpoint set, keeps its checkpoint durably, as the event
+//     source mapping does, so that a restart resumes where the last run
+//     left off rather than at LATEST, which would skip what was written
+//     meanwhile. It is written after each batch the handler took (or the
+//     failure destination did): a batch handled and not yet checkpointed
+//     when the process dies is handled again, which is Lambda's contract
+//     too (at least once; webhook receivers drop the duplicate by its
+//     webhook-id). TestNoEventLostAcrossKill9 kills a persisting stack
+//     during deliveries and counts what arrived.
 type StreamPoller struct {
 	Streams   StreamsAPI
 	StreamARN string
@@ -57,6 +69,9 @@ type StreamPoller struct {
 	Interval time.Duration
 	// RetryDelay is the pause before retrying a failed batch (default 50 ms).
 	RetryDelay time.Duration
+	// Checkpoint is the file the checkpoint is kept in ("": in memory
+	// only; the local stack sets it when it persists).
+	Checkpoint string
 	Log        *slog.Logger
 
 	patterns  []*eventfilter.Pattern
@@ -79,6 +94,23 @@ func (p *StreamPoller) Start(ctx context.Context) error {
 		p.patterns = append(p.patterns, c)
 	}
 	p.iterators, p.after = map[string]*string{}, map[string]string{}
+	saved, err := p.readCheckpoint()
+	if err != nil {
+		return err
+	}
+	// The shards the saved checkpoint knows are read from their start and
+	// Poll passes over what it covers (the emulator's iterators cannot
+	// start after a sequence number); the others start as on a first run.
+	if len(saved) > 0 {
+		if err := p.discover(ctx, string(stypes.ShardIteratorTypeTrimHorizon)); err != nil {
+			return err
+		}
+		for shard := range p.iterators {
+			if seq, ok := saved[shard]; ok {
+				p.after[shard] = seq
+			}
+		}
+	}
 	if p.Source.StartingPosition != string(stypes.ShardIteratorTypeLatest) {
 		return p.discover(ctx, p.Source.StartingPosition)
 	}
@@ -90,19 +122,41 @@ func (p *StreamPoller) Start(ctx context.Context) error {
 		return err
 	}
 	for shard, it := range p.iterators {
-		for it != nil {
-			out, err := p.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it})
-			if err != nil {
-				return fmt.Errorf("get records %s: %w", shard, err)
-			}
-			it = out.NextShardIterator
-			if len(out.Records) == 0 {
+		if _, ok := saved[shard]; ok {
+			continue
+		}
+		// A read whose answer was lost used its iterator up (see
+		// reposition): the shard is read again from its start.
+		var err error
+		for range 3 {
+			if err = p.passOver(ctx, shard, it); err == nil {
 				break
 			}
-			p.after[shard] = aws.ToString(out.Records[len(out.Records)-1].Dynamodb.SequenceNumber)
+			p.reposition(ctx, shard)
+			it = p.iterators[shard]
 		}
-		p.iterators[shard] = it
+		if err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// passOver reads shard from it to its end, handling nothing: the shard's
+// checkpoint is its last record, and its iterator the one after it.
+func (p *StreamPoller) passOver(ctx context.Context, shard string, it *string) error {
+	for it != nil {
+		out, err := p.Streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it})
+		if err != nil {
+			return fmt.Errorf("get records %s: %w", shard, err)
+		}
+		it = out.NextShardIterator
+		if len(out.Records) == 0 {
+			break
+		}
+		p.after[shard] = aws.ToString(out.Records[len(out.Records)-1].Dynamodb.SequenceNumber)
+	}
+	p.iterators[shard] = it
 	return nil
 }
 
@@ -207,16 +261,79 @@ func (p *StreamPoller) Poll(ctx context.Context) (int, error) {
 			if err := p.Deliver(ctx, shard, recs[:n]); err != nil {
 				return total, err
 			}
+			if err := p.checkpoint(shard, recs[n-1].Change.SequenceNumber); err != nil {
+				return total, err
+			}
 			recs = recs[n:]
 		}
-		// Only once delivered: a crash (or ctx end) above re-reads nothing,
-		// as this poller keeps its position in memory only.
+		// Only once delivered: a failure above reads the page again, and
+		// the checkpoint passes over the batches it delivered.
 		p.iterators[shard] = out.NextShardIterator
-		if last != "" {
-			p.after[shard] = last
+		if last != "" && last != p.after[shard] {
+			// The records after the last batch were filtered out.
+			if err := p.checkpoint(shard, last); err != nil {
+				return total, err
+			}
 		}
 	}
 	return total, nil
+}
+
+// savedCheckpoint is a Checkpoint file: the stream it is of (a table made
+// again has a new one, to which it says nothing) and each shard's last
+// sequence number handled.
+type savedCheckpoint struct {
+	StreamARN string            `json:"stream_arn"`
+	Shards    map[string]string `json:"shards"`
+}
+
+// checkpoint moves shard's checkpoint to seq and, with Checkpoint set,
+// writes the whole of it to a temporary file renamed over the last, so
+// that a crash leaves the old checkpoint or the new one, never a mix.
+func (p *StreamPoller) checkpoint(shard, seq string) error {
+	p.after[shard] = seq
+	if p.Checkpoint == "" {
+		return nil
+	}
+	raw, err := json.Marshal(savedCheckpoint{StreamARN: p.StreamARN, Shards: p.after})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p.Checkpoint), 0o750); err != nil {
+		return fmt.Errorf("stream checkpoint: %w", err)
+	}
+	tmp := p.Checkpoint + ".tmp"
+	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+		return fmt.Errorf("stream checkpoint: %w", err)
+	}
+	if err := os.Rename(tmp, p.Checkpoint); err != nil {
+		return fmt.Errorf("stream checkpoint: %w", err)
+	}
+	return nil
+}
+
+// readCheckpoint reads the Checkpoint file's shards; none when there is no
+// file or it is of another stream.
+func (p *StreamPoller) readCheckpoint() (map[string]string, error) {
+	if p.Checkpoint == "" {
+		return nil, nil
+	}
+	raw, err := os.ReadFile(p.Checkpoint)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stream checkpoint: %w", err)
+	}
+	var c savedCheckpoint
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, fmt.Errorf("stream checkpoint %s: %w", p.Checkpoint, err)
+	}
+	if c.StreamARN != p.StreamARN {
+		p.log().Warn("stream checkpoint of another stream ignored", "file", p.Checkpoint, "stream", p.StreamARN, "checkpoint_of", c.StreamARN)
+		return nil, nil
+	}
+	return c.Shards, nil
 }
 
 // seqNotAfter reports whether sequence number a is at or before b: longer

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -253,5 +255,65 @@ func TestLostReadResumesFromTheCheckpoint(t *testing.T) {
 	want := map[string]int{"L#1": 1, "L#2": 1, "L#3": 1, "L#4": 1}
 	if fmt.Sprint(f.seen) != fmt.Sprint(want) {
 		t.Errorf("delivered %v, want each L# record once and no R# record: %v", f.seen, want)
+	}
+}
+
+// TestCheckpointFileResumesAfterARestart: a poller with a checkpoint file
+// that stops (a crash: nothing more is written) is followed by one on the
+// same file, which delivers what was written meanwhile, each record once,
+// and nothing the first handled; a poller without the file starts at
+// LATEST and misses those records, and so does one whose file is of
+// another stream.
+func TestCheckpointFileResumesAfterARestart(t *testing.T) {
+	f := newStreamFixture(t, func(string) error { return nil }, false)
+	dir := t.TempDir()
+	seen := map[string]int{}
+	poller := func(file string) *StreamPoller {
+		p := &StreamPoller{Streams: f.poller.Streams, StreamARN: f.poller.StreamARN, Source: f.poller.Source,
+			RetryDelay: time.Millisecond, Log: slog.New(slog.DiscardHandler), Checkpoint: file,
+			Handler: func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+				for _, r := range ev.Records {
+					seen[file+" "+r.Change.Keys["sk"].String()]++
+				}
+				return events.DynamoDBEventResponse{}, nil
+			}}
+		if err := p.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	poll := func(p *StreamPoller) {
+		for range 2 {
+			if _, err := p.Poll(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	db := awsclient.DynamoDB(f.st.AWS, f.st.EmulatorURL)
+	put := func(sk string) {
+		if _, err := db.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(f.st.Table), Item: map[string]ddbtypes.AttributeValue{
+			"pk": &ddbtypes.AttributeValueMemberS{Value: "STREAMTEST"}, "sk": &ddbtypes.AttributeValueMemberS{Value: sk},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept, other := filepath.Join(dir, "kept.json"), filepath.Join(dir, "other.json")
+	if err := os.WriteFile(other, []byte(`{"stream_arn":"arn:aws:dynamodb:us-east-1:000000000000:table/gone/stream/x","shards":{"shardId-000000000000":"000000000000000000001"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	first := poller(kept)
+	put("C#1")
+	put("C#2")
+	poll(first)
+	// The first poller dies here; these come while no poller runs.
+	put("C#3")
+	put("C#4")
+	second, fresh, stranger := poller(kept), poller(filepath.Join(dir, "none.json")), poller(other)
+	for _, p := range []*StreamPoller{second, fresh, stranger} {
+		poll(p)
+	}
+	want := map[string]int{kept + " C#1": 1, kept + " C#2": 1, kept + " C#3": 1, kept + " C#4": 1}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("delivered %v; want %v: the second poller resumes after the first's checkpoint, the others start at LATEST", seen, want)
 	}
 }

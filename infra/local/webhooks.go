@@ -4,7 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"spaces"
 	"spaces/infra/emulator"
@@ -24,6 +28,11 @@ type WebhooksConfig struct {
 	Interval time.Duration
 	// Wait is the delivery queue's long-poll time (default 20 s).
 	Wait time.Duration
+	// Visibility, when set, replaces the delivery queue's visibility
+	// timeout (the template's 180 s): how long a message received by a
+	// stack that was then killed waits to be delivered again. Tests that
+	// kill the stack shorten it.
+	Visibility time.Duration
 	// Disabled turns both pollers off.
 	Disabled bool
 }
@@ -51,13 +60,19 @@ func (st *starting) startWebhooks(cfg *Config) (func(), error) {
 	if wc.Disabled {
 		return nil, nil
 	}
+	if wc.Visibility > 0 {
+		if _, err := awsclient.SQS(st.AWS, st.EmulatorURL).SetQueueAttributes(st.ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(queue.URL),
+			Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(int(wc.Visibility / time.Second))}}); err != nil {
+			return nil, err
+		}
+	}
 	fanout, deliverer := wiring.Webhooks(st.aws, wiring.WebhooksSettings{Table: st.Table, Queue: queue.URL,
 		SealerKey: st.Resources["WebhookSecretsKey"].Name, AllowLoopback: true, Roots: wc.Roots}, cfg.Log)
 	fn := st.Functions.Get(webhooksFunction)
 	stream := &StreamPoller{
 		Streams: emulator.Streams(st.AWS, st.EmulatorURL), StreamARN: table.StreamARN, Source: src,
 		Handler:  lambdarules.Handler(fn, tracing.Handler(cfg.Tracing, "webhooks", fanout.HandleStream)),
-		Interval: wc.Interval, Log: cfg.Log,
+		Interval: wc.Interval, Log: cfg.Log, Checkpoint: st.streamCheckpoint(webhooksFunction, webhooksChanges),
 	}
 	if q, ok := st.Resources[src.OnFailure]; ok {
 		stream.Failures, stream.FailureQueueURL = awsclient.SQS(st.AWS, st.EmulatorURL), q.URL

@@ -19,7 +19,16 @@
 #     in a process that asks for it (KUMO_PERSIST=1: the local stack, never a
 #     test), and, when persisting, each answer held back until every change
 #     it made is on disk, so that the local stack acknowledges a write only
-#     after it is durable.
+#     after it is durable;
+#   - streams-store.patch, dynamodb-streams-persist.patch: the tables' stream
+#     records persisted with the tables (one snapshot, so a change and its
+#     record are on disk together), their sequence numbers going on after a
+#     restart; kumo kept streams in memory only, so a restart lost every
+#     record not yet read and numbered from 1 again;
+#   - sqs-inflight.patch: messages in flight persisted, so that one received
+#     before a crash comes back after its visibility timeout, as in SQS;
+#     kumo dropped them from the data folder at the receive
+#     (TestStreamRecordsAndInFlightMessagesSurviveARestart).
 #
 # The patches change behaviour only, inside kumo's own (internal) packages:
 # kumo's exported API is the released one, and Spaces calls nothing a patch

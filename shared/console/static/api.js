@@ -62,6 +62,7 @@ export function createApi(session, onUnauthorized) {
     poll: (path, opts) => request('GET', path, { ...opts, poll: true }),
     post: (path, body, headers) => request('POST', path, { body, headers }).then(r => r.data),
     put: (path, body, headers) => request('PUT', path, { body, headers }).then(r => r.data),
+    patch: (path, body, headers) => request('PATCH', path, { body, headers }).then(r => r.data),
     del: (path, headers) => request('DELETE', path, { headers }).then(r => r.data),
     // all walks every page of a listing (limit 100); progress(n) hears
     // how many items it has so far after each page.

@@ -198,7 +198,12 @@ function failing(e) {
 }
 
 // createForm is drawn once: a poll never redraws it under the user's typing.
-function createForm(ctx, onCreated) {
+function createForm(ctx, onCreated) { return endpointForm(ctx, null, onCreated); }
+
+// endpointForm adds an endpoint (ep null) or changes ep (PATCH, every field
+// sent: "" removes a description or a selector), with the API's errors
+// under the fields they name.
+function endpointForm(ctx, ep, onDone, onCancel) {
   const { api } = ctx;
   const url = h('input', { id: 'ep-url', name: 'url', type: 'url', required: true, maxlength: 2048, 'data-field': 'url', autocomplete: 'off', spellcheck: 'false', placeholder: 'https://hooks.example.com/spaces' });
   const desc = h('input', { id: 'ep-description', name: 'description', maxlength: 500, 'data-field': 'description', autocomplete: 'off' });
@@ -207,19 +212,27 @@ function createForm(ctx, onCreated) {
   const types = h('fieldset', { class: 'field types', id: 'ep-types' }, h('legend', null, 'Event types'),
     h('ul', { class: 'type-list' }, EVENT_TYPES.map(([t, what], i) => h('li', null, boxes[i], ' ', h('label', { for: boxes[i].id }, h('code', null, t)), h('span', { class: 'muted' }, ` ${what}`)))));
   const err = h('div');
-  const submit = h('button', { class: 'primary', type: 'submit' }, 'Add endpoint');
-  const form = h('form', { class: 'card', id: 'endpoint-form', novalidate: true }, h('h2', null, 'Add an endpoint'),
+  const submit = h('button', { class: 'primary', type: 'submit' }, ep ? 'Save changes' : 'Add endpoint');
+  const cancel = ep ? h('button', { type: 'button', id: 'edit-cancel' }, 'Cancel') : null;
+  if (cancel) cancel.addEventListener('click', () => onCancel());
+  if (ep) {
+    url.value = ep.url;
+    desc.value = ep.description || '';
+    selector.value = ep.label_selector || '';
+    boxes.forEach(b => { b.checked = ep.event_types.includes(b.value); });
+  }
+  const form = h('form', { class: 'card', id: ep ? 'endpoint-edit' : 'endpoint-form', novalidate: true }, h('h2', null, ep ? 'Edit the endpoint' : 'Add an endpoint'),
     field('URL', url, 'https only; an address Spaces refuses (private, loopback, link-local, metadata) is said here.'),
     types,
     field('Label selector (optional)', selector, 'Only events about spaces whose labels match; cloud account events are not narrowed.'),
     field('Description (optional)', desc),
-    err, submit);
+    err, h('div', { class: 'row' }, submit, cancel));
   form.addEventListener('submit', async ev => {
     ev.preventDefault();
     err.replaceChildren();
     const body = { url: url.value.trim(), event_types: boxes.filter(b => b.checked).map(b => b.value) };
-    if (desc.value.trim()) body.description = desc.value.trim();
-    if (selector.value.trim()) body.label_selector = selector.value.trim();
+    if (desc.value.trim() || ep) body.description = desc.value.trim();
+    if (selector.value.trim() || ep) body.label_selector = selector.value.trim();
     // openapi.yaml forbids an empty list, so it is never sent: said as the API says it.
     if (!body.event_types.length) {
       const rest = showFieldErrors(form, { problem: { errors: [{ field: 'event_types', reason: 'must name at least one event type' }] } });
@@ -228,17 +241,24 @@ function createForm(ctx, onCreated) {
     }
     submit.disabled = true;
     try {
+      if (ep) {
+        const changed = await api.patch(`/webhook-endpoints/${ep.id}`, body);
+        showFieldErrors(form, null);
+        flash('Endpoint changed.');
+        await onDone(changed);
+        return;
+      }
       const created = await api.post('/webhook-endpoints', body);
       form.reset();
       showFieldErrors(form, null);
       flash('Endpoint added.');
-      await onCreated(created);
+      await onDone(created);
     } catch (x) {
       // event_types.N names a checkbox the page sent N-th: the group shows it.
       if (x.problem && x.problem.errors) x.problem.errors = x.problem.errors.map(e => e.field.startsWith('event_types') ? { ...e, field: 'event_types' } : e);
       // Each error the form shows under its field is not said again above the button.
       const rest = showFieldErrors(form, x);
-      err.replaceChildren(errorBox(x.problem ? { status: x.status, message: x.message, problem: { ...x.problem, errors: rest } } : x, 'The endpoint was not added'));
+      err.replaceChildren(errorBox(x.problem ? { status: x.status, message: x.message, problem: { ...x.problem, errors: rest } } : x, ep ? 'The endpoint was not changed' : 'The endpoint was not added'));
     } finally { submit.disabled = false; }
   });
   return form;
@@ -249,6 +269,8 @@ export async function integrationDetail(root, [id], ctx) {
   const head = h('div', null, h('p', { class: 'loading' }, 'Loading the endpoint…'));
   const banner = h('div');
   const secretSlot = h('div');
+  // The edit form lives here, apart from what a poll redraws.
+  const editSlot = h('div');
   const out = h('div', { id: 'endpoint-result', role: 'status' });
   const tools = h('div', { class: 'row', id: 'endpoint-actions' });
   const log = h('div', { id: 'deliveries' }, h('p', { class: 'loading' }, 'Loading the delivery log…'));
@@ -257,7 +279,7 @@ export async function integrationDetail(root, [id], ctx) {
   const since = h('input', { type: 'datetime-local', id: 'replay-since', step: 1, value: localInput(Date.now() - 3600000) });
   const replayBtn = h('button', { type: 'button', id: 'replay-since-go' }, 'Replay since');
   root.replaceChildren(h('p', null, h('a', { href: '#/integrations' }, '← Integrations')),
-    banner, head, secretSlot, tools, out,
+    banner, head, secretSlot, tools, editSlot, out,
     h('div', { class: 'card' }, h('h2', null, 'Delivery log'),
       h('p', { class: 'muted' }, 'Every attempt, newest first, kept 30 days. A replay sends the event again under its original webhook-id (a receiver that has it drops it), signed with the current secret.'),
       log, pager,
@@ -298,7 +320,13 @@ export async function integrationDetail(root, [id], ctx) {
         'For the next 24 hours every delivery carries two signatures, one with the new secret and one with the old: both sign, so switch your receiver to the new one within that time.'));
       document.getElementById('secret-copy').focus();
     });
-    tools.replaceChildren(test, pauseControl(ep, api, out, async () => { ep = await api.get(`/webhook-endpoints/${id}`); drawEndpoint(); }), rotate,
+    const edit = h('button', { type: 'button', id: 'edit-endpoint' }, 'Edit');
+    edit.addEventListener('click', () => {
+      const close = () => { editSlot.replaceChildren(); document.getElementById('edit-endpoint')?.focus(); };
+      editSlot.replaceChildren(endpointForm(ctx, ep, async changed => { ep = changed; drawEndpoint(); close(); }, close));
+      document.getElementById('ep-url').focus();
+    });
+    tools.replaceChildren(test, edit, pauseControl(ep, api, out, async () => { ep = await api.get(`/webhook-endpoints/${id}`); drawEndpoint(); }), rotate,
       deleteControl(ep, api, async () => ctx.go('#/integrations')));
   }
 
