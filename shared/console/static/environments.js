@@ -38,7 +38,7 @@ function spaceChooser(api, id, except) {
 }
 
 function spaceOption(sp, selected) {
-  return h('option', { value: sp.id, selected }, `${sp.name} · ${sp.provider} · ${sp.status}${sp.synthetic ? ' · synthetic' : ''}`);
+  return h('option', { value: sp.id, selected, 'data-connectivity': sp.connectivity || 'direct' }, `${sp.name} · ${sp.provider} · ${sp.status}${sp.synthetic ? ' · synthetic' : ''}`);
 }
 
 export async function environments(root, _, ctx) {
@@ -50,9 +50,11 @@ export async function environments(root, _, ctx) {
   const space = chooser.sel;
   const ns = patterned({ id: 'env-namespace', name: 'namespace', 'data-field': 'namespace' }, 'namespace');
   const err = h('div');
+  const check = namespaceCheck(api, space, name, ns);
+  const nsResult = h('div', { id: 'env-ns-result', role: 'status' });
   const form = h('form', { class: 'card', id: 'env-form', 'aria-labelledby': 'env-title', novalidate: true }, h('h2', { id: 'env-title' }, 'Create an environment'),
     h('div', { class: 'row' }, field('Name', name), field('Find a space', chooser.q), field('Space', space, 'Inactive spaces are not offered.'), field('Namespace', ns, 'Optional: defaults to the name.')),
-    err, h('button', { class: 'primary', type: 'submit' }, 'Create environment'));
+    check.el, err, h('button', { class: 'primary', type: 'submit' }, 'Create environment'), nsResult);
   form.addEventListener('submit', async e => {
     e.preventDefault();
     const body = { name: name.value.trim(), space_id: space.value };
@@ -60,10 +62,16 @@ export async function environments(root, _, ctx) {
     try {
       const invalid = validate(form);
       if (invalid) throw invalid;
+      const alsoNamespace = check.wanted();
       const env = await api.post('/environments', body);
       showFieldErrors(form, null); err.replaceChildren();
       flash(`Environment ${env.name} created.`);
+      nsResult.replaceChildren();
+      // The namespace after the environment: an environment refused
+      // leaves no namespace behind.
+      if (alsoNamespace) nsResult.replaceChildren(await createNamespace(api, alsoNamespace, env));
       form.reset();
+      check.clear();
       await refresh(true);
     } catch (x) {
       const rest = showFieldErrors(form, x);
@@ -102,6 +110,90 @@ export async function environments(root, _, ctx) {
     }
   }
   await ctx.every(refresh);
+}
+
+// namespaceCheck says whether the namespace the form would bind exists on
+// the chosen space's cluster (an agent space: as its agent last reported),
+// and offers to create it when it does not; the first push into a missing
+// namespace fails. The space's list is asked once per choice of space, not
+// polled.
+function namespaceCheck(api, space, name, ns) {
+  const el = h('div', { id: 'env-ns-check', 'aria-live': 'polite' });
+  let listed = null, asked = 0, timer, offer = null;
+  const wanted = () => ns.value.trim() || name.value.trim();
+  const valid = v => /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(v) && v.length <= 63;
+  let drawn = '';
+  function draw() {
+    const v = wanted();
+    // Redrawn only when what it says changes, so the offer's tick stays.
+    const key = JSON.stringify([space.value, v, listed]);
+    if (key === drawn && listed) return;
+    drawn = key;
+    offer = null;
+    if (!space.value || !listed || !valid(v)) { el.replaceChildren(); delete el.dataset.state; return; }
+    if (listed.error) {
+      el.dataset.state = 'unknown';
+      el.replaceChildren(h('p', { class: 'alert warn' }, `The cluster’s namespaces could not be listed (${listed.error}): the first push will fail until the namespace `, h('code', null, v), ' exists on it.'));
+      return;
+    }
+    if (listed.waiting) {
+      el.dataset.state = 'unknown';
+      el.replaceChildren(h('p', { class: 'alert warn' }, 'The agent has not reported the cluster’s namespaces yet: the first push will fail until the namespace ', h('code', null, v), ' exists on it.'));
+      return;
+    }
+    if (listed.pending.has(v)) {
+      el.dataset.state = 'pending';
+      el.replaceChildren(h('p', { class: 'muted' }, 'The namespace ', h('code', null, v), ' is requested: the agent creates it at its next connection.'));
+      return;
+    }
+    if (listed.names.has(v)) {
+      el.dataset.state = 'exists';
+      el.replaceChildren(h('p', { class: 'muted' }, 'The namespace ', h('code', null, v), ' exists on the cluster.'));
+      return;
+    }
+    el.dataset.state = 'missing';
+    offer = h('input', { type: 'checkbox', id: 'env-ns-create', checked: true });
+    el.replaceChildren(h('p', { class: 'alert warn' }, 'The namespace ', h('code', null, v), ' does not exist on the cluster: the first push will fail until it does.'),
+      h('label', { class: 'check', for: 'env-ns-create' }, offer, ` Create namespace ${v} too`));
+  }
+  async function load() {
+    const mine = ++asked, id = space.value;
+    listed = null; draw();
+    if (!id) return;
+    let got;
+    try {
+      const list = await api.get(`/space-discovery/${id}/namespaces`);
+      const opt = space.selectedOptions[0];
+      // An agent space's list is its agent's last report: none yet says nothing.
+      got = { names: new Set(list.items.map(n => n.name)), pending: new Set((list.pending || []).map(n => n.name)),
+        waiting: !!opt && opt.dataset.connectivity === 'agent' && !list.observed_at };
+    } catch (x) {
+      got = { error: (x.problem && (x.problem.reason || x.problem.title)) || x.message || 'no answer' };
+    }
+    if (mine !== asked) return;
+    listed = got;
+    draw();
+  }
+  space.addEventListener('change', load);
+  for (const input of [name, ns]) input.addEventListener('input', () => { clearTimeout(timer); timer = setTimeout(draw, 150); });
+  return {
+    el,
+    wanted: () => (offer && offer.checked && el.dataset.state === 'missing' ? { name: wanted(), space_id: space.value } : null),
+    clear: () => { asked++; listed = null; draw(); },
+  };
+}
+
+// createNamespace creates the new environment's namespace with the route
+// the space's page uses, and says what came of it.
+async function createNamespace(api, want, env) {
+  try {
+    await api.post(`/space-discovery/${want.space_id}/namespaces`, { name: env.namespace });
+    return h('p', { 'data-ns-result': 'created' }, 'Namespace ', h('code', null, env.namespace), ' created for ', env.name, '.');
+  } catch (x) {
+    if (x.status === 409) return h('p', { 'data-ns-result': 'exists' }, 'Namespace ', h('code', null, env.namespace), ' exists already.');
+    return h('div', { 'data-ns-result': 'failed' }, errorBox(x, `Environment ${env.name} was created, but its namespace ${env.namespace} was not`),
+      h('p', null, 'Create it on the ', h('a', { href: `#/spaces/${want.space_id}` }, 'space’s page'), ' before the first push.'));
+  }
 }
 
 function envRow(e, sp, ctx, refresh) {
@@ -211,7 +303,8 @@ export async function environmentDetail(root, [id], ctx) {
     head.replaceChildren(h('h1', null, e.name),
       h('p', null, 'Bound to ', sp ? [h('a', { href: `#/spaces/${sp.id}` }, sp.name), ' ', badge(sp.status, sp.probe && sp.probe.reason)]
         : gone ? ['the space ', tombstone(gone)] : 'a deregistered space', ', namespace ', h('code', null, e.namespace)),
-      e.gate ? h('div', { class: 'alert warn', role: 'status' }, h('strong', null, e.gate.reason), ': re-bind it on the ', h('a', { href: '#/environments' }, 'environments page'), ' to deploy again.') : '');
+      e.gate ? h('div', { class: 'alert warn', role: 'status' }, h('strong', null, e.gate.reason), ': re-bind it on the ', h('a', { href: '#/environments' }, 'environments page'), ' to deploy again.') : '',
+      missingNamespace(rows, e, sp));
     if (!rows.length) { revs.replaceChildren(empty('No revision pushed to this environment yet.')); return; }
     revs.replaceChildren(h('table', { class: 'stack', id: 'rev-table' },
       h('thead', null, h('tr', null, ['Revision', 'State', 'Attempts', 'Updated', ''].map(t => h('th', { scope: 'col' }, t)))),
@@ -229,6 +322,18 @@ export async function environmentDetail(root, [id], ctx) {
     await draw();
   }
   await ctx.every(() => tick().then(() => refreshAges(root)).catch(x => revs.replaceChildren(errorBox(x, 'The revisions could not be loaded'))));
+}
+
+// missingNamespace is a hint when the latest revision that reached the
+// cluster failed because the namespace is not there: the cluster's answer
+// (the revision's reason) names it, `namespaces "web" not found`.
+function missingNamespace(rows, e, sp) {
+  const last = rows.find(r => r.state === 'deployed' || r.state === 'failed');
+  const m = last && last.state === 'failed' && /namespaces "([^"]+)" not found/.exec(last.reason || '');
+  if (!m) return '';
+  return h('div', { class: 'alert warn', role: 'status', id: 'ns-missing' }, h('strong', null, 'No namespace ', h('code', null, m[1]), ' on the cluster'),
+    ': the latest revision failed because the namespace does not exist. Create it on ',
+    sp ? h('a', { href: `#/spaces/${sp.id}` }, `${sp.name}’s page`) : 'the space’s page', ' (Create a namespace), then push again.');
 }
 
 // attempts says what the count is (claims that found the space not
