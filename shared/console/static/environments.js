@@ -277,6 +277,7 @@ export async function environmentDetail(root, [id], ctx) {
   // counts (a space's status decides the banner and a Re-enqueue), in turn;
   // a change reads the spaces again and redraws.
   let e = env, revPage = null, lastSig = '';
+  const seen = { open: new Set(), text: new Map() };
   async function draw() {
     if (!revPage) return;
     let sp = null, gone = e.gate && e.gate.space;
@@ -308,7 +309,7 @@ export async function environmentDetail(root, [id], ctx) {
     if (!rows.length) { revs.replaceChildren(empty('No revision pushed to this environment yet.')); return; }
     revs.replaceChildren(h('table', { class: 'stack', id: 'rev-table' },
       h('thead', null, h('tr', null, ['Revision', 'State', 'Attempts', 'Updated', ''].map(t => h('th', { scope: 'col' }, t)))),
-      h('tbody', null, rows.map(x => { const v = spaces.get(x.space_id) || {}; return revisionRow(x, v.sp || null, ctx, load, v.gone); }))),
+      h('tbody', null, rows.map(x => { const v = spaces.get(x.space_id) || {}; return revisionRow(x, v.sp || null, ctx, load, v.gone, seen); }))),
       revPage.next_cursor ? h('p', { class: 'muted' }, `The ${PAGE} newest revisions.`) : '');
   }
   const tick = rotation(api, [
@@ -346,9 +347,42 @@ function attempts(r) {
 
 const REV = { pending: 'unknown', deployed: 'active', failed: 'inactive', stopped: 'inactive', 'dead-lettered': 'inactive' };
 
+// manifestsDisclosure is a revision's manifests behind a <details>: the
+// lists leave them out, so GET /revisions/{id} is asked when it is first
+// opened, never before (an idle page polls nothing more). seen keeps what
+// is open and what was read across the rows' redraws.
+function manifestsDisclosure(r, api, seen) {
+  const body = h('div', { class: 'manifests-body' });
+  const d = h('details', { class: 'manifests', 'data-manifests': r.id, open: seen.open.has(r.id) }, h('summary', null, 'Manifests'), body);
+  function show(text) {
+    const copy = h('button', { type: 'button', class: 'copy-manifests' }, 'Copy');
+    copy.addEventListener('click', async () => {
+      try { await navigator.clipboard.writeText(text); flash('Manifests copied.'); } catch { flash('Copying was refused: select the text and copy it.', 'warn'); }
+    });
+    body.replaceChildren(h('pre', { class: 'manifests-text', tabindex: '0', 'aria-label': `Manifests of revision ${r.id.slice(0, 8)}` }, text), copy);
+  }
+  async function read() {
+    if (seen.text.has(r.id)) { show(seen.text.get(r.id)); return; }
+    body.replaceChildren(h('p', { class: 'loading' }, 'Loading the manifests…'));
+    try {
+      const rev = await api.get(`/revisions/${r.id}`);
+      seen.text.set(r.id, JSON.stringify(rev.manifests, null, 2));
+      if (d.open) show(seen.text.get(r.id));
+    } catch (x) {
+      body.replaceChildren(errorBox(x, 'The manifests could not be read'));
+    }
+  }
+  d.addEventListener('toggle', () => {
+    if (d.open) { seen.open.add(r.id); if (!body.firstChild || !seen.text.has(r.id)) read(); } else seen.open.delete(r.id);
+  });
+  if (d.open && seen.text.has(r.id)) show(seen.text.get(r.id));
+  return d;
+}
+
 // revisionRow is one revision; sp is its space, or null when deregistered,
-// then gone is its tombstone if known.
-export function revisionRow(r, sp, ctx, load, gone) {
+// then gone is its tombstone if known; seen, when given, adds the
+// revision's manifests on demand.
+export function revisionRow(r, sp, ctx, load, gone, seen) {
   const act = h('td');
   if (r.state === 'stopped') {
     const ready = sp && sp.status === 'active';
@@ -362,7 +396,7 @@ export function revisionRow(r, sp, ctx, load, gone) {
     if (!ready) act.append(h('div', { class: 'muted', id: `why-${r.id}` }, why));
   }
   return h('tr', { 'data-revision': r.id, 'data-state': r.state },
-    h('td', { 'data-label': 'Revision' }, h('code', null, r.id.slice(0, 8))),
+    h('td', { 'data-label': 'Revision' }, h('div', null, h('code', null, r.id.slice(0, 8)), seen ? manifestsDisclosure(r, ctx.api, seen) : null)),
     h('td', { 'data-label': 'State' }, h('span', { class: `badge s-${REV[r.state]}` }, r.state), r.reason ? h('span', { class: 'reason' }, r.reason) : null),
     h('td', { 'data-label': 'Attempts' }, attempts(r)), h('td', { 'data-label': 'Updated' }, when(r.updated_at)), act);
 }
