@@ -1,5 +1,6 @@
-// Environments (gates, create with the environment picker, re-bind) and
-// their deployment revisions (push, watch, re-enqueue stopped ones).
+// Environments (gates, create with the environment picker, re-bind, the
+// org's stopped revisions) and their deployment revisions (push, watch,
+// re-enqueue stopped ones).
 import { h, badge, providerMark, errorBox, field, empty, flash, showFieldErrors, when, refreshAges, validate, patterned, tombstone, tombstoneOf } from './ui.js';
 import { qs, rotation } from './api.js';
 
@@ -78,22 +79,61 @@ export async function environments(root, _, ctx) {
       err.replaceChildren(rest.length || !(x.problem && x.problem.errors) ? errorBox(x, 'The environment was not created') : '');
     }
   });
-  root.replaceChildren(h('h1', null, 'Environments'), error, h('div', { class: 'card' }, list), form);
+  const stopped = h('div', { id: 'stopped-revisions' }, h('p', { class: 'loading' }, 'Loading revisions…'));
+  root.replaceChildren(h('h1', null, 'Environments'), error, h('div', { class: 'card' }, list),
+    h('div', { class: 'card' }, h('h2', null, 'Stopped revisions'),
+      h('p', { class: 'muted' }, 'Revisions that stopped on an inactive space, most recently stopped first: re-enqueue each once its space is active.'), stopped),
+    form);
+
+  // The org's stopped revisions (GET /revisions?state=stopped), each with
+  // its Re-enqueue once its space is active; rebuilt only when they or
+  // their spaces' statuses changed.
+  let stoppedPage = null, lastStopped = '';
+  async function drawStopped() {
+    const page = stoppedPage;
+    if (!page) return;
+    const revs = page.items;
+    const spaces = new Map(), gone = new Map();
+    for (const r of revs) {
+      if (!spaces.has(r.space_id)) spaces.set(r.space_id, await api.get(`/spaces/${r.space_id}`).catch(x => { if (x.status !== 404) throw x; gone.set(r.space_id, tombstoneOf(x)); return null; }));
+    }
+    const sig = JSON.stringify([revs.map(r => [r.id, r.version]), [...spaces.values()].map(sp => sp && sp.status), page.next_cursor ? 1 : 0]);
+    if (sig === lastStopped) return;
+    lastStopped = sig;
+    if (!revs.length) { stopped.replaceChildren(empty('No stopped revision.')); return; }
+    stopped.replaceChildren(h('table', { class: 'stack', id: 'stopped-table' },
+      h('thead', null, h('tr', null, ['Revision', 'State', 'Attempts', 'Updated', ''].map(t => h('th', { scope: 'col' }, t)))),
+      h('tbody', null, revs.map(r => revisionRow(r, spaces.get(r.space_id), ctx, () => refresh(true), gone.get(r.space_id))))),
+      page.next_cursor ? h('p', { class: 'muted' }, `The ${STOPPED} most recently stopped.`) : '');
+  }
+  async function stoppedChanged(p) {
+    stoppedPage = p;
+    try { await drawStopped(); } catch (x) { stopped.replaceChildren(errorBox(x, 'The stopped revisions could not be loaded')); }
+  }
 
   // Rebinding controls stay as they are while the list refreshes, so a
   // choice in progress is not lost: rows are rebuilt only when data changed.
-  // A tick polls one thing, the environments and the fleet's counts in
-  // turn, each with its ETag; only a change reads the environments and
-  // their spaces again (a status change moves the counts).
+  // A tick polls one thing, the environments, the fleet's counts and the
+  // stopped revisions in turn, each with its ETag; only a change reads the
+  // environments and their spaces again (a status change moves the
+  // counts, and may enable a Re-enqueue).
+  const SOURCES = ['/environments?limit=100', '/space-counts', `/revisions?state=stopped&limit=${STOPPED}`];
   let lastSig = '', ticks = 0, loaded = false;
   async function refresh(force) {
     try {
       let changed = force === true || !loaded;
-      if (!changed) changed = (await api.poll(ticks++ % 2 === 0 ? '/environments?limit=100' : '/space-counts')).changed;
+      if (!changed) {
+        const i = ticks++ % SOURCES.length, r = await api.poll(SOURCES[i]);
+        if (i === 2) { error.replaceChildren(); refreshAges(root); if (r.changed) await stoppedChanged(r.data); return; }
+        changed = r.changed;
+      }
       error.replaceChildren();
-      refreshAges(list);
+      refreshAges(root);
       if (!changed) return;
-      if (!loaded) { await Promise.all([api.poll('/environments?limit=100'), api.poll('/space-counts')]); loaded = true; }
+      if (!loaded) { await Promise.all(SOURCES.slice(0, 2).map(p => api.poll(p))); loaded = true; }
+      // The stopped revisions follow a status change or the user's own action.
+      const stoppedNow = force === true || !stoppedPage ? api.poll(SOURCES[2]).then(r => r.data) : Promise.resolve(stoppedPage);
+      await stoppedNow.then(stoppedChanged, x => stopped.replaceChildren(errorBox(x, 'The stopped revisions could not be loaded')));
       const envs = await api.all('/environments');
       const ids = [...new Set(envs.map(e => e.space_id))];
       const spaces = await Promise.all(ids.map(id => api.get(`/spaces/${id}`).catch(() => null)));
@@ -235,6 +275,9 @@ function rebind(e, ctx, refresh) {
   });
   return form;
 }
+
+// STOPPED is how many stopped revisions the environments page shows.
+const STOPPED = 100;
 
 // ---- one environment and its revisions --------------------------------------
 // The revisions come from GET /environments/{id}/revisions (newest first, a
