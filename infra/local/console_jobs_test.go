@@ -15,8 +15,8 @@ import (
 
 // Provisioning jobs in the browser: the view lists the org's jobs with
 // their states and steps, a succeeded one linking its space, a failed one
-// with the cloud's words and a Retry that takes it to success; the stopped
-// revisions card sits beside them; the form starts a job, the API's field
+// with the cloud's words and a Retry that takes it to success; jobs only,
+// no stopped revisions (they are on the environments page); the form starts a job, the API's field
 // errors shown beside their inputs with nothing stored.
 func TestConsoleProvisioningJobs(t *testing.T) {
 	creator := &fakeCreator{polls: 1, refuse: "QuotaExceeded: no vCPU left in eu-central-1"}
@@ -58,8 +58,9 @@ func TestConsoleProvisioningJobs(t *testing.T) {
 	if txt := p.eval(row(failed) + `.innerText`); !strings.Contains(txt, "QuotaExceeded: no vCPU left") {
 		t.Errorf("the failed job does not show the cloud's words: %q", txt)
 	}
-	if txt := p.text("#stopped-revisions"); !strings.Contains(txt, "No stopped revision") {
-		t.Errorf("the stopped revisions card: %q", txt)
+	// Jobs only: the stopped revisions are on the environments page.
+	if p.eval(`String(!!document.querySelector('#stopped-revisions'))`) != "false" || strings.Contains(p.eval(`document.querySelector('main').innerText`), "Stopped revisions") {
+		t.Error("the jobs page shows the stopped revisions")
 	}
 	p.shot("20-provisioning-jobs")
 	p.audit("provisioning jobs")

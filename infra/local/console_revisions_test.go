@@ -18,7 +18,7 @@ import (
 // enabled once it is active again, and re-enqueues it. The revisions come
 // from the API, not from the browser's storage: a teammate's push (over
 // the API) is listed beside the browser's, and both stopped ones are on the
-// Jobs page's "Stopped revisions".
+// Environments page's "Stopped revisions" (and not on the Jobs page).
 func TestConsoleRevisions(t *testing.T) {
 	st := startWith(t, Config{
 		// Down long enough for three failed probes and three claims.
@@ -70,9 +70,18 @@ func TestConsoleRevisions(t *testing.T) {
 	mine := p.eval(row + `.dataset.revision`)
 	p.until("the revision stopped", row+` && `+row+`.dataset.state === 'stopped'`, wait)
 	p.until("the teammate's revision stopped", teammateRow+`.dataset.state === 'stopped'`, wait)
-	p.visit("open the jobs page", "#/jobs")
+	p.visit("open the environments page", "#/environments")
 	for _, id := range []string{mine, teammate} {
-		p.until("a stopped revision on the jobs page", fmt.Sprintf(`!!document.querySelector('#stopped-revisions tr[data-revision="%s"]')`, id), wait)
+		p.until("a stopped revision on the environments page", fmt.Sprintf(`!!document.querySelector('#stopped-revisions tr[data-revision="%s"]')`, id), wait)
+	}
+	if got := p.eval(`document.querySelector('#stopped-revisions tr[data-revision="` + mine + `"]').innerText`); !strings.Contains(got, "re-enqueue once it is active") {
+		t.Errorf("the stopped revision on the environments page gives no reason for its disabled Re-enqueue: %q", got)
+	}
+	p.audit("environments with stopped revisions")
+	p.visit("open the jobs page", "#/jobs")
+	p.until("the jobs page", `!!document.querySelector('#jobs') && !document.querySelector('#jobs .loading')`, wait)
+	if p.eval(`String(!!document.querySelector('#stopped-revisions'))`) != "false" {
+		t.Error("the jobs page still shows the stopped revisions")
 	}
 	p.visit("back to the environment", "#/environments/"+envID)
 	p.until("the revisions again", `document.querySelectorAll('#rev-table tbody tr').length === 2`, wait)

@@ -8,6 +8,7 @@ import { spacesList, spaceDetail } from './spaces.js';
 import { accounts, clusterPicker } from './accounts.js';
 import { environments, environmentDetail } from './environments.js';
 import { jobs } from './jobs.js';
+import { policies } from './policies.js';
 import { integrations, integrationDetail, watchDisabled } from './integrations.js';
 import { activity } from './activity.js';
 
@@ -28,6 +29,7 @@ const routes = [
   [/^#\/environments\/([0-9a-fA-F-]{36})$/, environmentDetail],
   [/^#\/environments$/, environments],
   [/^#\/jobs$/, jobs],
+  [/^#\/policies$/, policies],
   [/^#\/integrations\/([0-9a-fA-F-]{36})$/, integrationDetail],
   [/^#\/integrations$/, integrations],
   [/^#\/activity$/, activity],
