@@ -226,7 +226,7 @@ func TestReadUnder(t *testing.T) {
 	eq := Driver{Key: "env", Values: []string{"prod"}}
 	set := Driver{Key: "team", Values: values(MaxDriverValues)}
 	wide := Driver{Key: "owner", Values: values(MaxDriverValues + 1)}
-	none := Driver{Key: "frozen", Exists: true}                          // no space has the key
+	none := Driver{Key: "frozen", Exists: true}                           // no space has the key
 	some := Driver{Key: "tier", Exists: true, Values: []string{"a", "b"}} // its key's values
 	many := Driver{Key: "id", Exists: true, Values: values(MaxDriverValues + 1)}
 	for _, tc := range []struct {
