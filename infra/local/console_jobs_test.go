@@ -124,3 +124,73 @@ func TestConsoleProvisioningJobs(t *testing.T) {
 	}
 	waitJob(t, c, made["id"].(string), provisioning.Succeeded)
 }
+
+// TestConsoleJobSettingsChanged: a job the cloud refused for its own
+// settings cannot be edited, so its row offers "Change the settings": the
+// job is canceled (which frees its cluster's name) and its settings fill
+// the form, where the refused one is changed and the cluster provisioned
+// again. The machine type box suggests the provider's common types.
+func TestConsoleJobSettingsChanged(t *testing.T) {
+	creator := &fakeCreator{polls: 1, refuse: "InvalidParameterException: unsupported Kubernetes version"}
+	st := startWith(t, Config{
+		Probing:        ProbingConfig{Disabled: true},
+		Revisions:      RevisionsConfig{Disabled: true},
+		Provisioning:   ProvisioningConfig{Creator: creator, PollInterval: time.Second, Wait: time.Second},
+		ConsoleRefresh: time.Second,
+	})
+	org := "org-" + uuid.NewString()[:8]
+	c := newClient(t, st, org)
+	acct := c.account("aws")
+	body := jobBody("aws", acct, "settings")
+	failed := c.must(201, c.do("POST", "/provisioning-jobs", body))["id"].(string)
+	if j := waitJob(t, c, failed, provisioning.Failed); j["failure"].(map[string]any)["retryable"] != false {
+		t.Fatalf("the refused job's failure is retryable: %v", j["failure"])
+	}
+	creator.mu.Lock()
+	creator.refuse = ""
+	creator.mu.Unlock()
+
+	proxy := newConsoleProxy(t, st, nil)
+	p := &page{t: t, ctx: browser(t), base: proxy.srv.URL, shots: screenshotDir(t)}
+	const wait = time.Minute
+	p.signIn(org)
+	p.until("the spaces list", `!!document.querySelector('#spaces-table') || !!document.querySelector('.empty')`, wait)
+	p.visit("open the provisioning jobs", "#/jobs")
+	row := `document.querySelector('#job-table tr[data-job="` + failed + `"]')`
+	change := `[...` + row + `.querySelectorAll('button')].find(b => b.textContent === 'Change the settings')`
+	p.until("the failed job's Change the settings", `!!`+row+` && !!`+change+` && !!document.querySelector('#provision-form')`, wait)
+	if got := p.eval(`[...document.querySelectorAll('#job-machines option')].map(o => o.value).join(',')`); !strings.Contains(got, "m6i.large") {
+		t.Errorf("the machine type suggestions for AWS: %q", got)
+	}
+	p.eval(change + `.click(), ''`)
+	p.until("the job canceled and its settings in the form", row+`.dataset.state === 'canceled' && document.querySelector('#job-clusterName').value === 'settings' &&
+		document.querySelector('#job-version').value === '`+body["spec"].(map[string]any)["kubernetes_version"].(string)+`' && document.querySelector('#job-machine').value === 'm5.large' &&
+		document.querySelector('#job-subnet_ids').value === 'subnet-0a1b2c3d, subnet-4e5f6a7b' && document.querySelector('#job-tags').value === 'team=platform' &&
+		document.activeElement === document.querySelector('#job-version')`, wait)
+	if j := c.must(200, c.do("GET", "/provisioning-jobs/"+failed, nil)); j["state"] != "canceled" {
+		t.Errorf("the refused job is %v after Change the settings, want canceled", j["state"])
+	}
+	p.run("change the version and provision again", chromedp.SetValue(chromedp.CSS("#job-version"), "1.32"), chromedp.Click(chromedp.CSS("#provision")))
+	p.until("the new job succeeded", `[...document.querySelectorAll('#job-table tr')].some(r => r.dataset.job !== '`+failed+`' && r.dataset.state === 'succeeded')`, wait)
+	var jobs struct {
+		Items []struct {
+			ID, State string
+			Config    map[string]string
+			Spec      struct {
+				KubernetesVersion string `json:"kubernetes_version"`
+			}
+		}
+	}
+	if err := json.Unmarshal(c.do("GET", "/provisioning-jobs", nil).body, &jobs); err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs.Items) != 2 {
+		t.Fatalf("%d jobs, want the canceled one and the new one", len(jobs.Items))
+	}
+	for _, j := range jobs.Items {
+		if j.ID != failed && (j.State != "succeeded" || j.Config["clusterName"] != "settings" || j.Spec.KubernetesVersion != "1.32") {
+			t.Errorf("the new job: %+v, want succeeded for settings at 1.32", j)
+		}
+	}
+	p.audit("provisioning jobs (settings changed)")
+}

@@ -24,7 +24,7 @@ export async function jobs(root, _, ctx) {
     if (!items.length) { list.replaceChildren(empty('No provisioning job yet: provision a cluster above.')); return; }
     list.replaceChildren(h('table', { class: 'stack', id: 'job-table' },
       h('thead', null, h('tr', null, ['Cluster', 'State', 'Steps', 'Updated', ''].map(t => h('th', { scope: 'col' }, t)))),
-      h('tbody', null, items.map(j => jobRow(j, ctx, reload)))));
+      h('tbody', null, items.map(j => jobRow(j, ctx, reload, () => formCard)))));
   }
   const tick = rotation(api, [
     { path: () => '/provisioning-jobs?limit=100', changed: p => loadJobs(p) },
@@ -35,7 +35,8 @@ export async function jobs(root, _, ctx) {
   }
   // The form is drawn once (a tick never redraws it under the user's
   // typing); a new job reloads the list at once.
-  api.all('/cloud-accounts').then(accts => form.replaceWith(provisionForm(ctx, accts, reload)),
+  let formCard = null;
+  api.all('/cloud-accounts').then(accts => { formCard = provisionForm(ctx, accts, reload); form.replaceWith(formCard); },
     x => form.replaceChildren(errorBox(x, 'The cloud accounts could not be loaded')));
   await ctx.every(async () => {
     try {
@@ -47,7 +48,7 @@ export async function jobs(root, _, ctx) {
   });
 }
 
-function jobRow(j, ctx, load) {
+function jobRow(j, ctx, load, formOf) {
   const act = h('td');
   const button = (label, run, done) => {
     const b = h('button', { type: 'button' }, label);
@@ -62,6 +63,15 @@ function jobRow(j, ctx, load) {
   // button says that instead of promising a retry that fails the same way.
   if (j.state === 'failed') act.append(button(j.failure && !j.failure.retryable ? 'Retry after fixing the cause' : 'Retry',
     () => ctx.api.post(`/provisioning-jobs/${j.id}/retry`), 'Job queued again.'));
+  // A job's settings cannot be edited: when they are the cause (a version
+  // or machine type the cloud refused), the job is canceled, which frees
+  // its cluster's name, and its settings go to the form to be changed.
+  if (j.state === 'failed' && j.failure && !j.failure.retryable) act.append(button('Change the settings', async () => {
+    const form = formOf();
+    if (!form) throw new Error('the form is not ready yet');
+    await ctx.api.del(`/provisioning-jobs/${j.id}`);
+    if (!form.fill(j)) throw new Error('its cloud account cannot create clusters any more');
+  }, `${j.config.clusterName}'s job was canceled; its settings are in the form above: change what the cloud refused and provision again.`));
   if (!['succeeded', 'canceled', 'registering'].includes(j.state)) act.append(button('Cancel', () => ctx.api.del(`/provisioning-jobs/${j.id}`), 'Job canceled.'));
   const steps = h('ol', { class: 'steps' }, j.steps.map(s => h('li', { 'data-step': s.state },
     h('span', { class: `badge s-${JOB[s.state]}` }, s.state), ' ', when(s.at),

@@ -12,7 +12,8 @@ import { h, field, flash, errorBox, showFieldErrors, validate, PROVIDERS, AWS_RE
 const SUGGESTED_VERSIONS = ['1.33', '1.32', '1.31', '1.30'];
 
 // Per provider: the identity config keys (beyond clusterName, which all
-// have), the network fields, and a machine type as an example. An entry is
+// have), the network fields, a machine type as an example and common ones
+// as suggestions (any the cloud offers may be typed). An entry is
 // [key, label, placeholder, hint, data-field, {list, from}] where from
 // names the account's connection key that fills it.
 const FIELDS = {
@@ -23,6 +24,7 @@ const FIELDS = {
       ['security_group_ids', 'Security group ids', 'sg-0a1b2c3d', 'Optional, comma separated.', 'spec.network.security_group_ids', { many: true, optional: true }],
     ],
     machine: 'm5.large',
+    machines: ['m6i.large', 'm6i.xlarge', 'm7g.large', 'm5.large', 'c6i.xlarge', 't3.medium'],
   },
   gcp: {
     config: [
@@ -34,6 +36,7 @@ const FIELDS = {
       ['subnetwork', 'Subnetwork', 'default', 'A subnetwork of that network in the location.', 'spec.network.subnetwork', {}],
     ],
     machine: 'e2-standard-4',
+    machines: ['e2-standard-4', 'e2-standard-8', 'n2-standard-4', 'n2-standard-8', 't2a-standard-4'],
   },
   azure: {
     config: [
@@ -45,6 +48,7 @@ const FIELDS = {
       ['vnet_subnet_id', 'Subnet resource id', '/subscriptions/…/resourceGroups/…/providers/Microsoft.Network/virtualNetworks/…/subnets/…', 'A subnet in the cluster’s subscription.', 'spec.network.vnet_subnet_id', {}],
     ],
     machine: 'Standard_D4s_v5',
+    machines: ['Standard_D4s_v5', 'Standard_D8s_v5', 'Standard_D4ps_v5', 'Standard_B4ms', 'Standard_E4s_v5'],
   },
 };
 
@@ -66,7 +70,8 @@ export function provisionForm(ctx, accounts, created) {
     ready.map(a => h('option', { value: a.id }, `${a.name} (${PROVIDERS[a.provider]})`)));
   const name = h('input', { id: 'job-clusterName', 'data-field': 'config.clusterName', required: true, autocomplete: 'off', spellcheck: 'false', placeholder: 'prod-eu' });
   const version = h('input', { id: 'job-version', 'data-field': 'spec.kubernetes_version', required: true, list: 'job-versions', autocomplete: 'off', placeholder: '1.31' });
-  const machine = h('input', { id: 'job-machine', 'data-field': 'spec.node_pool.machine_type', required: true, autocomplete: 'off', spellcheck: 'false' });
+  const machine = h('input', { id: 'job-machine', 'data-field': 'spec.node_pool.machine_type', required: true, autocomplete: 'off', spellcheck: 'false', list: 'job-machines' });
+  const machines = h('datalist', { id: 'job-machines' });
   const num = (id, key, value) => h('input', { id, type: 'number', min: 0, max: 1000, step: 1, value, required: true, 'data-field': `spec.node_pool.${key}` });
   const min = num('job-min', 'min_nodes', 1), desired = num('job-desired', 'desired_nodes', 2), max = num('job-max', 'max_nodes', 3);
   const tags = h('input', { id: 'job-tags', 'data-field': 'spec.tags', autocomplete: 'off', spellcheck: 'false', placeholder: 'team=platform, env=prod' });
@@ -89,6 +94,7 @@ export function provisionForm(ctx, accounts, created) {
     build('config', configBox, f.config);
     build('network', networkBox, f.network);
     machine.placeholder = f.machine;
+    machines.replaceChildren(...f.machines.map(m => h('option', { value: m })));
     const d = ctx.cfg.demo_provisioning && ctx.cfg.demo_provisioning[a.provider];
     demo.replaceChildren(d ? (() => {
       const b = h('button', { type: 'button', class: 'link', id: 'job-use-demo' }, `Use the local demo ${PROVIDERS[a.provider]} network`);
@@ -136,7 +142,7 @@ export function provisionForm(ctx, accounts, created) {
     h('datalist', { id: 'job-versions' }, SUGGESTED_VERSIONS.map(v => h('option', { value: v }))),
     h('datalist', { id: 'job-aws-regions' }, AWS_REGIONS.map(r => h('option', { value: r }))),
     h('fieldset', null, h('legend', null, 'Node pool'),
-      field('Machine type', machine), h('div', { class: 'row' }, field('Min nodes', min), field('Desired nodes', desired), field('Max nodes', max))),
+      field('Machine type', machine), machines, h('div', { class: 'row' }, field('Min nodes', min), field('Desired nodes', desired), field('Max nodes', max))),
     h('fieldset', null, h('legend', null, 'Network'), networkBox),
     field('Tags', tags, 'Optional: key=value, comma separated; your cloud’s tag rules apply.'),
     demo, err, h('button', { class: 'primary', type: 'submit', id: 'provision' }, 'Provision'));
@@ -165,5 +171,20 @@ export function provisionForm(ctx, accounts, created) {
   });
   render();
   card.append(form);
+  // fill puts a job's settings in the form, to change what the cloud
+  // refused and provision again (a job's own settings cannot be edited);
+  // false when its account can no longer create clusters.
+  card.fill = j => {
+    if (!ready.some(a => a.id === j.cloud_account_id)) return false;
+    account.value = j.cloud_account_id;
+    render();
+    name.value = j.config.clusterName;
+    fillDemo({ config: j.config, spec: { ...j.spec, network: j.spec.network || {} } });
+    tags.value = Object.entries(j.spec.tags || {}).map(([k, v]) => `${k}=${v}`).join(', ');
+    showFieldErrors(form, null);
+    form.scrollIntoView({ block: 'start' });
+    version.focus();
+    return true;
+  };
   return card;
 }
