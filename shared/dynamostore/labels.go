@@ -86,18 +86,11 @@ const maxTransactItems = 100
 
 // labelEntries is sp's label entries by sort key: none once deregistered.
 func (s *Store) labelEntries(sp space.Space) map[string]map[string]types.AttributeValue {
-	if sp.DeletedAt != nil || sp.OrgID == "" {
-		return nil
-	}
-	out := map[string]map[string]types.AttributeValue{}
+	var sks []string
 	for k, v := range sp.Labels {
-		sk := labelSK(k, v, sp.ID)
-		out[sk] = map[string]types.AttributeValue{
-			"pk": str(labelsPK(sp.OrgID)), "sk": str(sk),
-			attrNames[nProv]: str(string(sp.Provider)), attrNames[nType]: str(sp.SpaceType), attrNames[nAccount]: str(sp.CloudAccountID),
-		}
+		sks = append(sks, labelSK(k, v, sp.ID))
 	}
-	return out
+	return indexEntries(sp, labelsPK(sp.OrgID), sks)
 }
 
 // labelMoves is the transaction items that take before's label entries to

@@ -59,14 +59,25 @@ const wordsVersion = "1"
 
 // wordEntries is sp's search entries by sort key: none once deregistered.
 func (s *Store) wordEntries(sp space.Space) map[string]map[string]types.AttributeValue {
+	var sks []string
+	for _, w := range space.NameWords(sp.Name) {
+		sks = append(sks, wordSK(w, sp))
+	}
+	return indexEntries(sp, wordsPK(sp.OrgID), sks)
+}
+
+// indexEntries is a live space's entries in one of its org's index
+// partitions (its words, its labels) by sort key: each carries the
+// filters a listing applies before reading any space (provider, type,
+// account). A deregistered space has none.
+func indexEntries(sp space.Space, pk string, sks []string) map[string]map[string]types.AttributeValue {
 	if sp.DeletedAt != nil || sp.OrgID == "" {
 		return nil
 	}
-	out := map[string]map[string]types.AttributeValue{}
-	for _, w := range space.NameWords(sp.Name) {
-		sk := wordSK(w, sp)
+	out := make(map[string]map[string]types.AttributeValue, len(sks))
+	for _, sk := range sks {
 		out[sk] = map[string]types.AttributeValue{
-			"pk": str(wordsPK(sp.OrgID)), "sk": str(sk),
+			"pk": str(pk), "sk": str(sk),
 			attrNames[nProv]: str(string(sp.Provider)), attrNames[nType]: str(sp.SpaceType), attrNames[nAccount]: str(sp.CloudAccountID),
 		}
 	}
