@@ -10,7 +10,7 @@
 // would skip what was written before the kill and not yet handled; what was
 // handled and not yet checkpointed is handled again (at least once:
 // webhook receivers drop the duplicate by its webhook-id).
-// TestNoEventLostAcrossKill9 counts the events delivered across kills.
+// BenchmarkDeliveryAcrossKill9 counts the events delivered across kills.
 package local
 
 import (
