@@ -327,11 +327,14 @@ func (d *Demo) startBackends(opts Options, ca *testcluster.CA) error {
 		kc, err := kubetest.StartCluster(context.Background(), kubetest.Options{BinDir: bin, Dir: opts.KubeDir,
 			TokenWebhook: &kubetest.TokenWebhook{URL: d.Cloud.WebhookURL(realBackend), CAPEM: d.Cloud.CAPEM}})
 		if err != nil {
+			d.RealMissing = "the kube-apiserver did not start: " + err.Error()
 			if kc != nil {
+				// The reason is in the logs; a test failing on RealMissing
+				// shows it.
+				d.RealMissing += "\n" + kc.LogTail(15)
 				opts.Log.Warn("demo kube-apiserver did not start", "log", kc.LogTail(30))
 				kc.Close()
 			}
-			d.RealMissing = "the kube-apiserver did not start: " + err.Error()
 		} else {
 			d.Real = kc
 			d.Cloud.SetCreationBackend(simcloud.Backend{Key: realBackend, Server: kc.URL, CAPEM: kc.CAPEM})

@@ -239,42 +239,54 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		return err
 	}
 
-	ports, err := loopport.Free(3)
-	if err != nil {
-		return fmt.Errorf("find free ports: %w", err)
-	}
-	etcdClient := "http://127.0.0.1:" + strconv.Itoa(ports[0])
-	etcdPeer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	c.URL = "https://127.0.0.1:" + strconv.Itoa(ports[2])
-
-	// etcd: one member, loopback only, no fsync (test data is disposable).
-	etcdArgs := []string{
-		"--name=kubetest",
-		"--data-dir=" + filepath.Join(c.Dir, "etcd-data"),
-		"--listen-client-urls=" + etcdClient,
-		"--advertise-client-urls=" + etcdClient,
-		"--listen-peer-urls=" + etcdPeer,
-		"--initial-advertise-peer-urls=" + etcdPeer,
-		"--initial-cluster=kubetest=" + etcdPeer,
-		"--initial-cluster-state=new",
-		"--unsafe-no-fsync",
-		"--log-level=warn",
-	}
-	c.etcd, err = startProc(filepath.Join(c.binDir, "etcd"), etcdArgs, c.EtcdLog)
-	if err != nil {
-		return err
-	}
-	etcdCtx, cancel := context.WithTimeout(ctx, c.readyTimeout)
-	defer cancel()
-	if err := waitHTTP(etcdCtx, c.etcd, "etcd", &http.Client{Timeout: 2 * time.Second},
-		etcdClient+"/health", ""); err != nil {
-		return err
+	// Each port was free a moment ago; another test's child may bind it
+	// first, so a start that lost its port is tried again on new ones.
+	var etcdClient string
+	for attempt := 1; ; attempt++ {
+		ports, err := freePorts(2)
+		if err != nil {
+			return fmt.Errorf("find free ports: %w", err)
+		}
+		etcdClient = "http://127.0.0.1:" + strconv.Itoa(ports[0])
+		etcdPeer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+		dataDir := filepath.Join(c.Dir, "etcd-data")
+		// etcd: one member, loopback only, no fsync (test data is disposable).
+		etcdArgs := []string{
+			"--name=kubetest",
+			"--data-dir=" + dataDir,
+			"--listen-client-urls=" + etcdClient,
+			"--advertise-client-urls=" + etcdClient,
+			"--listen-peer-urls=" + etcdPeer,
+			"--initial-advertise-peer-urls=" + etcdPeer,
+			"--initial-cluster=kubetest=" + etcdPeer,
+			"--initial-cluster-state=new",
+			"--unsafe-no-fsync",
+			"--log-level=warn",
+		}
+		from := logSize(c.EtcdLog)
+		c.etcd, err = startProc(filepath.Join(c.binDir, "etcd"), etcdArgs, c.EtcdLog)
+		if err != nil {
+			return err
+		}
+		etcdCtx, cancel := context.WithTimeout(ctx, c.readyTimeout)
+		err = waitHTTP(etcdCtx, c.etcd, "etcd", &http.Client{Timeout: 2 * time.Second},
+			etcdClient+"/health", "")
+		cancel()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errExited) || !bindLost(c.EtcdLog, from) || attempt == bindAttempts {
+			return err
+		}
+		// A new member on new URLs needs an empty data directory.
+		if err := os.RemoveAll(dataDir); err != nil {
+			return err
+		}
 	}
 
 	args := []string{
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(ports[2]),
 		"--endpoint-reconciler-type=none",
 		"--etcd-servers=" + etcdClient,
 		"--tls-cert-file=" + p.certFile,
@@ -300,11 +312,53 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 			"--authentication-token-webhook-cache-ttl="+w.CacheTTL.String(),
 		)
 	}
-	c.apiserverArgs = append(args, opts.APIServerArgs...)
+	args = append(args, opts.APIServerArgs...)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.startAPIServerLocked(ctx)
+	for attempt := 1; ; attempt++ {
+		ports, err := freePorts(1)
+		if err != nil {
+			return fmt.Errorf("find a free port: %w", err)
+		}
+		c.URL = "https://127.0.0.1:" + strconv.Itoa(ports[0])
+		// Last, so that it wins: the port is ours to choose.
+		c.apiserverArgs = append(append([]string(nil), args...), "--secure-port="+strconv.Itoa(ports[0]))
+		from := logSize(c.APIServerLog)
+		err = c.startAPIServerLocked(ctx)
+		if err == nil || !errors.Is(err, errExited) || !bindLost(c.APIServerLog, from) || attempt == bindAttempts {
+			return err
+		}
+	}
+}
+
+// freePorts is loopport.Free; a test replaces it to hand out a taken port.
+var freePorts = loopport.Free
+
+// bindAttempts bounds the starts on new ports after one lost its port.
+const bindAttempts = 5
+
+// errExited marks a process that exited before it was ready.
+var errExited = errors.New("exited before it was ready")
+
+// logSize is where the next start's lines begin in a log file.
+func logSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// bindLost reports whether the log written since from says the process
+// could not bind its port: another process took it after loopport.Free
+// found it free.
+func bindLost(path string, from int64) bool {
+	data, err := os.ReadFile(path)
+	if err != nil || int64(len(data)) < from {
+		return false
+	}
+	return bytes.Contains(data[from:], []byte("address already in use"))
 }
 
 // startAPIServerLocked starts kube-apiserver and waits for /readyz.
@@ -613,7 +667,7 @@ func waitHTTP(ctx context.Context, p *proc, what string, client *http.Client, ur
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited before it was ready (%v); its log is in the output", what, p.err)
+			return fmt.Errorf("%s %w (%v); its log is in the output", what, errExited, p.err)
 		case <-ctx.Done():
 			return fmt.Errorf("%s not ready at %s after %v (last answer: %s)", what, url,
 				time.Since(start).Round(time.Millisecond), last)
