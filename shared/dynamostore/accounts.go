@@ -29,20 +29,7 @@ func (s *Store) CreateAccount(ctx context.Context, a space.CloudAccount) error {
 	}
 	item["space_count"] = num(0)
 	stampItem(ctx, item)
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: s.table, Item: item,
-		ConditionExpression:      aws.String("attribute_not_exists(" + nPK + ")"),
-		ExpressionAttributeNames: names(nPK),
-	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ccf):
-		return space.Errorf(space.KindConflict, "a cloud account with id %s already exists", a.ID)
-	default:
-		return awsError("PutItem", err)
-	}
+	return s.putNew(ctx, item, "a cloud account", a.ID)
 }
 
 // GetAccount returns an account of org.

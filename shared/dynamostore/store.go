@@ -334,6 +334,23 @@ func (s *Store) getItem(ctx context.Context, key map[string]types.AttributeValue
 	return out.Item, nil
 }
 
+// putNew stores item only if its key is free; a taken key is a conflict
+// that names what and id.
+func (s *Store) putNew(ctx context.Context, item map[string]types.AttributeValue, what, id string) error {
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item,
+		ConditionExpression:      aws.String("attribute_not_exists(" + nPK + ")"),
+		ExpressionAttributeNames: names(nPK)})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ccf):
+		return space.Errorf(space.KindConflict, "%s with id %s already exists", what, id)
+	default:
+		return awsError("PutItem", err)
+	}
+}
+
 // canceled returns the cancellation reasons of a canceled transaction.
 func canceled(err error) ([]types.CancellationReason, bool) {
 	var tce *types.TransactionCanceledException

@@ -88,18 +88,7 @@ func (s *Store) CreateWebhook(ctx context.Context, e space.WebhookEndpoint) erro
 	if err != nil {
 		return err
 	}
-	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item,
-		ConditionExpression:      aws.String("attribute_not_exists(" + nPK + ")"),
-		ExpressionAttributeNames: names(nPK)})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ccf):
-		return space.Errorf(space.KindConflict, "a webhook endpoint with id %s already exists", e.ID)
-	default:
-		return awsError("PutItem", err)
-	}
+	return s.putNew(ctx, item, "a webhook endpoint", e.ID)
 }
 
 // GetWebhook returns org's endpoint with its secrets (one Decrypt).
