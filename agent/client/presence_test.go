@@ -2,6 +2,11 @@ package client
 
 import (
 	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
 	"io"
 	"log/slog"
 	"slices"
@@ -86,13 +91,13 @@ func TestPresenceReconnectsWithTheNewestCredential(t *testing.T) {
 
 	ep := space.PresenceEndpoint{Endpoint: b.MQTTAddr(), Authorizer: "spaces-agent", ClientID: "spaces-agent1",
 		WakeTopic: "spaces/spaces-agent1/wake", KeepAliveSeconds: 1200, FallbackSeconds: 600}
-	p := dialPresence(ep, "first", roots, DefaultMQTTRetry, quiet)
+	p := dialPresence(ep, "first", "", roots, DefaultMQTTRetry, quiet)
 	defer p.close()
 	waitUntil(t, "the first connection", p.up)
 
 	// The renewal: the agent stores the new credential, and the old one
 	// is revoked (its overlap ends).
-	p.use("second")
+	p.use("second", "")
 	auth.set("second", true)
 	auth.set("first", false)
 	if !p.up() {
@@ -110,6 +115,81 @@ func TestPresenceReconnectsWithTheNewestCredential(t *testing.T) {
 	}
 	if i := slices.Index(got, "second"); slices.Contains(got[i:], "first") {
 		t.Fatalf("authorizer asked %q: the old credential presented after the new one", got)
+	}
+}
+
+// TestPresenceSignsEachReconnect: with the authorizer's token signing on,
+// every CONNECT carries the current credential's token and its
+// signature, so IoT Core lets it reach the authorizer: the first
+// connection with the first credential's, and after a renewal and the
+// refresh's refusal of the old one, the reconnect with the renewed
+// credential's token and signature. The authorizer is never asked with a
+// token other than its password's, nor with one unverified.
+func TestPresenceSignsEachReconnect(t *testing.T) {
+	ca, err := testcluster.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, roots, err := ca.LoopbackTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sign := func(cred string) string {
+		sum := sha256.Sum256([]byte(space.PresenceToken(cred)))
+		sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, sum[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return base64.StdEncoding.EncodeToString(sig)
+	}
+	clk := testclock.New(time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC))
+	auth := &authorizerLog{valid: map[string]bool{"first": true}}
+	var mu sync.Mutex
+	var mismatched int
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	b, err := iotcore.Start(context.Background(), iotcore.Config{
+		TLS: server,
+		Authorizers: map[string]iotcore.Authorizer{"spaces-agent": func(ctx context.Context, req events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error) {
+			if !req.SignatureVerified || req.Token != space.PresenceToken(string(req.ProtocolData.MQTT.Password)) {
+				mu.Lock()
+				mismatched++
+				mu.Unlock()
+			}
+			return auth.authorize(ctx, req)
+		}},
+		Signing: map[string]iotcore.Signing{"spaces-agent": {TokenKeyName: "spaces-token",
+			PublicKeys: map[string]*rsa.PublicKey{"current": &key.PublicKey}}},
+		Now: clk.Now, Log: quiet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	ep := space.PresenceEndpoint{Endpoint: b.MQTTAddr(), Authorizer: "spaces-agent", ClientID: "spaces-agent1",
+		WakeTopic: "spaces/spaces-agent1/wake", KeepAliveSeconds: 1200, FallbackSeconds: 600, TokenKeyName: "spaces-token"}
+	p := dialPresence(ep, "first", sign("first"), roots, DefaultMQTTRetry, quiet)
+	defer p.close()
+	waitUntil(t, "the first signed connection", p.up)
+
+	p.use("second", sign("second"))
+	auth.set("second", true)
+	auth.set("first", false)
+	clk.Advance(10 * time.Minute) // the refresh refuses "first"
+	waitUntil(t, "a reconnect with the renewed credential and its signature", func() bool {
+		return slices.Contains(auth.passwords(), "second") && p.up()
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if mismatched != 0 {
+		t.Fatalf("the authorizer was asked %d times with a token not its password's, or unverified", mismatched)
+	}
+	if u := b.Usage(); u.AuthorizerCalls != int64(len(auth.passwords())) {
+		t.Fatalf("metered %d authorizer calls, the authorizer saw %d", u.AuthorizerCalls, len(auth.passwords()))
 	}
 }
 
