@@ -52,10 +52,29 @@ func TestAgentPresenceChannel(t *testing.T) {
 		return strings.ReplaceAll(s, "${AWS::StackName}", stackName)
 	}
 
+	// signing resolves a value as the stack does once AgentTokenPublicKey
+	// is passed (AgentTokenSigning true; only a first deploy has it false).
+	signing := func(v any) any {
+		if args, ok := get(v, "Fn::If").([]any); ok && len(args) == 3 && args[0] == "AgentTokenSigning" {
+			return args[1]
+		}
+		return v
+	}
 	auth := tpl.Resources["AgentAuthorizer"]
+	keyName, _ := signing(auth.Properties["TokenKeyName"]).(string)
 	if auth.Type != "AWS::IoT::Authorizer" || ref(auth.Properties["AuthorizerFunctionArn"]) != "PresenceFunction.Alias" ||
-		auth.Properties["SigningDisabled"] != true || auth.Properties["Status"] != "ACTIVE" {
-		t.Errorf("AgentAuthorizer = %+v, want an ACTIVE IoT authorizer of PresenceFunction.Alias with signing disabled", auth)
+		signing(auth.Properties["SigningDisabled"]) != false || keyName != "spaces-token" ||
+		ref(get(signing(auth.Properties["TokenSigningPublicKeys"]), "current")) != "AgentTokenPublicKey" ||
+		auth.Properties["Status"] != "ACTIVE" {
+		t.Errorf("AgentAuthorizer = %+v, want an ACTIVE IoT authorizer of PresenceFunction.Alias with token signing on "+
+			"(TokenKeyName spaces-token, the local stack's too; the public key AgentTokenPublicKey)", auth)
+	}
+	key := tpl.Resources["AgentTokenKey"]
+	if key.Type != "AWS::KMS::Key" || key.Properties["KeySpec"] != "RSA_2048" || key.Properties["KeyUsage"] != "SIGN_VERIFY" {
+		t.Errorf("AgentTokenKey = %+v, want an RSA_2048 SIGN_VERIFY KMS key (IoT takes RSA keys of at least 2,048 bits)", key)
+	}
+	if d, ok := tpl.Parameters["AgentTokenPublicKey"]["Default"]; !ok || d != "" {
+		t.Errorf("AgentTokenPublicKey default = %v, want empty (a first deploy creates the key)", d)
 	}
 	perm := tpl.Resources["AgentAuthorizerPermission"].Properties
 	if perm["Principal"] != "iot.amazonaws.com" || perm["Action"] != "lambda:InvokeFunction" ||
@@ -73,15 +92,33 @@ func TestAgentPresenceChannel(t *testing.T) {
 			switch {
 			case ref(v) == "AgentMQTTEndpoint":
 				env[k] = "abc-ats.iot.us-east-1.amazonaws.com:443"
+			case get(v, "Fn::GetAtt") != nil && ref(v) == "AgentTokenKey":
+				env[k] = "key-id"
 			case sub(v) != "":
 				env[k] = sub(v)
+			default:
+				if str, ok := signing(v).(string); ok {
+					env[k] = str
+				}
 			}
 		}
 		s = agents.Read(&config.Env{Lookup: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 		want := space.PresenceConfig{Endpoint: "abc-ats.iot.us-east-1.amazonaws.com:443", Authorizer: sub(auth.Properties["AuthorizerName"]),
-			ClientPrefix: stackName + "_"}
+			ClientPrefix: stackName + "_", TokenKeyName: keyName}
 		if s.Presence != want || want.Authorizer != stackName+"-agent" {
 			t.Errorf("%s reads %+v from its environment, want %+v", id, s.Presence, want)
+		}
+		// Only the issuer signs: the authorizer needs no key.
+		if wantKey := map[string]string{"AgentFunction": "key-id"}[id]; s.TokenKey != wantKey {
+			t.Errorf("%s reads the token key %q, want %q", id, s.TokenKey, wantKey)
+		}
+	}
+	if g := grants(tpl, ref(tpl.Resources["AgentFunction"].Properties["Role"])); !slices.Contains(g, "kms:Sign AgentTokenKey") {
+		t.Errorf("AgentFunction's role grants %v, want kms:Sign on AgentTokenKey", g)
+	}
+	for _, g := range grants(tpl, ref(tpl.Resources["PresenceFunction"].Properties["Role"])) {
+		if strings.Contains(g, "AgentTokenKey") {
+			t.Errorf("PresenceFunction's role grants %s, want nothing on the token key", g)
 		}
 	}
 	fn := tpl.Resources["PresenceFunction"].Properties

@@ -1098,9 +1098,21 @@ type AgentCredential struct {
 	// `client_id` (user name `?x-amz-customauthorizer-name=<authorizer>`,
 	// its credential as the password) the lease counts as fresh, provided
 	// it is renewed at least every 30 minutes; after a disconnect it ages
-	// from when the connection was last alive.
+	// from when the connection was last alive. With `token_key_name`, the
+	// authorizer signs: the user name also carries
+	// `<token_key_name>=<hex SHA-256 of the credential>` and
+	// `x-amz-customauthorizer-signature=<the credential's token_signature>`,
+	// URL-encoded, and IoT Core refuses a CONNECT whose signature does
+	// not verify.
 	Presence *AgentPresence `json:"presence,omitempty"`
 	SpaceId  UUID           `json:"space_id"`
+
+	// TokenSignature The signature (RSA SHA-256, base64) of this credential's token,
+	// the hex SHA-256 of `credential`, made with the stack's KMS key;
+	// present when the presence channel's authorizer signs
+	// (`presence.token_key_name`). Keep it with the credential: every
+	// MQTT CONNECT presents it.
+	TokenSignature *string `json:"token_signature,omitempty"`
 }
 
 // AgentPresence The stack's presence channel over AWS IoT Core, absent when it has
@@ -1109,7 +1121,12 @@ type AgentCredential struct {
 // `client_id` (user name `?x-amz-customauthorizer-name=<authorizer>`,
 // its credential as the password) the lease counts as fresh, provided
 // it is renewed at least every 30 minutes; after a disconnect it ages
-// from when the connection was last alive.
+// from when the connection was last alive. With `token_key_name`, the
+// authorizer signs: the user name also carries
+// `<token_key_name>=<hex SHA-256 of the credential>` and
+// `x-amz-customauthorizer-signature=<the credential's token_signature>`,
+// URL-encoded, and IoT Core refuses a CONNECT whose signature does
+// not verify.
 type AgentPresence struct {
 	// Authorizer The custom authorizer's name.
 	Authorizer string `json:"authorizer"`
@@ -1125,6 +1142,9 @@ type AgentPresence struct {
 
 	// KeepAliveSeconds The MQTT keep-alive to ask.
 	KeepAliveSeconds int `json:"keep_alive_seconds"`
+
+	// TokenKeyName The user name's query parameter that carries the signed token; absent when the authorizer does not sign.
+	TokenKeyName *string `json:"token_key_name,omitempty"`
 
 	// WakeTopic The one topic the connection may subscribe to; a message there means work waits for the agent.
 	WakeTopic string `json:"wake_topic"`
@@ -1581,7 +1601,12 @@ type LeaseAnswer struct {
 	// `client_id` (user name `?x-amz-customauthorizer-name=<authorizer>`,
 	// its credential as the password) the lease counts as fresh, provided
 	// it is renewed at least every 30 minutes; after a disconnect it ages
-	// from when the connection was last alive.
+	// from when the connection was last alive. With `token_key_name`, the
+	// authorizer signs: the user name also carries
+	// `<token_key_name>=<hex SHA-256 of the credential>` and
+	// `x-amz-customauthorizer-signature=<the credential's token_signature>`,
+	// URL-encoded, and IoT Core refuses a CONNECT whose signature does
+	// not verify.
 	Presence *AgentPresence `json:"presence,omitempty"`
 
 	// Work The cluster-side work waiting for the agent, which it does as

@@ -28,15 +28,15 @@ import (
 // ALPN protocol "mqtt" on AWS), like the rest of the agent.
 
 // presence is one MQTT connection to one endpoint. Each (re)connect
-// presents the credential use last stored (paho asks credentials() before
-// every CONNECT). A renewed credential needs no reconnect of its own: IoT
+// presents the credential use last stored, with its token signature when
+// the authorizer signs (paho asks credentials() before every CONNECT). A renewed credential needs no reconnect of its own: IoT
 // Core's refresh re-invokes the authorizer with the password the
 // connection was opened with, so the connection lasts while that
 // credential is valid (space.RenewOverlap after a renewal), is then
 // refused and dropped, and the reconnect presents the newest one.
 type presence struct {
 	ep        space.PresenceEndpoint
-	cred      atomic.Pointer[string]
+	cred      atomic.Pointer[signed]
 	client    mqtt.Client
 	connected atomic.Bool
 	// poke asks the loop for a renewal now: connected, or woken.
@@ -49,9 +49,9 @@ type presence struct {
 // retry bounds the waits between connection attempts (Config.MQTTRetry):
 // the first connection is retried every 5 s (or retry, if less), a lost
 // one with paho's backoff from 1 s doubling up to retry.
-func dialPresence(ep space.PresenceEndpoint, cred string, roots *x509.CertPool, retry time.Duration, log *slog.Logger) *presence {
+func dialPresence(ep space.PresenceEndpoint, cred, sig string, roots *x509.CertPool, retry time.Duration, log *slog.Logger) *presence {
 	p := &presence{ep: ep, poke: make(chan struct{}, 1), log: log}
-	p.cred.Store(&cred)
+	p.cred.Store(&signed{cred, sig})
 	host, port, _ := net.SplitHostPort(ep.Endpoint)
 	tc := &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12}
 	if port == "443" {
@@ -128,18 +128,29 @@ func (p *presence) same(ep *space.PresenceEndpoint) bool {
 	return p != nil && ep != nil && p.ep == *ep
 }
 
+// signed is a credential and the signature of its token ("": none).
+type signed struct{ cred, sig string }
+
 // credentials is paho's CredentialsProvider: the authorizer is named in
-// the username's query
-// (https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth.html),
+// the username's query and, when it signs, the newest credential's token
+// (space.PresenceToken) under its TokenKeyName and that token's signature
+// beside it, all URL-encoded
+// (https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth.html);
 // the password is the newest credential.
 func (p *presence) credentials() (username, password string) {
-	return "?x-amz-customauthorizer-name=" + url.QueryEscape(p.ep.Authorizer), *p.cred.Load()
+	c := p.cred.Load()
+	q := url.Values{"x-amz-customauthorizer-name": {p.ep.Authorizer}}
+	if p.ep.TokenKeyName != "" {
+		q.Set(p.ep.TokenKeyName, space.PresenceToken(c.cred))
+		q.Set("x-amz-customauthorizer-signature", c.sig)
+	}
+	return "?" + q.Encode(), c.cred
 }
 
-// use makes cred the one the next (re)connect presents.
-func (p *presence) use(cred string) {
+// use makes cred, with sig, the one the next (re)connect presents.
+func (p *presence) use(cred, sig string) {
 	if p != nil {
-		p.cred.Store(&cred)
+		p.cred.Store(&signed{cred, sig})
 	}
 }
 

@@ -153,6 +153,10 @@ type agent struct {
 	pres     *presence     // the presence channel, while the lease answer names one (presence.go)
 	nodes    *nodeWatch    // the cluster's nodes (nodes.go)
 	sent     *space.Nodes  // the nodes the last successful renewal reported: sent again only when they differ
+	// unsigned: the presence channel's authorizer signs, and the stored
+	// credential came without a signature (stored by an older agent): the
+	// next round renews it for one, and it does not connect meanwhile.
+	unsigned bool
 }
 
 // awaitCredential: until it holds a credential, the agent waits for a
@@ -214,7 +218,7 @@ func (a *agent) credential(ctx context.Context) (retry bool, err error) {
 	if a.st, err = a.cfg.exchange(ctx, a.api, a.store, a.st); err != nil {
 		return false, err
 	}
-	if a.unsaved == nil && a.st.ExpiresAt.Sub(a.cfg.Clock.Now()) < a.cfg.RenewBefore {
+	if a.unsaved == nil && (a.unsigned || a.st.ExpiresAt.Sub(a.cfg.Clock.Now()) < a.cfg.RenewBefore) {
 		c, err := a.api.renew(ctx, a.st.Credential)
 		switch {
 		case errors.Is(err, ErrRefused):
@@ -224,7 +228,7 @@ func (a *agent) credential(ctx context.Context) (retry bool, err error) {
 			retry = true
 		default:
 			next := a.st
-			next.Credential, next.ExpiresAt = c.Credential, c.ExpiresAt
+			next.Credential, next.ExpiresAt, next.TokenSignature = c.Credential, c.ExpiresAt, c.TokenSignature
 			a.unsaved = &next
 			a.log.Info("renewed the credential", "expires_at", c.ExpiresAt)
 		}
@@ -271,15 +275,24 @@ func (a *agent) lease(ctx context.Context) (w space.AgentWork, ep *space.Presenc
 }
 
 // presence holds the channel the lease answer names: the newest credential
-// for its next (re)connect, and a fresh connection for a new endpoint (or
-// none).
+// (and its token's signature) for its next (re)connect, and a fresh
+// connection for a new endpoint (or none). A credential without the
+// signature a signing authorizer needs is renewed first: a CONNECT
+// without one is refused by IoT Core.
 func (a *agent) presence(ep *space.PresenceEndpoint) {
-	a.pres.use(a.st.Credential)
+	a.unsigned = ep != nil && ep.TokenKeyName != "" && a.st.TokenSignature == ""
+	if a.unsigned {
+		a.log.Info("the presence channel needs a signed credential; renewing it first")
+		a.pres.close()
+		a.pres = nil
+		return
+	}
+	a.pres.use(a.st.Credential, a.st.TokenSignature)
 	if !a.pres.same(ep) {
 		a.pres.close()
 		a.pres = nil
 		if ep != nil {
-			a.pres = dialPresence(*ep, a.st.Credential, a.cfg.MQTTRoots, a.cfg.MQTTRetry, a.log)
+			a.pres = dialPresence(*ep, a.st.Credential, a.st.TokenSignature, a.cfg.MQTTRoots, a.cfg.MQTTRetry, a.log)
 		}
 	}
 }
@@ -331,7 +344,7 @@ func (cfg *Config) exchange(ctx context.Context, api *spacesAPI, store stateSecr
 	default:
 		return st, err // ctx ended
 	}
-	st = state{Credential: c.Credential, ExpiresAt: c.ExpiresAt, SpaceID: c.SpaceID, BootstrapSHA256: h}
+	st = state{Credential: c.Credential, ExpiresAt: c.ExpiresAt, SpaceID: c.SpaceID, BootstrapSHA256: h, TokenSignature: c.TokenSignature}
 	cfg.Log.Info("exchanged the bootstrap token for a credential", "space_id", c.SpaceID, "expires_at", c.ExpiresAt)
 	// Until the credential is stored, a restart would need a new bootstrap.
 	return st, retry(ctx, cfg.Clock, cfg.RetryDelay, cfg.Log, func() error { return store.save(ctx, st) })

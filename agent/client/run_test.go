@@ -71,6 +71,10 @@ type fakeSpaces struct {
 	reused    []string
 	clusters  []string // the "cluster" of each exchange and lease body, as sent
 	nodes     []string // the "nodes" of each lease body that has them
+	// presence is the channel each lease answer names (nil: none); sign,
+	// when set, signs each credential issued (its token_signature).
+	presence *space.PresenceEndpoint
+	sign     func(cred string) string
 }
 
 func (f *fakeSpaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -91,7 +95,11 @@ func (f *fakeSpaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c := "cred-" + strconv.Itoa(f.issued)
 		f.valid[c] = now.Add(space.AgentCredentialTTL)
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(credential{Credential: c, ExpiresAt: f.valid[c], SpaceID: presenceSpaceID})
+		answer := credential{Credential: c, ExpiresAt: f.valid[c], SpaceID: presenceSpaceID}
+		if f.sign != nil {
+			answer.TokenSignature = f.sign(c)
+		}
+		_ = json.NewEncoder(w).Encode(answer)
 	}
 	if r.URL.Path == "/agent/exchange" && token == "boot" && f.issued == 0 {
 		issue()
@@ -122,7 +130,7 @@ func (f *fakeSpaces) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.stop()
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(leaseAnswer{LeaseIntervalSeconds: f.interval})
+		_ = json.NewEncoder(w).Encode(leaseAnswer{LeaseIntervalSeconds: f.interval, Presence: f.presence})
 	default:
 		http.NotFound(w, r)
 	}

@@ -39,6 +39,7 @@ type credential struct {
 	ExpiresAt            time.Time `json:"expires_at"`
 	SpaceID              string    `json:"space_id"`
 	LeaseIntervalSeconds int       `json:"lease_interval_seconds"`
+	TokenSignature       string    `json:"token_signature"`
 }
 
 // ServerVersion is what the cluster's GET /version answered, the fields

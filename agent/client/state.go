@@ -24,6 +24,10 @@ type state struct {
 	ExpiresAt       time.Time
 	SpaceID         string
 	BootstrapSHA256 string
+	// TokenSignature is the signature of Credential's presence token
+	// (space.PresenceToken), presented on each MQTT CONNECT when the
+	// authorizer signs ("": none answered).
+	TokenSignature string
 }
 
 const (
@@ -31,6 +35,7 @@ const (
 	keyExpiresAt  = "expires_at"
 	keySpaceID    = "space_id"
 	keyBootstrap  = "bootstrap_sha256"
+	keySignature  = "token_signature"
 )
 
 func hashToken(t string) string {
@@ -53,7 +58,7 @@ func (s stateSecret) load(ctx context.Context) (state, error) {
 		return state{}, fmt.Errorf("read the state Secret %s/%s: %w", s.namespace, s.name, err)
 	}
 	st := state{Credential: string(sec.Data[keyCredential]), SpaceID: string(sec.Data[keySpaceID]),
-		BootstrapSHA256: string(sec.Data[keyBootstrap])}
+		BootstrapSHA256: string(sec.Data[keyBootstrap]), TokenSignature: string(sec.Data[keySignature])}
 	if v := sec.Data[keyExpiresAt]; len(v) > 0 {
 		if st.ExpiresAt, err = time.Parse(time.RFC3339, string(v)); err != nil {
 			return state{}, fmt.Errorf("the state Secret's %s is not a time: %w", keyExpiresAt, err)
@@ -75,6 +80,7 @@ func (s stateSecret) save(ctx context.Context, st state) error {
 			keyExpiresAt:  []byte(st.ExpiresAt.UTC().Format(time.RFC3339)),
 			keySpaceID:    []byte(st.SpaceID),
 			keyBootstrap:  []byte(st.BootstrapSHA256),
+			keySignature:  []byte(st.TokenSignature),
 		}
 		sec.StringData = nil
 		_, err = s.kube.CoreV1().Secrets(s.namespace).Update(ctx, sec, metav1.UpdateOptions{})

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	ebtypes "github.com/aws/aws-sdk-go-v2/service/eventbridge/types"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
+	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
@@ -83,7 +84,7 @@ func (e *Emulator) CreateResources(ctx context.Context, template []byte, names f
 		case TypeEventBus:
 			res, err = c.eventBus(ctx, names(r.id), raw)
 		case TypeKMSKey:
-			res, err = c.kmsKey(ctx, names(r.id))
+			res, err = c.kmsKey(ctx, names(r.id), raw)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("emulator: resource %s (%s): %w", r.id, r.typ, err)
@@ -439,16 +440,31 @@ func (c creator) eventBus(ctx context.Context, name string, raw []byte) (Resourc
 	}
 }
 
-// kmsKey creates a symmetric encryption key and names it by an alias,
+// kmsKey creates a key of the template's KeySpec and KeyUsage (a
+// symmetric encryption key by default, as KMS) and names it by an alias,
 // alias/<name>, so that a restarted stack finds the key its sealed data
 // needs instead of creating another. Name is the key's id (what Ref
 // answers in AWS).
-func (c creator) kmsKey(ctx context.Context, name string) (Resource, error) {
+func (c creator) kmsKey(ctx context.Context, name string, raw []byte) (Resource, error) {
+	var res struct {
+		Properties struct{ KeySpec, KeyUsage string }
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return Resource{}, err
+	}
+	props := res.Properties
 	alias := "alias/" + name
 	if d, err := c.kms.DescribeKey(ctx, &kms.DescribeKeyInput{KeyId: aws.String(alias)}); err == nil && d.KeyMetadata != nil {
 		return Resource{Name: aws.ToString(d.KeyMetadata.KeyId), ARN: aws.ToString(d.KeyMetadata.Arn)}, nil
 	}
-	out, err := c.kms.CreateKey(ctx, &kms.CreateKeyInput{Description: aws.String(name)})
+	in := &kms.CreateKeyInput{Description: aws.String(name)}
+	if props.KeySpec != "" {
+		in.KeySpec = kmstypes.KeySpec(props.KeySpec)
+	}
+	if props.KeyUsage != "" {
+		in.KeyUsage = kmstypes.KeyUsageType(props.KeyUsage)
+	}
+	out, err := c.kms.CreateKey(ctx, in)
 	if err != nil {
 		return Resource{}, err
 	}

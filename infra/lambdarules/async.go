@@ -78,9 +78,22 @@ func (a *AsyncInvoker) Invoke(ctx context.Context, event json.RawMessage, h func
 			res.Condition = EventAgeExceeded
 			break
 		}
-		res.Attempts++
 		_, err := Run(ctx, f, TraceHeader("").Next(f.ID), func(ctx context.Context) (struct{}, error) { return struct{}{}, h(ctx, event) })
 		res.Err = err
+		if IsThrottled(err) && ctx.Err() == nil {
+			// "For throttling errors (429) and system errors (500-series),
+			// Lambda returns the event to the queue and attempts to run the
+			// function again for up to 6 hours": not an attempt, no retry
+			// spent; only the event's age ends it
+			// (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html).
+			select {
+			case <-ctx.Done():
+				return res
+			case <-time.After(delays[0]):
+			}
+			continue
+		}
+		res.Attempts++
 		if err == nil || ctx.Err() != nil {
 			return res
 		}

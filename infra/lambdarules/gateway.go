@@ -37,17 +37,18 @@ type URL struct {
 // (https://docs.aws.amazon.com/lambda/latest/dg/urls-configuration.html#urls-throttling).
 const URLRatePerConcurrency = 10
 
-// urlThrottle is a function URL's throttle: requests in flight against
-// the reserved concurrency, and requests started in each wall-clock second
-// against URLRatePerConcurrency times it. Lambda does not say how it
-// meters the rate; a fixed one-second window is the simplest reading.
+// urlThrottle is a function URL's rate: requests started in each
+// wall-clock second against URLRatePerConcurrency times the reserved
+// concurrency. Lambda does not say how it meters the rate; a fixed
+// one-second window is the simplest reading. The requests in flight are
+// bounded by the function's executions, which its other triggers share
+// (Run).
 type urlThrottle struct {
-	conc     int
-	now      func() time.Time
-	mu       sync.Mutex
-	second   int64
-	started  int
-	inflight int
+	conc    int
+	now     func() time.Time
+	mu      sync.Mutex
+	second  int64
+	started int
 }
 
 // admit takes a request in, or answers false (429).
@@ -57,18 +58,11 @@ func (t *urlThrottle) admit() bool {
 	if s := t.now().Unix(); s != t.second {
 		t.second, t.started = s, 0
 	}
-	if t.inflight >= t.conc || t.started >= URLRatePerConcurrency*t.conc {
+	if t.started >= URLRatePerConcurrency*t.conc {
 		return false
 	}
 	t.started++
-	t.inflight++
 	return true
-}
-
-func (t *urlThrottle) done() {
-	t.mu.Lock()
-	t.inflight--
-	t.mu.Unlock()
 }
 
 // FunctionURL serves h as f's function URL does
@@ -78,7 +72,9 @@ func (t *urlThrottle) done() {
 // f's rules (Run), buffered (InvokeMode BUFFERED). An invocation that
 // fails or times out is answered 502, Lambda's answer when the function
 // returns no valid response. With reserved concurrency, a request over
-// the throttle (urlThrottle) is answered 429 and invokes nothing. It is
+// the rate (urlThrottle), or finding every one of the function's reserved
+// executions taken (by this URL or any other trigger of the function), is
+// answered 429 and invokes nothing. It is
 // an error for the template to give f no function URL: the local stack
 // serves only what would be deployed.
 func (f Function) FunctionURL(h http.Handler) (http.Handler, error) {
@@ -95,18 +91,24 @@ func (f Function) FunctionURL(h http.Handler) (http.Handler, error) {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !t.admit() {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusTooManyRequests)
-			_, _ = w.Write([]byte(`{"Message":"Rate Exceeded."}`))
+			rateExceeded(w)
 			return
 		}
-		defer t.done()
 		served.ServeHTTP(w, r)
 	}), nil
 }
 
+// rateExceeded is a function URL's throttled answer.
+func rateExceeded(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = w.Write([]byte(`{"Message":"Rate Exceeded."}`))
+}
+
 // serveHTTP runs each request as one invocation of f; failed answers
-// failStatus with failBody, as the front door in question does.
+// failStatus with failBody, as the front door in question does, and a
+// throttled one on a function URL 429 (on the HTTP API, failStatus: the
+// integration failed).
 func (f Function) serveHTTP(h http.Handler, failStatus int, failBody string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec, err := Run(r.Context(), f, TraceHeader("").Next(f.ID), func(ctx context.Context) (*httptest.ResponseRecorder, error) {
@@ -114,6 +116,10 @@ func (f Function) serveHTTP(h http.Handler, failStatus int, failBody string) htt
 			h.ServeHTTP(rec, r.WithContext(ctx))
 			return rec, nil
 		})
+		if IsThrottled(err) && failStatus == http.StatusBadGateway {
+			rateExceeded(w)
+			return
+		}
 		if err != nil {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(failStatus)

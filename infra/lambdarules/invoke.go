@@ -36,7 +36,20 @@ func IsTimeout(err error) bool {
 // timeout (https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html):
 // Run returns a *TimeoutError at once, cancels the context and discards
 // what h returns later.
+//
+// The invocation holds one of f's reserved executions until it is over
+// (executions); with none free it is throttled: a *ThrottleError, and h
+// does not run.
 func Run[T any](ctx context.Context, f Function, trace TraceHeader, h func(context.Context) (T, error)) (T, error) {
+	if f.executions != nil {
+		if !f.executions.take() {
+			var zero T
+			return zero, &ThrottleError{Function: f.ID, Reserved: f.executions.limit}
+		}
+		// Lambda stops the execution at its timeout, so it is free again
+		// when Run returns, whatever h does later.
+		defer f.executions.release()
+	}
 	ictx, cancel := context.WithTimeout(WithFunction(WithTraceHeader(ctx, trace), f.ID), f.Timeout)
 	defer cancel()
 	deadline, _ := ictx.Deadline()

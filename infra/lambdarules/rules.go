@@ -9,10 +9,15 @@
 //     caller gets Lambda's answer, the function error "Task timed out after
 //     N.NN seconds" (an SQS batch fails whole; behind the HTTP API the
 //     gateway answers 500, Gateway; a function URL 502, FunctionURL).
+//   - Reserved concurrency (Run, concurrency.go): one pool of executions
+//     per function, shared by all its triggers, so a flood at one (its
+//     URL) throttles the others (an authorizer, a queue); functions the
+//     template separates share nothing.
 //   - Function URLs (FunctionURL): no routes of their own (every path is
 //     the function's to answer), the function's own Timeout, and the
 //     throttle its reserved concurrency sets: at most that many requests
-//     in flight and 10 times that many a second, 429 beyond.
+//     in flight (the function's executions, taken by any trigger) and 10
+//     times that many a second, 429 beyond.
 //   - Recursive loop detection (SQS, TraceHeader): the chain of invocations
 //     an SQS message carries, counted as Lambda counts it in the trace
 //     header's lineage; a message that would invoke a function a 17th time
@@ -72,6 +77,12 @@ type Function struct {
 	// ReservedConcurrency is its ReservedConcurrentExecutions (0: none
 	// reserved, no limit modelled).
 	ReservedConcurrency int
+	// executions is the pool of its reserved executions, one per function
+	// and shared by every copy of f (nil: none reserved): every trigger's
+	// invocation (its URL, a synchronous Handler such as IoT Core's
+	// authorizer, its SQS event source, asynchronous invocation) holds one
+	// while it runs (Run).
+	executions *executions
 }
 
 // Async is a function's EventInvokeConfig.
@@ -208,8 +219,9 @@ func Read(template []byte) (Functions, error) {
 			f.Sources[name] = src
 		}
 		// A number; a parameter's (!Ref) is not resolved here: no limit.
-		if n, ok := p.ReservedConcurrentExecutions.(float64); ok {
+		if n, ok := p.ReservedConcurrentExecutions.(float64); ok && n > 0 {
 			f.ReservedConcurrency = int(n)
+			f.executions = &executions{limit: int(n)}
 		}
 		fs[id] = f
 	}

@@ -53,7 +53,7 @@ func TestReadsTheTemplate(t *testing.T) {
 			t.Errorf("%s: SQS events %+v, want %+v", id, got.Sources, want)
 		}
 		got.Sources = nil
-		got.ReservedConcurrency = 0 // the URL's throttle's: TestFunctionURLThrottle
+		got.ReservedConcurrency, got.executions = 0, nil // TestFunctionURLThrottle, TestReservedConcurrencyIsOnePoolPerFunction
 		if !reflect.DeepEqual(got, w) {
 			t.Errorf("%s: %+v, want %+v", id, got, w)
 		}

@@ -220,8 +220,9 @@ func TestAgentThroughPrivateCluster(t *testing.T) {
 		t.Fatalf("active space %v: version %v, want the real server's %s", m, v, kubetest.KubernetesVersion)
 	}
 	state, err := admin.CoreV1().Secrets(ns).Get(t.Context(), "spaces-agent-state", metav1.GetOptions{})
-	if err != nil || string(state.Data["space_id"]) != id || !strings.HasPrefix(string(state.Data["credential"]), "spa1."+id+".") {
-		t.Fatalf("the state Secret holds keys %v (%v)", keysOf(state), err)
+	if err != nil || string(state.Data["space_id"]) != id || !strings.HasPrefix(string(state.Data["credential"]), "spa1."+id+".") ||
+		len(state.Data["token_signature"]) == 0 {
+		t.Fatalf("the state Secret holds keys %v (%v), want the credential and its token's signature", keysOf(state), err)
 	}
 	if !strings.Contains(logs.String(), "renewed the credential") {
 		t.Fatalf("no credential renewal logged:\n%s", logs.String())

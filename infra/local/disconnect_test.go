@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"testing"
 	"time"
 
@@ -43,10 +42,7 @@ func TestDeregistrationEndsThePresenceConnection(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var ex struct {
-		Credential string                  `json:"credential"`
-		Presence   *space.PresenceEndpoint `json:"presence"`
-	}
+	var ex agentCredential
 	if err := json.Unmarshal(body, &ex); err != nil || resp.StatusCode != http.StatusOK || ex.Presence == nil {
 		t.Fatalf("exchange: %d %s", resp.StatusCode, body)
 	}
@@ -56,7 +52,7 @@ func TestDeregistrationEndsThePresenceConnection(t *testing.T) {
 		host, _, _ := net.SplitHostPort(ex.Presence.Endpoint)
 		opts := paho.NewClientOptions().AddBroker("tls://" + ex.Presence.Endpoint).
 			SetClientID(ex.Presence.ClientID).
-			SetUsername("?x-amz-customauthorizer-name=" + url.QueryEscape(ex.Presence.Authorizer)).
+			SetUsername(agentUsername(ex.Presence, ex.Credential, ex.TokenSignature)).
 			SetPassword(ex.Credential).
 			SetTLSConfig(&tls.Config{RootCAs: st.MQTTRoots, ServerName: host, MinVersion: tls.VersionTLS12}).
 			SetProtocolVersion(4).SetKeepAlive(space.PresenceKeepAlive).
@@ -127,10 +123,7 @@ func TestCredentialReuseEndsThePresenceConnection(t *testing.T) {
 		out, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, out
 	}
-	var ex struct {
-		Credential string                  `json:"credential"`
-		Presence   *space.PresenceEndpoint `json:"presence"`
-	}
+	var ex agentCredential
 	code, body := call(http.MethodPost, "/agent/exchange", boot, nil)
 	if err := json.Unmarshal(body, &ex); err != nil || code != http.StatusOK || ex.Presence == nil {
 		t.Fatalf("exchange: %d %s", code, body)
@@ -138,11 +131,11 @@ func TestCredentialReuseEndsThePresenceConnection(t *testing.T) {
 	first := ex.Credential
 
 	lost := make(chan error, 1)
-	dial := func(cred string) (paho.Client, error) {
+	dial := func(cred, sig string) (paho.Client, error) {
 		host, _, _ := net.SplitHostPort(ex.Presence.Endpoint)
 		opts := paho.NewClientOptions().AddBroker("tls://" + ex.Presence.Endpoint).
 			SetClientID(ex.Presence.ClientID).
-			SetUsername("?x-amz-customauthorizer-name=" + url.QueryEscape(ex.Presence.Authorizer)).
+			SetUsername(agentUsername(ex.Presence, cred, sig)).
 			SetPassword(cred).
 			SetTLSConfig(&tls.Config{RootCAs: st.MQTTRoots, ServerName: host, MinVersion: tls.VersionTLS12}).
 			SetProtocolVersion(4).SetKeepAlive(space.PresenceKeepAlive).
@@ -155,7 +148,7 @@ func TestCredentialReuseEndsThePresenceConnection(t *testing.T) {
 		}
 		return m, tok.Error()
 	}
-	m, err := dial(first)
+	m, err := dial(first, ex.TokenSignature)
 	if err != nil {
 		t.Fatalf("the agent's connection was refused: %v", err)
 	}
@@ -163,9 +156,7 @@ func TestCredentialReuseEndsThePresenceConnection(t *testing.T) {
 
 	// Renewed, and the renewed credential used: the first is superseded.
 	code, body = call(http.MethodPost, "/agent/credential", first, nil)
-	var renewed struct {
-		Credential string `json:"credential"`
-	}
+	var renewed agentCredential
 	if err := json.Unmarshal(body, &renewed); err != nil || code != http.StatusOK {
 		t.Fatalf("renewal: %d %s", code, body)
 	}
@@ -189,8 +180,8 @@ func TestCredentialReuseEndsThePresenceConnection(t *testing.T) {
 	case <-time.After(testwait.Timeout):
 		t.Fatalf("the revoked space's connection is still open after %s", testwait.Timeout)
 	}
-	for _, cred := range []string{first, renewed.Credential} {
-		if m2, err := dial(cred); err == nil {
+	for cred, sig := range map[string]string{first: ex.TokenSignature, renewed.Credential: renewed.TokenSignature} {
+		if m2, err := dial(cred, sig); err == nil {
 			m2.Disconnect(0)
 			t.Fatal("a revoked credential connects again")
 		}

@@ -2,7 +2,10 @@ package local
 
 import (
 	"context"
+	"crypto/rsa"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,6 +20,7 @@ import (
 	"spaces/infra/lambdarules"
 	"spaces/infra/testcluster"
 	"spaces/shared/awsclient"
+	"spaces/shared/kmssign"
 	"spaces/shared/space"
 	"spaces/shared/tracing"
 	"spaces/shared/wiring/agents"
@@ -35,6 +39,9 @@ const (
 	localStack       = "spaces"
 	agentClientIDPre = localStack + "_"
 	agentAuthorizer  = localStack + "-agent"
+	// AgentAuthorizer's TokenKeyName (template.yaml): the local IoT Core
+	// always signs, with the emulator's AgentTokenKey.
+	agentTokenKeyName = "spaces-token"
 )
 
 // startPresence starts the agents' presence channel: the local IoT Core,
@@ -53,14 +60,17 @@ func (st *starting) startPresence(cfg *Config) (func(), error) {
 	// each is its own process in AWS.
 	var presence *agents.Handlers
 	if err := st.startBroker(cfg, func(ctx context.Context, req events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error) {
+		st.authorizerInvocations.Add(1)
 		return lambdarules.Handler(st.Functions.Get("PresenceFunction"), presence.Authorize)(ctx, req)
 	}); err != nil {
 		return nil, err
 	}
 	settings := agents.Settings{Common: st.common(cfg), ProbeQueue: st.probeQueue(cfg),
-		Presence: space.PresenceConfig{Endpoint: st.Broker.MQTTAddr(), Authorizer: agentAuthorizer, ClientPrefix: agentClientIDPre}}
+		Presence: space.PresenceConfig{Endpoint: st.Broker.MQTTAddr(), Authorizer: agentAuthorizer, ClientPrefix: agentClientIDPre,
+			TokenKeyName: agentTokenKeyName}}
 	withWakes := settings
-	withWakes.Wakes = st.wakes() // the agent function ends a revoked space's connection
+	withWakes.TokenKey = st.Resources["AgentTokenKey"].Name // the issuer signs; the authorizer needs no key
+	withWakes.Wakes = st.wakes()                            // the agent function ends a revoked space's connection
 	st.agents = agents.NewHandlers(st.aws, withWakes, agents.Options{Log: cfg.Log})
 	presence = agents.NewHandlers(st.aws, settings, agents.Options{Log: cfg.Log})
 	poller := &lambdarules.Poller{SQS: awsclient.SQS(st.AWS, st.EmulatorURL), QueueURL: queue.URL, QueueARN: queue.ARN,
@@ -91,6 +101,10 @@ func (st *Stack) startBroker(cfg *Config, authorize iotcore.Authorizer) error {
 	if err != nil {
 		return err
 	}
+	signing, err := st.tokenSigning()
+	if err != nil {
+		return err
+	}
 	sqsc := awsclient.SQS(st.AWS, st.EmulatorURL)
 	var rules []iotcore.Rule
 	for _, tr := range trs {
@@ -107,11 +121,36 @@ func (st *Stack) startBroker(cfg *Config, authorize iotcore.Authorizer) error {
 	if st.Broker, err = iotcore.Start(context.Background(), iotcore.Config{
 		TLS:         server,
 		Authorizers: map[string]iotcore.Authorizer{agentAuthorizer: authorize},
+		Signing:     map[string]iotcore.Signing{agentAuthorizer: signing},
 		Rules:       rules, Log: cfg.Log,
 	}); err != nil {
 		return fmt.Errorf("the local IoT Core: %w", err)
 	}
 	return nil
+}
+
+// tokenSigning is AgentAuthorizer's token signing as deployed: the
+// template's TokenKeyName, and the public half of the emulator's
+// AgentTokenKey, read as an operator reads it for AgentTokenPublicKey.
+func (st *Stack) tokenSigning() (iotcore.Signing, error) {
+	key, ok := st.Resources["AgentTokenKey"]
+	if !ok {
+		return iotcore.Signing{}, errors.New("the template declares no AgentTokenKey")
+	}
+	pemKey, err := kmssign.PublicKeyPEM(context.Background(), awsclient.KMS(st.AWS, st.EmulatorURL), key.Name)
+	if err != nil {
+		return iotcore.Signing{}, fmt.Errorf("AgentTokenKey: %w", err)
+	}
+	block, _ := pem.Decode([]byte(pemKey))
+	pub, err := x509.ParsePKIXPublicKey(block.Bytes)
+	if err != nil {
+		return iotcore.Signing{}, fmt.Errorf("AgentTokenKey: %w", err)
+	}
+	rsaKey, ok := pub.(*rsa.PublicKey)
+	if !ok {
+		return iotcore.Signing{}, fmt.Errorf("AgentTokenKey is a %T, want RSA", pub)
+	}
+	return iotcore.Signing{TokenKeyName: agentTokenKeyName, PublicKeys: map[string]*rsa.PublicKey{"current": rsaKey}}, nil
 }
 
 // wakes are where the workflows wake agents: the local IoT Core's data

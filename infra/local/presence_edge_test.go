@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,10 +44,7 @@ func TestPresenceWhileAgentURLSaturated(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var ex struct {
-		Credential string                  `json:"credential"`
-		Presence   *space.PresenceEndpoint `json:"presence"`
-	}
+	var ex agentCredential
 	if err := json.Unmarshal(body, &ex); err != nil || resp.StatusCode != http.StatusOK || ex.Presence == nil {
 		t.Fatalf("exchange: %d %s", resp.StatusCode, body)
 	}
@@ -91,7 +87,7 @@ func TestPresenceWhileAgentURLSaturated(t *testing.T) {
 	host, _, _ := net.SplitHostPort(ex.Presence.Endpoint)
 	opts := paho.NewClientOptions().AddBroker("tls://" + ex.Presence.Endpoint).
 		SetClientID(ex.Presence.ClientID).
-		SetUsername("?x-amz-customauthorizer-name=" + url.QueryEscape(ex.Presence.Authorizer)).
+		SetUsername(agentUsername(ex.Presence, ex.Credential, ex.TokenSignature)).
 		SetPassword(ex.Credential).
 		SetTLSConfig(&tls.Config{RootCAs: st.MQTTRoots, ServerName: host, MinVersion: tls.VersionTLS12}).
 		SetProtocolVersion(4).SetKeepAlive(space.PresenceKeepAlive).

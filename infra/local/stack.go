@@ -26,6 +26,7 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -180,6 +181,9 @@ type Stack struct {
 	// Config.MQTTRoots).
 	Broker    *iotcore.Broker
 	MQTTRoots *x509.CertPool
+	// authorizerInvocations counts PresenceFunction's invocations as the
+	// agents' custom authorizer (what IoT Core bills and Lambda runs).
+	authorizerInvocations atomic.Int64
 
 	tick  func(context.Context, json.RawMessage) lambdarules.AsyncResult
 	stops []func() // the started parts' stops, in the order they started

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -147,6 +148,10 @@ type AgentCredential struct {
 	// Presence is the stack's MQTT presence channel (presence.go); absent
 	// when the stack has none, and the agent renews every interval.
 	Presence *PresenceEndpoint `json:"presence,omitempty"`
+	// TokenSignature is the signature of this credential's PresenceToken,
+	// which the agent presents on each MQTT CONNECT; absent when the
+	// authorizer does not sign.
+	TokenSignature string `json:"token_signature,omitempty"`
 }
 
 // ClusterBinding names the cluster an agent runs in: its kube-system
@@ -347,6 +352,26 @@ type Agents struct {
 	// revoked (EndRevoked). Nil: it ends at IoT Core's next authorizer
 	// refresh, which refuses the revoked credential (PresenceRefresh).
 	Connections Disconnecter
+	// Signer signs each credential's PresenceToken when the authorizer
+	// signs (Presence.TokenKeyName); it must be set then.
+	Signer TokenSigner
+}
+
+// signature is the signature of cred's PresenceToken for its answer
+// ("" when the authorizer does not sign). It is made before the
+// credential is stored, so a failure changes nothing.
+func (a *Agents) signature(ctx context.Context, cred AgentToken) (string, error) {
+	if a.Presence.Endpoint == "" || a.Presence.TokenKeyName == "" {
+		return "", nil
+	}
+	if a.Signer == nil {
+		return "", errors.New("the authorizer signs tokens but no signer is configured")
+	}
+	sig, err := a.Signer.SignToken(ctx, PresenceToken(cred.Raw))
+	if err != nil {
+		return "", fmt.Errorf("sign the credential's presence token: %w", err)
+	}
+	return sig, nil
 }
 
 // EndRevoked ends the MQTT connection of the space a superseded credential
@@ -408,10 +433,14 @@ func (a *Agents) ExchangeBound(ctx context.Context, raw string, b *ClusterBindin
 	now := a.Now().UTC()
 	cred := NewAgentCredential(t.SpaceID)
 	exp := now.Add(AgentCredentialTTL).Truncate(time.Second)
+	sig, err := a.signature(ctx, cred)
+	if err != nil {
+		return AgentCredential{}, err
+	}
 	if _, err := a.Store.ExchangeBootstrap(ctx, t.SpaceID, t.Hash(), cred.Hash(), b.Key(), exp, now); err != nil {
 		return AgentCredential{}, err
 	}
-	return a.answer(cred, exp), nil
+	return a.answer(cred, exp, sig), nil
 }
 
 // Renew trades a valid credential for a fresh one.
@@ -423,15 +452,20 @@ func (a *Agents) Renew(ctx context.Context, raw string) (AgentCredential, error)
 	now := a.Now().UTC()
 	cred := NewAgentCredential(t.SpaceID)
 	exp := now.Add(AgentCredentialTTL).Truncate(time.Second)
+	sig, err := a.signature(ctx, cred)
+	if err != nil {
+		return AgentCredential{}, err
+	}
 	if _, err := a.Store.RenewCredential(ctx, t.SpaceID, t.Hash(), cred.Hash(), exp, now); err != nil {
 		return AgentCredential{}, err
 	}
-	return a.answer(cred, exp), nil
+	return a.answer(cred, exp, sig), nil
 }
 
-func (a *Agents) answer(cred AgentToken, exp time.Time) AgentCredential {
+func (a *Agents) answer(cred AgentToken, exp time.Time, sig string) AgentCredential {
 	return AgentCredential{Credential: cred.Raw, ExpiresAt: exp, SpaceID: cred.SpaceID,
-		LeaseIntervalSeconds: int(a.Cadence.Interval() / time.Second), Presence: a.Presence.endpoint(cred.SpaceID)}
+		LeaseIntervalSeconds: int(a.Cadence.Interval() / time.Second), Presence: a.Presence.endpoint(cred.SpaceID),
+		TokenSignature: sig}
 }
 
 // Renewed is a stored lease renewal: the space's org and whether the lease

@@ -2,6 +2,7 @@ package space
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"strings"
@@ -171,6 +172,13 @@ type PresenceConfig struct {
 	Endpoint     string // host:port of IoT Core's MQTT endpoint
 	Authorizer   string // the custom authorizer's name
 	ClientPrefix string // AgentClientID's prefix
+	// TokenKeyName is the authorizer's TokenKeyName when its token
+	// signing is on ("": off). Then each credential answer carries the
+	// signature of its PresenceToken (Agents.Signer), the agent presents
+	// both on every CONNECT, and IoT Core refuses a CONNECT whose
+	// signature does not verify without invoking the authorizer
+	// (https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth.html).
+	TokenKeyName string
 }
 
 // PresenceEndpoint is the presence block of an agent's credential answer.
@@ -181,6 +189,11 @@ type PresenceEndpoint struct {
 	WakeTopic        string `json:"wake_topic"`
 	KeepAliveSeconds int    `json:"keep_alive_seconds"`
 	FallbackSeconds  int    `json:"fallback_seconds"`
+	// TokenKeyName names the username's query parameter that carries the
+	// credential's PresenceToken, beside its signature
+	// (x-amz-customauthorizer-signature); absent when the authorizer
+	// does not sign.
+	TokenKeyName string `json:"token_key_name,omitempty"`
 }
 
 func (c PresenceConfig) endpoint(spaceID string) *PresenceEndpoint {
@@ -189,7 +202,23 @@ func (c PresenceConfig) endpoint(spaceID string) *PresenceEndpoint {
 	}
 	return &PresenceEndpoint{Endpoint: c.Endpoint, Authorizer: c.Authorizer,
 		ClientID: AgentClientID(c.ClientPrefix, spaceID), WakeTopic: WakeTopic(c.ClientPrefix, spaceID),
-		KeepAliveSeconds: int(PresenceKeepAlive / time.Second), FallbackSeconds: int(PresenceFallback / time.Second)}
+		KeepAliveSeconds: int(PresenceKeepAlive / time.Second), FallbackSeconds: int(PresenceFallback / time.Second),
+		TokenKeyName: c.TokenKeyName}
+}
+
+// PresenceToken is the token an agent presents, signed, on each MQTT
+// CONNECT when the authorizer signs: the SHA-256 of its credential, as
+// stored (AgentToken.Hash), so the username carries no secret and a
+// signature holds for one credential only (Authorize checks that the
+// password is the token's credential).
+func PresenceToken(credential string) string { return AgentToken{Raw: credential}.Hash() }
+
+// TokenSigner signs a PresenceToken with the authorizer's private key
+// (RSA PKCS #1 v1.5 over SHA-256, base64 with the standard alphabet: what
+// IoT Core verifies against TokenSigningPublicKeys,
+// https://docs.aws.amazon.com/iot/latest/developerguide/custom-auth.html#custom-auth-token-signature).
+type TokenSigner interface {
+	SignToken(ctx context.Context, token string) (string, error)
 }
 
 // AuthorizeResult is what an accepted MQTT connection may do: connect as
@@ -209,11 +238,18 @@ type AuthorizeResult struct {
 // agent credential of the space whose client id is clientID. Any refusal
 // is the one ErrAgentAuth (its cause for the log); the password is never
 // in it. username carries the authorizer's name (IoT's custom-auth query
-// form) and is not checked here.
-func (a *Agents) Authorize(ctx context.Context, clientID, username string, password []byte) (AuthorizeResult, error) {
+// form) and is not checked here. When the authorizer signs
+// (Presence.TokenKeyName), IoT Core invokes it only for a token whose
+// signature verified (signed, the request's signatureVerified), and that
+// token must be the password's PresenceToken: a signature holds for the
+// credential it was issued with, and for no other.
+func (a *Agents) Authorize(ctx context.Context, clientID, username string, password []byte, token string, signed bool) (AuthorizeResult, error) {
 	t, err := ParseAgentCredential(string(password))
 	if err != nil {
 		return AuthorizeResult{}, err
+	}
+	if a.Presence.TokenKeyName != "" && (!signed || subtle.ConstantTimeCompare([]byte(token), []byte(t.Hash())) != 1) {
+		return AuthorizeResult{}, ErrAgentAuth(errors.New("the signed token is not the credential's"))
 	}
 	prefix := a.Presence.ClientPrefix
 	if prefix == "" {

@@ -251,11 +251,11 @@ func TestPresenceStatus(t *testing.T) {
 
 func TestCredentialPresenceBlock(t *testing.T) {
 	a := &Agents{}
-	if c := a.answer(NewAgentCredential(presenceSpace), t0); c.Presence != nil {
+	if c := a.answer(NewAgentCredential(presenceSpace), t0, ""); c.Presence != nil {
 		t.Fatalf("a stack without presence answers %+v", c.Presence)
 	}
 	a.Presence = PresenceConfig{Endpoint: "iot.example:443", Authorizer: "stack-agent", ClientPrefix: "stack-"}
-	raw, err := json.Marshal(a.answer(NewAgentCredential(presenceSpace), t0))
+	raw, err := json.Marshal(a.answer(NewAgentCredential(presenceSpace), t0, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,8 +35,13 @@ type Settings struct {
 	ProbeQueue string // where a first renewal's check is sent ("": none)
 	// Presence is the MQTT presence channel: AGENT_MQTT_ENDPOINT (""
 	// turns it off: no presence block in credential answers),
-	// AGENT_AUTHORIZER_NAME and AGENT_CLIENT_PREFIX.
+	// AGENT_AUTHORIZER_NAME, AGENT_CLIENT_PREFIX and, when the
+	// authorizer signs tokens, AGENT_SIGNING_PARAM.
 	Presence space.PresenceConfig
+	// TokenKey is the KMS key that signs agents' presence tokens
+	// (AGENT_SIGNER_ARN; the agent function's, which issues
+	// credentials; required when AGENT_SIGNING_PARAM is set there).
+	TokenKey string
 	// MetricsNamespace is the stack's CloudWatch namespace
 	// (METRICS_NAMESPACE; empty: metrics.Namespace).
 	MetricsNamespace string
@@ -50,7 +55,9 @@ type Settings struct {
 func Read(env *config.Env) Settings {
 	s := Settings{Common: parts.ReadCommon(env), ProbeQueue: env.Required("PROBE_QUEUE_URL"),
 		Presence: space.PresenceConfig{Endpoint: env.String("AGENT_MQTT_ENDPOINT", ""),
-			Authorizer: env.String("AGENT_AUTHORIZER_NAME", ""), ClientPrefix: env.String("AGENT_CLIENT_PREFIX", "")},
+			Authorizer: env.String("AGENT_AUTHORIZER_NAME", ""), ClientPrefix: env.String("AGENT_CLIENT_PREFIX", ""),
+			TokenKeyName: env.String("AGENT_SIGNING_PARAM", "")},
+		TokenKey:         env.String("AGENT_SIGNER_ARN", ""),
 		MetricsNamespace: env.String("METRICS_NAMESPACE", ""), Wakes: parts.ReadWakes(env)}
 	if s.Presence.Endpoint != "" { // told to agents: both must be there
 		s.Presence.Authorizer = env.Required("AGENT_AUTHORIZER_NAME")
@@ -90,7 +97,8 @@ func NewHandlers(a parts.AWS, s Settings, o Options) *Handlers {
 		log = slog.New(slog.DiscardHandler)
 	}
 	agents := &space.Agents{Store: store, Spaces: store, Now: now, Cadence: s.LeaseCadence,
-		Work: store, Revisions: store, Presence: s.Presence, Connections: a.Connections(s.Wakes)}
+		Work: store, Revisions: store, Presence: s.Presence, Connections: a.Connections(s.Wakes),
+		Signer: a.TokenSigner(s.TokenKey)}
 	h := &httpapi.API{AgentSide: true, Log: o.Log, Agents: agents, MetricsNamespace: s.MetricsNamespace}
 	if s.ProbeQueue != "" {
 		probes := probing.Enqueuer{Queue: parts.ProbeQueue{Q: a.Queue(s.ProbeQueue)}}

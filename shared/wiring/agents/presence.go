@@ -29,7 +29,7 @@ func (h *Handlers) Authorize(ctx context.Context, req events.IoTCoreCustomAuthor
 		connection = req.ConnectionMetadata.ID
 	}
 	log := h.log.With("client_id", m.MQTT.ClientID, "connection_id", connection)
-	res, err := h.agents.Authorize(ctx, m.MQTT.ClientID, m.MQTT.Username, m.MQTT.Password)
+	res, err := h.agents.Authorize(ctx, m.MQTT.ClientID, m.MQTT.Username, m.MQTT.Password, req.Token, req.SignatureVerified)
 	if err != nil {
 		if space.KindOf(err) == space.KindUnauthenticated {
 			log.InfoContext(ctx, "agent connection refused", "cause", cause(err))

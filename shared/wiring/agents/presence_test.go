@@ -3,8 +3,13 @@ package agents_test
 import (
 	"bytes"
 	"context"
+	"crypto"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"log/slog"
 	"net/http/httptest"
 	"strconv"
@@ -15,12 +20,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/google/uuid"
 
 	"spaces/infra/emulator/emulatortest"
 	"spaces/shared/awsclient"
 	"spaces/shared/dynamostore"
+	"spaces/shared/kmssign"
 	"spaces/shared/space"
 	"spaces/shared/wiring/agents"
 	"spaces/shared/wiring/parts"
@@ -38,6 +45,7 @@ type presenceEnv struct {
 	store  *dynamostore.Store
 	sqs    *sqs.Client
 	probes string // the probe queue's URL
+	aws    parts.AWS
 	now    time.Time
 	mu     sync.Mutex
 	logs   bytes.Buffer
@@ -50,16 +58,25 @@ func (e *presenceEnv) Write(p []byte) (int, error) {
 }
 
 func newPresenceEnv(t *testing.T, table string) *presenceEnv {
+	return newPresenceEnvWith(t, table, nil)
+}
+
+// newPresenceEnvWith is newPresenceEnv with its settings changed by set,
+// which also sees the emulator's resources.
+func newPresenceEnvWith(t *testing.T, table string, set func(*agents.Settings, *emulatortest.Env)) *presenceEnv {
 	env := emulatortest.Start(t)
 	a := parts.AWS{Config: env.Config, Endpoint: env.Endpoint}
 	e := &presenceEnv{t: t, now: time.Now().UTC().Truncate(time.Second), store: a.Store(env.Name(t, "SpacesTable")),
-		sqs: awsclient.SQS(env.Config, env.Endpoint), probes: env.Resources["ProbeQueue"].URL}
+		sqs: awsclient.SQS(env.Config, env.Endpoint), probes: env.Resources["ProbeQueue"].URL, aws: a}
 	if table == "" {
 		table = env.Name(t, "SpacesTable")
 	}
 	s := agents.Settings{Common: parts.Common{Table: table, StaleAfter: space.DefaultStaleAfter},
 		ProbeQueue: env.Resources["ProbeQueue"].URL,
 		Presence:   space.PresenceConfig{Endpoint: "iot.example:443", Authorizer: "stack-agent", ClientPrefix: prefix}}
+	if set != nil {
+		set(&s, env)
+	}
 	e.h = agents.NewHandlers(a, s, agents.Options{Now: func() time.Time { return e.now },
 		Log: slog.New(slog.NewJSONHandler(e, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	e.handle = agents.Lambda{HTTP: nil, Authorize: e.h.Authorize, Presence: e.h.Presence}.Handle
@@ -128,7 +145,14 @@ func TestCredentialAnswerCarriesPresence(t *testing.T) {
 // base64 in the JSON).
 func (e *presenceEnv) authorize(clientID string, password []byte) events.IoTCoreCustomAuthorizerResponse {
 	e.t.Helper()
-	raw := `{"token":"","signatureVerified":false,"protocols":["mqtt"],"protocolData":{"mqtt":{"username":"?x-amz-customauthorizer-name=stack-agent",` +
+	return e.authorizeToken(clientID, password, "", false)
+}
+
+// authorizeToken is authorize with the token IoT Core passes and whether
+// it verified its signature.
+func (e *presenceEnv) authorizeToken(clientID string, password []byte, token string, verified bool) events.IoTCoreCustomAuthorizerResponse {
+	e.t.Helper()
+	raw := `{"token":"` + token + `","signatureVerified":` + strconv.FormatBool(verified) + `,"protocols":["mqtt"],"protocolData":{"mqtt":{"username":"?x-amz-customauthorizer-name=stack-agent",` +
 		`"password":"` + base64.StdEncoding.EncodeToString(password) + `","clientId":"` + clientID + `"}},"connectionMetadata":{"id":"` + uuid.NewString() + `"}}`
 	out, err := e.handle(e.t.Context(), json.RawMessage(raw))
 	if err != nil {
@@ -447,5 +471,85 @@ func (e *presenceEnv) probeMessages() int {
 				e.t.Fatal(err)
 			}
 		}
+	}
+}
+
+// TestSignedCredentials: with the authorizer's token signing on, the
+// exchange's and each renewal's answer carry the signature, made with the
+// template's AgentTokenKey in KMS, of their own credential's token, which
+// its public half verifies as IoT Core does; the authorizer accepts only a
+// verified token that is the password's (a signature of the credential
+// before, or of none, is refused); and a signer that fails fails the
+// exchange, leaving the bootstrap unspent.
+func TestSignedCredentials(t *testing.T) {
+	var keyID string
+	e := newPresenceEnvWith(t, "", func(s *agents.Settings, env *emulatortest.Env) {
+		keyID = env.Resources["AgentTokenKey"].Name
+		s.Presence.TokenKeyName = "spaces-token"
+		s.TokenKey = keyID
+	})
+	kmsc := awsclient.KMS(e.aws.Config, e.aws.Endpoint)
+	pemKey, err := kmssign.PublicKeyPEM(t.Context(), kmsc, keyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode([]byte(pemKey))
+	pub, err := x509.ParsePKIXPublicKey(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifies := func(c space.AgentCredential) bool {
+		sig, err := base64.StdEncoding.DecodeString(c.TokenSignature)
+		sum := sha256.Sum256([]byte(space.PresenceToken(c.Credential)))
+		return err == nil && rsa.VerifyPKCS1v15(pub.(*rsa.PublicKey), crypto.SHA256, sum[:], sig) == nil
+	}
+	call := func(path, bearer string) (int, space.AgentCredential) {
+		req := httptest.NewRequest("POST", path, nil)
+		req.Header.Set("Authorization", "Bearer "+bearer)
+		rec := httptest.NewRecorder()
+		e.h.HTTP.ServeHTTP(rec, req)
+		var c space.AgentCredential
+		_ = json.Unmarshal(rec.Body.Bytes(), &c)
+		return rec.Code, c
+	}
+	s, b := e.bootstrapped()
+	code, first := call("/agent/exchange", b.Raw)
+	if code != 200 || first.Presence == nil || first.Presence.TokenKeyName != "spaces-token" || !verifies(first) {
+		t.Fatalf("exchange: %d %+v, want a presence block naming the token key and a signature of its credential's token", code, first)
+	}
+	code, renewed := call("/agent/credential", first.Credential)
+	if code != 200 || !verifies(renewed) || renewed.TokenSignature == first.TokenSignature {
+		t.Fatalf("renewal: %d %+v, want a signature of the new credential's token", code, renewed)
+	}
+	client := space.AgentClientID(prefix, s.ID)
+	if res := e.authorizeToken(client, []byte(renewed.Credential), space.PresenceToken(renewed.Credential), true); !res.IsAuthenticated {
+		t.Fatalf("the renewed credential with its verified token: refused %+v", res)
+	}
+	for name, c := range map[string]struct {
+		token    string
+		verified bool
+	}{
+		"the previous credential's token": {space.PresenceToken(first.Credential), true},
+		"no token":                        {"", true},
+		"a token IoT did not verify":      {space.PresenceToken(renewed.Credential), false},
+	} {
+		if res := e.authorizeToken(client, []byte(renewed.Credential), c.token, c.verified); res.IsAuthenticated {
+			t.Errorf("%s: accepted %+v", name, res)
+		}
+	}
+
+	// KMS refusing (the key disabled): the exchange fails and stores nothing.
+	s2, b2 := e.bootstrapped()
+	if _, err := kmsc.DisableKey(t.Context(), &kms.DisableKeyInput{KeyId: aws.String(keyID)}); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := call("/agent/exchange", b2.Raw); code < 500 {
+		t.Errorf("exchange with the key disabled: %d, want a server error", code)
+	}
+	if _, err := kmsc.EnableKey(t.Context(), &kms.EnableKeyInput{KeyId: aws.String(keyID)}); err != nil {
+		t.Fatal(err)
+	}
+	if code, c := call("/agent/exchange", b2.Raw); code != 200 || c.SpaceID != s2.ID || !verifies(c) {
+		t.Errorf("the same bootstrap once the key is back: %d %+v, want it unspent and exchanged", code, c)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"spaces/shared/config"
 	"spaces/shared/dynamostore"
 	"spaces/shared/kmsseal"
+	"spaces/shared/kmssign"
 	"spaces/shared/probing"
 	"spaces/shared/provisioning"
 	"spaces/shared/revisions"
@@ -48,6 +49,15 @@ func (a AWS) Sealer(keyID string) []dynamostore.Option {
 		return nil
 	}
 	return []dynamostore.Option{dynamostore.WithSealer(kmsseal.Sealer{KMS: awsclient.KMS(a.Config, a.Endpoint), KeyID: keyID})}
+}
+
+// TokenSigner signs agents' presence tokens with the KMS key keyID (nil
+// for "": the authorizer does not sign).
+func (a AWS) TokenSigner(keyID string) space.TokenSigner {
+	if keyID == "" {
+		return nil
+	}
+	return kmssign.Signer{KMS: awsclient.KMS(a.Config, a.Endpoint), KeyID: keyID}
 }
 
 // Queue sends to (and postpones on) one SQS queue.
