@@ -407,8 +407,10 @@ func TestBackfillLabelEntries(t *testing.T) {
 	}
 	f.wantLabelEntries(t, f.org, old, relabeled)
 	sel, _ := space.ParseSelector("label_selector", "env=prod")
-	if page, _, err := f.store.ListSpaces(ctx, f.org, space.Query{Page: space.Page{Limit: 10}, Selector: sel}); err != nil || len(page) != 2 {
-		t.Errorf("after the backfill, env=prod lists %d spaces (%v), want 2", len(page), err)
+	for _, sort := range []space.Sort{"", space.SortProblems} {
+		if page, _, err := f.store.ListSpaces(ctx, f.org, space.Query{Page: space.Page{Limit: 10}, Selector: sel, Sort: sort}); err != nil || len(page) != 2 {
+			t.Errorf("after the backfill, env=prod (sort %q) lists %d spaces (%v), want 2", sort, len(page), err)
+		}
 	}
 	if rep := f.backfill(t, 1); rep.Labels != 0 || rep.Ordered != 0 {
 		t.Errorf("a second backfill gave %d spaces their label entries and %d those in problems-first order", rep.Labels, rep.Ordered)
