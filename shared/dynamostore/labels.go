@@ -76,9 +76,11 @@ import (
 // selector matches most spaces, so it passes over few; a positive one
 // in another order costs the spaces it passes over.
 //
-// Write costs (BenchmarkSelectorPage, writes): a registration puts one
-// entry per label and a deregistration deletes them, each in the
-// transaction it already is (2 write units an entry); a labels change
+// Write costs (BenchmarkSelectorPage, writes): a registration puts two
+// entries per label (one in each order) and a deregistration deletes
+// them, each in the transaction it already is (2 write units an entry);
+// a transition moves the entries in problems-first order (a delete and
+// a put each, 4 write units a label); a labels change
 // moves only the labels that change (an unmarked space, stored before
 // the entries, is given every entry of its new labels), and being a
 // transaction it costs the space's write twice over. A change that moves
@@ -86,8 +88,10 @@ import (
 // once) puts the new entries first, in transactions conditional on the
 // space's version, then writes the space and deletes the old entries
 // (TestLargestLabelsChange): a lost race leaves put entries that name
-// labels the space does not have, which a listing reads and passes over
-// (the space is the truth) until a labels change moves them; a
+// labels the space does not have, or (a transition having won the race)
+// a position it is not at, which a listing reads and passes over (the
+// space is the truth): the former until a labels change moves them, the
+// latter for good (TestSelectorListingProblemsFirst's stale entry); a
 // deregistration deletes only the entries of the labels read, so such an
 // entry can outlive its space, and a listing skips it as deregistered.
 

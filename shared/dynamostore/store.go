@@ -20,9 +20,10 @@
 //     entries (words.go).
 //   - save a space (status, probe): UpdateItem of the mutable fields, only if
 //     the stored version is the previous one and the space is not deleted; a
-//     status change is one transaction with its history item and the fleet
-//     counters' move, a rename one with its search entries' move, a labels
-//     change one with its label entries' move.
+//     status change is one transaction with its history item, the fleet
+//     counters' move and its label entries' move in problems-first order,
+//     a rename one with its search entries' move, a labels change one with
+//     its label entries' move (in both orders).
 //   - deregister: one transaction marks the space deleted (on the status
 //     read, and the version too when pinned by If-Match), deletes the claim,
 //     subtracts 1 from the account's space_count, deletes the grant and the
