@@ -35,7 +35,7 @@ func selectorLabels(i int) space.Labels {
 // seedSearchOrg does: each space item is a registered space's item with
 // another id and labels, each entry what Register writes (keys.go), which
 // the listings' counts below check.
-func seedSelectorOrg(b *testing.B, f *fixture, n int) string {
+func seedSelectorOrg(b testing.TB, f *fixture, n int) string {
 	org := uuid.NewString()
 	acct := f.createAccount(b, org, space.AWS)
 	tmpl := space.NewSpace(uuid.NewString(), org, space.RegisterInput{Name: "template",
