@@ -7039,7 +7039,7 @@ type ClientInterface interface {
 	// registered or relabelled. With `sort=problems` (the console's
 	// default order), such a selector is read likewise from an index of
 	// labels kept in that order: a page costs the spaces it shows at any
-	// fleet size (and the spaces of more than 16 labels it passes, which
+	// fleet size (and the spaces of more than 32 labels it passes, which
 	// every such selector reads). With another `sort`, such a selector
 	// that takes at most 100 spaces reads them all and sorts them: a page
 	// costs those spaces at any fleet size. A selector of negative
@@ -8585,7 +8585,7 @@ func (c *Client) CreateSpaceNamespace(ctx context.Context, spaceID DiscoverySpac
 // registered or relabelled. With `sort=problems` (the console's
 // default order), such a selector is read likewise from an index of
 // labels kept in that order: a page costs the spaces it shows at any
-// fleet size (and the spaces of more than 16 labels it passes, which
+// fleet size (and the spaces of more than 32 labels it passes, which
 // every such selector reads). With another `sort`, such a selector
 // that takes at most 100 spaces reads them all and sorts them: a page
 // costs those spaces at any fleet size. A selector of negative
@@ -13662,7 +13662,7 @@ type ClientWithResponsesInterface interface {
 	// registered or relabelled. With `sort=problems` (the console's
 	// default order), such a selector is read likewise from an index of
 	// labels kept in that order: a page costs the spaces it shows at any
-	// fleet size (and the spaces of more than 16 labels it passes, which
+	// fleet size (and the spaces of more than 32 labels it passes, which
 	// every such selector reads). With another `sort`, such a selector
 	// that takes at most 100 spaces reads them all and sorts them: a page
 	// costs those spaces at any fleet size. A selector of negative
@@ -23311,7 +23311,7 @@ func (c *ClientWithResponses) CreateSpaceNamespaceWithResponse(ctx context.Conte
 // registered or relabelled. With `sort=problems` (the console's
 // default order), such a selector is read likewise from an index of
 // labels kept in that order: a page costs the spaces it shows at any
-// fleet size (and the spaces of more than 16 labels it passes, which
+// fleet size (and the spaces of more than 32 labels it passes, which
 // every such selector reads). With another `sort`, such a selector
 // that takes at most 100 spaces reads them all and sorts them: a page
 // costs those spaces at any fleet size. A selector of negative

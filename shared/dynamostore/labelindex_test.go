@@ -65,18 +65,18 @@ func problemPosition(sp space.Space) string {
 // wantLabelEntries checks that org's label entries are exactly those of
 // the live spaces' labels, in id order and in problems-first order (a
 // label's entry at the space's position, or one overflow entry for a
-// space of more than 16 labels).
+// space of more than 32 labels).
 func (f *fixture) wantLabelEntries(t *testing.T, org string, live ...space.Space) {
 	t.Helper()
 	want, order := []string{}, []string{}
 	for _, sp := range live {
 		for k, v := range sp.Labels {
 			want = append(want, k+"="+v+"|"+sp.ID)
-			if len(sp.Labels) <= 16 {
+			if len(sp.Labels) <= 32 {
 				order = append(order, k+"="+v+"|"+problemPosition(sp))
 			}
 		}
-		if len(sp.Labels) > 16 {
+		if len(sp.Labels) > 32 {
 			order = append(order, "*|"+problemPosition(sp))
 		}
 	}
@@ -169,6 +169,52 @@ func TestLargestLabelsChange(t *testing.T) {
 	f.wantLabelEntries(t, f.org, s)
 	if got, err := f.store.GetSpace(t.Context(), f.org, s.ID); err != nil || !maps.Equal(got.Labels, many("b")) {
 		t.Fatalf("labels after the change: %v, %v", got.Labels, err)
+	}
+	if _, err := f.store.Deregister(t.Context(), f.org, s.ID, 0, now.Add(time.Minute), "test"); err != nil {
+		t.Fatal(err)
+	}
+	f.wantLabelEntries(t, f.org)
+}
+
+// The largest writes of a space with entries of each label in
+// problems-first order (32 labels, a name of 16 words) fit their
+// transactions: registered, renamed with every label changed (32 and 32
+// entries moved beside 16 words), moved by a transition (32 entries),
+// grown to 33 labels (one overflow entry) and back, and deregistered.
+func TestLargestOrderedLabels(t *testing.T) {
+	f := newFixture(t)
+	many := func(prefix string, n int) space.Labels {
+		m := space.Labels{}
+		for i := range n {
+			m[fmt.Sprintf("%s%02d", prefix, i)] = "v"
+		}
+		return m
+	}
+	s := f.newSpace(1)
+	s.Name = strings.Repeat("a-", 15) + "z"
+	s.Labels = many("a", 32)
+	s = f.register(t, s)
+	f.wantLabelEntries(t, f.org, s)
+	steps := []struct {
+		name  string
+		apply func(space.Space) space.Space
+	}{
+		{"renamed, every label changed", func(x space.Space) space.Space {
+			x.Name, x.Labels = strings.Repeat("b-", 15)+"y", many("b", 32)
+			return x
+		}},
+		{"a transition", func(x space.Space) space.Space { x.Status = space.Active; return x }},
+		{"33 labels", func(x space.Space) space.Space { x.Labels = many("c", 33); return x }},
+		{"32 labels again", func(x space.Space) space.Space { x.Labels = many("d", 32); return x }},
+	}
+	for i, step := range steps {
+		res, err := f.store.UpdateSpace(t.Context(), f.org, s.ID, space.Update[space.Space]{At: now.Add(time.Duration(i+1) * time.Second),
+			Apply: func(x space.Space) (space.Space, error) { return step.apply(x), nil }})
+		if err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		s = res.After
+		t.Run(step.name, func(t *testing.T) { f.wantLabelEntries(t, f.org, s) })
 	}
 	if _, err := f.store.Deregister(t.Context(), f.org, s.ID, 0, now.Add(time.Minute), "test"); err != nil {
 		t.Fatal(err)
@@ -422,7 +468,7 @@ func TestBackfillLabelEntries(t *testing.T) {
 // page after page (limits 1, 3 and 100) it lists exactly what the
 // problems index filtered lists, on a fleet with every status, spaces
 // moved by transitions and relabelled since, one deregistered, spaces of
-// more than 16 labels (read from the overflow entries) and an entry left
+// more than 32 labels (read from the overflow entries) and an entry left
 // at a position its space has left (as a lost race leaves it), which is
 // passed over rather than listed twice.
 func TestSelectorListingProblemsFirst(t *testing.T) {
@@ -431,7 +477,7 @@ func TestSelectorListingProblemsFirst(t *testing.T) {
 	for i := range 3 {
 		s := f.newSpace(100 + i)
 		s.Labels = space.Labels{"env": []string{"prod", "dev", "prod"}[i], "team": "a"}
-		for j := range 18 {
+		for j := range 34 {
 			s.Labels[fmt.Sprintf("extra-%02d", j)] = "x"
 		}
 		fleet = append(fleet, f.register(t, s))

@@ -119,12 +119,16 @@ func (s *Store) labelMoves(before, after space.Space) []types.TransactWriteItem 
 
 // maxOrderedLabels bounds the labels a space has entries of in
 // problems-first order: a space of more has one overflow entry instead,
-// which every selector read in that order reads. It keeps a
-// registration (7 items, 16 of words, 64 label entries in id order and
-// these) and a labels change (whose puts go first, prePutLabels: its
-// space, 32 of words, 64 deletes in id order and these) within a
-// transaction's 100 items.
-const maxOrderedLabels = 16
+// which every selector read in that order reads (so a fleet of many
+// such spaces makes those listings read them all). It is the most that
+// keeps every write within a transaction's 100 items: a registration
+// (7 items, 16 of words, 32 label entries in id order and these 32: 87;
+// with 64 labels, 64 and one overflow entry: 88), a deregistration (8,
+// 16, 32 and 32: 88), a transition (3 and 32 moved: 67) and a labels
+// change, whose puts go first (prePutLabels: its space and 32 of words,
+// then 32 and 32 deletes, or 64 and one: 98; with a transition's history
+// and counters too, 99 at 32 labels, 101 at 33).
+const maxOrderedLabels = 32
 
 // labelOrderVersion is attrLabelOrder's value: the entries follow
 // orderEntries as it is.

@@ -91,7 +91,8 @@ func (s *Store) Register(ctx context.Context, sp space.Space, idem space.Idempot
 	// And its labels' entries (labels.go): at most space.MaxLabels puts,
 	// which with the above stays within a transaction's 100 items.
 	items = append(items, s.labelMoves(space.Space{}, sp)...)
-	// And in problems-first order: at most maxOrderedLabels puts, or one.
+	// And in problems-first order: at most maxOrderedLabels puts, or one
+	// (labels.go says why that fits).
 	items = append(items, s.orderMoves(space.Space{}, sp, true)...)
 	return s.transact(ctx, "register", func() ([]types.TransactWriteItem, error) { return items, nil },
 		func(reasons []types.CancellationReason) error { return s.registerRefused(ctx, sp, idem, reasons) })
