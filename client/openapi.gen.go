@@ -4195,10 +4195,11 @@ type ListSpacesParams struct {
 	// `notin` also match a space without the key. Keys and values follow
 	// the label rules (`SpaceLabels`); the `>`/`<` forms are not
 	// supported. A malformed selector, or an empty one, is answered `400`
-	// naming `label_selector`. In id order a positive requirement reads
-	// an index, so a page costs what it shows; with a `sort`, so does a
-	// selector that takes at most 100 spaces; negative requirements
-	// alone filter the spaces read (see `GET /spaces`).
+	// naming `label_selector`. In id order and with `sort=problems` a
+	// positive requirement reads an index, so a page costs what it shows;
+	// with another `sort`, so does a selector that takes at most 100
+	// spaces; negative requirements alone filter the spaces read (see
+	// `GET /spaces`).
 	LabelSelector *LabelSelector `form:"label_selector,omitempty" json:"label_selector,omitempty"`
 
 	// Synthetic Only the synthetic spaces (`true`: placeholders with no cluster
@@ -7060,10 +7061,15 @@ type ClientInterface interface {
 	// shows at any fleet size (and those the negative requirements pass
 	// over; a rare combination of common requirements reads more of the
 	// index, not more spaces), and a space is found as soon as it is
-	// registered or relabelled. With `sort`, such a selector that takes at
-	// most 100 spaces reads them all and sorts them: a page costs those
-	// spaces at any fleet size. A selector of negative requirements only
-	// (`!=`, `notin`, `!key`), one with `sort` that takes more spaces, and
+	// registered or relabelled. With `sort=problems` (the console's
+	// default order), such a selector is read likewise from an index of
+	// labels kept in that order: a page costs the spaces it shows at any
+	// fleet size (and the spaces of more than 32 labels it passes, which
+	// every such selector reads). With another `sort`, such a selector
+	// that takes at most 100 spaces reads them all and sorts them: a page
+	// costs those spaces at any fleet size. A selector of negative
+	// requirements only (`!=`, `notin`, `!key`), one with another `sort`
+	// that takes more spaces, and
 	// any selector with `name_contains` filter the spaces a page reads
 	// (after the other filters), so a selective one reads more spaces per
 	// page shown: the read cost is that of the spaces passed over, as for
@@ -8601,10 +8607,15 @@ func (c *Client) CreateSpaceNamespace(ctx context.Context, spaceID DiscoverySpac
 // shows at any fleet size (and those the negative requirements pass
 // over; a rare combination of common requirements reads more of the
 // index, not more spaces), and a space is found as soon as it is
-// registered or relabelled. With `sort`, such a selector that takes at
-// most 100 spaces reads them all and sorts them: a page costs those
-// spaces at any fleet size. A selector of negative requirements only
-// (`!=`, `notin`, `!key`), one with `sort` that takes more spaces, and
+// registered or relabelled. With `sort=problems` (the console's
+// default order), such a selector is read likewise from an index of
+// labels kept in that order: a page costs the spaces it shows at any
+// fleet size (and the spaces of more than 32 labels it passes, which
+// every such selector reads). With another `sort`, such a selector
+// that takes at most 100 spaces reads them all and sorts them: a page
+// costs those spaces at any fleet size. A selector of negative
+// requirements only (`!=`, `notin`, `!key`), one with another `sort`
+// that takes more spaces, and
 // any selector with `name_contains` filter the spaces a page reads
 // (after the other filters), so a selective one reads more spaces per
 // page shown: the read cost is that of the spaces passed over, as for
@@ -13673,10 +13684,15 @@ type ClientWithResponsesInterface interface {
 	// shows at any fleet size (and those the negative requirements pass
 	// over; a rare combination of common requirements reads more of the
 	// index, not more spaces), and a space is found as soon as it is
-	// registered or relabelled. With `sort`, such a selector that takes at
-	// most 100 spaces reads them all and sorts them: a page costs those
-	// spaces at any fleet size. A selector of negative requirements only
-	// (`!=`, `notin`, `!key`), one with `sort` that takes more spaces, and
+	// registered or relabelled. With `sort=problems` (the console's
+	// default order), such a selector is read likewise from an index of
+	// labels kept in that order: a page costs the spaces it shows at any
+	// fleet size (and the spaces of more than 32 labels it passes, which
+	// every such selector reads). With another `sort`, such a selector
+	// that takes at most 100 spaces reads them all and sorts them: a page
+	// costs those spaces at any fleet size. A selector of negative
+	// requirements only (`!=`, `notin`, `!key`), one with another `sort`
+	// that takes more spaces, and
 	// any selector with `name_contains` filter the spaces a page reads
 	// (after the other filters), so a selective one reads more spaces per
 	// page shown: the read cost is that of the spaces passed over, as for
@@ -23317,10 +23333,15 @@ func (c *ClientWithResponses) CreateSpaceNamespaceWithResponse(ctx context.Conte
 // shows at any fleet size (and those the negative requirements pass
 // over; a rare combination of common requirements reads more of the
 // index, not more spaces), and a space is found as soon as it is
-// registered or relabelled. With `sort`, such a selector that takes at
-// most 100 spaces reads them all and sorts them: a page costs those
-// spaces at any fleet size. A selector of negative requirements only
-// (`!=`, `notin`, `!key`), one with `sort` that takes more spaces, and
+// registered or relabelled. With `sort=problems` (the console's
+// default order), such a selector is read likewise from an index of
+// labels kept in that order: a page costs the spaces it shows at any
+// fleet size (and the spaces of more than 32 labels it passes, which
+// every such selector reads). With another `sort`, such a selector
+// that takes at most 100 spaces reads them all and sorts them: a page
+// costs those spaces at any fleet size. A selector of negative
+// requirements only (`!=`, `notin`, `!key`), one with another `sort`
+// that takes more spaces, and
 // any selector with `name_contains` filter the spaces a page reads
 // (after the other filters), so a selective one reads more spaces per
 // page shown: the read cost is that of the spaces passed over, as for

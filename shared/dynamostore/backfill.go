@@ -53,6 +53,12 @@ import (
 // to the backfill. Until then such a space is listed by a selector read
 // under a label it had before the entries only if that label changed
 // since (a selector read in another order, or filtered, finds it).
+//
+// And a registered space without label_order gets its labels' entries in
+// problems-first order (labels.go) and the marker, likewise; a
+// transition or a labels change of an unmarked space writes them and the
+// marker itself. Until then such a space is listed by a selector
+// problems first only if it moved since.
 
 // BackfillReport is what one segment of Backfill saw and did.
 type BackfillReport struct {
@@ -62,6 +68,7 @@ type BackfillReport struct {
 	Counted   int // spaces counted under their Kubernetes minor version
 	Words     int // spaces given their name's search entries
 	Labels    int // spaces given their labels' entries
+	Ordered   int // spaces given their labels' entries in problems-first order
 	Retried   int // writes that lost a race and were done again
 }
 
@@ -71,6 +78,7 @@ func (r *BackfillReport) Add(o BackfillReport) {
 	r.Counted += o.Counted
 	r.Words += o.Words
 	r.Labels += o.Labels
+	r.Ordered += o.Ordered
 }
 
 // backfillRaces bounds how often one item is done again after losing a
@@ -88,11 +96,11 @@ func (s *Store) Backfill(ctx context.Context, segment, totalSegments int) (Backf
 		TableName: s.table,
 		// Only what lacks a key; the scan still reads (and bills) the rest.
 		FilterExpression: aws.String("(begins_with(#sk, :space) AND attribute_not_exists(#del) AND " +
-			"(attribute_not_exists(#nkey) OR attribute_not_exists(#rkey) OR attribute_not_exists(#ordst) OR attribute_not_exists(#nlc) OR attribute_not_exists(#since) OR attribute_not_exists(#words) OR attribute_not_exists(#lbe) OR attribute_not_exists(#probk) OR " +
+			"(attribute_not_exists(#nkey) OR attribute_not_exists(#rkey) OR attribute_not_exists(#ordst) OR attribute_not_exists(#nlc) OR attribute_not_exists(#since) OR attribute_not_exists(#words) OR attribute_not_exists(#lbe) OR attribute_not_exists(#lord) OR attribute_not_exists(#probk) OR " +
 			"(attribute_exists(#shard) AND attribute_not_exists(#pd)) OR attribute_not_exists(#minr))) OR " +
 			"(begins_with(#sk, :rev) AND (attribute_not_exists(#revkey) OR (#pstate = :stopped AND attribute_not_exists(#stopkey))))"),
 		ExpressionAttributeNames: map[string]string{"#sk": "sk", "#del": "deleted_at", "#nkey": "name_key", "#rkey": "reg_key",
-			"#ordst": "status_key", "#nlc": "name_lc", "#shard": "probe_shard", "#pd": "pd", "#revkey": "rev_key", "#pstate": "state", "#stopkey": "stopped_key", "#minr": attrCounted, "#since": "since_key", "#words": attrWordEntries, "#lbe": attrLabelEntries, "#probk": "problem_key"},
+			"#ordst": "status_key", "#nlc": "name_lc", "#shard": "probe_shard", "#pd": "pd", "#revkey": "rev_key", "#pstate": "state", "#stopkey": "stopped_key", "#minr": attrCounted, "#since": "since_key", "#words": attrWordEntries, "#lbe": attrLabelEntries, "#lord": attrLabelOrder, "#probk": "problem_key"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":space": str(prefixSpace), ":rev": str(prefixRevision),
 			":stopped": str(string(space.RevisionStopped))},
 		Segment: aws.Int32(int32(segment)), TotalSegments: aws.Int32(int32(totalSegments)),
@@ -184,6 +192,12 @@ func (s *Store) backfillOnce(ctx context.Context, key, item map[string]types.Att
 				return raced, err
 			}
 			rep.Labels++
+		}
+		if _, marked := item[attrLabelOrder]; !marked {
+			if raced, err := s.backfillOrder(ctx, key, item, sp); err != nil {
+				return raced, err
+			}
+			rep.Ordered++
 		}
 		set = map[string]types.AttributeValue{}
 		setNameAttrs(set, sp)

@@ -100,6 +100,15 @@ import (
 //	<key>=<value>\x01<id>        one label of a registered    provider, space_type, cloud_account_id
 //	                             space
 //
+// and the same labels in problems-first order, pk = LPROB#<org_id>
+// (labels.go), for a space of at most maxOrderedLabels labels; a space
+// of more has the one overflow entry instead:
+//
+//	<key>=<value>\x01<problem_key>  one label of a registered  provider, space_type, cloud_account_id
+//	                                space, at its position in
+//	                                problems-first order
+//	*\x01<problem_key>              a space of more labels
+//
 // An org's audit trail, pk = ACT#<org_id> (activity.go), apart from the
 // org's partition so that listing spaces never reads it:
 //
@@ -164,6 +173,12 @@ const (
 	prefixActivity = "ACT#"
 	prefixWords    = "WORD#"
 	prefixLabels   = "LABEL#"
+	// prefixLabelOrder is the partition of the label entries in
+	// problems-first order (labels.go).
+	prefixLabelOrder = "LPROB#"
+	// attrLabelOrder marks a space whose label entries in problems-first
+	// order are written (labels.go), which Backfill looks for.
+	attrLabelOrder = "label_order"
 	// attrLabelEntries marks a space whose labels' entries are written
 	// (labels.go), which Backfill looks for.
 	attrLabelEntries = "label_entries"
@@ -238,6 +253,14 @@ func labelSK(key, value, id string) string { return labelPrefix(key, value) + id
 
 // labelPrefix is what the entries of key=value begin with.
 func labelPrefix(key, value string) string { return key + "=" + value + nameSep }
+
+// labelOrderPK is the partition of org's label entries in problems-first
+// order.
+func labelOrderPK(org string) string { return prefixLabelOrder + org }
+
+// overflowPrefix is what the problems-first entry of a space of more than
+// maxOrderedLabels labels begins with: no label key begins with '*'.
+const overflowPrefix = "*" + nameSep
 
 // webhookSK is the sort key of a webhook endpoint in its org's partition.
 func webhookSK(id string) string { return prefixWebhook + id }

@@ -51,6 +51,20 @@ import (
 // requirement of more than space.MaxDriverValues values is not read but
 // checked on the spaces (space.ReadUnder).
 //
+// Problems first (sort=problems, the console's default order), the same
+// labels have entries in that order too, in a partition of their own
+// (pk LPROB#<org_id>, sk <key>=<value>\x01<problemKey>, keys.go), kept
+// in the same transactions and also moved by a transition, whose
+// transaction already writes the space, its history and the counters
+// (no write in steady state: a heartbeat moves nothing). A space of more
+// than maxOrderedLabels labels has one overflow entry at its position
+// instead, which a listing in that order reads beside every
+// requirement's entries. A selector with drivers is read under them
+// there as in id order (listByProblems): a page costs its entries and
+// spaces at any fleet size (BenchmarkSelectorPage, "by-problems"), not
+// the spaces the sort index would pass over. Deregister is conditional
+// on the position read (problem_key), whose entries it deletes.
+//
 // In another order (a sort), a selector whose requirements take at most
 // sortFewMax spaces, found reading at most maxSortFewEntries entries,
 // reads those spaces (one BatchGetItem) and sorts them itself by the
@@ -62,9 +76,11 @@ import (
 // selector matches most spaces, so it passes over few; a positive one
 // in another order costs the spaces it passes over.
 //
-// Write costs (BenchmarkSelectorPage, writes): a registration puts one
-// entry per label and a deregistration deletes them, each in the
-// transaction it already is (2 write units an entry); a labels change
+// Write costs (BenchmarkSelectorPage, writes): a registration puts two
+// entries per label (one in each order) and a deregistration deletes
+// them, each in the transaction it already is (2 write units an entry);
+// a transition moves the entries in problems-first order (a delete and
+// a put each, 4 write units a label); a labels change
 // moves only the labels that change (an unmarked space, stored before
 // the entries, is given every entry of its new labels), and being a
 // transaction it costs the space's write twice over. A change that moves
@@ -72,8 +88,10 @@ import (
 // once) puts the new entries first, in transactions conditional on the
 // space's version, then writes the space and deletes the old entries
 // (TestLargestLabelsChange): a lost race leaves put entries that name
-// labels the space does not have, which a listing reads and passes over
-// (the space is the truth) until a labels change moves them; a
+// labels the space does not have, or (a transition having won the race)
+// a position it is not at, which a listing reads and passes over (the
+// space is the truth): the former until a labels change moves them, the
+// latter for good (TestSelectorListingProblemsFirst's stale entry); a
 // deregistration deletes only the entries of the labels read, so such an
 // entry can outlive its space, and a listing skips it as deregistered.
 
@@ -97,6 +115,57 @@ func (s *Store) labelEntries(sp space.Space) map[string]map[string]types.Attribu
 // after's (entryMoves: the deletes, then the puts).
 func (s *Store) labelMoves(before, after space.Space) []types.TransactWriteItem {
 	return s.entryMoves(s.labelEntries(before), s.labelEntries(after))
+}
+
+// maxOrderedLabels bounds the labels a space has entries of in
+// problems-first order: a space of more has one overflow entry instead,
+// which every selector read in that order reads (so a fleet of many
+// such spaces makes those listings read them all). It is the most that
+// keeps every write within a transaction's 100 items: a registration
+// (7 items, 16 of words, 32 label entries in id order and these 32: 87;
+// with 64 labels, 64 and one overflow entry: 88), a deregistration (8,
+// 16, 32 and 32: 88), a transition (3 and 32 moved: 67) and a labels
+// change, whose puts go first (prePutLabels: its space and 32 of words,
+// then 32 and 32 deletes, or 64 and one: 98; with a transition's history
+// and counters too, 99 at 32 labels, 101 at 33).
+const maxOrderedLabels = 32
+
+// labelOrderVersion is attrLabelOrder's value: the entries follow
+// orderEntries as it is.
+const labelOrderVersion = "1"
+
+// orderEntries is sp's label entries in problems-first order by sort key
+// (a label's, at its problemKey, or the overflow entry): none once
+// deregistered or without labels.
+func (s *Store) orderEntries(sp space.Space) map[string]map[string]types.AttributeValue {
+	if len(sp.Labels) == 0 {
+		return nil
+	}
+	pos := problemKey(sp)
+	sks := []string{overflowPrefix + pos}
+	if len(sp.Labels) <= maxOrderedLabels {
+		sks = sks[:0]
+		for k, v := range sp.Labels {
+			sks = append(sks, labelPrefix(k, v)+pos)
+		}
+	}
+	return indexEntries(sp, labelOrderPK(sp.OrgID), sks)
+}
+
+// orderMoves is the transaction items that take before's entries in
+// problems-first order to after's: a transition moves them all (their
+// position changes), a labels change those of the labels it changes.
+// Unless marked (the entries are known to be written), every entry of
+// after is put, and before's that after has not are deleted, which is
+// no error where there are none.
+func (s *Store) orderMoves(before, after space.Space, marked bool) []types.TransactWriteItem {
+	old, next := s.orderEntries(before), s.orderEntries(after)
+	if !marked {
+		for sk := range next {
+			delete(old, sk)
+		}
+	}
+	return s.entryMoves(old, next)
 }
 
 // labelsDigest is the marker of a space whose entries are those of
@@ -155,7 +224,10 @@ func (s *Store) prePutLabels(ctx context.Context, after space.Space, prev int64,
 // labelRange is one value's entries in a listing by label: read in id
 // order, the ids read and not yet passed in buf.
 type labelRange struct {
-	key, value string
+	// pk and prefix are its partition and what its entries begin with:
+	// the rest of an entry's sort key is its position (an id, or a
+	// problemKey).
+	pk, prefix string
 	in         *dynamodb.QueryInput
 	buf        []string
 	done       bool
@@ -171,9 +243,11 @@ type labelStream []*labelRange
 // beyond budget (when set), a read answers errOverBudget.
 type labelReader struct {
 	s       *Store
-	org     string
 	entries int
 	budget  int
+	// overflow, when set, is a range whose positions every stream takes
+	// (the spaces of more than maxOrderedLabels labels).
+	overflow *labelRange
 }
 
 // errOverBudget ends a labelReader's reads past its budget.
@@ -190,45 +264,79 @@ var errOverBudget = errors.New("the label entries to read are over budget")
 func (s *Store) listByLabel(ctx context.Context, org string, q space.Query, filter []string, nm []string,
 	vals map[string]types.AttributeValue,
 ) (out []space.Space, next string, ok bool, err error) {
-	streams, err := s.labelStreams(ctx, org, q.Selector, q.After, filter, nm, vals)
+	streams, err := s.labelStreams(ctx, org, labelsPK(org), q.Selector, q.After, filter, nm, vals)
 	if err != nil || streams == nil {
 		return nil, "", false, err
 	}
-	r := &labelReader{s: s, org: org}
+	out, next, err = s.listUnder(ctx, org, q, &labelReader{s: s}, streams, func(sp space.Space) string { return sp.ID })
+	return out, next, true, err
+}
+
+// listByProblems is listByLabel in problems-first order (sort=problems):
+// the same leapfrogging through the drivers' entries in that order
+// (pk LPROB#<org>, positioned by problemKey, q.After being the last
+// one listed, as in the problems index's listing), each position also
+// taken from the overflow entries of the spaces of more than
+// maxOrderedLabels labels; a space is listed only at its position as
+// stored, so an entry left behind by a lost race is passed over. A page
+// costs its entries and spaces, as in id order, plus the overflow
+// entries it passes.
+func (s *Store) listByProblems(ctx context.Context, org string, q space.Query, filter []string, nm []string,
+	vals map[string]types.AttributeValue,
+) (out []space.Space, next string, ok bool, err error) {
+	pk := labelOrderPK(org)
+	streams, err := s.labelStreams(ctx, org, pk, q.Selector, q.After, filter, nm, vals)
+	if err != nil || streams == nil {
+		return nil, "", false, err
+	}
+	r := &labelReader{s: s, overflow: s.labelRange(pk, overflowPrefix, q.After, filter, nm, vals)}
+	out, next, err = s.listUnder(ctx, org, q, r, streams, problemKey)
+	return out, next, true, err
+}
+
+// listUnder lists the spaces whose positions (pos: an id, a problemKey)
+// every stream takes, after q.After, up to q.Limit: each read as
+// stored, and listed only if at the position read, live, matched by the
+// whole selector and kept by q's filters. next is the last one's
+// position when more may follow.
+func (s *Store) listUnder(ctx context.Context, org string, q space.Query, r *labelReader, streams []labelStream,
+	pos func(space.Space) string,
+) (out []space.Space, next string, err error) {
 	out = make([]space.Space, 0, q.Limit+1)
 	want := func() int { return q.Limit + 1 - len(out) }
 	scanned, kept := 0, 0 // spaces read, spaces listed
 	last, ended := q.After, false
 	for want() > 0 && !ended {
 		n := int(nextAsk(want(), scanned, kept, MaxLimit))
-		var ids []string
-		for len(ids) < n {
-			id, err := r.next(ctx, streams, last, n-len(ids))
+		var ps, ids []string
+		for len(ps) < n {
+			p, err := r.next(ctx, streams, last, n-len(ps))
 			if err != nil {
-				return nil, "", true, err
+				return nil, "", err
 			}
-			if id == "" {
+			if p == "" {
 				ended = true
 				break
 			}
-			ids, last = append(ids, id), id
+			ps, last = append(ps, p), p
+			ids = append(ids, p[strings.LastIndex(p, nameSep)+1:])
 		}
-		if len(ids) == 0 {
+		if len(ps) == 0 {
 			break
 		}
 		got, err := s.spacesByID(ctx, org, ids)
 		if err != nil {
-			return nil, "", true, err
+			return nil, "", err
 		}
-		for _, id := range ids {
+		for i, id := range ids {
 			if want() <= 0 {
 				break
 			}
 			scanned++
 			sp, found := got[id]
-			if !found || sp.Deleted() || !q.Selector.Matches(sp.Labels) ||
+			if !found || sp.Deleted() || pos(sp) != ps[i] || !q.Selector.Matches(sp.Labels) ||
 				!strings.HasPrefix(space.FoldName(sp.Name), q.NamePrefix) || (q.Keep != nil && !q.Keep(sp)) {
-				continue // relabeled or gone since the entry was read, or filtered
+				continue // moved, relabeled or gone since the entry was read, or filtered
 			}
 			out = append(out, sp)
 			kept++
@@ -236,15 +344,16 @@ func (s *Store) listByLabel(ctx context.Context, org string, q space.Query, filt
 	}
 	if len(out) > q.Limit {
 		out = out[:q.Limit]
-		return out, out[len(out)-1].ID, true, nil
+		return out, pos(out[len(out)-1]), nil
 	}
-	return out, "", true, nil
+	return out, "", nil
 }
 
 // labelStreams is the streams of sel's drivers that are read
-// (readUnder), from after the id after; nil when none is. filter, nm and
-// vals are the listing's filters on provider, type and account.
-func (s *Store) labelStreams(ctx context.Context, org string, sel space.Selector, after string, filter []string, nm []string,
+// (readUnder), in partition pk (id order or problems first), from after
+// the position after; nil when none is. filter, nm and vals are the
+// listing's filters on provider, type and account.
+func (s *Store) labelStreams(ctx context.Context, org, pk string, sel space.Selector, after string, filter []string, nm []string,
 	vals map[string]types.AttributeValue,
 ) ([]labelStream, error) {
 	drivers, err := s.readUnder(ctx, org, sel.Drivers())
@@ -255,29 +364,36 @@ func (s *Store) labelStreams(ctx context.Context, org string, sel space.Selector
 	for _, d := range drivers {
 		st := labelStream{}
 		for _, v := range d.Values {
-			rv := make(map[string]types.AttributeValue, len(vals)+2)
-			for k, x := range vals {
-				rv[k] = x
-			}
-			rv[":lpk"], rv[":lval"] = str(labelsPK(org)), str(labelPrefix(d.Key, v))
-			in := &dynamodb.QueryInput{
-				TableName:                 s.table,
-				ConsistentRead:            aws.Bool(true),
-				KeyConditionExpression:    aws.String(nPK + " = :lpk AND begins_with(" + nSK + ", :lval)"),
-				ExpressionAttributeNames:  names(append(slices.Clone(nm), nPK, nSK)...),
-				ExpressionAttributeValues: rv,
-			}
-			if len(filter) > 0 {
-				in.FilterExpression = aws.String(strings.Join(filter, " AND "))
-			}
-			if after != "" {
-				in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(labelsPK(org)), "sk": str(labelSK(d.Key, v, after))}
-			}
-			st = append(st, &labelRange{key: d.Key, value: v, in: in})
+			st = append(st, s.labelRange(pk, labelPrefix(d.Key, v), after, filter, nm, vals))
 		}
 		streams = append(streams, st)
 	}
 	return streams, nil
+}
+
+// labelRange is the range of entries of partition pk that begin with
+// prefix, from after the position after, filtered on the listing's
+// provider, type and account.
+func (s *Store) labelRange(pk, prefix, after string, filter []string, nm []string, vals map[string]types.AttributeValue) *labelRange {
+	rv := make(map[string]types.AttributeValue, len(vals)+2)
+	for k, x := range vals {
+		rv[k] = x
+	}
+	rv[":lpk"], rv[":lval"] = str(pk), str(prefix)
+	in := &dynamodb.QueryInput{
+		TableName:                 s.table,
+		ConsistentRead:            aws.Bool(true),
+		KeyConditionExpression:    aws.String(nPK + " = :lpk AND begins_with(" + nSK + ", :lval)"),
+		ExpressionAttributeNames:  names(append(slices.Clone(nm), nPK, nSK)...),
+		ExpressionAttributeValues: rv,
+	}
+	if len(filter) > 0 {
+		in.FilterExpression = aws.String(strings.Join(filter, " AND "))
+	}
+	if after != "" {
+		in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(pk), "sk": str(prefix + after)}
+	}
+	return &labelRange{pk: pk, prefix: prefix, in: in}
 }
 
 // sortFewMax bounds the spaces a selector in another order than id reads
@@ -299,11 +415,11 @@ var (
 func (s *Store) sortFew(ctx context.Context, org string, si sortIndex, q space.Query, filter []string, nm []string,
 	vals map[string]types.AttributeValue,
 ) (out []space.Space, next string, ok bool, err error) {
-	streams, err := s.labelStreams(ctx, org, q.Selector, "", filter, nm, vals)
+	streams, err := s.labelStreams(ctx, org, labelsPK(org), q.Selector, "", filter, nm, vals)
 	if err != nil || streams == nil {
 		return nil, "", false, err
 	}
-	r := &labelReader{s: s, org: org, budget: maxSortFewEntries}
+	r := &labelReader{s: s, budget: maxSortFewEntries}
 	var ids []string
 	for last := ""; len(ids) <= sortFewMax; {
 		id, err := r.next(ctx, streams, last, sortFewMax+1-len(ids))
@@ -357,8 +473,9 @@ func (s *Store) sortFew(ctx context.Context, org string, si sortIndex, q space.Q
 	return out, "", true, nil
 }
 
-// next is the smallest id above last that every stream takes, "" when
-// none is: each stream in turn is asked for its first id at least the
+// next is the smallest position (an id, a problemKey) above last that
+// every stream takes, or that the overflow range has, "" when none is:
+// each stream in turn is asked for its first position at least the
 // largest reached, until all give the same. want is how many more ids
 // the page may use: a range's first read asks for that many entries
 // (at least a read unit's worth), and each further read for twice the
@@ -369,6 +486,23 @@ func (s *Store) sortFew(ctx context.Context, org string, si sortIndex, q space.Q
 // common one needs.
 func (r *labelReader) next(ctx context.Context, streams []labelStream, last string, want int) (string, error) {
 	limit := int32(max(want, entriesPerUnit))
+	t, err := r.meet(ctx, streams, last, limit)
+	if err != nil || r.overflow == nil {
+		return t, err
+	}
+	o, err := r.head(ctx, labelStream{r.overflow}, "", last, limit)
+	if err != nil {
+		return "", err
+	}
+	if o != "" && (t == "" || o < t) {
+		return o, nil
+	}
+	return t, nil
+}
+
+// meet is the smallest position above last that every stream takes, ""
+// when none is.
+func (r *labelReader) meet(ctx context.Context, streams []labelStream, last string, limit int32) (string, error) {
 	t, agree := last, 0
 	for i := 0; agree < len(streams); i = (i + 1) % len(streams) {
 		h, err := r.head(ctx, streams[i], t, last, limit)
@@ -416,9 +550,9 @@ func (r *labelReader) read(ctx context.Context, rg *labelRange, atLeast string, 
 		return errOverBudget
 	}
 	if atLeast != "" {
-		seek := labelSK(rg.key, rg.value, atLeast[:len(atLeast)-1])
+		seek := rg.prefix + atLeast[:len(atLeast)-1]
 		if at, _ := rg.in.ExclusiveStartKey["sk"].(*types.AttributeValueMemberS); at == nil || at.Value < seek {
-			rg.in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(labelsPK(r.org)), "sk": str(seek)}
+			rg.in.ExclusiveStartKey = map[string]types.AttributeValue{"pk": str(rg.pk), "sk": str(seek)}
 		}
 	}
 	rg.in.Limit = aws.Int32(int32(min(int(limit)<<min(rg.reads, 10), MaxLimit)))
@@ -429,8 +563,8 @@ func (r *labelReader) read(ctx context.Context, rg *labelRange, atLeast string, 
 	}
 	r.entries += int(page.ScannedCount)
 	for _, item := range page.Items {
-		if sk, _ := item["sk"].(*types.AttributeValueMemberS); sk != nil {
-			rg.buf = append(rg.buf, sk.Value[strings.LastIndex(sk.Value, nameSep)+1:])
+		if sk, _ := item["sk"].(*types.AttributeValueMemberS); sk != nil && strings.HasPrefix(sk.Value, rg.prefix) {
+			rg.buf = append(rg.buf, sk.Value[len(rg.prefix):])
 		}
 	}
 	rg.done = page.LastEvaluatedKey == nil
@@ -499,6 +633,28 @@ func (s *Store) backfillLabels(ctx context.Context, key, item map[string]types.A
 		ExpressionAttributeValues: map[string]types.AttributeValue{":lv": str(labelsDigest(sp.Labels)), ":prev": item["version"]},
 	}}}
 	items = append(items, s.labelMoves(space.Space{}, sp)...)
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	if reasons, ok := canceled(err); ok && (failedCheck(reasons, 0) || conflicted(reasons)) {
+		return true, err
+	}
+	if err != nil {
+		return false, awsError("TransactWriteItems backfill", err)
+	}
+	return false, nil
+}
+
+// backfillOrder writes the label entries in problems-first order of a
+// space stored before them, with the marker, only if the space is at the
+// version read, registered and unmarked still (a transition or a labels
+// change meanwhile wrote its own).
+func (s *Store) backfillOrder(ctx context.Context, key, item map[string]types.AttributeValue, sp space.Space) (raced bool, err error) {
+	items := []types.TransactWriteItem{{Update: &types.Update{TableName: s.table, Key: key,
+		UpdateExpression:          aws.String("SET " + nLabelOrd + " = :lord"),
+		ConditionExpression:       aws.String(nVersion + " = :prev AND attribute_not_exists(" + nDeleted + ") AND attribute_not_exists(" + nLabelOrd + ")"),
+		ExpressionAttributeNames:  names(nLabelOrd, nVersion, nDeleted),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":lord": str(labelOrderVersion), ":prev": item["version"]},
+	}}}
+	items = append(items, s.orderMoves(space.Space{}, sp, false)...)
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if reasons, ok := canceled(err); ok && (failedCheck(reasons, 0) || conflicted(reasons)) {
 		return true, err

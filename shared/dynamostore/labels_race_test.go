@@ -81,3 +81,78 @@ func TestDeregistrationRacingARelabel(t *testing.T) {
 		t.Errorf("entries %q after the deregistration", got)
 	}
 }
+
+// A deregistration that read the space before a transition there and
+// back (the same status, another position problems first) deletes its
+// label entries in problems-first order only if the position is still
+// the one read (problem_key): its write fails instead (and Deregister
+// reads again), so the entries at the new position never outlive the
+// space.
+func TestDeregistrationRacingATransitionThereAndBack(t *testing.T) {
+	env := emulatortest.Start(t)
+	db := awsclient.DynamoDB(env.Config, env.Endpoint)
+	s := New(db, env.Name(t, "SpacesTable"))
+	ctx := t.Context()
+	at := time.Date(2025, 11, 30, 12, 0, 0, 0, time.UTC)
+	org := uuid.NewString()
+	acct := space.CloudAccount{ID: uuid.NewString(), OrgID: org, Provider: space.AWS, Name: "aws",
+		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces", "externalId": "ext-1"},
+		Status:     space.AccountReady, CreatedAt: at, Version: 1}
+	if err := s.CreateAccount(ctx, acct); err != nil {
+		t.Fatal(err)
+	}
+	sp := space.NewSpace(uuid.NewString(), org, space.RegisterInput{Name: "c1", Provider: space.AWS,
+		SpaceType: space.TypeKubernetes, CloudAccountID: acct.ID, Labels: space.Labels{"env": "prod", "example.com/team": "a"},
+		Config: space.Config{"clusterName": "c1", "region": "us-east-1"}}, at)
+	if err := s.Register(ctx, sp, space.Idempotency{}); err != nil {
+		t.Fatal(err)
+	}
+	entries := func() []string {
+		out, err := db.Query(ctx, &dynamodb.QueryInput{TableName: s.table, ConsistentRead: aws.Bool(true),
+			KeyConditionExpression:    aws.String("pk = :pk"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(labelOrderPK(org))}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sks []string
+		for _, item := range out.Items {
+			sks = append(sks, item["sk"].(*types.AttributeValueMemberS).Value)
+		}
+		return sks
+	}
+
+	read, counted, err := s.liveSpaceCounted(ctx, org, sp.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, to := range []space.Status{space.Active, read.Status} {
+		if _, err := s.UpdateSpace(ctx, org, sp.ID, space.Update[space.Space]{At: at.Add(time.Duration(i+1) * time.Second),
+			Apply: func(x space.Space) (space.Space, error) {
+				x.Status = to
+				x.Probe.LastTransitionAt = new(at.Add(time.Duration(i+1) * time.Second))
+				return x, nil
+			}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	moved, err := s.GetSpace(ctx, org, sp.ID)
+	if err != nil || moved.Status != read.Status || problemKey(moved) == problemKey(read) {
+		t.Fatalf("after the transitions: %s at %q (%v), want %s at another position than %q", moved.Status, problemKey(moved), err, read.Status, problemKey(read))
+	}
+	gone := read
+	when := at.Add(3 * time.Second)
+	gone.DeletedAt, gone.DeletedBy = &when, "test"
+	err = s.writeDeregistration(ctx, read, gone, counted, false)
+	if space.KindOf(err) != space.KindPreconditionFailed {
+		t.Fatalf("the deregistration at the position read before the transitions: %v, want a lost race", err)
+	}
+	if got := entries(); len(got) != 2 {
+		t.Errorf("entries %q after the refused deregistration, want the 2 at the new position", got)
+	}
+	if _, err := s.Deregister(ctx, org, sp.ID, 0, when, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if got := entries(); len(got) != 0 {
+		t.Errorf("entries %q after the deregistration", got)
+	}
+}

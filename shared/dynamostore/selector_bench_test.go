@@ -2,6 +2,7 @@ package dynamostore_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,7 +35,7 @@ func selectorLabels(i int) space.Labels {
 // seedSearchOrg does: each space item is a registered space's item with
 // another id and labels, each entry what Register writes (keys.go), which
 // the listings' counts below check.
-func seedSelectorOrg(b *testing.B, f *fixture, n int) string {
+func seedSelectorOrg(b testing.TB, f *fixture, n int) string {
 	org := uuid.NewString()
 	acct := f.createAccount(b, org, space.AWS)
 	tmpl := space.NewSpace(uuid.NewString(), org, space.RegisterInput{Name: "template",
@@ -82,9 +83,15 @@ func seedSelectorOrg(b *testing.B, f *fixture, n int) string {
 				}
 				item["sk"], item["id"], item["name"] = s("SPACE#"+id), s(id), s(fmt.Sprintf("cluster-%06d", i))
 				item["labels"] = &types.AttributeValueMemberM{Value: lm}
+				sp := tmpl
+				sp.ID = id
+				pos := strings.ReplaceAll(problemPosition(sp), "|", "\x01")
+				item["problem_key"] = s(pos)
 				put(item)
 				for k, v := range labels {
 					put(map[string]types.AttributeValue{"pk": s("LABEL#" + org), "sk": s(k + "=" + v + "\x01" + id),
+						"provider": s("aws"), "space_type": s(space.TypeKubernetes), "cloud_account_id": s(acct.ID)})
+					put(map[string]types.AttributeValue{"pk": s("LPROB#" + org), "sk": s(k + "=" + v + "\x01" + pos),
 						"provider": s("aws"), "space_type": s(space.TypeKubernetes), "cloud_account_id": s(acct.ID)})
 				}
 			}
@@ -105,13 +112,18 @@ func seedSelectorOrg(b *testing.B, f *fixture, n int) string {
 // (`env=prod,tier!=db`), two equalities whose entries are read together
 // (`env=prod,team=a`, one in 60), and an exists of a rare key
 // (`example.com/frozen`, one in 1,000: one space at 1,000), also problems
-// first (its spaces, at most 100, read and sorted); and, as the
-// listing was before the entries, the last one filtering the spaces of
-// the id listing. Under writes, the write units of a registration with
-// four labels and with none, of a labels change of one value and of one
-// label added, of a heartbeat (the same item's plain UpdateItem: what a
-// labels change wrote before the entries), and of a deregistration with
-// four labels and with none.
+// first; problems first (sort=problems, the console's default order, read
+// under the entries in that order) one in 20 (`team=a`) and two
+// equalities (`env=prod,team=a`); and, as the listing was before the
+// entries, the rare exists filtering the spaces of the id listing, and
+// `team=a` problems first filtering the problems index (as a selector
+// of more than 100 spaces was before the entries in that order). Under
+// writes, the write units of a registration with four labels and with
+// none, of a labels change of one value and of one label added, of a
+// heartbeat (the same item's plain UpdateItem: what a labels change
+// wrote before the entries), of a transition with four
+// labels and with none (the former moves its entries in problems-first
+// order), and of a deregistration with four labels and with none.
 func BenchmarkSelectorPage(b *testing.B) {
 	f, meter := meteredFixture(b)
 	orgs := map[int]string{}
@@ -134,6 +146,9 @@ func BenchmarkSelectorPage(b *testing.B) {
 		{"frozen", "example.com/frozen", map[int]int{1_000: 1, 100_000: 20}, false, ""},
 		{"frozen-filtered", "example.com/frozen", map[int]int{1_000: 1, 100_000: 20}, true, ""},
 		{"frozen-by-problems", "example.com/frozen", map[int]int{1_000: 1, 100_000: 20}, false, space.SortProblems},
+		{"team=a-by-problems", "team=a", map[int]int{1_000: 20, 100_000: 20}, false, space.SortProblems},
+		{"team=a-by-problems-filtered", "team=a", map[int]int{1_000: 20, 100_000: 20}, true, space.SortProblems},
+		{"env=prod,team=a-by-problems", "env=prod,team=a", map[int]int{1_000: 16, 100_000: 20}, false, space.SortProblems},
 	} {
 		for _, n := range []int{1_000, 100_000} {
 			b.Run(fmt.Sprintf("%s-%d", c.name, n), func(b *testing.B) {
@@ -160,7 +175,7 @@ func BenchmarkSelectorPage(b *testing.B) {
 		}
 	}
 	b.Run("writes", func(b *testing.B) {
-		var reg4, reg0, value, added, beat, dereg4, dereg0 float64
+		var reg4, reg0, value, added, beat, trans4, trans0, dereg4, dereg0 float64
 		i := 0
 		at := func(s int) time.Time { return now.Add(time.Duration(10*i+s) * time.Second) }
 		for b.Loop() {
@@ -188,22 +203,30 @@ func BenchmarkSelectorPage(b *testing.B) {
 				b.Fatal(err)
 			}
 			beat += meter.Take().TotalWRU()
-			// Four labels again, so that the deregistrations differ only
-			// in them.
+			// Four labels again, so that the transitions and the
+			// deregistrations differ only in them.
 			l = selectorLabels(1)
 			l["owner"] = "x"
 			f.relabel(b, s.ID, l, at(4))
 			meter.Take()
-			if _, err := f.store.Deregister(b.Context(), f.org, s.ID, 0, at(5), "test"); err != nil {
+			if err := f.setStatus(b, s.ID, space.Active, at(5)); err != nil {
+				b.Fatal(err)
+			}
+			trans4 += meter.Take().TotalWRU()
+			if err := f.setStatus(b, e.ID, space.Active, at(5)); err != nil {
+				b.Fatal(err)
+			}
+			trans0 += meter.Take().TotalWRU()
+			if _, err := f.store.Deregister(b.Context(), f.org, s.ID, 0, at(6), "test"); err != nil {
 				b.Fatal(err)
 			}
 			dereg4 += meter.Take().TotalWRU()
-			if _, err := f.store.Deregister(b.Context(), f.org, e.ID, 0, at(5), "test"); err != nil {
+			if _, err := f.store.Deregister(b.Context(), f.org, e.ID, 0, at(6), "test"); err != nil {
 				b.Fatal(err)
 			}
 			dereg0 += meter.Take().TotalWRU()
 		}
-		if got := f.labelEntries(b, f.org); len(got) != 0 {
+		if got := append(f.labelEntries(b, f.org), f.orderEntries(b, f.org)...); len(got) != 0 {
 			b.Fatalf("label entries left after the deregistrations: %q", got)
 		}
 		b.ReportMetric(reg4/float64(b.N), "register-4-labels-WRU")
@@ -211,6 +234,8 @@ func BenchmarkSelectorPage(b *testing.B) {
 		b.ReportMetric(value/float64(b.N), "relabel-1-value-WRU")
 		b.ReportMetric(added/float64(b.N), "relabel-1-added-WRU")
 		b.ReportMetric(beat/float64(b.N), "heartbeat-WRU")
+		b.ReportMetric(trans4/float64(b.N), "transition-4-labels-WRU")
+		b.ReportMetric(trans0/float64(b.N), "transition-no-labels-WRU")
 		b.ReportMetric(dereg4/float64(b.N), "deregister-4-labels-WRU")
 		b.ReportMetric(dereg0/float64(b.N), "deregister-no-labels-WRU")
 	})

@@ -284,7 +284,8 @@ func (f *fixture) itemShapes(t *testing.T, got map[string][]string) {
 
 // itemKind names an item by the prefixes of its keys: "ORG# SPACE#",
 // "SPACE# HIST#", "WORD# <word>\x01<name>\x01<space id>", "LABEL#
-// <key>=<value>\x01<space id>"; a deregistered
+// <key>=<value>\x01<space id>", "LPROB# <key>=<value>\x01<problem
+// key>"; a deregistered
 // space is "ORG# SPACE# (tombstone)".
 func itemKind(item map[string]types.AttributeValue) string {
 	prefix := func(k string) string {
@@ -309,6 +310,9 @@ func itemKind(item map[string]types.AttributeValue) string {
 	}
 	if prefix("pk") == "LABEL#" {
 		kind = "LABEL# <key>=<value>\\x01<space id>"
+	}
+	if prefix("pk") == "LPROB#" {
+		kind = "LPROB# <key>=<value>\\x01<problem key>"
 	}
 	if _, ok := item["deleted_at"]; ok && kind == "ORG# SPACE#" {
 		kind += " (tombstone)"

@@ -46,6 +46,7 @@ func (s *Store) spaceItem(sp space.Space) (map[string]types.AttributeValue, erro
 		setNameAttrs(item, sp)
 		item[attrWordEntries] = str(wordsVersion)             // written by Register (words.go)
 		item[attrLabelEntries] = str(labelsDigest(sp.Labels)) // and these (labels.go)
+		item[attrLabelOrder] = str(labelOrderVersion)         // and these in problems-first order
 		if m := sp.MinorVersion(); m != "" {
 			item[attrCounted] = str(m) // counted so by Register (counts.go)
 		}
@@ -90,6 +91,9 @@ func (s *Store) Register(ctx context.Context, sp space.Space, idem space.Idempot
 	// And its labels' entries (labels.go): at most space.MaxLabels puts,
 	// which with the above stays within a transaction's 100 items.
 	items = append(items, s.labelMoves(space.Space{}, sp)...)
+	// And in problems-first order: at most maxOrderedLabels puts, or one
+	// (labels.go says why that fits).
+	items = append(items, s.orderMoves(space.Space{}, sp, true)...)
 	return s.transact(ctx, "register", func() ([]types.TransactWriteItem, error) { return items, nil },
 		func(reasons []types.CancellationReason) error { return s.registerRefused(ctx, sp, idem, reasons) })
 }
@@ -357,6 +361,14 @@ func (s *Store) ListSpaces(ctx context.Context, org string, q space.Query) ([]sp
 			return out, next, err
 		}
 	}
+	if q.Sort == space.SortProblems && !q.Selector.Empty() {
+		// Problems first, likewise, under its entries in that order
+		// (labels.go).
+		out, next, ok, err := s.listByProblems(ctx, org, q, slices.Clone(filter[1:]), slices.Clone(nm[1:]), maps.Clone(vals))
+		if ok || err != nil {
+			return out, next, err
+		}
+	}
 	if si, ok := sortIndexes[q.Sort.Base()]; ok && !q.Selector.Empty() {
 		// In another order, a selector that takes few spaces sorts them
 		// itself (labels.go).
@@ -473,7 +485,7 @@ func (s *Store) UpdateSpace(ctx context.Context, org, id string, u space.Update[
 	// caller's own read is taken to be unmarked, so that a labels change
 	// puts every entry.
 	var counted *string
-	marked := false
+	marked := entryMarks{}
 	return space.Run(ctx, space.SpaceVersioned, u,
 		func(ctx context.Context) (space.Space, error) {
 			sp, c, m, err := s.liveSpaceRead(ctx, org, id)
@@ -495,31 +507,38 @@ func (s *Store) liveSpaceCounted(ctx context.Context, org, id string) (space.Spa
 	return sp, counted, err
 }
 
-// liveSpaceRead is liveSpaceCounted and whether the item's label entries
-// are written (attrLabelEntries).
-func (s *Store) liveSpaceRead(ctx context.Context, org, id string) (space.Space, string, bool, error) {
+// entryMarks is which of a space's label entries are known to be written
+// (labels.go): in id order (attrLabelEntries), in problems-first order
+// (attrLabelOrder).
+type entryMarks struct{ labels, order bool }
+
+// liveSpaceRead is liveSpaceCounted and which of the item's label entries
+// are written.
+func (s *Store) liveSpaceRead(ctx context.Context, org, id string) (space.Space, string, entryMarks, error) {
 	item, err := s.getItem(ctx, itemKey(org, prefixSpace+id))
 	if err != nil {
-		return space.Space{}, "", false, err
+		return space.Space{}, "", entryMarks{}, err
 	}
 	if item == nil {
-		return space.Space{}, "", false, space.ErrNotFound("space")
+		return space.Space{}, "", entryMarks{}, space.ErrNotFound("space")
 	}
 	var sp space.Space
 	if err := s.decodeSpace(item, &sp); err != nil {
-		return space.Space{}, "", false, err
+		return space.Space{}, "", entryMarks{}, err
 	}
 	if sp.Deleted() {
-		return space.Space{}, "", false, space.ErrDeregistered(sp)
+		return space.Space{}, "", entryMarks{}, space.ErrDeregistered(sp)
 	}
-	_, marked := item[attrLabelEntries]
-	return sp, countedMinor(item), marked, nil
+	var m entryMarks
+	_, m.labels = item[attrLabelEntries]
+	_, m.order = item[attrLabelOrder]
+	return sp, countedMinor(item), m, nil
 }
 
 // writeSpace is UpdateSpace's conditional write; counted is the minor the
-// stored item is counted under (counts.go), labelsMarked whether its label
+// stored item is counted under (counts.go), marked which of its label
 // entries are written (labels.go).
-func (s *Store) writeSpace(ctx context.Context, before, after space.Space, counted string, labelsMarked bool) error {
+func (s *Store) writeSpace(ctx context.Context, before, after space.Space, counted string, marked entryMarks) error {
 	if after.DeletedAt != nil {
 		return internal("update space", errors.New("a deregistration must go through Deregister"))
 	}
@@ -565,10 +584,16 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space, count
 	var labels []types.TransactWriteItem
 	if !maps.Equal(after.Labels, before.Labels) {
 		from := before
-		if !labelsMarked {
+		if !marked.labels {
 			from = space.Space{}
 		}
 		labels = s.labelMoves(from, after)
+	}
+	// A labels change or a transition moves its entries in problems-first
+	// order (labels.go), which are then written: the marker says so.
+	orderMoved := !maps.Equal(after.Labels, before.Labels) || problemKey(after) != problemKey(before)
+	if orderMoved {
+		labels = append(labels, s.orderMoves(before, after, marked.order)...)
 	}
 	if after.Name != before.Name || after.Status != before.Status {
 		// A rename or a status change moves it in the status index; a
@@ -589,6 +614,11 @@ func (s *Store) writeSpace(ctx context.Context, before, after space.Space, count
 		*upd.UpdateExpression += ", " + nProbKey + " = :probk"
 		upd.ExpressionAttributeNames[nProbKey] = attrNames[nProbKey]
 		upd.ExpressionAttributeValues[":probk"] = str(k)
+	}
+	if orderMoved {
+		*upd.UpdateExpression += ", " + nLabelOrd + " = :lord"
+		upd.ExpressionAttributeNames[nLabelOrd] = attrNames[nLabelOrd]
+		upd.ExpressionAttributeValues[":lord"] = str(labelOrderVersion)
 	}
 	setNotices := !after.Notices.Equal(before.Notices) && !after.Notices.IsZero()
 	if setNotices {
@@ -815,11 +845,15 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 	// rename committed meanwhile fails it.
 	cond += " AND " + nName + " = :nm"
 	vals[":nm"] = str(before.Name)
-	nm := names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nDigest, nPK, nStatus, nNameLC, nNameKey, nRegKey, nStatusKey, nSinceKey, nProbKey, nCounted, nName, nWords, nLabelsMk)
+	nm := names(nDeleted, nDeletedBy, nUpdated, nVersion, nShard, nDigest, nPK, nStatus, nNameLC, nNameKey, nRegKey, nStatusKey, nSinceKey, nProbKey, nCounted, nName, nWords, nLabelsMk, nLabelOrd)
 	// And the labels read, whose entries it deletes (labels.go): a labels
 	// change committed meanwhile fails it.
 	cond += " AND (" + nLabelsMk + " = :lbmk OR attribute_not_exists(" + nLabelsMk + "))"
 	vals[":lbmk"] = str(labelsDigest(before.Labels))
+	// And the position read, where its entries in problems-first order
+	// are: a transition there and back committed meanwhile fails it.
+	cond += " AND (" + nProbKey + " = :probk OR attribute_not_exists(" + nProbKey + "))"
+	vals[":probk"] = str(problemKey(before))
 	if pinned {
 		cond += " AND " + nVersion + " = :prev"
 		vals[":prev"] = num(before.Version)
@@ -830,7 +864,7 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 	// status_key, since_key and problem_key takes it out of the names,
 	// registered, status, since and problems indexes; counted_minor goes
 	// with its count.
-	remove := []string{nShard, nDigest, nNameLC, nNameKey, nRegKey, nStatusKey, nSinceKey, nProbKey, nCounted, nWords, nLabelsMk}
+	remove := []string{nShard, nDigest, nNameLC, nNameKey, nRegKey, nStatusKey, nSinceKey, nProbKey, nCounted, nWords, nLabelsMk, nLabelOrd}
 	stampSet, stampRemove := stampUpdate(ctx, nm, vals)
 	set, remove = append(set, stampSet...), append(remove, stampRemove...)
 	items := []types.TransactWriteItem{
@@ -874,6 +908,8 @@ func (s *Store) writeDeregistration(ctx context.Context, before, after space.Spa
 	items = append(items, s.wordMoves(before, after)...)
 	// And its labels' entries (labels.go).
 	items = append(items, s.labelMoves(before, after)...)
+	// And in problems-first order.
+	items = append(items, s.orderMoves(before, after, true)...)
 	return s.transact(ctx, "deregister", func() ([]types.TransactWriteItem, error) { return items, nil },
 		func(reasons []types.CancellationReason) error {
 			switch {

@@ -20,9 +20,10 @@
 //     entries (words.go).
 //   - save a space (status, probe): UpdateItem of the mutable fields, only if
 //     the stored version is the previous one and the space is not deleted; a
-//     status change is one transaction with its history item and the fleet
-//     counters' move, a rename one with its search entries' move, a labels
-//     change one with its label entries' move.
+//     status change is one transaction with its history item, the fleet
+//     counters' move and its label entries' move in problems-first order,
+//     a rename one with its search entries' move, a labels change one with
+//     its label entries' move (in both orders).
 //   - deregister: one transaction marks the space deleted (on the status
 //     read, and the version too when pinned by If-Match), deletes the claim,
 //     subtracts 1 from the account's space_count, deletes the grant and the
@@ -46,6 +47,9 @@
 //     requirements, merged and intersected in id order, then one
 //     BatchGetItem of the page (labels.go): a page costs the entries and
 //     spaces it reads, at any fleet size (BenchmarkSelectorPage).
+//   - list by label selector problems first: the same, under the org's
+//     LPROB# partition, whose entries are in that order, and its
+//     overflow entries (labels.go).
 //
 // # Which filters are page-proportional
 //
@@ -59,14 +63,15 @@
 // `in` of more than space.MaxDriverValues values, or an exists whose key
 // has more values, is checked on the spaces instead), whose page costs
 // its requirements' entries and the spaces the negative requirements
-// pass over; in another order, a selector whose requirements take at most
+// pass over; problems first, the same selector read under its entries
+// in that order; in another order, a selector whose requirements take at most
 // 100 spaces, whose page costs those spaces (labels.go,
 // BenchmarkSelectorPage). Every other filter is applied to
 // the spaces a page reads, and its cost grows with what it passes over,
 // that is with the fleet for a rare match: status (in orders other than by
 // status), synthetic, version, support and certificate windows,
 // name_prefix outside name order, and label selectors in another order
-// that take more than 100 spaces or with a word search (BenchmarkFleetCost: 167 RRU for a first page
+// than id or problems first that take more than 100 spaces or with a word search (BenchmarkFleetCost: 167 RRU for a first page
 // in name order of a selector matching a third of 10,000; in id order,
 // before the label entries, 414.5 RRU for one matching 1 in 100) or of
 // negative requirements only (!=, notin, !key: they match most spaces, so
@@ -164,6 +169,7 @@ const (
 	nNotices   = "#nt"
 	nWords     = "#zwords"
 	nLabelsMk  = "#zlabels"
+	nLabelOrd  = "#zorder"
 	nProbKey   = "#probk"
 )
 
@@ -176,7 +182,7 @@ var attrNames = map[string]string{
 	nNameLC: "name_lc", nNameKey: "name_key", nDeletedBy: "deleted_by", nRegKey: "reg_key",
 	nStatusKey: "status_key", nLabels: "labels", nConfig: "config", nConn: "connectivity",
 	nDigest: "pd", nCounted: attrCounted, nSinceKey: "since_key", nNotices: attrNotices,
-	nWords: attrWordEntries, nLabelsMk: attrLabelEntries,
+	nWords: attrWordEntries, nLabelsMk: attrLabelEntries, nLabelOrd: attrLabelOrder,
 	nProbKey: "problem_key",
 }
 

@@ -363,7 +363,7 @@ func TestAWSErrorsAreMapped(t *testing.T) {
 // meteredFixture is a fixture on the emulator whose every request is
 // counted (awscost), with an org and a ready AWS account: the cost
 // benchmarks' starting point.
-func meteredFixture(b *testing.B) (*fixture, *awscost.Meter) {
+func meteredFixture(b testing.TB) (*fixture, *awscost.Meter) {
 	env := emulatortest.Start(b)
 	meter := awscost.New()
 	db := awsclient.DynamoDB(meter.Instrument(env.Config), env.Endpoint)

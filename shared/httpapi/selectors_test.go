@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,7 +25,9 @@ import (
 // the whole listing whose labels the selector matches, in id order), on a
 // mixed fleet: labelled at registration, relabelled since, deregistered,
 // without labels; with every operator, combined with another filter and
-// with a sort (which still filters); and its cursor continues only its own
+// with a sort (by name, which still filters; problems first, read under
+// the entries in that order: the same spaces as the problems index
+// filtered, in its order); and its cursor continues only its own
 // selector.
 func TestLabelSelectorListsWhatTheFilterKept(t *testing.T) {
 	env := emulatortest.Start(t)
@@ -74,6 +77,23 @@ func TestLabelSelectorListsWhatTheFilterKept(t *testing.T) {
 	for _, i := range []int{3, 6} {
 		if err := svc.Deregister(t.Context(), org, ids[i], 0, "test"); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// Statuses apart, and moved again, so that problems first is an
+	// order of its own.
+	for i, id := range ids {
+		if i == 3 || i == 6 || i%4 == 3 {
+			continue
+		}
+		for j, to := range []space.Status{space.Active, space.Inactive}[:1+i%2] {
+			if _, err := store.UpdateSpace(t.Context(), org, id, space.Update[space.Space]{At: at.Add(time.Duration(10*i+j) * time.Second),
+				Apply: func(s space.Space) (space.Space, error) {
+					s.Status = to
+					s.Probe.LastTransitionAt = new(at.Add(time.Duration(10*i+j) * time.Second))
+					return s, nil
+				}}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 
@@ -142,6 +162,10 @@ func TestLabelSelectorListsWhatTheFilterKept(t *testing.T) {
 		{"env=none", ""},
 		{"env=prod", "synthetic=false"},
 		{"team", "sort=name"},
+		{"env=prod", "sort=problems"},
+		{"team in (a,c)", "sort=problems"},
+		{"env in (prod,dev),team,!tier", "sort=problems"},
+		{"env=prod", "sort=problems&synthetic=false"},
 	} {
 		t.Run(c.sel+"&"+c.more, func(t *testing.T) {
 			sel, err := space.ParseSelector("label_selector", c.sel)
@@ -149,8 +173,13 @@ func TestLabelSelectorListsWhatTheFilterKept(t *testing.T) {
 				t.Fatal(err)
 			}
 			var want []string
-			for _, s := range all.Items {
-				if sel.Matches(s.Labels) && (c.more != "synthetic=false" || !s.Synthetic) {
+			whole := all
+			if strings.HasPrefix(c.more, "sort=problems") {
+				// In that order: the problems index's listing, filtered.
+				_, whole = get("/spaces?limit=1000&sort=problems")
+			}
+			for _, s := range whole.Items {
+				if sel.Matches(s.Labels) && (!strings.HasSuffix(c.more, "synthetic=false") || !s.Synthetic) {
 					want = append(want, s.ID)
 				}
 			}

@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, db *dynam
 	for _, r := range reports {
 		total.Add(r)
 	}
-	fmt.Fprintf(stdout, "%s: scanned %d items; gave %d spaces and %d revisions their listing keys, counted %d spaces under their Kubernetes version, gave %d spaces their name's search entries and %d their labels' entries (%d after a race with a live write)\n",
-		*table, total.Scanned, total.Spaces, total.Revisions, total.Counted, total.Words, total.Labels, total.Retried)
+	fmt.Fprintf(stdout, "%s: scanned %d items; gave %d spaces and %d revisions their listing keys, counted %d spaces under their Kubernetes version, gave %d spaces their name's search entries, %d their labels' entries and %d those in problems-first order (%d after a race with a live write)\n",
+		*table, total.Scanned, total.Spaces, total.Revisions, total.Counted, total.Words, total.Labels, total.Ordered, total.Retried)
 	return err
 }
