@@ -34,7 +34,8 @@ type SQSSender interface {
 
 // StreamPoller is Lambda's DynamoDB stream event source mapping, locally:
 // it reads every shard of a stream (DescribeStream, GetShardIterator at the
-// source's StartingPosition, then GetRecords), converts the records into
+// shard's start, then GetRecords, passing over what the source's
+// StartingPosition or the checkpoint leaves behind), converts the records into
 // events.DynamoDBEvent as Lambda delivers them, keeps only those the
 // source's FilterCriteria patterns match (the template's own patterns,
 // through shared/eventfilter), and hands them to Handler in batches of
