@@ -5,12 +5,13 @@
 // With Config.Persist (make run), what AWS keeps durably survives a kill of
 // the process: the emulator's data (items, stream records, messages, those
 // in flight included) and, beside it, each stream poller's checkpoint, as
-// Lambda's event source mapping keeps one (StreamPoller.Checkpoint). A
-// restart resumes each stream after its checkpoint, not at LATEST, which
-// would skip what was written before the kill and not yet handled; what was
-// handled and not yet checkpointed is handled again (at least once:
-// webhook receivers drop the duplicate by its webhook-id).
-// BenchmarkDeliveryAcrossKill9 counts the events delivered across kills.
+// Lambda's event source mapping keeps one (StreamPoller.Checkpoint),
+// written from the first start on. A restart resumes each stream after its
+// checkpoint, not at LATEST, which would skip what was written before the
+// kill and not yet handled; what was handled and not yet checkpointed is
+// handled again (at least once: webhook receivers drop the duplicate by
+// its webhook-id). TestNoEventLostAcrossKill9 counts the events delivered
+// across kills.
 package local
 
 import (

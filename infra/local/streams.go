@@ -34,7 +34,8 @@ type SQSSender interface {
 
 // StreamPoller is Lambda's DynamoDB stream event source mapping, locally:
 // it reads every shard of a stream (DescribeStream, GetShardIterator at the
-// source's StartingPosition, then GetRecords), converts the records into
+// shard's start, then GetRecords, passing over what the source's
+// StartingPosition or the checkpoint leaves behind), converts the records into
 // events.DynamoDBEvent as Lambda delivers them, keeps only those the
 // source's FilterCriteria patterns match (the template's own patterns,
 // through shared/eventfilter), and hands them to Handler in batches of
@@ -50,13 +51,14 @@ type SQSSender interface {
 //   - with Checkpoint set, keeps its checkpoint durably, as the event
 //     source mapping does, so that a restart resumes where the last run
 //     left off rather than at LATEST, which would skip what was written
-//     meanwhile. It is written after each batch the handler took (or the
-//     failure destination did): a batch handled and not yet checkpointed
-//     when the process dies is handled again, which is Lambda's contract
-//     too (at least once; webhook receivers drop the duplicate by its
-//     webhook-id). BenchmarkDeliveryAcrossKill9 kills a persisting stack
-//     during deliveries and counts what arrived (some runs still lose
-//     events: BENCHMARKS.md).
+//     meanwhile. It is written when Start has taken the starting position
+//     (so that a run killed before its first batch was handled leaves it
+//     behind, TestStartingPositionSurvivesACrash) and after each batch the
+//     handler took (or the failure destination did): a batch handled and
+//     not yet checkpointed when the process dies is handled again, which
+//     is Lambda's contract too (at least once; webhook receivers drop the
+//     duplicate by its webhook-id). TestNoEventLostAcrossKill9 kills a
+//     persisting stack during deliveries and counts what arrived.
 type StreamPoller struct {
 	Streams   StreamsAPI
 	StreamARN string
@@ -82,9 +84,15 @@ type StreamPoller struct {
 	after map[string]string
 }
 
-// Start compiles the filter and positions an iterator on every shard at the
-// source's StartingPosition. Records written after Start returns are seen
-// (with LATEST).
+// Start compiles the filter and positions an iterator on every shard: after
+// the Checkpoint file's sequence number for the shards it knows, else at
+// the source's StartingPosition. Records written after Start returns are
+// seen (with LATEST). With Checkpoint set, the position is on disk when
+// Start returns, before any record is read: an event source mapping fixes
+// its starting position once, when it is created, and so does the first
+// run here; a restart that found no file would take LATEST again, after
+// the records written since, and skip every one not yet handled
+// (TestStartingPositionSurvivesACrash).
 func (p *StreamPoller) Start(ctx context.Context) error {
 	p.patterns = nil
 	for _, pat := range p.Source.Patterns {
@@ -99,33 +107,23 @@ func (p *StreamPoller) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The shards the saved checkpoint knows are read from their start and
-	// Poll passes over what it covers (the emulator's iterators cannot
-	// start after a sequence number); the others start as on a first run.
-	if len(saved) > 0 {
-		if err := p.discover(ctx, string(stypes.ShardIteratorTypeTrimHorizon)); err != nil {
-			return err
-		}
-		for shard := range p.iterators {
-			if seq, ok := saved[shard]; ok {
-				p.after[shard] = seq
-			}
-		}
-	}
-	if p.Source.StartingPosition != string(stypes.ShardIteratorTypeLatest) {
-		return p.discover(ctx, p.Source.StartingPosition)
-	}
-	// LATEST, with a checkpoint: what the shards hold now is read and
-	// passed over, so that a lost iterator can be replaced from the
-	// checkpoint rather than from a later LATEST, which would skip what
-	// came meanwhile.
-	if err := p.discover(ctx, string(stypes.ShardIteratorTypeTrimHorizon)); err != nil {
+	// Every shard is read from its start (the emulator's iterators cannot
+	// start after a sequence number) and Poll passes over what its
+	// checkpoint covers.
+	if _, err := p.discover(ctx); err != nil {
 		return err
 	}
 	for shard, it := range p.iterators {
-		if _, ok := saved[shard]; ok {
+		if seq, ok := saved[shard]; ok {
+			p.after[shard] = seq
 			continue
 		}
+		if p.Source.StartingPosition != string(stypes.ShardIteratorTypeLatest) {
+			continue // TRIM_HORIZON: from the start, as discover left it
+		}
+		// LATEST: what the shard holds now is read and passed over, so
+		// that a lost iterator can be replaced from the checkpoint rather
+		// than from a later LATEST, which would skip what came meanwhile.
 		// A read whose answer was lost used its iterator up (see
 		// reposition): the shard is read again from its start.
 		var err error
@@ -140,7 +138,7 @@ func (p *StreamPoller) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return p.save()
 }
 
 // passOver reads shard from it to its end, handling nothing: the shard's
@@ -176,27 +174,34 @@ func (p *StreamPoller) reposition(ctx context.Context, shard string) {
 	p.iterators[shard] = it.ShardIterator
 }
 
-// discover adds an iterator for every shard not known yet; shards found
-// after the start are read from their beginning.
-func (p *StreamPoller) discover(ctx context.Context, position string) error {
+// discover adds an iterator for every shard not known yet, at the shard's
+// start, with an empty checkpoint (nothing of it handled); it reports
+// whether it found any. A shard found after the start is a new one,
+// read from its beginning.
+func (p *StreamPoller) discover(ctx context.Context) (bool, error) {
 	out, err := p.Streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(p.StreamARN)})
 	if err != nil {
-		return fmt.Errorf("describe stream: %w", err)
+		return false, fmt.Errorf("describe stream: %w", err)
 	}
+	found := false
 	for _, sh := range out.StreamDescription.Shards {
 		id := aws.ToString(sh.ShardId)
 		if _, ok := p.iterators[id]; ok {
 			continue
 		}
 		it, err := p.Streams.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{
-			StreamArn: aws.String(p.StreamARN), ShardId: sh.ShardId, ShardIteratorType: stypes.ShardIteratorType(position),
+			StreamArn: aws.String(p.StreamARN), ShardId: sh.ShardId, ShardIteratorType: stypes.ShardIteratorTypeTrimHorizon,
 		})
 		if err != nil {
-			return fmt.Errorf("shard iterator %s: %w", id, err)
+			return found, fmt.Errorf("shard iterator %s: %w", id, err)
 		}
 		p.iterators[id] = it.ShardIterator
+		if _, ok := p.after[id]; !ok {
+			p.after[id] = ""
+		}
+		found = true
 	}
-	return nil
+	return found, nil
 }
 
 // Run polls until ctx ends. Start must have succeeded.
@@ -223,8 +228,14 @@ func (p *StreamPoller) Run(ctx context.Context) {
 // Poll reads what is new on every shard and delivers it; it returns how
 // many records it read (filtered ones included).
 func (p *StreamPoller) Poll(ctx context.Context) (int, error) {
-	if err := p.discover(ctx, string(stypes.ShardIteratorTypeTrimHorizon)); err != nil {
+	// A new shard is kept in the checkpoint at once, from its start: a
+	// restart must not take it for one to start at LATEST.
+	if found, err := p.discover(ctx); err != nil {
 		return 0, err
+	} else if found {
+		if err := p.save(); err != nil {
+			return 0, err
+		}
 	}
 	total := 0
 	for shard, it := range p.iterators {
@@ -282,17 +293,22 @@ func (p *StreamPoller) Poll(ctx context.Context) (int, error) {
 
 // savedCheckpoint is a Checkpoint file: the stream it is of (a table made
 // again has a new one, to which it says nothing) and each shard's last
-// sequence number handled.
+// sequence number handled ("": none, the shard is read from its start).
 type savedCheckpoint struct {
 	StreamARN string            `json:"stream_arn"`
 	Shards    map[string]string `json:"shards"`
 }
 
-// checkpoint moves shard's checkpoint to seq and, with Checkpoint set,
-// writes the whole of it to a temporary file renamed over the last, so
-// that a crash leaves the old checkpoint or the new one, never a mix.
+// checkpoint moves shard's checkpoint to seq and saves it.
 func (p *StreamPoller) checkpoint(shard, seq string) error {
 	p.after[shard] = seq
+	return p.save()
+}
+
+// save writes the checkpoint, with Checkpoint set, to a temporary file
+// renamed over the last, so that a crash leaves the old checkpoint or the
+// new one, never a mix.
+func (p *StreamPoller) save() error {
 	if p.Checkpoint == "" {
 		return nil
 	}

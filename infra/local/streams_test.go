@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"spaces/infra/emulator"
@@ -315,5 +316,83 @@ func TestCheckpointFileResumesAfterARestart(t *testing.T) {
 	want := map[string]int{kept + " C#1": 1, kept + " C#2": 1, kept + " C#3": 1, kept + " C#4": 1}
 	if fmt.Sprint(seen) != fmt.Sprint(want) {
 		t.Errorf("delivered %v; want %v: the second poller resumes after the first's checkpoint, the others start at LATEST", seen, want)
+	}
+}
+
+// TestStartingPositionSurvivesACrash: a poller with a checkpoint file
+// that dies before it has handled a batch (killed in its first batch, or
+// before its first poll: nothing more was written after Start) is
+// followed by one on the same file, which delivers what was written since
+// the first one started, each record once, and nothing from before it;
+// both on a shard that was empty at the first start and on one that held
+// records. Were the starting position (LATEST) only in memory, the second
+// poller would find no file, take LATEST again and skip those records:
+// the events the local stack lost across kill -9 under load, when the
+// kill came during the first batch after a start.
+func TestStartingPositionSurvivesACrash(t *testing.T) {
+	f := newStreamFixture(t, func(string) error { return nil }, false)
+	ctx := t.Context()
+	ss := f.poller.Streams
+	d, err := ss.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(f.poller.StreamARN)})
+	if err != nil || len(d.StreamDescription.Shards) != 1 {
+		t.Fatalf("describe stream: %v %v", d, err)
+	}
+	it, err := ss.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(f.poller.StreamARN),
+		ShardId: d.StreamDescription.Shards[0].ShardId, ShardIteratorType: stypes.ShardIteratorTypeTrimHorizon})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := ss.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: it.ShardIterator}); err != nil || len(out.Records) != 0 {
+		t.Fatalf("the stream is not empty before the first case (%v): %d records", err, len(out.Records))
+	}
+	dir := t.TempDir()
+	seen := map[string]int{}
+	poller := func(file string) *StreamPoller {
+		p := &StreamPoller{Streams: ss, StreamARN: f.poller.StreamARN, Source: f.poller.Source,
+			RetryDelay: time.Millisecond, Log: slog.New(slog.DiscardHandler), Checkpoint: file,
+			Handler: func(_ context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+				for _, r := range ev.Records {
+					seen[filepath.Base(file)+" "+r.Change.Keys["sk"].String()]++
+				}
+				return events.DynamoDBEventResponse{}, nil
+			}}
+		if err := p.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	poll := func(p *StreamPoller) {
+		for range 2 {
+			if _, err := p.Poll(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	db := awsclient.DynamoDB(f.st.AWS, f.st.EmulatorURL)
+	put := func(sk string) {
+		if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(f.st.Table), Item: map[string]ddbtypes.AttributeValue{
+			"pk": &ddbtypes.AttributeValueMemberS{Value: "STREAMTEST"}, "sk": &ddbtypes.AttributeValueMemberS{Value: sk},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	empty, held := filepath.Join(dir, "empty.json"), filepath.Join(dir, "held.json")
+
+	// An empty shard: the first poller starts, then dies.
+	poller(empty)
+	put("E#1")
+	put("E#2")
+	poll(poller(empty))
+
+	// A shard with records (E#1, E#2 and these) before the first start.
+	put("H#0")
+	poller(held)
+	put("H#1")
+	put("H#2")
+	poll(poller(held))
+
+	want := map[string]int{"empty.json E#1": 1, "empty.json E#2": 1, "held.json H#1": 1, "held.json H#2": 1}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("delivered %v; want %v: a restart resumes at the position its first start took, not at a new LATEST", seen, want)
 	}
 }
