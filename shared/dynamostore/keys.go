@@ -162,8 +162,11 @@ const (
 	prefixEvent   = "EVT#"
 
 	prefixActivity = "ACT#"
-	prefixWords    = "WORD#"
-	prefixLabels   = "LABEL#"
+	// prefixActivityID keys the marker of a recorded activity entry, by its
+	// id (activity.go).
+	prefixActivityID = "ACTID#"
+	prefixWords      = "WORD#"
+	prefixLabels     = "LABEL#"
 	// attrLabelEntries marks a space whose labels' entries are written
 	// (labels.go), which Backfill looks for.
 	attrLabelEntries = "label_entries"
