@@ -6307,11 +6307,20 @@ type ClientInterface interface {
 	// Who registered, deregistered or relabeled a space, connected or
 	// verified a cloud account, pushed or retried a revision, created,
 	// retried or canceled a provisioning job, and the request that did
-	// it, newest first. Each entry is derived from the stored change (the
-	// table's stream), not from the request that made it, so a function
-	// that stops after its write loses no entry; it appears a few seconds
-	// after the change. A change Spaces made itself (a provisioning job
-	// registering its cluster) has `actor_type: system`.
+	// it, latest recorded first. Each entry is derived from the stored
+	// change (the table's stream), not from the request that made it, so
+	// a function that stops after its write loses no entry; it appears a
+	// few seconds after the change. A change Spaces made itself (a
+	// provisioning job registering its cluster) has `actor_type: system`.
+	//
+	// The order is the order Spaces recorded the entries, not `at` (the
+	// time of the change): an entry recorded late (its stream record
+	// delivered again after a failure) keeps its `at` and is placed above
+	// every entry recorded before it. A page continues below its last
+	// entry, so an entry recorded after a first page was read is never
+	// on the pages that follow it: read the first page again (with
+	// `If-None-Match`) to find it there, at the top. No entry is placed
+	// behind a page already read, and none is listed twice.
 	//
 	// An entry names what changed and who changed it, nothing more: no
 	// secret, no cloud account connection, no manifest, no job settings.
@@ -6551,7 +6560,8 @@ type ClientInterface interface {
 	// left as it was, as when it is detached. With `If-Match` the deletion
 	// happens only if the policy is still at that version (`412`
 	// otherwise). Deleting it again answers `404` and changes nothing, as
-	// every delete of the API does.
+	// deleting a webhook endpoint or a cloud account, or deregistering a
+	// space, again does.
 	//
 	// Corresponds with DELETE /autoscaler-policies/{id} (the `DeleteAutoscalerPolicy` operationId).
 	DeleteAutoscalerPolicy(ctx context.Context, id PolicyID, params *DeleteAutoscalerPolicyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -7419,11 +7429,20 @@ type ClientInterface interface {
 // Who registered, deregistered or relabeled a space, connected or
 // verified a cloud account, pushed or retried a revision, created,
 // retried or canceled a provisioning job, and the request that did
-// it, newest first. Each entry is derived from the stored change (the
-// table's stream), not from the request that made it, so a function
-// that stops after its write loses no entry; it appears a few seconds
-// after the change. A change Spaces made itself (a provisioning job
-// registering its cluster) has `actor_type: system`.
+// it, latest recorded first. Each entry is derived from the stored
+// change (the table's stream), not from the request that made it, so
+// a function that stops after its write loses no entry; it appears a
+// few seconds after the change. A change Spaces made itself (a
+// provisioning job registering its cluster) has `actor_type: system`.
+//
+// The order is the order Spaces recorded the entries, not `at` (the
+// time of the change): an entry recorded late (its stream record
+// delivered again after a failure) keeps its `at` and is placed above
+// every entry recorded before it. A page continues below its last
+// entry, so an entry recorded after a first page was read is never
+// on the pages that follow it: read the first page again (with
+// `If-None-Match`) to find it there, at the top. No entry is placed
+// behind a page already read, and none is listed twice.
 //
 // An entry names what changed and who changed it, nothing more: no
 // secret, no cloud account connection, no manifest, no job settings.
@@ -7793,7 +7812,8 @@ func (c *Client) CreateAutoscalerPolicy(ctx context.Context, params *CreateAutos
 // left as it was, as when it is detached. With `If-Match` the deletion
 // happens only if the policy is still at that version (`412`
 // otherwise). Deleting it again answers `404` and changes nothing, as
-// every delete of the API does.
+// deleting a webhook endpoint or a cloud account, or deregistering a
+// space, again does.
 //
 // Corresponds with DELETE /autoscaler-policies/{id} (the `DeleteAutoscalerPolicy` operationId).
 func (c *Client) DeleteAutoscalerPolicy(ctx context.Context, id PolicyID, params *DeleteAutoscalerPolicyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -12968,11 +12988,20 @@ type ClientWithResponsesInterface interface {
 	// Who registered, deregistered or relabeled a space, connected or
 	// verified a cloud account, pushed or retried a revision, created,
 	// retried or canceled a provisioning job, and the request that did
-	// it, newest first. Each entry is derived from the stored change (the
-	// table's stream), not from the request that made it, so a function
-	// that stops after its write loses no entry; it appears a few seconds
-	// after the change. A change Spaces made itself (a provisioning job
-	// registering its cluster) has `actor_type: system`.
+	// it, latest recorded first. Each entry is derived from the stored
+	// change (the table's stream), not from the request that made it, so
+	// a function that stops after its write loses no entry; it appears a
+	// few seconds after the change. A change Spaces made itself (a
+	// provisioning job registering its cluster) has `actor_type: system`.
+	//
+	// The order is the order Spaces recorded the entries, not `at` (the
+	// time of the change): an entry recorded late (its stream record
+	// delivered again after a failure) keeps its `at` and is placed above
+	// every entry recorded before it. A page continues below its last
+	// entry, so an entry recorded after a first page was read is never
+	// on the pages that follow it: read the first page again (with
+	// `If-None-Match`) to find it there, at the top. No entry is placed
+	// behind a page already read, and none is listed twice.
 	//
 	// An entry names what changed and who changed it, nothing more: no
 	// secret, no cloud account connection, no manifest, no job settings.
@@ -13218,7 +13247,8 @@ type ClientWithResponsesInterface interface {
 	// left as it was, as when it is detached. With `If-Match` the deletion
 	// happens only if the policy is still at that version (`412`
 	// otherwise). Deleting it again answers `404` and changes nothing, as
-	// every delete of the API does.
+	// deleting a webhook endpoint or a cloud account, or deregistering a
+	// space, again does.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -22508,11 +22538,20 @@ func (r SendWebhookTestEventResponse) ContentType() string {
 // Who registered, deregistered or relabeled a space, connected or
 // verified a cloud account, pushed or retried a revision, created,
 // retried or canceled a provisioning job, and the request that did
-// it, newest first. Each entry is derived from the stored change (the
-// table's stream), not from the request that made it, so a function
-// that stops after its write loses no entry; it appears a few seconds
-// after the change. A change Spaces made itself (a provisioning job
-// registering its cluster) has `actor_type: system`.
+// it, latest recorded first. Each entry is derived from the stored
+// change (the table's stream), not from the request that made it, so
+// a function that stops after its write loses no entry; it appears a
+// few seconds after the change. A change Spaces made itself (a
+// provisioning job registering its cluster) has `actor_type: system`.
+//
+// The order is the order Spaces recorded the entries, not `at` (the
+// time of the change): an entry recorded late (its stream record
+// delivered again after a failure) keeps its `at` and is placed above
+// every entry recorded before it. A page continues below its last
+// entry, so an entry recorded after a first page was read is never
+// on the pages that follow it: read the first page again (with
+// `If-None-Match`) to find it there, at the top. No entry is placed
+// behind a page already read, and none is listed twice.
 //
 // An entry names what changed and who changed it, nothing more: no
 // secret, no cloud account connection, no manifest, no job settings.
@@ -22836,7 +22875,8 @@ func (c *ClientWithResponses) CreateAutoscalerPolicyWithResponse(ctx context.Con
 // left as it was, as when it is detached. With `If-Match` the deletion
 // happens only if the policy is still at that version (`412`
 // otherwise). Deleting it again answers `404` and changes nothing, as
-// every delete of the API does.
+// deleting a webhook endpoint or a cloud account, or deregistering a
+// space, again does.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -324,7 +324,7 @@ func (b *Bindings) ListPolicies(ctx context.Context, org string, page Page) ([]A
 
 // DeletePolicy deletes an autoscaler policy of org, applied or detached,
 // if it is at version (0: any). Deleting it again is KindNotFound, as for
-// the API's other deletes: a retry changes nothing.
+// a webhook endpoint, a cloud account or a space: a retry changes nothing.
 func (b *Bindings) DeletePolicy(ctx context.Context, org, id string, version int64) error {
 	if !ValidID(id) {
 		return ErrNotFound("autoscaler policy")
