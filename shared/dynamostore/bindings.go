@@ -147,8 +147,11 @@ func (s *Store) DeletePolicy(ctx context.Context, org, id string, version int64)
 			return nil, err
 		}
 		prev := version
-		if prev == 0 {
+		switch {
+		case prev == 0:
 			prev = p.Version
+		case prev != p.Version:
+			return nil, space.ErrChanged("autoscaler policy", p.Version, version)
 		}
 		return []types.TransactWriteItem{
 			iPolicy: {Delete: &types.Delete{TableName: s.table, Key: itemKey(org, prefixPolicy+id),
