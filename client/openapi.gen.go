@@ -6320,7 +6320,9 @@ type ClientInterface interface {
 	// entry, so an entry recorded after a first page was read is never
 	// on the pages that follow it: read the first page again (with
 	// `If-None-Match`) to find it there, at the top. No entry is placed
-	// behind a page already read, and none is listed twice.
+	// behind a page already read, and none is listed twice; only two
+	// entries recorded at the same moment may be stored a moment out of
+	// order, the later one just below the top of the first page.
 	//
 	// An entry names what changed and who changed it, nothing more: no
 	// secret, no cloud account connection, no manifest, no job settings.
@@ -7442,7 +7444,9 @@ type ClientInterface interface {
 // entry, so an entry recorded after a first page was read is never
 // on the pages that follow it: read the first page again (with
 // `If-None-Match`) to find it there, at the top. No entry is placed
-// behind a page already read, and none is listed twice.
+// behind a page already read, and none is listed twice; only two
+// entries recorded at the same moment may be stored a moment out of
+// order, the later one just below the top of the first page.
 //
 // An entry names what changed and who changed it, nothing more: no
 // secret, no cloud account connection, no manifest, no job settings.
@@ -13001,7 +13005,9 @@ type ClientWithResponsesInterface interface {
 	// entry, so an entry recorded after a first page was read is never
 	// on the pages that follow it: read the first page again (with
 	// `If-None-Match`) to find it there, at the top. No entry is placed
-	// behind a page already read, and none is listed twice.
+	// behind a page already read, and none is listed twice; only two
+	// entries recorded at the same moment may be stored a moment out of
+	// order, the later one just below the top of the first page.
 	//
 	// An entry names what changed and who changed it, nothing more: no
 	// secret, no cloud account connection, no manifest, no job settings.
@@ -22551,7 +22557,9 @@ func (r SendWebhookTestEventResponse) ContentType() string {
 // entry, so an entry recorded after a first page was read is never
 // on the pages that follow it: read the first page again (with
 // `If-None-Match`) to find it there, at the top. No entry is placed
-// behind a page already read, and none is listed twice.
+// behind a page already read, and none is listed twice; only two
+// entries recorded at the same moment may be stored a moment out of
+// order, the later one just below the top of the first page.
 //
 // An entry names what changed and who changed it, nothing more: no
 // secret, no cloud account connection, no manifest, no job settings.

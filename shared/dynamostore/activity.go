@@ -173,8 +173,12 @@ func (s *Store) ActivityOf(r events.DynamoDBEventRecord) (space.Activity, bool) 
 // their times: an entry recorded late (its stream record delivered again
 // after a failure, an hour on) carries its change's time but is placed
 // above everything recorded before it, so a reader who reads the first
-// page again finds it there and none is ever placed behind a page already
-// read. Its position is its recording time, fixed width, then its id:
+// page again finds it there, never behind a page already read. The one
+// exception: two recordings at the same moment in two processes (two
+// stream shards) may be stored in the other order than their positions,
+// the second a moment below the first, still at the top of the first
+// page (the console puts such an entry in its place). Its position is its
+// recording time, fixed width, then its id:
 // activityKey. A record delivered again must not record its entry twice,
 // at a second position: the entry is put in one transaction with a marker
 // keyed by its id (ACTID#<org>, <id>) that must not exist yet.
