@@ -3837,6 +3837,19 @@ type CreateAutoscalerPolicyParams struct {
 	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
 }
 
+// DeleteAutoscalerPolicyParams defines parameters for DeleteAutoscalerPolicy.
+type DeleteAutoscalerPolicyParams struct {
+	// IfMatch The space's ETag as last read (`"3"`), or `*`. When given, `412` if
+	// the space has changed or the tag is weak (`W/"3"` never matches);
+	// `400` when it is not one ETag.
+	IfMatch *IfMatchOptional `json:"If-Match,omitempty"`
+
+	// XRequestId Correlation id for logs. Echoed in the `X-Request-Id` response header
+	// when it matches `^[A-Za-z0-9._:=-]{1,128}$`; otherwise the server
+	// generates one.
+	XRequestId *RequestID `json:"X-Request-Id,omitempty"`
+}
+
 // GetAutoscalerPolicyParams defines parameters for GetAutoscalerPolicy.
 type GetAutoscalerPolicyParams struct {
 	// XRequestId Correlation id for logs. Echoed in the `X-Request-Id` response header
@@ -6320,11 +6333,22 @@ type ClientInterface interface {
 	// Who registered, deregistered or relabeled a space, connected or
 	// verified a cloud account, pushed or retried a revision, created,
 	// retried or canceled a provisioning job, and the request that did
-	// it, newest first. Each entry is derived from the stored change (the
-	// table's stream), not from the request that made it, so a function
-	// that stops after its write loses no entry; it appears a few seconds
-	// after the change. A change Spaces made itself (a provisioning job
-	// registering its cluster) has `actor_type: system`.
+	// it, latest recorded first. Each entry is derived from the stored
+	// change (the table's stream), not from the request that made it, so
+	// a function that stops after its write loses no entry; it appears a
+	// few seconds after the change. A change Spaces made itself (a
+	// provisioning job registering its cluster) has `actor_type: system`.
+	//
+	// The order is the order Spaces recorded the entries, not `at` (the
+	// time of the change): an entry recorded late (its stream record
+	// delivered again after a failure) keeps its `at` and is placed above
+	// every entry recorded before it. A page continues below its last
+	// entry, so an entry recorded after a first page was read is never
+	// on the pages that follow it: read the first page again (with
+	// `If-None-Match`) to find it there, at the top. No entry is placed
+	// behind a page already read, and none is listed twice; only two
+	// entries recorded at the same moment may be stored a moment out of
+	// order, the later one just below the top of the first page.
 	//
 	// An entry names what changed and who changed it, nothing more: no
 	// secret, no cloud account connection, no manifest, no job settings.
@@ -6557,6 +6581,18 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /autoscaler-policies (the `CreateAutoscalerPolicy` operationId).
 	CreateAutoscalerPolicy(ctx context.Context, params *CreateAutoscalerPolicyParams, body CreateAutoscalerPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteAutoscalerPolicy Delete an autoscaler policy
+	//
+	// Deletes the policy, applied or detached; the cloud-side policy is
+	// left as it was, as when it is detached. With `If-Match` the deletion
+	// happens only if the policy is still at that version (`412`
+	// otherwise). Deleting it again answers `404` and changes nothing, as
+	// deleting a webhook endpoint or a cloud account, or deregistering a
+	// space, again does.
+	//
+	// Corresponds with DELETE /autoscaler-policies/{id} (the `DeleteAutoscalerPolicy` operationId).
+	DeleteAutoscalerPolicy(ctx context.Context, id PolicyID, params *DeleteAutoscalerPolicyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAutoscalerPolicy Get an autoscaler policy
 	//
@@ -7426,11 +7462,22 @@ type ClientInterface interface {
 // Who registered, deregistered or relabeled a space, connected or
 // verified a cloud account, pushed or retried a revision, created,
 // retried or canceled a provisioning job, and the request that did
-// it, newest first. Each entry is derived from the stored change (the
-// table's stream), not from the request that made it, so a function
-// that stops after its write loses no entry; it appears a few seconds
-// after the change. A change Spaces made itself (a provisioning job
-// registering its cluster) has `actor_type: system`.
+// it, latest recorded first. Each entry is derived from the stored
+// change (the table's stream), not from the request that made it, so
+// a function that stops after its write loses no entry; it appears a
+// few seconds after the change. A change Spaces made itself (a
+// provisioning job registering its cluster) has `actor_type: system`.
+//
+// The order is the order Spaces recorded the entries, not `at` (the
+// time of the change): an entry recorded late (its stream record
+// delivered again after a failure) keeps its `at` and is placed above
+// every entry recorded before it. A page continues below its last
+// entry, so an entry recorded after a first page was read is never
+// on the pages that follow it: read the first page again (with
+// `If-None-Match`) to find it there, at the top. No entry is placed
+// behind a page already read, and none is listed twice; only two
+// entries recorded at the same moment may be stored a moment out of
+// order, the later one just below the top of the first page.
 //
 // An entry names what changed and who changed it, nothing more: no
 // secret, no cloud account connection, no manifest, no job settings.
@@ -7784,6 +7831,28 @@ func (c *Client) CreateAutoscalerPolicyWithBody(ctx context.Context, params *Cre
 // Corresponds with POST /autoscaler-policies (the `CreateAutoscalerPolicy` operationId).
 func (c *Client) CreateAutoscalerPolicy(ctx context.Context, params *CreateAutoscalerPolicyParams, body CreateAutoscalerPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateAutoscalerPolicyRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteAutoscalerPolicy Delete an autoscaler policy
+//
+// Deletes the policy, applied or detached; the cloud-side policy is
+// left as it was, as when it is detached. With `If-Match` the deletion
+// happens only if the policy is still at that version (`412`
+// otherwise). Deleting it again answers `404` and changes nothing, as
+// deleting a webhook endpoint or a cloud account, or deregistering a
+// space, again does.
+//
+// Corresponds with DELETE /autoscaler-policies/{id} (the `DeleteAutoscalerPolicy` operationId).
+func (c *Client) DeleteAutoscalerPolicy(ctx context.Context, id PolicyID, params *DeleteAutoscalerPolicyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteAutoscalerPolicyRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -9784,6 +9853,66 @@ func NewCreateAutoscalerPolicyRequestWithBody(server string, params *CreateAutos
 			}
 
 			req.Header.Set("X-Request-Id", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteAutoscalerPolicyRequest constructs an http.Request for the DeleteAutoscalerPolicy method
+func NewDeleteAutoscalerPolicyRequest(server string, id PolicyID, params *DeleteAutoscalerPolicyParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/autoscaler-policies/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+		if params.XRequestId != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "X-Request-Id", *params.XRequestId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("X-Request-Id", headerParam1)
 		}
 
 	}
@@ -12899,11 +13028,22 @@ type ClientWithResponsesInterface interface {
 	// Who registered, deregistered or relabeled a space, connected or
 	// verified a cloud account, pushed or retried a revision, created,
 	// retried or canceled a provisioning job, and the request that did
-	// it, newest first. Each entry is derived from the stored change (the
-	// table's stream), not from the request that made it, so a function
-	// that stops after its write loses no entry; it appears a few seconds
-	// after the change. A change Spaces made itself (a provisioning job
-	// registering its cluster) has `actor_type: system`.
+	// it, latest recorded first. Each entry is derived from the stored
+	// change (the table's stream), not from the request that made it, so
+	// a function that stops after its write loses no entry; it appears a
+	// few seconds after the change. A change Spaces made itself (a
+	// provisioning job registering its cluster) has `actor_type: system`.
+	//
+	// The order is the order Spaces recorded the entries, not `at` (the
+	// time of the change): an entry recorded late (its stream record
+	// delivered again after a failure) keeps its `at` and is placed above
+	// every entry recorded before it. A page continues below its last
+	// entry, so an entry recorded after a first page was read is never
+	// on the pages that follow it: read the first page again (with
+	// `If-None-Match`) to find it there, at the top. No entry is placed
+	// behind a page already read, and none is listed twice; only two
+	// entries recorded at the same moment may be stored a moment out of
+	// order, the later one just below the top of the first page.
 	//
 	// An entry names what changed and who changed it, nothing more: no
 	// secret, no cloud account connection, no manifest, no job settings.
@@ -13142,6 +13282,20 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /autoscaler-policies (the `CreateAutoscalerPolicy` operationId).
 	CreateAutoscalerPolicyWithResponse(ctx context.Context, params *CreateAutoscalerPolicyParams, body CreateAutoscalerPolicyJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAutoscalerPolicyResponse, error)
+
+	// DeleteAutoscalerPolicyWithResponse Delete an autoscaler policy
+	//
+	// Deletes the policy, applied or detached; the cloud-side policy is
+	// left as it was, as when it is detached. With `If-Match` the deletion
+	// happens only if the policy is still at that version (`412`
+	// otherwise). Deleting it again answers `404` and changes nothing, as
+	// deleting a webhook endpoint or a cloud account, or deregistering a
+	// space, again does.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /autoscaler-policies/{id} (the `DeleteAutoscalerPolicy` operationId).
+	DeleteAutoscalerPolicyWithResponse(ctx context.Context, id PolicyID, params *DeleteAutoscalerPolicyParams, reqEditors ...RequestEditorFn) (*DeleteAutoscalerPolicyResponse, error)
 
 	// GetAutoscalerPolicyWithResponse Get an autoscaler policy
 	//
@@ -15263,6 +15417,153 @@ func (r CreateAutoscalerPolicyResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateAutoscalerPolicyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteAutoscalerPolicyResponse204Headers the declared response headers of an HTTP 204 response for DeleteAutoscalerPolicy
+type DeleteAutoscalerPolicyResponse204Headers struct {
+	XRequestId string
+}
+
+// DeleteAutoscalerPolicyResponse400Headers the declared response headers of an HTTP 400 response for DeleteAutoscalerPolicy
+type DeleteAutoscalerPolicyResponse400Headers struct {
+	XRequestId string
+}
+
+// DeleteAutoscalerPolicyResponse401Headers the declared response headers of an HTTP 401 response for DeleteAutoscalerPolicy
+type DeleteAutoscalerPolicyResponse401Headers struct {
+	WWWAuthenticate string
+	XRequestId      *string
+}
+
+// DeleteAutoscalerPolicyResponse404Headers the declared response headers of an HTTP 404 response for DeleteAutoscalerPolicy
+type DeleteAutoscalerPolicyResponse404Headers struct {
+	XRequestId string
+}
+
+// DeleteAutoscalerPolicyResponse412Headers the declared response headers of an HTTP 412 response for DeleteAutoscalerPolicy
+type DeleteAutoscalerPolicyResponse412Headers struct {
+	XRequestId string
+}
+
+// DeleteAutoscalerPolicyResponse500Headers the declared response headers of an HTTP 500 response for DeleteAutoscalerPolicy
+type DeleteAutoscalerPolicyResponse500Headers struct {
+	XRequestId string
+}
+
+// DeleteAutoscalerPolicyResponse503Headers the declared response headers of an HTTP 503 response for DeleteAutoscalerPolicy
+type DeleteAutoscalerPolicyResponse503Headers struct {
+	XRequestId string
+}
+
+type DeleteAutoscalerPolicyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *UnauthorizedApplicationJSON
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *UnauthorizedApplicationProblemPlusJSON
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *PreconditionFailed
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *GatewayTimeout
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteAutoscalerPolicyResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteAutoscalerPolicyResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteAutoscalerPolicyResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *DeleteAutoscalerPolicyResponse404Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *DeleteAutoscalerPolicyResponse412Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteAutoscalerPolicyResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteAutoscalerPolicyResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteAutoscalerPolicyResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteAutoscalerPolicyResponse) GetJSON401() *UnauthorizedApplicationJSON {
+	return r.JSON401
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteAutoscalerPolicyResponse) GetApplicationproblemJSON401() *UnauthorizedApplicationProblemPlusJSON {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteAutoscalerPolicyResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r DeleteAutoscalerPolicyResponse) GetApplicationproblemJSON412() *PreconditionFailed {
+	return r.ApplicationproblemJSON412
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteAutoscalerPolicyResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeleteAutoscalerPolicyResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteAutoscalerPolicyResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r DeleteAutoscalerPolicyResponse) GetJSON504() *GatewayTimeout {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteAutoscalerPolicyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteAutoscalerPolicyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteAutoscalerPolicyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteAutoscalerPolicyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -22284,11 +22585,22 @@ func (r SendWebhookTestEventResponse) ContentType() string {
 // Who registered, deregistered or relabeled a space, connected or
 // verified a cloud account, pushed or retried a revision, created,
 // retried or canceled a provisioning job, and the request that did
-// it, newest first. Each entry is derived from the stored change (the
-// table's stream), not from the request that made it, so a function
-// that stops after its write loses no entry; it appears a few seconds
-// after the change. A change Spaces made itself (a provisioning job
-// registering its cluster) has `actor_type: system`.
+// it, latest recorded first. Each entry is derived from the stored
+// change (the table's stream), not from the request that made it, so
+// a function that stops after its write loses no entry; it appears a
+// few seconds after the change. A change Spaces made itself (a
+// provisioning job registering its cluster) has `actor_type: system`.
+//
+// The order is the order Spaces recorded the entries, not `at` (the
+// time of the change): an entry recorded late (its stream record
+// delivered again after a failure) keeps its `at` and is placed above
+// every entry recorded before it. A page continues below its last
+// entry, so an entry recorded after a first page was read is never
+// on the pages that follow it: read the first page again (with
+// `If-None-Match`) to find it there, at the top. No entry is placed
+// behind a page already read, and none is listed twice; only two
+// entries recorded at the same moment may be stored a moment out of
+// order, the later one just below the top of the first page.
 //
 // An entry names what changed and who changed it, nothing more: no
 // secret, no cloud account connection, no manifest, no job settings.
@@ -22604,6 +22916,26 @@ func (c *ClientWithResponses) CreateAutoscalerPolicyWithResponse(ctx context.Con
 		return nil, err
 	}
 	return ParseCreateAutoscalerPolicyResponse(rsp)
+}
+
+// DeleteAutoscalerPolicyWithResponse Delete an autoscaler policy
+//
+// Deletes the policy, applied or detached; the cloud-side policy is
+// left as it was, as when it is detached. With `If-Match` the deletion
+// happens only if the policy is still at that version (`412`
+// otherwise). Deleting it again answers `404` and changes nothing, as
+// deleting a webhook endpoint or a cloud account, or deregistering a
+// space, again does.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /autoscaler-policies/{id} (the `DeleteAutoscalerPolicy` operationId).
+func (c *ClientWithResponses) DeleteAutoscalerPolicyWithResponse(ctx context.Context, id PolicyID, params *DeleteAutoscalerPolicyParams, reqEditors ...RequestEditorFn) (*DeleteAutoscalerPolicyResponse, error) {
+	rsp, err := c.DeleteAutoscalerPolicy(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteAutoscalerPolicyResponse(rsp)
 }
 
 // GetAutoscalerPolicyWithResponse Get an autoscaler policy
@@ -25273,6 +25605,171 @@ func ParseCreateAutoscalerPolicyResponse(rsp *http.Response) (*CreateAutoscalerP
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateAutoscalerPolicyResponse503Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteAutoscalerPolicyResponse parses an HTTP response from a DeleteAutoscalerPolicyWithResponse call
+func ParseDeleteAutoscalerPolicyResponse(rsp *http.Response) (*DeleteAutoscalerPolicyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteAutoscalerPolicyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/problem+json" && rsp.StatusCode == 401:
+		var dest UnauthorizedApplicationProblemPlusJSON
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest GatewayTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteAutoscalerPolicyResponse204Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteAutoscalerPolicyResponse400Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteAutoscalerPolicyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers DeleteAutoscalerPolicyResponse404Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 412:
+		var headers DeleteAutoscalerPolicyResponse412Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers412 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteAutoscalerPolicyResponse500Headers
+		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteAutoscalerPolicyResponse503Headers
 		if values := rsp.Header.Values("X-Request-Id"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {

@@ -63,6 +63,7 @@ func TestSampleEventsThroughTheLambdaPath(t *testing.T) {
 		"list-autoscaler-policies.json":   200,
 		"create-autoscaler-policy.json":   422,
 		"get-autoscaler-policy.json":      404,
+		"delete-autoscaler-policy.json":   404,
 		"push-revision.json":              404,
 		"get-revision.json":               404,
 		"list-environment-revisions.json": 404,

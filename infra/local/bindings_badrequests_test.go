@@ -43,6 +43,10 @@ func TestBindingBadRequestsChangeNothing(t *testing.T) {
 	}
 
 	target := map[string]any{"namespace": "web", "kind": "Deployment", "name": "api"}
+	pol := c.must(201, c.do("POST", "/autoscaler-policies", map[string]any{"space_id": live, "target": target,
+		"min_replicas": 1, "max_replicas": 2}))["id"].(string)
+	foreignPol := other.must(201, other.do("POST", "/autoscaler-policies", map[string]any{"space_id": foreign, "target": target,
+		"min_replicas": 1, "max_replicas": 2}))["id"].(string)
 	policy := func(edit func(m map[string]any)) map[string]any {
 		m := map[string]any{"space_id": live, "target": map[string]any{"namespace": "web", "kind": "Deployment", "name": "api"},
 			"min_replicas": 1, "max_replicas": 3}
@@ -113,6 +117,12 @@ func TestBindingBadRequestsChangeNothing(t *testing.T) {
 		{"policy id not a uuid", "GET", "/autoscaler-policies/x", nil, nil, 404, ""},
 		{"policy unknown", "GET", "/autoscaler-policies/" + unknown, nil, nil, 404, ""},
 		{"policy list bad limit", "GET", "/autoscaler-policies?limit=x", nil, nil, 400, "limit"},
+		{"delete policy id not a uuid", "DELETE", "/autoscaler-policies/x", nil, nil, 404, ""},
+		{"delete policy unknown", "DELETE", "/autoscaler-policies/" + unknown, nil, nil, 404, ""},
+		{"delete another org's policy", "DELETE", "/autoscaler-policies/" + foreignPol, nil, nil, 404, ""},
+		{"delete policy stale If-Match", "DELETE", "/autoscaler-policies/" + pol, nil, []string{`If-Match: "7"`}, 412, ""},
+		{"delete policy weak If-Match", "DELETE", "/autoscaler-policies/" + pol, nil, []string{`If-Match: W/"1"`}, 412, ""},
+		{"delete policy bad If-Match", "DELETE", "/autoscaler-policies/" + pol, nil, []string{`If-Match: 1`}, 400, "If-Match"},
 		{"env name not a namespace", "POST", "/environments", map[string]any{"name": "My Env", "space_id": live}, nil, 422, "namespace"},
 		{"env bad namespace", "POST", "/environments", map[string]any{"name": "x", "space_id": live, "namespace": "Bad_NS"}, nil, 422, "namespace"},
 		{"push without manifests", "POST", "/environments/" + env + "/revisions", map[string]any{}, nil, 422, "manifests"},

@@ -10,6 +10,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
+
+	"spaces/shared/awsclient"
+	"spaces/shared/dynamostore"
+	"spaces/shared/space"
 )
 
 // TestConsoleActivity: the activity screen in a real browser. Spaces
@@ -18,7 +22,9 @@ import (
 // request id the API answered; the kind and space filters are sent to the
 // API (the proxy sees them), not applied in the page; an idle tab asks
 // the first page with If-None-Match and gets 304s; a new entry goes above
-// the rows without redrawing them, so a text selection in them stays;
+// the rows without redrawing them, so a text selection in them stays,
+// and so does one recorded late with an older time (on top) or stored
+// below the top row by a race (in its place);
 // "Load more" walks the API's cursor to the same entries, in the same
 // order, as the API lists.
 func TestConsoleActivity(t *testing.T) {
@@ -141,15 +147,55 @@ func TestConsoleActivity(t *testing.T) {
 		t.Errorf("the selection reads %q after the new entry, want %q kept", got, picked)
 	}
 
+	// An entry recorded late (its record delivered an hour on, its time an
+	// hour old) comes in on top; one whose recording raced another's, so
+	// that it is stored below the top row, comes in in its place; neither
+	// redraws the rows.
+	store := dynamostore.New(awsclient.DynamoDB(st.AWS, st.EmulatorURL), st.Table)
+	entry := func(id string) space.Activity {
+		return space.Activity{ID: "act_" + id + "-" + uuid.NewString()[:8], OrgID: org, Kind: space.ActivitySpaceRelabeled,
+			At: time.Now().UTC().Add(-time.Hour), ActorType: space.ActorUser, Actor: "late-user", RequestID: "req-" + id,
+			ResourceType: "space", ResourceID: a, ResourceName: "act-a", SpaceID: a}
+	}
+	rowID := func(i int) string {
+		return fmt.Sprintf(`(document.querySelectorAll('#activity-table tbody tr')[%d] || {dataset: {}}).dataset.activity`, i)
+	}
+	late := entry("late")
+	if err := store.RecordActivity(t.Context(), late); err != nil {
+		t.Fatal(err)
+	}
+	p.until("the late entry on top", rowID(0)+` === '`+late.ID+`'`, wait)
+	var positions []string
+	for _, it := range scanTable(t, st.AWS, st.EmulatorURL, st.Table) {
+		if it["pk"] == "ACT#"+org {
+			positions = append(positions, it["sk"].(string))
+		}
+	}
+	slices.Sort(positions)
+	slices.Reverse(positions)
+	const recordedAt = "2006-01-02T15:04:05.000000000Z"
+	top, _ := time.Parse(recordedAt, positions[0][:len(recordedAt)])
+	next, _ := time.Parse(recordedAt, positions[1][:len(recordedAt)])
+	raced := entry("raced")
+	mid := next.Add(top.Sub(next) / 2)
+	if err := dynamostore.New(awsclient.DynamoDB(st.AWS, st.EmulatorURL), st.Table, dynamostore.WithClock(func() time.Time { return mid })).
+		RecordActivity(t.Context(), raced); err != nil {
+		t.Fatal(err)
+	}
+	p.until("the raced entry below the top row", rowID(0)+` === '`+late.ID+`' && `+rowID(1)+` === '`+raced.ID+`'`, wait)
+	if got := p.eval(`getSelection().toString() + (window.__picked.isConnected ? '' : ' (its cell was replaced)')`); got != picked {
+		t.Errorf("the selection reads %q after the late entries, want %q kept", got, picked)
+	}
+
 	// Paging: more entries than a page; "Load more" walks the cursor to
 	// exactly the API's list.
 	for i := range 55 {
 		relabel(map[string]string{"n": fmt.Sprint(i)})
 	}
 	var want []string
-	eventually(t, "the API lists the 57 relabels", func() bool {
+	eventually(t, "the API lists the 59 relabels", func() bool {
 		want = activityIDs(t, c)
-		return strings.Count(strings.Join(want, ","), "relabeled") == 57
+		return strings.Count(strings.Join(want, ","), "relabeled") == 59
 	})
 	p.visit("the spaces", "#/spaces")
 	p.until("the spaces list", `!!document.querySelector('#spaces-table, .empty')`, wait)

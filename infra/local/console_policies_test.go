@@ -1,8 +1,10 @@
 package local
 
 import (
+	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,8 +16,10 @@ import (
 // nav) at 390 px: max below min is said beside its field with nothing
 // sent; the API's field error (a space turned inactive after the form
 // listed it: 422 naming space_id) is shown beside the space; a valid
-// policy is created and listed; idle, one request a tick; no wider than
-// the window; axe finds nothing.
+// policy is created and listed; idle, one request a tick; Delete asks
+// once more (Cancel sends nothing), then deletes it at the version listed
+// (If-Match) and the list is empty again; no wider than the window, the
+// question open or not; axe finds nothing.
 func TestConsolePolicies(t *testing.T) {
 	st := startWith(t, Config{
 		Probing:        ProbingConfig{Disabled: true},
@@ -87,4 +91,47 @@ func TestConsolePolicies(t *testing.T) {
 	}
 	p.audit("policies")
 	p.shot("policies")
+
+	// Delete: asked once more; Cancel sends nothing.
+	pol := c.must(200, c.do("GET", "/autoscaler-policies", nil))["items"].([]any)[0].(map[string]any)
+	id := pol["id"].(string)
+	var mu sync.Mutex
+	var ifMatch []string
+	proxy.hook = func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method == "DELETE" {
+			mu.Lock()
+			ifMatch = append(ifMatch, r.Header.Get("If-Match"))
+			mu.Unlock()
+		}
+		return false
+	}
+	deletes := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ifMatch)
+	}
+	p.run("delete", chromedp.Click(chromedp.CSS(`button[data-delete="`+id+`"]`)))
+	p.until("the question", `!!document.querySelector('button[data-delete-confirm="`+id+`"]') && document.activeElement === document.querySelector('button[data-delete-confirm="`+id+`"]')`, wait)
+	if got, _ := strconv.Atoi(p.eval(`String(document.documentElement.scrollWidth)`)); got > 390 {
+		t.Errorf("the policies screen asking to delete is %d px wide at 390 px", got)
+	}
+	p.audit("policies, asking to delete")
+	p.run("cancel", chromedp.Click(chromedp.CSS(`button[data-delete-cancel="`+id+`"]`)))
+	p.until("the Delete button back", `!!document.querySelector('button[data-delete="`+id+`"]') && !document.querySelector('button[data-delete-confirm]')`, wait)
+	if n := deletes(); n != 0 {
+		t.Errorf("%d deletes sent after Cancel", n)
+	}
+	p.run("delete", chromedp.Click(chromedp.CSS(`button[data-delete="`+id+`"]`)))
+	p.until("the question", `!!document.querySelector('button[data-delete-confirm="`+id+`"]')`, wait)
+	p.run("confirm", chromedp.Click(chromedp.CSS(`button[data-delete-confirm="`+id+`"]`)))
+	p.until("the list empty again", `!!document.querySelector('#policies .empty') && !document.querySelector('#pol-table')`, wait)
+	if n := len(c.must(200, c.do("GET", "/autoscaler-policies", nil))["items"].([]any)); n != 0 {
+		t.Errorf("%d policies stored after the delete", n)
+	}
+	mu.Lock()
+	if want := `"` + strconv.Itoa(int(pol["version"].(float64))) + `"`; len(ifMatch) != 1 || ifMatch[0] != want {
+		t.Errorf("the deletes' If-Match %q, want one, %s", ifMatch, want)
+	}
+	mu.Unlock()
+	p.audit("policies, deleted")
 }

@@ -2,16 +2,24 @@ package local
 
 import (
 	"fmt"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
+
+	"spaces/shared/awsclient"
+	"spaces/shared/dynamostore"
+	"spaces/shared/space"
 )
 
 // TestConsoleTimesTick: the "… ago" times move on by themselves, with no
-// request. The console polls once an hour here, so after its first answers
+// request, and probe times claim no more than the API's precision (a
+// minute: never seconds; a status unknown for want of a probe says since
+// when no probe result came, not its stored status's time). The console polls once an hour here, so after its first answers
 // nothing is asked; the page's clock (Date.now) is then moved on, and the
 // list's and a space page's relative times follow it while the request
 // count stays where it was.
@@ -24,7 +32,25 @@ func TestConsoleTimesTick(t *testing.T) {
 	c := newClient(t, st, org)
 	acct := c.account("aws")
 	id := c.must(201, c.do("POST", "/spaces", registerBody("aws", acct, "tick-1")))["id"].(string)
-	c.must(201, c.do("POST", "/spaces", registerBody("aws", acct, "tick-2")))
+	stale := c.must(201, c.do("POST", "/spaces", registerBody("aws", acct, "tick-2")))["id"].(string)
+	// tick-1 was probed in the minute tick 20 s ago; tick-2's last probe is
+	// 10 minutes old, so the API reads it as unknown (ProbeStale), its
+	// stored status active since 2 hours.
+	store := dynamostore.New(awsclient.DynamoDB(st.AWS, st.EmulatorURL), st.Table)
+	probed := func(id string, last, transition time.Duration) {
+		t.Helper()
+		now := time.Now().UTC()
+		at, since := now.Add(-last), now.Add(-transition)
+		if _, err := store.UpdateSpace(t.Context(), org, id, space.Update[space.Space]{At: now, Apply: func(sp space.Space) (space.Space, error) {
+			sp.Status, sp.Probe.Reason = space.Active, ""
+			sp.Probe.LastProbeAt, sp.Probe.LastSuccessAt, sp.Probe.LastTransitionAt = &at, &at, &since
+			return sp, nil
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	probed(id, 20*time.Second, time.Hour)
+	probed(stale, 10*time.Minute, 2*time.Hour)
 
 	proxy := newConsoleProxy(t, st, nil)
 	p := &page{t: t, ctx: browser(t), base: proxy.srv.URL, shots: screenshotDir(t)}
@@ -42,11 +68,27 @@ func TestConsoleTimesTick(t *testing.T) {
 	// The first tick's answers are in, and the accounts (asked after them).
 	p.until("the list, settled", `document.querySelectorAll('#spaces-table tbody tr').length === 2 && document.querySelector('#updated').dataset.ticks === '1' &&
 		document.querySelectorAll('#f-account option').length === 2`, wait)
+	// Probe times to the API's precision (a minute): tick-1's, 20 s after
+	// its tick, is under a minute old, never "20 s ago", its title the
+	// minute it stands for; tick-2, read as unknown for want of a probe,
+	// says since when no probe result came, not its stored status's 2 h.
+	row := func(id, sel string) string {
+		return fmt.Sprintf(`(document.querySelector('#spaces-table tr[data-space="%s"] %s') || {}).textContent`, id, sel)
+	}
+	probedCell := `td[data-label="Last probed"] time`
+	p.until("tick-1 probed under a minute ago", row(id, probedCell)+` === 'under a minute ago'`, wait)
+	if title := p.eval(fmt.Sprintf(`document.querySelector('#spaces-table tr[data-space="%s"] %s').title`, id, probedCell)); !strings.HasPrefix(title, "in the minute from ") {
+		t.Errorf("tick-1's last probe is titled %q, want the minute it stands for", title)
+	}
+	if got := p.eval(row(stale, `[data-since]`)); !regexp.MustCompile(`^no probe result since 1[01] min ago$`).MatchString(got) {
+		t.Errorf("the stale space's status cell says %q, want since when no probe result came", got)
+	}
 	before := requests()
 	shift(10 * time.Minute)
-	p.until("the list's times 10 minutes on", ages("#spaces-table time", `^1[0-4] min ago$`), wait)
+	p.until("the list's times 10 minutes on", ages(`#spaces-table td[data-label="Registered"] time`, `^1[0-4] min ago$`), wait)
+	p.until("the probe times 10 minutes on", ages(`#spaces-table `+probedCell, `^(1[01]|2[01]) min ago$`), wait)
 	shift(3 * time.Hour)
-	p.until("the list's times 3 hours on", ages("#spaces-table time", `^3 h ago$`), wait)
+	p.until("the list's times 3 hours on", ages(`#spaces-table td[data-label="Registered"] time, #spaces-table `+probedCell, `^3 h ago$`), wait)
 	if after := requests(); after != before {
 		t.Errorf("the list sent %s requests while its times moved on, want none (%s before)", after, before)
 	}
@@ -61,6 +103,16 @@ func TestConsoleTimesTick(t *testing.T) {
 	p.until("the space's times 2 days on", ages("#identity time", `^2 d ago$`), wait)
 	if after := requests(); after != before {
 		t.Errorf("the space's page sent %s requests while its times moved on, want none (%s before)", after, before)
+	}
+	shift(0)
+	kv := func(label string) string {
+		return fmt.Sprintf(`([...document.querySelectorAll('#probe dt')].find(d => d.textContent === %q) || {nextElementSibling: {}}).nextElementSibling.textContent`, label)
+	}
+	p.until("the space's probe times to the minute", kv("Last probed")+` === 'under a minute ago' && `+kv("Last success")+` === 'under a minute ago'`, wait)
+	p.visit("the stale space", "#/spaces/"+stale)
+	p.until("the stale space's probe", `!!document.querySelector('#status-since')`, wait)
+	if got := p.eval(`document.querySelector('#status-since').textContent`); !regexp.MustCompile(`^no probe result since 1[01] min ago$`).MatchString(got) {
+		t.Errorf("the stale space's page says its status is %q, want since when no probe result came", got)
 	}
 }
 

@@ -2,7 +2,9 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -27,7 +29,7 @@ var _ space.ActivityLog = (*Store)(nil)
 // revision is decoded without its manifests, an account without reading
 // its connection, a job without its settings. The id is "act_" and the
 // record's event id, the same for every read of the record, so a record
-// delivered again writes the same entry.
+// delivered again is recorded once (RecordActivity).
 func (s *Store) ActivityOf(r events.DynamoDBEventRecord) (space.Activity, bool) {
 	pk, _ := r.Change.Keys["pk"]
 	sk, _ := r.Change.Keys["sk"]
@@ -167,28 +169,81 @@ func (s *Store) ActivityOf(r events.DynamoDBEventRecord) (space.Activity, bool) 
 	return a, true
 }
 
-// activitySK is an entry's position in its org's trail: its time, fixed
-// width, then its id; a page continues after it.
-func activitySK(a space.Activity) string { return a.At.UTC().Format(histTime) + "#" + a.ID }
+// An org's trail is kept in the order its entries were recorded, not by
+// their times: an entry recorded late (its stream record delivered again
+// after a failure, an hour on) carries its change's time but is placed
+// above everything recorded before it, so a reader who reads the first
+// page again finds it there, never behind a page already read. The one
+// exception: two recordings at the same moment in two processes (two
+// stream shards) may be stored in the other order than their positions,
+// the second a moment below the first, still at the top of the first
+// page (the console puts such an entry in its place). Its position is its
+// recording time, fixed width, then its id:
+// activityKey. A record delivered again must not record its entry twice,
+// at a second position: the entry is put in one transaction with a marker
+// keyed by its id (ACTID#<org>, <id>) that must not exist yet.
+
+// errRecorded says the entry's marker exists: it was recorded already.
+var errRecorded = errors.New("activity entry recorded already")
+
+// monotonic hands out recording times that only move forward in this
+// process, even when the clock steps back or two entries share a tick.
+type monotonic struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (m *monotonic) next(now time.Time) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if now = now.UTC(); !now.After(m.last) {
+		now = m.last.Add(time.Nanosecond)
+	}
+	m.last = now
+	return now
+}
+
+// activityKey is an entry's position in its org's trail (see above); a
+// page continues after its last entry's.
+func activityKey(recorded time.Time, id string) string {
+	return recorded.UTC().Format(histTime) + "#" + id
+}
 
 // RecordActivity puts an entry in its org's trail, to expire after
-// space.ActivityRetention. Putting it again (a stream record delivered
-// again) writes the same item.
+// space.ActivityRetention, at the top of the trail: recorded now. Recording
+// it again (a stream record delivered again) writes nothing.
 func (s *Store) RecordActivity(ctx context.Context, a space.Activity) error {
 	item, err := s.encode(a)
 	if err != nil {
 		return err
 	}
+	expires := num(a.At.Add(space.ActivityRetention).Unix())
 	item["pk"] = str(prefixActivity + a.OrgID)
-	item["sk"] = str(activitySK(a))
-	item["expires_at"] = num(a.At.Add(space.ActivityRetention).Unix())
-	if _, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item}); err != nil {
-		return awsError("PutItem", err)
+	item["expires_at"] = expires
+	marker := map[string]types.AttributeValue{"pk": str(prefixActivityID + a.OrgID), "sk": str(a.ID), "expires_at": expires}
+	const iMarker = 0
+	err = s.transact(ctx, "record activity", func() ([]types.TransactWriteItem, error) {
+		// A new position each attempt: an attempt that lost a race is
+		// placed above what was recorded meanwhile.
+		item["sk"] = str(activityKey(s.recorded.next(s.now()), a.ID))
+		return []types.TransactWriteItem{
+			iMarker: {Put: &types.Put{TableName: s.table, Item: marker,
+				ConditionExpression: aws.String("attribute_not_exists(" + nPK + ")"), ExpressionAttributeNames: names(nPK)}},
+			{Put: &types.Put{TableName: s.table, Item: item}},
+		}, nil
+	}, func(reasons []types.CancellationReason) error {
+		if failedCheck(reasons, iMarker) {
+			return errRecorded
+		}
+		return nil
+	})
+	if errors.Is(err, errRecorded) {
+		return nil
 	}
-	return nil
+	return err
 }
 
-// ListActivity returns org's entries newest first, narrowed by q's
+// ListActivity returns org's entries latest recorded first, narrowed by q's
 // filters: at most q.Limit, and the position to continue after when more
 // may follow. Only org's partition is read; an entry past its retention
 // that TTL has not removed yet is skipped. The filters are applied by

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"spaces"
 	"spaces/infra/emulator"
 	"spaces/infra/emulator/emulatortest"
+	"spaces/infra/testclock"
 	"spaces/shared/awsclient"
 	"spaces/shared/dynamostore"
 	"spaces/shared/eventfilter"
@@ -252,9 +254,7 @@ func TestActivityFromTheStream(t *testing.T) {
 		t.Fatalf("ListActivity: %v, next %q", err, next)
 	}
 	type row struct{ kind, actorType, actor, request string }
-	want := []row{ // newest first
-		// A failed verification stores no time: the change's, the latest.
-		{"cloud_account.verified", "user", "alice", "req-verify"},
+	want := []row{ // latest recorded first: the stream's order, reversed
 		{"space.deregistered", "user", "dave", "req-dereg"},
 		{"space.registered", "system", "", ""},
 		{"provisioning_job.canceled", "user", "alice", "req-cancel"},
@@ -262,6 +262,9 @@ func TestActivityFromTheStream(t *testing.T) {
 		{"provisioning_job.created", "user", "alice", "req-job"},
 		{"revision.retried", "user", "carol", "req-retry-rev"},
 		{"revision.pushed", "user", "carol", "req-push"},
+		// A failed verification stores no time: the change's, the latest
+		// (an entry's time does not place it).
+		{"cloud_account.verified", "user", "alice", "req-verify"},
 		{"space.relabeled", "user", "bob", "req-relabel"},
 		{"space.registered", "user", "alice", "req-register"},
 		{"cloud_account.connected", "user", "alice", "req-connect"},
@@ -384,5 +387,103 @@ func TestActivityPagesAndFilters(t *testing.T) {
 	}
 	if _, _, err := w.store.ListActivity(ctx, w.org, space.ActivityQuery{Page: space.Page{Limit: 0}}); space.KindOf(err) != space.KindInvalid {
 		t.Errorf("limit 0: %v", err)
+	}
+}
+
+// TestActivityLateEntryShows: the trail is in the order entries were
+// recorded, so an entry recorded late (its stream record delivered again
+// an hour on), with a time older than entries a reader has already paged
+// past, is on the first page read again, at the top: today's next page
+// would never hold it, and neither would the first page had the trail
+// kept time order. A walk from the top lists every entry once, in the
+// order recorded, even when the clock steps back or two entries share a
+// tick; recording an entry again (its record delivered once more) adds
+// nothing.
+func TestActivityLateEntryShows(t *testing.T) {
+	env := emulatortest.Start(t)
+	base := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+	clock := testclock.New(base)
+	store := dynamostore.New(awsclient.DynamoDB(env.Config, env.Endpoint), env.Name(t, "SpacesTable"), dynamostore.WithClock(clock.Now))
+	ctx := t.Context()
+	org := uuid.NewString()
+	entry := func(id string, at time.Time) space.Activity {
+		return space.Activity{ID: "act_" + id, OrgID: org, Kind: space.ActivitySpaceRelabeled, At: at, ActorType: space.ActorUser,
+			Actor: "alice", ResourceType: "space", ResourceID: uuid.NewString()}
+	}
+	record := func(a space.Activity) {
+		t.Helper()
+		if err := store.RecordActivity(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page := func(after string) ([]string, string) {
+		t.Helper()
+		items, next, err := store.ListActivity(ctx, org, space.ActivityQuery{Page: space.Page{Limit: 2, After: after}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, a := range items {
+			ids = append(ids, a.ID)
+		}
+		return ids, next
+	}
+	walk := func() []string {
+		t.Helper()
+		var all []string
+		for after, n := "", 0; ; n++ {
+			ids, next := page(after)
+			all = append(all, ids...)
+			if next == "" || n > 10 {
+				return all
+			}
+			after = next
+		}
+	}
+	// Five entries recorded as they happen, a second apart.
+	for i := range 5 {
+		clock.Set(base.Add(time.Duration(i) * time.Second))
+		record(entry(strconv.Itoa(i), clock.Now()))
+	}
+	first, next := page("")
+	if want := []string{"act_4", "act_3"}; !slices.Equal(first, want) {
+		t.Fatalf("first page %v, want %v", first, want)
+	}
+	second, next := page(next)
+	if want := []string{"act_2", "act_1"}; !slices.Equal(second, want) {
+		t.Fatalf("second page %v, want %v", second, want)
+	}
+	// Now the late one: made between act_3 and act_2, recorded an hour on.
+	clock.Set(base.Add(time.Hour))
+	late := entry("late", base.Add(2500*time.Millisecond))
+	record(late)
+	third, _ := page(next)
+	again, _ := page("")
+	if !slices.Contains(third, late.ID) && !slices.Contains(again, late.ID) {
+		t.Fatalf("the late entry is neither on the next page (%v) nor on the first page read again (%v)", third, again)
+	}
+	if want := []string{"act_late", "act_4"}; !slices.Equal(again, want) {
+		t.Errorf("the first page read again %v, want %v: the late entry on top", again, want)
+	}
+	if want := []string{"act_0"}; !slices.Equal(third, want) {
+		t.Errorf("the third page %v, want %v", third, want)
+	}
+	// Delivered once more: nothing added. The clock steps back and two
+	// entries share a tick: still above everything recorded before.
+	record(late)
+	clock.Set(base.Add(-time.Hour))
+	record(entry("back", base))
+	record(entry("same-tick", base))
+	want := []string{"act_same-tick", "act_back", "act_late", "act_4", "act_3", "act_2", "act_1", "act_0"}
+	if got := walk(); !slices.Equal(got, want) {
+		t.Errorf("the walk from the top %v, want %v", got, want)
+	}
+	// The entry keeps its own time; only its place is the recording's.
+	items, _, err := store.ListActivity(ctx, org, space.ActivityQuery{Page: space.Page{Limit: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := items[2]; got.ID != late.ID || !got.At.Equal(late.At) {
+		t.Errorf("the late entry listed as %s at %v, want %s at %v", got.ID, got.At, late.ID, late.At)
 	}
 }

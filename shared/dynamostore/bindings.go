@@ -134,6 +134,55 @@ func (s *Store) ListPolicies(ctx context.Context, org string, page space.Page) (
 	return listOrg(ctx, s, org, prefixPolicy, page, func(p space.AutoscalerPolicy) string { return p.ID })
 }
 
+// DeletePolicy deletes an autoscaler policy and its link to its space in
+// one transaction, conditional on the policy being there at the version
+// read (or at version when given): a change that slips in between the read
+// and the delete (the cascade detaching it) is read again when any version
+// was asked for, and answered KindChanged otherwise.
+func (s *Store) DeletePolicy(ctx context.Context, org, id string, version int64) error {
+	const iPolicy = 0
+	return s.transact(ctx, "delete policy", func() ([]types.TransactWriteItem, error) {
+		p, err := s.GetPolicy(ctx, org, id)
+		if err != nil {
+			return nil, err
+		}
+		prev := version
+		switch {
+		case prev == 0:
+			prev = p.Version
+		case prev != p.Version:
+			return nil, space.ErrChanged("autoscaler policy", p.Version, version)
+		}
+		return []types.TransactWriteItem{
+			iPolicy: {Delete: &types.Delete{TableName: s.table, Key: itemKey(org, prefixPolicy+id),
+				ConditionExpression: aws.String(versionIs), ExpressionAttributeNames: names(nPK, nVersion),
+				ExpressionAttributeValues:           map[string]types.AttributeValue{":prev": num(prev)},
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}},
+			{Delete: &types.Delete{TableName: s.table, Key: linkKey(p.SpaceID, prefixPolicy+id)}},
+		}, nil
+	}, func(reasons []types.CancellationReason) error {
+		switch {
+		case !failedCheck(reasons, iPolicy):
+			return nil
+		case version == 0:
+			// Gone or changed since the read: read again.
+			return errRetry
+		}
+		item := reasons[iPolicy].Item
+		if item == nil {
+			// Not every store returns the item with the reason.
+			var err error
+			if item, err = s.getItem(ctx, itemKey(org, prefixPolicy+id)); err != nil {
+				return err
+			}
+		}
+		if item == nil {
+			return space.ErrNotFound("autoscaler policy")
+		}
+		return s.changedFrom("autoscaler policy", item, version)
+	})
+}
+
 // RebindEnvironment moves an environment to spaceID and clears its gate in
 // one transaction: the new space must be registered, the environment at the
 // version read (or at version when given), the old link deleted and the new

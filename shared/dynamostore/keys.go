@@ -171,8 +171,11 @@ const (
 	prefixEvent   = "EVT#"
 
 	prefixActivity = "ACT#"
-	prefixWords    = "WORD#"
-	prefixLabels   = "LABEL#"
+	// prefixActivityID keys the marker of a recorded activity entry, by its
+	// id (activity.go).
+	prefixActivityID = "ACTID#"
+	prefixWords      = "WORD#"
+	prefixLabels     = "LABEL#"
 	// prefixLabelOrder is the partition of the label entries in
 	// problems-first order (labels.go).
 	prefixLabelOrder = "LPROB#"

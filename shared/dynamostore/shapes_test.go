@@ -303,7 +303,10 @@ func itemKind(item map[string]types.AttributeValue) string {
 		kind = "FENCE# <deleted_at>#<space id>"
 	}
 	if prefix("pk") == "ACT#" {
-		kind = "ACT# <at>#<id>"
+		kind = "ACT# <recorded_at>#<id>"
+	}
+	if prefix("pk") == "ACTID#" {
+		kind = "ACTID# <id>"
 	}
 	if prefix("pk") == "WORD#" {
 		kind = "WORD# <word>\\x01<name>\\x01<space id>"

@@ -206,6 +206,8 @@ type Store struct {
 	beats beatCache
 	// sealer seals webhook secrets (webhooks.go).
 	sealer Sealer
+	// recorded orders the activity entries this store records (activity.go).
+	recorded monotonic
 }
 
 var _ space.Store = (*Store)(nil)

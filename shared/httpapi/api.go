@@ -102,6 +102,7 @@ var catalogRoutes = []route{
 	{"GET", "/autoscaler-policies", (*API).listPolicies},
 	{"POST", "/autoscaler-policies", (*API).createPolicy},
 	{"GET", "/autoscaler-policies/{id}", (*API).getPolicy},
+	{"DELETE", "/autoscaler-policies/{id}", (*API).deletePolicy},
 	{"POST", "/environments/{id}/revisions", (*API).pushRevision},
 	{"GET", "/environments/{id}/revisions", (*API).listRevisions},
 	{"GET", "/revisions", (*API).listOrgRevisions},

@@ -171,6 +171,24 @@ func (a *API) getPolicy(w http.ResponseWriter, r *http.Request, p auth.Principal
 	return nil
 }
 
+// deletePolicy deletes a policy, applied or detached; with If-Match only
+// at that version.
+func (a *API) deletePolicy(w http.ResponseWriter, r *http.Request, p auth.Principal) error {
+	b, err := a.bindings()
+	if err != nil {
+		return err
+	}
+	version, err := ifMatch(r, false)
+	if err != nil {
+		return err
+	}
+	if err := b.DeletePolicy(r.Context(), p.OrgID, r.PathValue("id"), version); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 func writeVersioned(w http.ResponseWriter, status int, version int64, v any) {
 	w.Header().Set("ETag", etag(version))
 	writeJSON(w, status, "application/json", v)

@@ -102,6 +102,7 @@ var routeBodies = map[string][]string{
 	"GET /autoscaler-policies":                   {"AutoscalerPolicy list"},
 	"POST /autoscaler-policies":                  {"AutoscalerPolicy", "request PolicyTarget (target)"},
 	"GET /autoscaler-policies/{id}":              {"AutoscalerPolicy"},
+	"DELETE /autoscaler-policies/{id}":           nil,
 	"POST /environments/{id}/revisions":          {"Revision"},
 	"GET /environments/{id}/revisions":           {"RevisionSummary list"},
 	"GET /revisions":                             {"RevisionSummary list"},

@@ -95,6 +95,10 @@ type BindingStore interface {
 	CreatePolicy(ctx context.Context, p AutoscalerPolicy) error
 	GetPolicy(ctx context.Context, org, id string) (AutoscalerPolicy, error)
 	ListPolicies(ctx context.Context, org string, page Page) ([]AutoscalerPolicy, string, error)
+	// DeletePolicy deletes policy id and its link to its space, if its
+	// version is version (0: any): KindNotFound when there is none,
+	// KindChanged at another version.
+	DeletePolicy(ctx context.Context, org, id string, version int64) error
 }
 
 // Bindings is the use case of environments and autoscaler policies.
@@ -316,6 +320,16 @@ func (b *Bindings) GetPolicy(ctx context.Context, org, id string) (AutoscalerPol
 // ListPolicies returns a page of org's autoscaler policies in id order.
 func (b *Bindings) ListPolicies(ctx context.Context, org string, page Page) ([]AutoscalerPolicy, string, error) {
 	return b.Store.ListPolicies(ctx, org, page)
+}
+
+// DeletePolicy deletes an autoscaler policy of org, applied or detached,
+// if it is at version (0: any). Deleting it again is KindNotFound, as for
+// a webhook endpoint, a cloud account or a space: a retry changes nothing.
+func (b *Bindings) DeletePolicy(ctx context.Context, org, id string, version int64) error {
+	if !ValidID(id) {
+		return ErrNotFound("autoscaler policy")
+	}
+	return b.Store.DeletePolicy(ctx, org, id, version)
 }
 
 // BoundKind is what kind of item is bound to a space.

@@ -134,20 +134,33 @@ export async function activity(root, _, ctx) {
     renderCount();
   }
 
-  // add puts the entries of a newer first page that are not on screen
-  // above the rows, leaving those alone; false when the page shares no
-  // entry with them (more changed than a page holds).
+  // add puts the entries of a newer first page that are not on screen in
+  // their place, leaving the rows alone: above them, or just above the
+  // shown entry that follows them on the page (two recordings that raced
+  // may land in that order); false when the page shares no entry with the
+  // rows (more changed than a page holds).
   function add(page) {
-    const fresh = [];
-    for (const a of page.items) {
-      if (shown.has(a.id)) break;
-      fresh.push(a);
-    }
+    const fresh = page.items.filter(a => !shown.has(a.id));
     if (fresh.length === page.items.length && shown.size) return false;
     if (!fresh.length) return true;
-    for (const a of fresh) shown.add(a.id);
     if (body.firstChild !== table) body.replaceChildren(table);
-    tbody.prepend(...fresh.map(row));
+    let before = [];
+    for (const a of page.items) {
+      if (!shown.has(a.id)) { before.push(a); continue; }
+      if (before.length) {
+        const at = tbody.querySelector(`tr[data-activity="${CSS.escape(a.id)}"]`);
+        if (at) at.before(...before.map(row)); else tbody.prepend(...before.map(row));
+        before = [];
+      }
+    }
+    // Fresh entries below the page's last shown one: on the next pages,
+    // above the rows loaded from them.
+    if (before.length) {
+      const last = page.items.filter(a => shown.has(a.id)).pop();
+      const at = last && tbody.querySelector(`tr[data-activity="${CSS.escape(last.id)}"]`);
+      if (at) at.after(...before.map(row)); else tbody.append(...before.map(row));
+    }
+    for (const a of fresh) shown.add(a.id);
     renderCount();
     return true;
   }

@@ -1,6 +1,7 @@
 // Autoscaler policies: the org's policies (GET /autoscaler-policies) and
-// a form to create one on a space the autoscaler picker allows. The API
-// has no route to delete a policy, so the screen offers none.
+// a form to create one on a space the autoscaler picker allows; each row
+// deletes its policy after asking once more, at the version shown
+// (If-Match), so a policy that changed meanwhile is not deleted unseen.
 import { h, errorBox, field, empty, flash, showFieldErrors, when, refreshAges, validate, patterned } from './ui.js';
 import { rotation } from './api.js';
 
@@ -57,6 +58,9 @@ export async function policies(root, _, ctx) {
     }
   });
 
+  // The rows whose Delete is being confirmed: a redraw (a policy detached
+  // meanwhile) keeps the question open, at the version now shown.
+  const confirming = new Set();
   let names = new Map();
   async function draw(page) {
     const items = page.next_cursor ? await api.all('/autoscaler-policies') : page.items;
@@ -66,13 +70,14 @@ export async function policies(root, _, ctx) {
       if (!names.has(id)) names.set(id, await api.get(`/spaces/${id}`).then(sp => sp.name, () => null));
     }
     list.replaceChildren(h('table', { class: 'stack', id: 'pol-table' },
-      h('thead', null, h('tr', null, ['Workload', 'Space', 'Replicas', 'State', 'Updated'].map(t => h('th', { scope: 'col' }, t)))),
+      h('thead', null, h('tr', null, ['Workload', 'Space', 'Replicas', 'State', 'Updated', 'Actions'].map(t => h('th', { scope: 'col' }, t)))),
       h('tbody', null, items.map(p => h('tr', { 'data-policy': p.id, 'data-state': p.state },
         h('td', { 'data-label': 'Workload' }, h('code', null, `${p.target.namespace}/${p.target.name}`), ' ', h('span', { class: 'muted' }, p.target.kind)),
         h('td', { 'data-label': 'Space' }, names.get(p.space_id) ? h('a', { href: `#/spaces/${p.space_id}` }, names.get(p.space_id)) : h('span', { class: 'muted' }, `deregistered space ${p.space_id.slice(0, 8)}…`)),
         h('td', { 'data-label': 'Replicas' }, `${p.min_replicas}–${p.max_replicas}`),
         h('td', { 'data-label': 'State' }, h('span', { class: `badge s-${p.state === 'applied' ? 'active' : 'inactive'}` }, p.state), p.state_reason ? h('span', { class: 'reason' }, p.state_reason) : null),
-        h('td', { 'data-label': 'Updated' }, when(p.updated_at)))))));
+        h('td', { 'data-label': 'Updated' }, when(p.updated_at)),
+        h('td', { 'data-label': 'Actions' }, deleteControl(p, api, confirming, reload)))))));
   }
   // One request a tick: the list with its ETag (mostly 304s).
   const tick = rotation(api, [{ path: () => '/autoscaler-policies?limit=100', changed: draw }]);
@@ -80,4 +85,43 @@ export async function policies(root, _, ctx) {
   await ctx.every(async () => {
     try { await tick(); refreshAges(root); } catch (x) { list.replaceChildren(errorBox(x, 'The policies could not be loaded')); }
   });
+}
+
+// deleteControl asks once more in place, then deletes the policy at the
+// version listed (If-Match): a policy changed since the list was drawn
+// answers 412 and is not deleted; its failure stays in the row until the
+// next click.
+function deleteControl(p, api, confirming, done) {
+  const box = h('div', { class: 'row' });
+  const out = h('div');
+  const what = `${p.target.kind} ${p.target.namespace}/${p.target.name}`;
+  const ask = () => {
+    confirming.delete(p.id);
+    const b = h('button', { type: 'button', 'data-delete': p.id, 'aria-label': `Delete the policy of ${what}` }, 'Delete');
+    b.addEventListener('click', () => confirmIt(true));
+    box.replaceChildren(b, out);
+  };
+  const confirmIt = focus => {
+    confirming.add(p.id);
+    const yes = h('button', { type: 'button', class: 'danger', 'data-delete-confirm': p.id }, 'Delete it');
+    const no = h('button', { type: 'button', 'data-delete-cancel': p.id }, 'Cancel');
+    no.addEventListener('click', ask);
+    yes.addEventListener('click', async () => {
+      yes.disabled = true;
+      out.replaceChildren();
+      try {
+        await api.del(`/autoscaler-policies/${p.id}`, { 'If-Match': `"${p.version}"` });
+        confirming.delete(p.id);
+        flash(`Policy for ${what} deleted.`);
+        await done();
+      } catch (x) {
+        yes.disabled = false;
+        out.replaceChildren(errorBox(x, 'The policy was not deleted'));
+      }
+    });
+    box.replaceChildren(h('p', null, p.state === 'applied' ? `Spaces stops applying it to ${what}; the cloud-side policy is left as it is.` : 'It is no longer applied; its record goes.'), yes, no, out);
+    if (focus) yes.focus();
+  };
+  if (confirming.has(p.id)) confirmIt(false); else ask();
+  return box;
 }

@@ -1,7 +1,7 @@
 // Spaces: the fleet list (counts, filters, cursor paging, polling with
 // ETags) and one space's detail (identity, probe, history chart,
 // namespaces, bindings, deregistration).
-import { h, badge, providerMark, when, stamp, region, refreshAges, errorBox, field, empty, flash, showFieldErrors, validate, patterned, tombstoneOf, PATTERNS, PROVIDERS, bootstraps } from './ui.js';
+import { h, badge, providerMark, when, probedWhen, stamp, region, refreshAges, errorBox, field, empty, flash, showFieldErrors, validate, patterned, tombstoneOf, PATTERNS, PROVIDERS, bootstraps } from './ui.js';
 import { qs } from './api.js';
 import { bulkWork } from './bulk.js';
 import { RANGES, segments, chart } from './chart.js';
@@ -36,6 +36,17 @@ const SEGMENTS = ['inactive', 'unknown', 'active'];
 // since is when a space's status last changed (its probe's
 // last_transition_at), else its registration.
 const since = sp => (sp.probe && sp.probe.last_transition_at) || sp.created_at;
+
+// sinceText says since when a space has its status. A status read as
+// unknown because no probe is recent (ProbeStale) has no recorded start:
+// the API computes it at each read, and last_transition_at is still the
+// stored status's. So it says what the prober did record, its last probe
+// (to the API's precision), never the stored status's time.
+function sinceText(sp) {
+  const p = sp.probe || {};
+  if (p.reason === 'ProbeStale') return ['no probe result since ', p.last_probe_at ? probedWhen(p.last_probe_at) : ['its registration ', when(sp.created_at)]];
+  return ['since ', when(since(sp))];
+}
 
 // selectorError checks a label selector the way the API parses it
 // (space.ParseSelector): '' when it is well formed, else what is wrong,
@@ -429,8 +440,8 @@ export async function spacesList(root, _, ctx) {
         h('td', { 'data-label': 'Name' }, h('a', { href: `#/spaces/${sp.id}` }, sp.name), sp.synthetic ? h('span', { class: 'reason' }, 'synthetic') : null, factBadges(sp), labelChips(sp.labels, true)),
         h('td', { 'data-label': 'Provider' }, providerMark(sp.provider)),
         h('td', { 'data-label': 'Region' }, region(sp)),
-        h('td', { 'data-label': 'Status' }, badge(sp.status, sp.probe && sp.probe.reason, sp.connectivity), h('span', { class: 'reason', 'data-since': '' }, 'since ', when(since(sp)))),
-        h('td', { 'data-label': 'Last probed' }, when(sp.probe && sp.probe.last_probe_at)),
+        h('td', { 'data-label': 'Status' }, badge(sp.status, sp.probe && sp.probe.reason, sp.connectivity), h('span', { class: 'reason', 'data-since': '' }, sinceText(sp))),
+        h('td', { 'data-label': 'Last probed' }, probedWhen(sp.probe && sp.probe.last_probe_at)),
         h('td', { 'data-label': 'Registered' }, when(sp.created_at)),
         h('td', { 'data-label': 'Kubernetes' }, versionCell(sp)),
         h('td', { 'data-label': 'Support ends' }, supportCell(sp)))));
@@ -660,8 +671,8 @@ export async function spaceDetail(root, [id], ctx) {
     // Before the first probe (or lease) there is no failure to count.
     const waiting = ['NotProbed', 'AgentNotConnected'].includes(p.reason);
     probe.replaceChildren(h('h2', null, 'Last probe'), h('dl', { class: 'kv' },
-      kv('Status', badge(sp.status, p.reason)), kv('Last probed', when(p.last_probe_at)), kv('Last success', when(p.last_success_at)),
-      kv('Status since', when(p.last_transition_at)), kv('Latency', p.latency_ms !== undefined ? `${p.latency_ms} ms` : '—'),
+      kv('Status', badge(sp.status, p.reason)), kv('Last probed', probedWhen(p.last_probe_at)), kv('Last success', probedWhen(p.last_success_at)),
+      kv('Status since', h('span', { id: 'status-since' }, p.reason === 'ProbeStale' ? sinceText(sp) : when(p.last_transition_at))), kv('Latency', p.latency_ms !== undefined ? `${p.latency_ms} ms` : '—'),
       kv('Consecutive failures', waiting ? '— (not probed yet)' : String(p.consecutive_failures)),
       kv('Server version', p.server_version ? `${p.server_version.gitVersion} (${p.server_version.platform})` : '—'),
       kv('Kubernetes version', versionCell(sp)), kv('Support ends', supportCell(sp)), kv('Certificate', h('span', { id: 'space-certificate' }, certificateText(sp))),

@@ -79,13 +79,40 @@ export function stamp(ts) {
   return new Date(ts).toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'short' });
 }
 
+// PROBE_PRECISION is how precise the API says a probe time is
+// (openapi.yaml, Probe.last_probe_at): one probe interval, a minute. The
+// time is the minute tick the probe belonged to; the probe ran within the
+// minute after it.
+const PROBE_PRECISION = 60;
+
+// probeAgo is the age of a probe time to the API's precision: never in
+// seconds. Under a minute since the tick, the probe is under a minute old;
+// after that, whole minutes since the tick are right to the minute.
+export function probeAgo(ts, now = Date.now()) {
+  if (!ts) return 'never';
+  const s = Math.max(0, Math.floor((now - Date.parse(ts)) / 1000));
+  return s < PROBE_PRECISION ? 'under a minute ago' : ago(ts, now);
+}
+
+// probeStamp names the minute a probe time stands for, not a second.
+function probeStamp(ts) {
+  const from = new Date(ts).toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
+  return `in the minute from ${from} (probe times are kept to the minute)`;
+}
+
+// probedWhen is a probe time (last_probe_at, last_success_at) as the API
+// defines it: to the minute, its title the minute it stands for.
+export function probedWhen(ts) {
+  return ts ? h('time', { datetime: ts, title: probeStamp(ts), 'data-precision': 'probe' }, probeAgo(ts)) : 'never';
+}
+
 // refreshAges moves the "… ago" of every time under root on, with no
-// request. Only a text that reads otherwise now is replaced, so a
-// selection elsewhere on the page is left alone.
+// request, each to its own precision. Only a text that reads otherwise now
+// is replaced, so a selection elsewhere on the page is left alone.
 export function refreshAges(root) {
   const now = Date.now();
   for (const t of root.querySelectorAll('time[datetime]')) {
-    const text = ago(t.getAttribute('datetime'), now);
+    const text = (t.dataset.precision === 'probe' ? probeAgo : ago)(t.getAttribute('datetime'), now);
     if (t.textContent !== text) t.textContent = text;
   }
 }
