@@ -8,10 +8,13 @@
 // computed from what the request and its answer carry, by DynamoDB's rules:
 // a read costs one unit per 4 KB (rounded up, per item for GetItem, over the
 // whole page for Query; at least one), half that when eventually
-// consistent; a write costs one unit per 1 KB of the item written, twice
-// that inside a transaction. Write units are counted as one per item
-// written: every item of the spaces table is under 1 KB (BenchmarkProbingCost
-// checks it with ItemBytes), so that is exact for this table.
+// consistent; a write costs one unit per 1 KB of the larger of the item
+// before and after it, twice that inside a transaction. A put is counted
+// by the item it carries (the one it may replace is not read); an update
+// or a delete carries none, so a Meter told how to read items
+// (SizeWith) reads each such item before and after the write, uncounted;
+// without it an update or delete counts one unit, which is exact only for
+// items under 1 KB.
 package awscost
 
 import (
@@ -117,9 +120,16 @@ func (u Usage) Ops() []string {
 
 // Meter counts requests. Its zero value is not usable; use New.
 type Meter struct {
-	mu sync.Mutex
-	u  Usage
+	mu    sync.Mutex
+	u     Usage
+	sizer *dynamodb.Client
 }
+
+// SizeWith has m size the items an update or delete writes by reading them
+// with db, a client m does not count, before and after the write. The
+// reads add to the caller's wall time, so a benchmark that prices its
+// duration should count writes this way only where they are few.
+func (m *Meter) SizeWith(db *dynamodb.Client) { m.sizer = db }
 
 // New returns a Meter counting nothing yet.
 func New() *Meter { return &Meter{u: newUsage()} }
@@ -155,9 +165,16 @@ func (m *Meter) Take() Usage {
 }
 
 func (m *Meter) handle(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+	var before []int
+	if m.sizer != nil {
+		before = m.sizes(ctx, in.Parameters)
+	}
 	out, md, err := next.HandleInitialize(ctx, in)
 	key := awsmiddleware.GetServiceID(ctx) + " " + awsmiddleware.GetOperationName(ctx)
 	rru, wru := units(in.Parameters, out.Result)
+	if before != nil {
+		wru = sizedUnits(in.Parameters, before, m.sizes(ctx, in.Parameters))
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.u.Requests[key]++
@@ -243,6 +260,81 @@ func units(params, result any) (rru, wru float64) {
 		return 0, wru
 	}
 	return 0, 0
+}
+
+// writtenKeys lists the tables and keys of the items a write request
+// names, in order; nil for any other request.
+func writtenKeys(params any) (tables []string, keys []map[string]types.AttributeValue) {
+	add := func(t *string, k map[string]types.AttributeValue) {
+		tables, keys = append(tables, aws.ToString(t)), append(keys, k)
+	}
+	switch p := params.(type) {
+	case *dynamodb.UpdateItemInput:
+		add(p.TableName, p.Key)
+	case *dynamodb.DeleteItemInput:
+		add(p.TableName, p.Key)
+	case *dynamodb.TransactWriteItemsInput:
+		for _, it := range p.TransactItems {
+			switch {
+			case it.Update != nil:
+				add(it.Update.TableName, it.Update.Key)
+			case it.Delete != nil:
+				add(it.Delete.TableName, it.Delete.Key)
+			default:
+				add(nil, nil) // a put carries its item; a check writes none
+			}
+		}
+	}
+	return tables, keys
+}
+
+// sizes reads the size of each item a write names (0 where none is read).
+func (m *Meter) sizes(ctx context.Context, params any) []int {
+	tables, keys := writtenKeys(params)
+	if keys == nil {
+		return nil
+	}
+	out := make([]int, len(keys))
+	for i, k := range keys {
+		if k == nil {
+			continue
+		}
+		r, err := m.sizer.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(tables[i]), Key: k, ConsistentRead: aws.Bool(true)})
+		if err == nil && r != nil {
+			out[i] = ItemBytes(r.Item)
+		}
+	}
+	return out
+}
+
+// sizedUnits is units' write count for an update, a delete or a
+// transaction whose items were read before and after.
+func sizedUnits(params any, before, after []int) float64 {
+	larger := func(i int) int {
+		if i < len(after) {
+			return max(before[i], after[i])
+		}
+		return before[i]
+	}
+	switch p := params.(type) {
+	case *dynamodb.UpdateItemInput, *dynamodb.DeleteItemInput:
+		return writeUnits(larger(0))
+	case *dynamodb.TransactWriteItemsInput:
+		wru := 0.0
+		for i, it := range p.TransactItems {
+			switch {
+			case it.Put != nil:
+				wru += 2 * writeUnits(ItemBytes(it.Put.Item))
+			case it.Update != nil, it.Delete != nil:
+				wru += 2 * writeUnits(larger(i))
+			default:
+				wru += 2
+			}
+		}
+		return wru
+	}
+	_, wru := units(params, nil)
+	return wru
 }
 
 func writeUnits(bytes int) float64 { return math.Max(1, math.Ceil(float64(bytes)/1024)) }

@@ -23,6 +23,7 @@ import (
 	"spaces/infra/awscost"
 	"spaces/infra/emulator/emulatortest"
 	"spaces/infra/staticminter"
+	"spaces/shared/awsclient"
 	"spaces/shared/kubens"
 	"spaces/shared/probing"
 	"spaces/shared/space"
@@ -126,6 +127,8 @@ func measureAgentCost(b *testing.B, presence bool) {
 	ctx := context.Background()
 	env := emulatortest.Start(b)
 	meter := awscost.New()
+	// Space items pass 1 KB: their writes are sized by DynamoDB's rule.
+	meter.SizeWith(awsclient.DynamoDB(env.Config, env.Endpoint))
 	a := parts.AWS{Config: meter.Instrument(env.Config), Endpoint: env.Endpoint}
 	table := env.Name(b, "SpacesTable")
 	store := a.Store(table)
