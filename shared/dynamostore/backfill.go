@@ -176,25 +176,29 @@ func (s *Store) backfillOnce(ctx context.Context, key, item map[string]types.Att
 			return false, nil // a tombstone stays out of the listings
 		}
 		if m := sp.MinorVersion(); m != "" && countedMinor(item) == "" {
-			if raced, err := s.backfillCount(ctx, key, item, sp, m); err != nil {
+			// Counted under its minor: the marker and the counter at once.
+			if raced, err := s.backfillMarked(ctx, key, item, nCounted, str(m), s.countDelta(sp.OrgID, sp.ID, minorMove("", m))); err != nil {
 				return raced, err
 			}
 			rep.Counted++
 		}
 		if _, marked := item[attrWordEntries]; !marked {
-			if raced, err := s.backfillWords(ctx, key, item, sp); err != nil {
+			// A rename meanwhile wrote its own entries.
+			if raced, err := s.backfillMarked(ctx, key, item, nWords, str(wordsVersion), s.wordMoves(space.Space{}, sp)...); err != nil {
 				return raced, err
 			}
 			rep.Words++
 		}
 		if _, marked := item[attrLabelEntries]; !marked {
-			if raced, err := s.backfillLabels(ctx, key, item, sp); err != nil {
+			// A labels change meanwhile moves the version.
+			if raced, err := s.backfillMarked(ctx, key, item, nLabelsMk, str(labelsDigest(sp.Labels)), s.labelMoves(space.Space{}, sp)...); err != nil {
 				return raced, err
 			}
 			rep.Labels++
 		}
 		if _, marked := item[attrLabelOrder]; !marked {
-			if raced, err := s.backfillOrder(ctx, key, item, sp); err != nil {
+			// A transition or a labels change meanwhile wrote its own.
+			if raced, err := s.backfillMarked(ctx, key, item, nLabelOrd, str(labelOrderVersion), s.orderMoves(space.Space{}, sp, false)...); err != nil {
 				return raced, err
 			}
 			rep.Ordered++
@@ -241,19 +245,19 @@ func (s *Store) backfillOnce(ctx context.Context, key, item map[string]types.Att
 	return false, nil
 }
 
-// backfillCount counts a space stored before the version counters under
-// its minor m: counted_minor and the counter in one transaction, only if
-// the space is at the version read, registered and uncounted still.
-func (s *Store) backfillCount(ctx context.Context, key, item map[string]types.AttributeValue, sp space.Space, m string) (raced bool, err error) {
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-		{Update: &types.Update{TableName: s.table, Key: key,
-			UpdateExpression:          aws.String("SET " + nCounted + " = :minn"),
-			ConditionExpression:       aws.String(nVersion + " = :prev AND attribute_not_exists(" + nDeleted + ") AND attribute_not_exists(" + nCounted + ")"),
-			ExpressionAttributeNames:  names(nCounted, nVersion, nDeleted),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":minn": str(m), ":prev": item["version"]},
-		}},
-		s.countDelta(sp.OrgID, sp.ID, minorMove("", m)),
-	}})
+// backfillMarked writes what a space stored before some entries or
+// counters lacks (items) with its marker (the attribute name placeholder n
+// set to v), in one transaction, only if the space is at the version
+// read, registered and unmarked still; raced says it was not, and the
+// space should be read again.
+func (s *Store) backfillMarked(ctx context.Context, key, item map[string]types.AttributeValue, n string, v types.AttributeValue, items ...types.TransactWriteItem) (raced bool, err error) {
+	items = append([]types.TransactWriteItem{{Update: &types.Update{TableName: s.table, Key: key,
+		UpdateExpression:          aws.String("SET " + n + " = :mark"),
+		ConditionExpression:       aws.String(nVersion + " = :prev AND attribute_not_exists(" + nDeleted + ") AND attribute_not_exists(" + n + ")"),
+		ExpressionAttributeNames:  names(n, nVersion, nDeleted),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":mark": v, ":prev": item["version"]},
+	}}}, items...)
+	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 	if reasons, ok := canceled(err); ok && (failedCheck(reasons, 0) || conflicted(reasons)) {
 		return true, err
 	}

@@ -282,24 +282,3 @@ func (s *Store) spacesByID(ctx context.Context, org string, ids []string) (map[s
 	}
 	return got, nil
 }
-
-// backfillWords writes the search entries of a space stored before them,
-// with the marker, only if the space is at the version read, registered
-// and unmarked still (a rename meanwhile wrote its own entries).
-func (s *Store) backfillWords(ctx context.Context, key, item map[string]types.AttributeValue, sp space.Space) (raced bool, err error) {
-	items := []types.TransactWriteItem{{Update: &types.Update{TableName: s.table, Key: key,
-		UpdateExpression:          aws.String("SET " + nWords + " = :wv"),
-		ConditionExpression:       aws.String(nVersion + " = :prev AND attribute_not_exists(" + nDeleted + ") AND attribute_not_exists(" + nWords + ")"),
-		ExpressionAttributeNames:  names(nWords, nVersion, nDeleted),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":wv": str(wordsVersion), ":prev": item["version"]},
-	}}}
-	items = append(items, s.wordMoves(space.Space{}, sp)...)
-	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-	if reasons, ok := canceled(err); ok && (failedCheck(reasons, 0) || conflicted(reasons)) {
-		return true, err
-	}
-	if err != nil {
-		return false, awsError("TransactWriteItems backfill", err)
-	}
-	return false, nil
-}
