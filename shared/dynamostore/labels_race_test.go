@@ -4,13 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/google/uuid"
-
-	"spaces/infra/emulator/emulatortest"
-	"spaces/shared/awsclient"
 	"spaces/shared/space"
 )
 
@@ -20,37 +13,9 @@ import (
 // Deregister reads again), so the new labels' entries never outlive the
 // space.
 func TestDeregistrationRacingARelabel(t *testing.T) {
-	env := emulatortest.Start(t)
-	db := awsclient.DynamoDB(env.Config, env.Endpoint)
-	s := New(db, env.Name(t, "SpacesTable"))
-	ctx := t.Context()
-	at := time.Date(2025, 11, 30, 12, 0, 0, 0, time.UTC)
-	org := uuid.NewString()
-	acct := space.CloudAccount{ID: uuid.NewString(), OrgID: org, Provider: space.AWS, Name: "aws",
-		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces", "externalId": "ext-1"},
-		Status:     space.AccountReady, CreatedAt: at, Version: 1}
-	if err := s.CreateAccount(ctx, acct); err != nil {
-		t.Fatal(err)
-	}
-	sp := space.NewSpace(uuid.NewString(), org, space.RegisterInput{Name: "c1", Provider: space.AWS,
-		SpaceType: space.TypeKubernetes, CloudAccountID: acct.ID, Labels: space.Labels{"env": "prod", "example.com/team": "a"},
-		Config: space.Config{"clusterName": "c1", "region": "us-east-1"}}, at)
-	if err := s.Register(ctx, sp, space.Idempotency{}); err != nil {
-		t.Fatal(err)
-	}
-	entries := func() []string {
-		out, err := db.Query(ctx, &dynamodb.QueryInput{TableName: s.table, ConsistentRead: aws.Bool(true),
-			KeyConditionExpression:    aws.String("pk = :pk"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(labelsPK(org))}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var sks []string
-		for _, item := range out.Items {
-			sks = append(sks, item["sk"].(*types.AttributeValueMemberS).Value)
-		}
-		return sks
-	}
+	s, sp, at := raceFixture(t, "c1", space.Labels{"env": "prod", "example.com/team": "a"})
+	ctx, org := t.Context(), sp.OrgID
+	entries := func() []string { return partitionSKs(t, s, labelsPK(org)) }
 
 	read, counted, err := s.liveSpaceCounted(ctx, org, sp.ID)
 	if err != nil {
@@ -89,37 +54,9 @@ func TestDeregistrationRacingARelabel(t *testing.T) {
 // reads again), so the entries at the new position never outlive the
 // space.
 func TestDeregistrationRacingATransitionThereAndBack(t *testing.T) {
-	env := emulatortest.Start(t)
-	db := awsclient.DynamoDB(env.Config, env.Endpoint)
-	s := New(db, env.Name(t, "SpacesTable"))
-	ctx := t.Context()
-	at := time.Date(2025, 11, 30, 12, 0, 0, 0, time.UTC)
-	org := uuid.NewString()
-	acct := space.CloudAccount{ID: uuid.NewString(), OrgID: org, Provider: space.AWS, Name: "aws",
-		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces", "externalId": "ext-1"},
-		Status:     space.AccountReady, CreatedAt: at, Version: 1}
-	if err := s.CreateAccount(ctx, acct); err != nil {
-		t.Fatal(err)
-	}
-	sp := space.NewSpace(uuid.NewString(), org, space.RegisterInput{Name: "c1", Provider: space.AWS,
-		SpaceType: space.TypeKubernetes, CloudAccountID: acct.ID, Labels: space.Labels{"env": "prod", "example.com/team": "a"},
-		Config: space.Config{"clusterName": "c1", "region": "us-east-1"}}, at)
-	if err := s.Register(ctx, sp, space.Idempotency{}); err != nil {
-		t.Fatal(err)
-	}
-	entries := func() []string {
-		out, err := db.Query(ctx, &dynamodb.QueryInput{TableName: s.table, ConsistentRead: aws.Bool(true),
-			KeyConditionExpression:    aws.String("pk = :pk"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(labelOrderPK(org))}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var sks []string
-		for _, item := range out.Items {
-			sks = append(sks, item["sk"].(*types.AttributeValueMemberS).Value)
-		}
-		return sks
-	}
+	s, sp, at := raceFixture(t, "c1", space.Labels{"env": "prod", "example.com/team": "a"})
+	ctx, org := t.Context(), sp.OrgID
+	entries := func() []string { return partitionSKs(t, s, labelOrderPK(org)) }
 
 	read, counted, err := s.liveSpaceCounted(ctx, org, sp.ID)
 	if err != nil {

@@ -19,33 +19,9 @@ import (
 // fails instead (and Deregister reads again), so the new name's entries
 // never outlive the space.
 func TestDeregistrationRacingARename(t *testing.T) {
-	env := emulatortest.Start(t)
-	db := awsclient.DynamoDB(env.Config, env.Endpoint)
-	s := New(db, env.Name(t, "SpacesTable"))
-	ctx := t.Context()
-	at := time.Date(2025, 11, 30, 12, 0, 0, 0, time.UTC)
-	org := uuid.NewString()
-	acct := space.CloudAccount{ID: uuid.NewString(), OrgID: org, Provider: space.AWS, Name: "aws",
-		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces", "externalId": "ext-1"},
-		Status:     space.AccountReady, CreatedAt: at, Version: 1}
-	if err := s.CreateAccount(ctx, acct); err != nil {
-		t.Fatal(err)
-	}
-	sp := space.NewSpace(uuid.NewString(), org, space.RegisterInput{Name: "old-name", Provider: space.AWS,
-		SpaceType: space.TypeKubernetes, CloudAccountID: acct.ID,
-		Config: space.Config{"clusterName": "c1", "region": "us-east-1"}}, at)
-	if err := s.Register(ctx, sp, space.Idempotency{}); err != nil {
-		t.Fatal(err)
-	}
-	entries := func() int {
-		out, err := db.Query(ctx, &dynamodb.QueryInput{TableName: s.table, ConsistentRead: aws.Bool(true),
-			KeyConditionExpression:    aws.String("pk = :pk"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(wordsPK(org))}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(out.Items)
-	}
+	s, sp, at := raceFixture(t, "old-name", nil)
+	ctx, org := t.Context(), sp.OrgID
+	entries := func() int { return len(partitionSKs(t, s, wordsPK(org))) }
 
 	read, counted, err := s.liveSpaceCounted(ctx, org, sp.ID)
 	if err != nil {
@@ -72,4 +48,42 @@ func TestDeregistrationRacingARename(t *testing.T) {
 	if n := entries(); n != 0 {
 		t.Errorf("%d entries after the deregistration", n)
 	}
+}
+
+// raceFixture is a store on the emulator holding one registered space of a
+// ready AWS account, named name with labels, registered at the time it
+// returns.
+func raceFixture(t *testing.T, name string, labels space.Labels) (*Store, space.Space, time.Time) {
+	env := emulatortest.Start(t)
+	s := New(awsclient.DynamoDB(env.Config, env.Endpoint), env.Name(t, "SpacesTable"))
+	at := time.Date(2025, 11, 30, 12, 0, 0, 0, time.UTC)
+	org := uuid.NewString()
+	acct := space.CloudAccount{ID: uuid.NewString(), OrgID: org, Provider: space.AWS, Name: "aws",
+		Connection: map[string]string{"roleArn": "arn:aws:iam::123456789012:role/spaces", "externalId": "ext-1"},
+		Status:     space.AccountReady, CreatedAt: at, Version: 1}
+	if err := s.CreateAccount(t.Context(), acct); err != nil {
+		t.Fatal(err)
+	}
+	sp := space.NewSpace(uuid.NewString(), org, space.RegisterInput{Name: name, Provider: space.AWS,
+		SpaceType: space.TypeKubernetes, CloudAccountID: acct.ID, Labels: labels,
+		Config: space.Config{"clusterName": "c1", "region": "us-east-1"}}, at)
+	if err := s.Register(t.Context(), sp, space.Idempotency{}); err != nil {
+		t.Fatal(err)
+	}
+	return s, sp, at
+}
+
+// partitionSKs is every sort key under pk, read strongly.
+func partitionSKs(t *testing.T, s *Store, pk string) []string {
+	out, err := s.db.Query(t.Context(), &dynamodb.QueryInput{TableName: s.table, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(pk)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sks []string
+	for _, item := range out.Items {
+		sks = append(sks, item["sk"].(*types.AttributeValueMemberS).Value)
+	}
+	return sks
 }
