@@ -33,7 +33,9 @@ import (
 	"spaces/infra/testclock"
 	"spaces/infra/testcluster"
 	"spaces/shared/agentwake"
+	"spaces/shared/awsclient"
 	"spaces/shared/dynamostore"
+	"spaces/shared/kmssign"
 	"spaces/shared/probing"
 	"spaces/shared/space"
 	"spaces/shared/wiring/agents"
@@ -45,6 +47,8 @@ const (
 	stack      = "spaces"
 	prefix     = stack + "_"
 	authorizer = stack + "-agent"
+	// tokenKeyName is the template's AgentAuthorizer TokenKeyName.
+	tokenKeyName = "spaces-token"
 )
 
 // Bounds the simulation holds each agent space to, checked at every
@@ -237,8 +241,20 @@ func newSim(t *testing.T, start time.Time) *sim {
 	// The presence function: the authorizer and the queue's consumer; the
 	// agent function: the agent routes. One set of handlers serves both
 	// here, on the simulated clock.
+	// Token signing on, as deployed: the agents present their credential's
+	// token signed by the template's AgentTokenKey.
+	tokenKey := env.Resources["AgentTokenKey"].Name
+	pemKey, err := kmssign.PublicKeyPEM(s.ctx, awsclient.KMS(env.Config, env.Endpoint), tokenKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signing, err := iotcore.SigningFromPEM(tokenKeyName, map[string]string{"current": pemKey})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var h *agents.Handlers
 	s.broker, err = iotcore.Start(s.ctx, iotcore.Config{TLS: server, Now: s.clk.Now, Log: s.quiet, Rules: rules, ManualSweep: true,
+		Signing: map[string]iotcore.Signing{authorizer: signing},
 		Authorizers: map[string]iotcore.Authorizer{authorizer: func(ctx context.Context, req events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error) {
 			resp, err := h.Authorize(ctx, req)
 			s.mu.Lock()
@@ -261,7 +277,8 @@ func newSim(t *testing.T, start time.Time) *sim {
 	s.roots = dial
 
 	settings := agents.Settings{Common: parts.Common{Table: table, StaleAfter: space.DefaultStaleAfter},
-		Presence: space.PresenceConfig{Endpoint: s.net.addr(), Authorizer: authorizer, ClientPrefix: prefix}}
+		Presence: space.PresenceConfig{Endpoint: s.net.addr(), Authorizer: authorizer, ClientPrefix: prefix, TokenKeyName: tokenKeyName},
+		TokenKey: tokenKey}
 	h = agents.NewHandlers(aws, settings, agents.Options{Now: s.clk.Now, Log: s.quiet})
 	s.h = h
 	s.uses = &space.Agents{Store: s.store, Spaces: s.store, Now: s.clk.Now}
@@ -545,8 +562,9 @@ func (s *sim) check(now time.Time, readPresence, readStatus bool) {
 // TestFleetForAWeek runs three agents for seven simulated days: each the
 // real agent (agent/client's Run, its paho client and its MQTT
 // reconnects), through a network the test cuts, to the broker model with
-// the template's authorizer and presence rule, whose events reach the
-// presence function; the agent routes and the prober on the store in the
+// the template's authorizer (token signing on, as deployed: each CONNECT
+// carries its credential's token signed by the template's AgentTokenKey)
+// and presence rule, whose events reach the presence function; the agent routes and the prober on the store in the
 // emulator; one simulated clock for all (the broker sweeps its deadlines
 // when told, paho's keep-alive pings are sent by the network at every 30
 // simulated seconds). "steady" is never cut: it renews its credential

@@ -6,8 +6,10 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -65,6 +67,28 @@ type Config struct {
 type Signing struct {
 	TokenKeyName string
 	PublicKeys   map[string]*rsa.PublicKey
+}
+
+// SigningFromPEM is an authorizer's signing as the template declares it:
+// its TokenKeyName and TokenSigningPublicKeys, PEM public keys by name.
+func SigningFromPEM(tokenKeyName string, keys map[string]string) (Signing, error) {
+	sg := Signing{TokenKeyName: tokenKeyName, PublicKeys: map[string]*rsa.PublicKey{}}
+	for name, text := range keys {
+		block, _ := pem.Decode([]byte(text))
+		if block == nil {
+			return Signing{}, fmt.Errorf("token signing key %s: no PEM block", name)
+		}
+		pub, err := x509.ParsePKIXPublicKey(block.Bytes)
+		if err != nil {
+			return Signing{}, fmt.Errorf("token signing key %s: %w", name, err)
+		}
+		k, ok := pub.(*rsa.PublicKey)
+		if !ok {
+			return Signing{}, fmt.Errorf("token signing key %s is a %T, want RSA", name, pub)
+		}
+		sg.PublicKeys[name] = k
+	}
+	return sg, nil
 }
 
 // SignatureParam is where an MQTT CONNECT's username carries the token's

@@ -2,10 +2,7 @@ package local
 
 import (
 	"context"
-	"crypto/rsa"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
@@ -141,16 +138,7 @@ func (st *Stack) tokenSigning() (iotcore.Signing, error) {
 	if err != nil {
 		return iotcore.Signing{}, fmt.Errorf("AgentTokenKey: %w", err)
 	}
-	block, _ := pem.Decode([]byte(pemKey))
-	pub, err := x509.ParsePKIXPublicKey(block.Bytes)
-	if err != nil {
-		return iotcore.Signing{}, fmt.Errorf("AgentTokenKey: %w", err)
-	}
-	rsaKey, ok := pub.(*rsa.PublicKey)
-	if !ok {
-		return iotcore.Signing{}, fmt.Errorf("AgentTokenKey is a %T, want RSA", pub)
-	}
-	return iotcore.Signing{TokenKeyName: agentTokenKeyName, PublicKeys: map[string]*rsa.PublicKey{"current": rsaKey}}, nil
+	return iotcore.SigningFromPEM(agentTokenKeyName, map[string]string{"current": pemKey})
 }
 
 // wakes are where the workflows wake agents: the local IoT Core's data
