@@ -102,26 +102,7 @@ func TestCredentialReuseEndsThePresenceConnection(t *testing.T) {
 
 	call := func(method, path, bearer string, body any) (int, []byte) {
 		t.Helper()
-		var rd io.Reader
-		if body != nil {
-			b, _ := json.Marshal(body)
-			rd = bytes.NewReader(b)
-		}
-		req, err := http.NewRequestWithContext(t.Context(), method, st.AgentURL+path, rd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+bearer)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, out
+		return agentCall(t, st, method, path, bearer, body)
 	}
 	var ex agentCredential
 	code, body := call(http.MethodPost, "/agent/exchange", boot, nil)
