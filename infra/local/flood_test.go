@@ -31,7 +31,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	agent "spaces/agent/client"
+	"spaces/infra/awscost"
 	"spaces/infra/iotcore"
+	"spaces/infra/lambdarules"
 	"spaces/infra/testwait"
 	"spaces/shared/agentwake"
 	"spaces/shared/awsclient"
@@ -72,7 +74,7 @@ type floodPlan struct {
 
 // calls counts one agent's calls to the agent URL by route.
 type calls struct {
-	credAttempts, credServed, cred429   atomic.Int64
+	credAttempts, credServed, cred429    atomic.Int64
 	leaseAttempts, leaseServed, lease429 atomic.Int64
 	other                                atomic.Int64
 }
@@ -188,6 +190,10 @@ type floodFleet struct {
 	agents []*fleetAgent
 	byID   map[string]*fleetAgent
 	cancel context.CancelFunc
+	once   sync.Once
+	// meter, when set, counts AgentFunction's AWS requests (the stack's
+	// Config.Meter); runFlood reads what the flood's window used.
+	meter *awscost.Meter
 }
 
 // startFleet registers plan.agents agent spaces and starts their agents,
@@ -245,11 +251,15 @@ func startFleet(tb testing.TB, st *Stack, plan floodPlan) *floodFleet {
 	return f
 }
 
+// stop stops the agents and waits for them (once: the benchmark stops
+// them before pricing, the cleanup again).
 func (f *floodFleet) stop() {
-	f.cancel()
-	for _, a := range f.agents {
-		<-a.done
-	}
+	f.once.Do(func() {
+		f.cancel()
+		for _, a := range f.agents {
+			<-a.done
+		}
+	})
 }
 
 // fleetState is the stored status of every space, and the transitions to
@@ -454,11 +464,11 @@ func connectPacket(clientID, username, password string) []byte {
 
 // floodResult is what one flood showed.
 type floodResult struct {
-	ticks         int // stored statuses read, one per prober tick
+	ticks         int  // stored statuses read, one per prober tick
 	served        bool // every renewing agent's renewal served, every cut agent reconnected, by the flood's end
 	reconnected   int  // cut agents connected again by the flood's end
-	falseInactive int // spaces ever stored inactive (status or history) while their agent ran
-	disconnected  int // agents found not connected at a tick
+	falseInactive int  // spaces ever stored inactive (status or history) while their agent ran
+	disconnected  int  // agents found not connected at a tick
 	anon          anonStats
 	junk          junkStats
 	elapsed       time.Duration
@@ -470,6 +480,9 @@ type floodResult struct {
 	// The functions' use during the flood, and IoT Core's.
 	agentFn, presenceFn lambdaUse
 	iot                 iotcore.Usage
+	// dynamo is AgentFunction's DynamoDB use in the window (with a meter),
+	// the agents' own calls included.
+	dynamo awscost.Usage
 }
 
 type lambdaUse struct {
@@ -500,6 +513,9 @@ func runFlood(tb testing.TB, f *floodFleet, plan floodPlan, tick time.Duration) 
 	agentUse, presenceUse := agentFn.Usage(), presenceFn.Usage()
 	agentThrottled, presenceThrottled := agentFn.Throttled(), presenceFn.Throttled()
 	iot := st.Broker.Usage()
+	if f.meter != nil {
+		f.meter.Take()
+	}
 
 	stop := make(chan struct{})
 	floodHTTP := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}}
@@ -581,7 +597,7 @@ func runFlood(tb testing.TB, f *floodFleet, plan floodPlan, tick time.Duration) 
 	}
 	end, bound := start.Add(plan.flood), start.Add(plan.flood+testwait.Timeout)
 	for time.Now().Before(end) || (plan.untilServed && !served() && time.Now().Before(bound)) {
-		time.Sleep(max(min(tick, time.Until(end)), 100*time.Millisecond))
+		time.Sleep(max(min(tick, time.Until(end)), 250*time.Millisecond))
 		check()
 	}
 	res.served = served()
@@ -595,6 +611,9 @@ func runFlood(tb testing.TB, f *floodFleet, plan floodPlan, tick time.Duration) 
 	res.anon.sent.Store(anonDone())
 	res.junk.sent.Store(junkDone())
 	res.elapsed = time.Since(start)
+	if f.meter != nil {
+		res.dynamo = f.meter.Take()
+	}
 
 	a2, p2 := agentFn.Usage().Sub(agentUse), presenceFn.Usage().Sub(presenceUse)
 	res.agentFn = lambdaUse{a2.Invocations, a2.GBSeconds(), agentFn.Throttled() - agentThrottled}
@@ -683,14 +702,14 @@ func envInt(tb testing.TB, k string, def int) int {
 // duration (https://aws.amazon.com/lambda/pricing/), a throttled request
 // not billed; IoT Core messaging per message of up to 5 KB, a refused
 // CONNECT metered as one (https://aws.amazon.com/iot-core/pricing/, and
-// infra/iotcore's Usage); DynamoDB on demand per write request unit
-// (https://aws.amazon.com/dynamodb/pricing/on-demand/), a refused
-// conditional write consuming one.
+// infra/iotcore's Usage); DynamoDB on demand as awscost prices it; KMS
+// asymmetric requests (ECC Sign) $0.15 per 10,000
+// (https://aws.amazon.com/kms/pricing/).
 const (
+	floodPriceKMSSign        = 0.15 / 1e4
 	floodPriceLambdaRequest  = 0.20 / 1e6
 	floodPriceLambdaGBSecond = 0.0000133334
 	floodPriceIoTMessage     = 1.00 / 1e6
-	floodPriceWRU            = 0.625 / 1e6
 )
 
 // BenchmarkAgentFlood measures the goal of the public edge: FLOOD_AGENTS
@@ -707,9 +726,9 @@ const (
 // function's invocations during the flood, and the flood's cost an hour
 // at list prices: AgentFunction's requests and duration the flood caused
 // (its invoked requests, at the function's mean billed duration in the
-// window), IoT Core's messages (the junk CONNECTs), and a refused
-// conditional write for each invoked request with a forged, well-formed
-// credential (a third of the flood's requests).
+// window), IoT Core's messages (the junk CONNECTs), and AgentFunction's
+// DynamoDB units in the window (awscost; the agents' own renewals
+// included, so a bound on the flood's).
 func BenchmarkAgentFlood(b *testing.B) {
 	agents := envInt(b, "FLOOD_AGENTS", 1000)
 	plan := floodPlan{agents: agents, renewing: envInt(b, "FLOOD_RENEWING", agents/10), wake: true,
@@ -722,9 +741,12 @@ func BenchmarkAgentFlood(b *testing.B) {
 		plan.flood = d
 	}
 	for b.Loop() {
-		st := startWith(b, Config{Probing: ProbingConfig{Interval: space.DefaultProbeInterval}})
+		meter := awscost.New()
+		meter.Only(func(ctx context.Context) bool { return lambdarules.FunctionOf(ctx) == "AgentFunction" })
+		st := startWith(b, Config{Probing: ProbingConfig{Interval: space.DefaultProbeInterval}, Meter: meter})
 		setup := time.Now()
 		f := startFleet(b, st, plan)
+		f.meter = meter
 		b.Logf("%d agents connected and active in %s", agents, time.Since(setup).Round(time.Second))
 		res := runFlood(b, f, plan, space.DefaultProbeInterval)
 		f.stop()
@@ -741,7 +763,13 @@ func BenchmarkAgentFlood(b *testing.B) {
 		lambdaReq := invoked * floodPriceLambdaRequest * perHour
 		lambdaDur := gbs * floodPriceLambdaGBSecond * perHour
 		iot := float64(res.iot.Messages) * floodPriceIoTMessage * perHour
-		wru := invoked / 3 * floodPriceWRU * perHour
+		// AgentFunction's DynamoDB use in the window, the agents' own
+		// renewals included (a bound on the flood's).
+		ddb := (res.dynamo.TotalRRU()*awscost.PriceRRU + res.dynamo.TotalWRU()*awscost.PriceWRU) * perHour
+		// Its KMS signatures, the agents' own renewals' (a forged
+		// secret spends none: TestForgedSecretsSpendNoSignature).
+		signs := res.dynamo.Requests["KMS Sign"]
+		kms := signs * floodPriceKMSSign * perHour
 		b.ReportMetric(float64(res.falseInactive), "false-inactive")
 		b.ReportMetric(float64(res.ticks), "status-reads")
 		b.ReportMetric(float64(res.anon.sent.Load())/secs, "anon-req/s")
@@ -765,10 +793,63 @@ func BenchmarkAgentFlood(b *testing.B) {
 		b.ReportMetric(float64(res.iot.Messages), "iot-messages")
 		b.ReportMetric(lambdaReq+lambdaDur, "lambda-$/h")
 		b.ReportMetric(iot, "iot-$/h")
-		b.ReportMetric(wru, "dynamodb-$/h")
-		b.ReportMetric(lambdaReq+lambdaDur+iot+wru, "flood-$/h")
+		b.ReportMetric(res.dynamo.TotalWRU()/secs, "AgentFunction-WRU/s")
+		b.ReportMetric(res.dynamo.TotalRRU()/secs, "AgentFunction-RRU/s")
+		b.ReportMetric(ddb, "dynamodb-$/h")
+		b.ReportMetric(signs, "kms-signs")
+		b.ReportMetric(kms, "kms-$/h")
+		b.ReportMetric(lambdaReq+lambdaDur+iot+ddb+kms, "flood-$/h")
+		b.Logf("AgentFunction's AWS requests in the window: %v", res.dynamo.Requests)
 		if res.falseInactive != 0 {
 			b.Errorf("%d spaces stored inactive during the flood", res.falseInactive)
 		}
+	}
+}
+
+// TestForgedSecretsSpendNoSignature: a well-formed forged credential or
+// bootstrap of a real space, presented to the agent URL by anyone, is
+// refused without a KMS signature (the dearest step of a request, and a
+// quota shared with the agents' own renewals): the credential's token is
+// signed only once the presented secret is proven. The agent's own
+// exchange and renewal are each signed once.
+func TestForgedSecretsSpendNoSignature(t *testing.T) {
+	meter := awscost.New()
+	meter.Only(func(ctx context.Context) bool { return lambdarules.FunctionOf(ctx) == "AgentFunction" })
+	st := startWith(t, Config{Probing: ProbingConfig{Disabled: true}, Meter: meter})
+	c := newClient(t, st, "acme")
+	reg := c.must(201, c.do("POST", "/spaces", map[string]any{"provider": "aws", "space_type": "kubernetes",
+		"cloud_account_id": c.account("aws"), "config": configFor("aws", "forged"), "connectivity": "agent"}))
+	id := reg["id"].(string)
+	boot := reg["agent_bootstrap"].(map[string]any)["token"].(string)
+	forged := func(prefix string) string {
+		b := make([]byte, 32)
+		_, _ = rand.Read(b)
+		return prefix + id + "." + base64.RawURLEncoding.EncodeToString(b)
+	}
+	signs := func() float64 { return meter.Take().Requests["KMS Sign"] }
+	signs()
+	for _, call := range []struct{ method, path, bearer string }{
+		{http.MethodPost, "/agent/exchange", forged("spb1.")},
+		{http.MethodPost, "/agent/credential", forged("spa1.")},
+	} {
+		if code, body := agentCall(t, st, call.method, call.path, call.bearer, nil); code != http.StatusUnauthorized {
+			t.Fatalf("%s %s with a forged secret: %d %s", call.method, call.path, code, body)
+		}
+	}
+	if n := signs(); n != 0 {
+		t.Errorf("forged secrets spent %v KMS signatures", n)
+	}
+	code, body := agentCall(t, st, http.MethodPost, "/agent/exchange", boot, nil)
+	var ex agentCredential
+	if err := json.Unmarshal(body, &ex); err != nil || code != http.StatusOK || ex.TokenSignature == "" {
+		t.Fatalf("exchange: %d %s", code, body)
+	}
+	code, body = agentCall(t, st, http.MethodPost, "/agent/credential", ex.Credential, nil)
+	var renewed agentCredential
+	if err := json.Unmarshal(body, &renewed); err != nil || code != http.StatusOK || renewed.TokenSignature == "" {
+		t.Fatalf("renewal: %d %s", code, body)
+	}
+	if n := signs(); n != 2 {
+		t.Errorf("the exchange and the renewal made %v KMS signatures, want one each", n)
 	}
 }
