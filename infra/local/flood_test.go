@@ -652,10 +652,9 @@ func runFlood(tb testing.TB, f *floodFleet, plan floodPlan, tick time.Duration) 
 // take), followed by its HTTP renewal. Junk CONNECTs invoke no function:
 // IoT Core refuses them on their token's signature (with the broker model
 // invoking the authorizer despite a failed signature, the test fails on
-// the authorizer's invocations). The pool split (the authorizer on
-// PresenceFunction, not AgentFunction) is not what keeps this green: at
-// the URL's 50 requests a second the flood seldom holds all 5 of
-// AgentFunction's executions, so a reconnect's authorizer call finds one.
+// the authorizer's invocations). It does not catch the authorizer put on
+// AgentFunction's executions: the flood holds all 5 only at moments, and
+// a cut agent whose reconnect was refused then retries a second later.
 func TestAgentsStayActiveThroughAFlood(t *testing.T) {
 	st := startWith(t, Config{Probing: ProbingConfig{Interval: 2 * time.Second}, LeaseInterval: agent.MinLeaseInterval})
 	plan := floodPlan{agents: 24, renewing: 8, cut: 4, flood: 10 * time.Second, anonRPS: 300, junkRPS: 40,
