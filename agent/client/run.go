@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -59,8 +60,9 @@ type Config struct {
 	// RenewBefore: the credential is renewed once less than this is left
 	// (default DefaultRenewBefore).
 	RenewBefore time.Duration
-	// RetryDelay is the wait after a failed call (default
-	// DefaultRetryDelay), well inside a lease interval.
+	// RetryDelay is the mean wait after a failed call (default
+	// DefaultRetryDelay), well inside a lease interval; each wait is
+	// spread over half to one and a half times it (jitter).
 	RetryDelay time.Duration
 	// MQTTRoots verifies the presence endpoint's certificate (nil: the
 	// system's roots, as for AWS IoT Core).
@@ -196,7 +198,7 @@ func (a *agent) round(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	if retry || !leased {
-		next = a.cfg.RetryDelay
+		next = jitter(a.cfg.RetryDelay)
 	}
 	if !leased {
 		return next, nil
@@ -382,13 +384,27 @@ func retry(ctx context.Context, clock Clock, delay time.Duration, log *slog.Logg
 		if err == nil || errors.Is(err, ErrRefused) {
 			return err
 		}
-		log.Warn("retrying", "error", err.Error(), "in", delay.String())
+		wait := jitter(delay)
+		log.Warn("retrying", "error", err.Error(), "in", wait.String())
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-clock.After(delay):
+		case <-clock.After(wait):
 		}
 	}
+}
+
+// jitter is a retry's wait: d spread at random over [d/2, 3d/2). Spaces'
+// URL throttles by the second (a function URL's rate, answering 429), and
+// a flood takes each second's share early in it: a retry a fixed whole
+// number of seconds later lands in the same part of the second, refused
+// again every time, while a spread one lands anywhere
+// (TestRetriesSpreadOverTheThrottle).
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return d/2 + rand.N(d)
 }
 
 // readBootstrap reads the token file; a missing or empty file is no token.

@@ -386,3 +386,53 @@ func TestAgentSendsItsCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestRetriesSpreadOverTheThrottle: Spaces' URL throttled as a flood
+// leaves it, answering 429 in the second half of every second (the flood
+// took the second's share in its first half), the agent's lease is
+// renewed all the same within a few retries: its retries land at random
+// points of the second. Retried a whole RetryDelay (5 s) after a call in
+// the refused half, every retry would land in it again.
+func TestRetriesSpreadOverTheThrottle(t *testing.T) {
+	start := time.Date(2026, 12, 1, 0, 0, 0, 700_000_000, time.UTC) // in the refused half
+	clk := &jumpClock{now: start}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	spaces := &fakeSpaces{clock: clk, interval: 600, stopAt: start, stop: cancel, valid: map[string]time.Time{},
+		renewedTo: map[string]string{}, used: map[string]bool{}}
+	var throttled atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if clk.Now().Nanosecond() >= 500_000_000 {
+			throttled.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"Message":"Rate Exceeded."}`))
+			return
+		}
+		spaces.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	base, _ := url.Parse(srv.URL)
+	boot := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(boot, []byte("boot\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Bounded: a call refused 60 times ends the run, renewed or not.
+	go func() {
+		for ctx.Err() == nil && throttled.Load() < 60 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	if err := Run(ctx, Config{AgentURL: base, BootstrapFile: boot, Kube: fakeKube(t), Namespace: "agent", StateSecret: "state",
+		Clock: clk, Log: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	spaces.mu.Lock()
+	defer spaces.mu.Unlock()
+	if len(spaces.leases) == 0 {
+		t.Fatalf("no lease renewed after %d answers 429 (issued %d credentials): the retries land where the throttle refuses",
+			throttled.Load(), spaces.issued)
+	}
+	t.Logf("the bootstrap exchanged and the lease renewed after %d answers 429", throttled.Load())
+}

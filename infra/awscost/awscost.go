@@ -178,7 +178,12 @@ type Meter struct {
 	mu    sync.Mutex
 	u     Usage
 	sizer *dynamodb.Client
+	keep  func(context.Context) bool
 }
+
+// Only has m count only the requests whose context keep accepts (one
+// function's, in a configuration every function shares). Set before use.
+func (m *Meter) Only(keep func(context.Context) bool) { m.keep = keep }
 
 // SizeWith has m size the items an update or delete writes by reading them
 // with db, a client m does not count, before and after the write. The
@@ -220,6 +225,9 @@ func (m *Meter) Take() Usage {
 }
 
 func (m *Meter) handle(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+	if m.keep != nil && !m.keep(ctx) {
+		return next.HandleInitialize(ctx, in)
+	}
 	var before []int
 	if m.sizer != nil {
 		before = m.sizes(ctx, in.Parameters)

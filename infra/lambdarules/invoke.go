@@ -52,6 +52,9 @@ func Run[T any](ctx context.Context, f Function, trace TraceHeader, h func(conte
 	}
 	ictx, cancel := context.WithTimeout(WithFunction(WithTraceHeader(ctx, trace), f.ID), f.Timeout)
 	defer cancel()
+	// Billed from the start to the answer, or to the timeout (Usage).
+	started := time.Now()
+	defer func() { f.meter.add(time.Since(started)) }()
 	deadline, _ := ictx.Deadline()
 	type result struct {
 		v    T

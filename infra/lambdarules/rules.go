@@ -55,6 +55,9 @@ const (
 	// Timeout, and https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html);
 	// the template's Globals normally set one.
 	DefaultTimeout = 3 * time.Second
+	// DefaultMemoryMB: MemorySize "Default: 128"
+	// (https://docs.aws.amazon.com/lambda/latest/api/API_CreateFunction.html).
+	DefaultMemoryMB = 128
 	// DefaultAsyncRetries and DefaultMaxEventAge: "Lambda retries function
 	// errors twice", and keeps an event up to 6 hours
 	// (https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html).
@@ -67,6 +70,9 @@ type Function struct {
 	// ID is the function's logical id in the template.
 	ID      string
 	Timeout time.Duration
+	// MemoryMB is its MemorySize (the function's, else the Globals', else
+	// Lambda's default), what its duration is billed at.
+	MemoryMB int
 	// RecursiveLoop is Terminate (Lambda's default) or Allow.
 	RecursiveLoop string
 	Async         Async
@@ -83,6 +89,8 @@ type Function struct {
 	// authorizer, its SQS event source, asynchronous invocation) holds one
 	// while it runs (Run).
 	executions *executions
+	// meter counts its invocations (Usage), shared like executions.
+	meter *meter
 }
 
 // Async is a function's EventInvokeConfig.
@@ -119,6 +127,7 @@ func Read(template []byte) (Functions, error) {
 	}
 	type props struct {
 		Timeout                      *float64
+		MemorySize                   *int
 		RecursiveLoop                string
 		ReservedConcurrentExecutions any
 		FunctionUrlConfig            *struct{ AuthType, InvokeMode string }
@@ -160,8 +169,14 @@ func Read(template []byte) (Functions, error) {
 			continue
 		}
 		p := r.Properties
-		f := Function{ID: id, Timeout: DefaultTimeout, RecursiveLoop: Terminate,
-			Async: Async{MaxRetries: DefaultAsyncRetries, MaxEventAge: DefaultMaxEventAge}}
+		f := Function{ID: id, Timeout: DefaultTimeout, RecursiveLoop: Terminate, MemoryMB: DefaultMemoryMB,
+			Async: Async{MaxRetries: DefaultAsyncRetries, MaxEventAge: DefaultMaxEventAge}, meter: &meter{}}
+		switch {
+		case p.MemorySize != nil:
+			f.MemoryMB = *p.MemorySize
+		case doc.Globals.Function.MemorySize != nil:
+			f.MemoryMB = *doc.Globals.Function.MemorySize
+		}
 		switch {
 		case p.Timeout != nil:
 			f.Timeout = time.Duration(*p.Timeout * float64(time.Second))

@@ -54,6 +54,11 @@ func TestReadsTheTemplate(t *testing.T) {
 		}
 		got.Sources = nil
 		got.ReservedConcurrency, got.executions = 0, nil // TestFunctionURLThrottle, TestReservedConcurrencyIsOnePoolPerFunction
+		got.meter = nil                                  // TestUsageCountsBilledInvocations
+		if got.MemoryMB != 256 {                         // the Globals'
+			t.Errorf("%s: MemorySize %d, want 256", id, got.MemoryMB)
+		}
+		got.MemoryMB = 0
 		if !reflect.DeepEqual(got, w) {
 			t.Errorf("%s: %+v, want %+v", id, got, w)
 		}

@@ -34,6 +34,7 @@ import (
 
 	"spaces"
 	agent "spaces/agent/client"
+	"spaces/infra/awscost"
 	"spaces/infra/demo"
 	"spaces/infra/emulator"
 	"spaces/infra/iotcore"
@@ -111,6 +112,10 @@ type Config struct {
 	Tracing *tracing.Tracing
 	// Log is wrapped in tracing.LogHandler, as the functions' logger is.
 	Log *slog.Logger
+	// Meter, when set, counts the AWS requests made with the stack's SDK
+	// configuration (cost benchmarks; awscost.Meter.Only keeps one
+	// function's, lambdarules.FunctionOf).
+	Meter *awscost.Meter
 }
 
 func (c *Config) defaults() {
@@ -298,6 +303,9 @@ func (st *starting) createResources(cfg *Config) (func(), error) {
 	// Messages sent within an invocation carry its trace header, as the
 	// SDK's do inside Lambda (loop detection counts on it).
 	st.AWS.APIOptions = append(st.AWS.APIOptions, lambdarules.CarryTraceHeader)
+	if cfg.Meter != nil {
+		st.AWS = cfg.Meter.Instrument(st.AWS)
+	}
 	if err := st.recordIAM(*cfg); err != nil {
 		return nil, err
 	}

@@ -358,8 +358,10 @@ type Agents struct {
 }
 
 // signature is the signature of cred's PresenceToken for its answer
-// ("" when the authorizer does not sign). It is made before the
-// credential is stored, so a failure changes nothing.
+// ("" when the authorizer does not sign). It is made after the credential
+// is stored, once the presented secret is proven: a KMS signature is the
+// dearest step of a request, and an anonymous caller with a well-formed
+// forged secret must not spend one (TestForgedSecretsSpendNoSignature).
 func (a *Agents) signature(ctx context.Context, cred AgentToken) (string, error) {
 	if a.Presence.Endpoint == "" || a.Presence.TokenKeyName == "" {
 		return "", nil
@@ -433,13 +435,14 @@ func (a *Agents) ExchangeBound(ctx context.Context, raw string, b *ClusterBindin
 	now := a.Now().UTC()
 	cred := NewAgentCredential(t.SpaceID)
 	exp := now.Add(AgentCredentialTTL).Truncate(time.Second)
-	sig, err := a.signature(ctx, cred)
-	if err != nil {
-		return AgentCredential{}, err
-	}
 	if _, err := a.Store.ExchangeBootstrap(ctx, t.SpaceID, t.Hash(), cred.Hash(), b.Key(), exp, now); err != nil {
 		return AgentCredential{}, err
 	}
+	// Signed only once the bootstrap is proven (a forged one costs no
+	// signature). The bootstrap is spent now, so a failed signature
+	// answers the credential unsigned, which the agent renews for a
+	// signed one before it connects.
+	sig, _ := a.signature(ctx, cred)
 	return a.answer(cred, exp, sig), nil
 }
 
@@ -452,11 +455,15 @@ func (a *Agents) Renew(ctx context.Context, raw string) (AgentCredential, error)
 	now := a.Now().UTC()
 	cred := NewAgentCredential(t.SpaceID)
 	exp := now.Add(AgentCredentialTTL).Truncate(time.Second)
-	sig, err := a.signature(ctx, cred)
-	if err != nil {
+	if _, err := a.Store.RenewCredential(ctx, t.SpaceID, t.Hash(), cred.Hash(), exp, now); err != nil {
 		return AgentCredential{}, err
 	}
-	if _, err := a.Store.RenewCredential(ctx, t.SpaceID, t.Hash(), cred.Hash(), exp, now); err != nil {
+	// Signed only once the credential is proven (a forged one costs no
+	// signature). A failed signature is a renewal whose answer was lost:
+	// the agent retries with the credential it presented, still valid
+	// while the new one is unused (RenewCredential).
+	sig, err := a.signature(ctx, cred)
+	if err != nil {
 		return AgentCredential{}, err
 	}
 	return a.answer(cred, exp, sig), nil
