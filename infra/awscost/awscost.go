@@ -54,6 +54,16 @@ const (
 	// alarm on one metric, and a dashboard, per month.
 	PriceAlarmMonth     = 0.10
 	PriceDashboardMonth = 3.00
+	// PriceLogsGB is CloudWatch Logs' ingestion of a function's log
+	// (standard class, per GB; the same page, "Logs"): every line a
+	// function writes, its EMF metric lines included, is billed by size.
+	PriceLogsGB = 0.50
+	// PlatformLogBytes estimates what Lambda itself writes to a function's
+	// log an invocation in its JSON log format (the platform.start and
+	// platform.report records, about 250 and 450 bytes as
+	// https://docs.aws.amazon.com/lambda/latest/dg/telemetry-schema-reference.html
+	// shows them): an estimate, not a measurement.
+	PlatformLogBytes = 700
 	// HoursPerMonth is AWS's month for hourly prices.
 	HoursPerMonth = 730
 )
@@ -386,7 +396,15 @@ type Lambda struct {
 	Invocations float64
 	Seconds     float64
 	MemoryMB    int
+	// LogBytes is what the function's code wrote to its log (measured);
+	// Lambda's own records, PlatformLogBytes an invocation, are added
+	// when it is priced.
+	LogBytes float64
 }
+
+// TotalLogBytes is the function's log: its code's lines and Lambda's
+// records of each invocation.
+func (l Lambda) TotalLogBytes() float64 { return l.LogBytes + l.Invocations*PlatformLogBytes }
 
 // GBSeconds is what Lambda bills for duration.
 func (l Lambda) GBSeconds() float64 { return l.Seconds * float64(l.MemoryMB) / 1024 }
@@ -394,16 +412,24 @@ func (l Lambda) GBSeconds() float64 { return l.Seconds * float64(l.MemoryMB) / 1
 // Cost is a bill, by item, in dollars.
 type Cost struct {
 	Reads, Writes, SQS, LambdaRequests, LambdaDuration, EventBridge float64
+	// Logs is the functions' CloudWatch Logs ingestion.
+	Logs float64
 }
 
 // Total is the sum of the items.
 func (c Cost) Total() float64 {
-	return c.Reads + c.Writes + c.SQS + c.LambdaRequests + c.LambdaDuration + c.EventBridge
+	return c.Reads + c.Writes + c.SQS + c.LambdaRequests + c.LambdaDuration + c.EventBridge + c.Logs
 }
 
 // Scale multiplies every item by f.
 func (c Cost) Scale(f float64) Cost {
-	return Cost{c.Reads * f, c.Writes * f, c.SQS * f, c.LambdaRequests * f, c.LambdaDuration * f, c.EventBridge * f}
+	return Cost{c.Reads * f, c.Writes * f, c.SQS * f, c.LambdaRequests * f, c.LambdaDuration * f, c.EventBridge * f, c.Logs * f}
+}
+
+// Add is the sum of c and d, item by item.
+func (c Cost) Add(d Cost) Cost {
+	return Cost{c.Reads + d.Reads, c.Writes + d.Writes, c.SQS + d.SQS, c.LambdaRequests + d.LambdaRequests,
+		c.LambdaDuration + d.LambdaDuration, c.EventBridge + d.EventBridge, c.Logs + d.Logs}
 }
 
 // Price prices u, the Lambda functions' use and schedule invocations.
@@ -417,6 +443,7 @@ func Price(u Usage, fns []Lambda, scheduleInvocations float64) Cost {
 	for _, f := range fns {
 		c.LambdaRequests += f.Invocations * PriceLambdaRequest
 		c.LambdaDuration += f.GBSeconds() * PriceLambdaGBSecond
+		c.Logs += f.TotalLogBytes() / 1e9 * PriceLogsGB
 	}
 	return c
 }
@@ -435,6 +462,6 @@ func (c Cost) Provisioned(u Usage, target float64) Cost {
 
 // String formats the bill.
 func (c Cost) String() string {
-	return fmt.Sprintf("reads $%.2f, writes $%.2f, SQS $%.2f, Lambda $%.2f + $%.2f, EventBridge $%.2f: $%.2f",
-		c.Reads, c.Writes, c.SQS, c.LambdaRequests, c.LambdaDuration, c.EventBridge, c.Total())
+	return fmt.Sprintf("reads $%.2f, writes $%.2f, SQS $%.2f, Lambda $%.2f + $%.2f, EventBridge $%.2f, logs $%.2f: $%.2f",
+		c.Reads, c.Writes, c.SQS, c.LambdaRequests, c.LambdaDuration, c.EventBridge, c.Logs, c.Total())
 }

@@ -395,7 +395,7 @@ func measureAgentCost(b *testing.B, presence bool) {
 			if dep.provisioned {
 				cost = cost.Provisioned(u, dep.target)
 			}
-			channel = addCost(channel, cost.Scale(part.times*perSpace))
+			channel = channel.Add(cost.Scale(part.times * perSpace))
 		}
 		minutes := 1000.0 * 30 * 24 * 60
 		// A reconnect: CONNECT and SUBSCRIBE (1 message each), its
@@ -419,7 +419,7 @@ func measureAgentCost(b *testing.B, presence bool) {
 	if presence {
 		fmt.Fprintf(&sb, "  presence channel: reconnects (%d a month) and authorizer refreshes (every %s) on AWS: DynamoDB reads %.2f, writes %.2f, SQS %.2f, Lambda %.2f + %.2f = %.2f; IoT Core (connection minutes, messages, rules) %.2f\n",
 			reconnectsPerMonth, space.PresenceRefresh, channel.Reads, channel.Writes, channel.SQS, channel.LambdaRequests, channel.LambdaDuration, channel.Total(), iot)
-		base = addCost(base, channel)
+		base = base.Add(channel)
 		base.EventBridge += iot // (printed apart above; summed here)
 	}
 	fmt.Fprintf(&sb, "  channel: Lambda function URL (as deployed) %.2f -> total %.2f; HTTP API route %.2f -> total %.2f\n",
@@ -491,11 +491,6 @@ func presenceEvent(b *testing.B, h *agentfn.Handlers, fn *awscost.Lambda, billed
 	if err != nil || len(out.BatchItemFailures) > 0 {
 		b.Fatalf("presence event %s %s: %v %v", typ, clientID, err, out.BatchItemFailures)
 	}
-}
-
-func addCost(a, b awscost.Cost) awscost.Cost {
-	return awscost.Cost{Reads: a.Reads + b.Reads, Writes: a.Writes + b.Writes, SQS: a.SQS + b.SQS,
-		LambdaRequests: a.LambdaRequests + b.LambdaRequests, LambdaDuration: a.LambdaDuration + b.LambdaDuration, EventBridge: a.EventBridge + b.EventBridge}
 }
 
 // agentMemoryMB is AgentFunction's memory (the function that serves the

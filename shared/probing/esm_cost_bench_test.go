@@ -307,8 +307,8 @@ func report(b *testing.B, dep deployed, f fixedCosts, rest measured, idle esmRun
 		perSpace := nonDDB + sizeOwn + ddbReads + ddbWrites + esmPer1000
 		fixedAll := fixedExcess + other
 		total := perSpace + fixedAll/k
-		fmt.Fprintf(&sb, "  %-34s per-space $%6.2f (event source $%5.2f, of which empty receives $%.2f; scheduler sends and prober invocations $%.2f; DynamoDB load $%.2f; Lambda duration, re-probe sends, EventBridge $%.2f) + fixed $%8.2f a stack = $%7.2f per 1,000 a month\n",
-			label, perSpace, esmPer1000, emptyPer1000, sizeOwn, ddbReads+ddbWrites, nonDDB, fixedAll, total)
+		fmt.Fprintf(&sb, "  %-34s per-space $%6.2f (event source $%5.2f, of which empty receives $%.2f; scheduler sends and prober invocations $%.2f; DynamoDB load $%.2f; Lambda duration, re-probe sends, EventBridge $%.2f; logs $%.2f) + fixed $%8.2f a stack = $%7.2f per 1,000 a month\n",
+			label, perSpace, esmPer1000, emptyPer1000, sizeOwn, ddbReads+ddbWrites, nonDDB-rest.cost.Logs, rest.cost.Logs, fixedAll, total)
 		return total
 	}
 	var last esmRun
