@@ -51,9 +51,19 @@ const (
 	PriceEventBridge     = 1.00 / 1e6 // per custom event put
 	PriceSchedulerInvoke = 1.00 / 1e6 // per EventBridge Scheduler invocation
 	// https://aws.amazon.com/cloudwatch/pricing/: a standard-resolution
-	// alarm on one metric, and a dashboard, per month.
+	// alarm metric (an alarm on one metric is one; a metric-math alarm
+	// counts each metric it reads), and a dashboard, per month.
 	PriceAlarmMonth     = 0.10
 	PriceDashboardMonth = 3.00
+	// PriceMetricMonth is a custom metric (each name and dimension
+	// values an EMF line publishes) a month, the first 10,000 (the same
+	// page, "Metrics").
+	PriceMetricMonth = 0.30
+	// PriceKMSKeyMonth is a KMS key a month
+	// (https://aws.amazon.com/kms/pricing/); PriceSecretMonth a Secrets
+	// Manager secret a month (https://aws.amazon.com/secrets-manager/pricing/).
+	PriceKMSKeyMonth = 1.00
+	PriceSecretMonth = 0.40
 	// PriceLogsGB is CloudWatch Logs' ingestion of a function's log
 	// (standard class, per GB; the same page, "Logs"): every line a
 	// function writes, its EMF metric lines included, is billed by size.

@@ -240,6 +240,10 @@ type measured struct {
 	schedulerSends, proberInvocations float64
 	// spaceMinutes is the window's size: spaces × minutes.
 	spaceMinutes float64
+	// series: the custom metrics the prober and the scheduler published
+	// in the window; idleSeries: the scheduler's, which it publishes
+	// every tick with or without spaces.
+	series, idleSeries int
 }
 
 func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
@@ -472,8 +476,8 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	meter.Take()
 	schedMeter.Take()
 	prober, schedler, delivered, batchTimes = awscost.Lambda{}, awscost.Lambda{}, 0, nil
-	proberLog.Store(0)
-	schedulerLog.Store(0)
+	proberLog.Reset()
+	schedulerLog.Reset()
 	cpu0, wall0 := cpuTime(b), time.Now()
 	profile = true
 	run(c.Now().Add(window))
@@ -481,7 +485,7 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	u := meter.Take()
 	schedulerSends := schedMeter.Take().Requests["SQS SendMessageBatch"]
 	prober.MemoryMB, schedler.MemoryMB = v.memoryMB, dep.schedulerMemoryMB
-	prober.LogBytes, schedler.LogBytes = float64(proberLog.Load()), float64(schedulerLog.Load())
+	prober.LogBytes, schedler.LogBytes = float64(proberLog.bytes.Load()), float64(schedulerLog.bytes.Load())
 
 	maxItem, which := maxItemBytes(b, awsclient.DynamoDB(env.Config, env.Endpoint), table)
 	// Scale the window to 30 days of 1,000 spaces.
@@ -558,7 +562,8 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	}
 	mean /= time.Duration(max(1, len(batchTimes)))
 	return measured{cost: cost, onDemand: onDemand, usage: u, delivered: delivered, batchTime: mean, spaceMinutes: spaceMinutes,
-		schedulerSends: schedulerSends, proberInvocations: prober.Invocations}
+		schedulerSends: schedulerSends, proberInvocations: prober.Invocations,
+		series: proberLog.Series() + schedulerLog.Series(), idleSeries: schedulerLog.Series()}
 }
 
 // quantile is the p-quantile of xs.
