@@ -24,6 +24,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -32,6 +33,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
+	"go.yaml.in/yaml/v3"
 )
 
 // Prices, us-east-1, as published on
@@ -59,10 +61,8 @@ const (
 	// values an EMF line publishes) a month, the first 10,000 (the same
 	// page, "Metrics").
 	PriceMetricMonth = 0.30
-	// PriceKMSKeyMonth is a KMS key a month
-	// (https://aws.amazon.com/kms/pricing/); PriceSecretMonth a Secrets
-	// Manager secret a month (https://aws.amazon.com/secrets-manager/pricing/).
-	PriceKMSKeyMonth = 1.00
+	// PriceSecretMonth is a Secrets Manager secret a month
+	// (https://aws.amazon.com/secrets-manager/pricing/).
 	PriceSecretMonth = 0.40
 	// PriceLogsGB is CloudWatch Logs' ingestion of a function's log
 	// (standard class, per GB; the same page, "Logs"): every line a
@@ -76,7 +76,60 @@ const (
 	PlatformLogBytes = 700
 	// HoursPerMonth is AWS's month for hourly prices.
 	HoursPerMonth = 730
+
+	// AWS IoT Core (https://aws.amazon.com/iot-core/pricing/): per minute
+	// of connection, per message (of up to 5 KB; keep-alive pings are
+	// free: https://aws.amazon.com/iot-core/pricing/additional-details/),
+	// per rule triggered and per action executed by the rules engine.
+	PriceIoTMinute  = 0.08 / 1e6
+	PriceIoTMessage = 1.00 / 1e6
+	PriceIoTRule    = 0.15 / 1e6
+	PriceIoTAction  = 0.15 / 1e6
+	// AWS KMS (https://aws.amazon.com/kms/pricing/): a request involving
+	// an RSA 2048 key ($0.03 per 10,000, as a symmetric key's; other
+	// asymmetric keys' are $0.15), and a key, per month. The free tier's
+	// 20,000 requests a month are not deducted.
+	PriceKMSRSA2048Request = 0.03 / 1e4
+	PriceKMSKeyMonth       = 1.00
 )
+
+// Billed is the duration Lambda bills for one invocation that took d:
+// rounded up to the millisecond (https://aws.amazon.com/lambda/pricing/),
+// in seconds.
+func Billed(d time.Duration) float64 {
+	return math.Ceil(float64(d)/float64(time.Millisecond)) / 1000
+}
+
+// MemoryMB is the memory template.yaml gives function (a logical id): its
+// own MemorySize, else Globals' (what Lambda duration is billed at).
+func MemoryMB(template []byte, function string) (int, error) {
+	type memory struct {
+		MemorySize int `yaml:"MemorySize"`
+	}
+	var t struct {
+		Globals struct {
+			Function memory `yaml:"Function"`
+		} `yaml:"Globals"`
+		Resources map[string]struct {
+			Type       string `yaml:"Type"`
+			Properties memory `yaml:"Properties"`
+		} `yaml:"Resources"`
+	}
+	if err := yaml.Unmarshal(template, &t); err != nil {
+		return 0, err
+	}
+	r, ok := t.Resources[function]
+	if !ok || r.Type != "AWS::Serverless::Function" {
+		return 0, fmt.Errorf("template has no function %s", function)
+	}
+	if r.Properties.MemorySize > 0 {
+		return r.Properties.MemorySize, nil
+	}
+	if t.Globals.Function.MemorySize == 0 {
+		return 0, fmt.Errorf("template gives %s no MemorySize", function)
+	}
+	return t.Globals.Function.MemorySize, nil
+}
 
 // Usage is what a set of requests consumed.
 type Usage struct {
@@ -419,27 +472,28 @@ func (l Lambda) TotalLogBytes() float64 { return l.LogBytes + l.Invocations*Plat
 // GBSeconds is what Lambda bills for duration.
 func (l Lambda) GBSeconds() float64 { return l.Seconds * float64(l.MemoryMB) / 1024 }
 
-// Cost is a bill, by item, in dollars.
+// Cost is a bill, by item, in dollars. IoT and KMS are the presence
+// channel's (IoT Core's own charges; the agents' token signatures).
 type Cost struct {
-	Reads, Writes, SQS, LambdaRequests, LambdaDuration, EventBridge float64
+	Reads, Writes, SQS, LambdaRequests, LambdaDuration, EventBridge, IoT, KMS float64
 	// Logs is the functions' CloudWatch Logs ingestion.
 	Logs float64
 }
 
 // Total is the sum of the items.
 func (c Cost) Total() float64 {
-	return c.Reads + c.Writes + c.SQS + c.LambdaRequests + c.LambdaDuration + c.EventBridge + c.Logs
+	return c.Reads + c.Writes + c.SQS + c.LambdaRequests + c.LambdaDuration + c.EventBridge + c.IoT + c.KMS + c.Logs
 }
 
 // Scale multiplies every item by f.
 func (c Cost) Scale(f float64) Cost {
-	return Cost{c.Reads * f, c.Writes * f, c.SQS * f, c.LambdaRequests * f, c.LambdaDuration * f, c.EventBridge * f, c.Logs * f}
+	return Cost{c.Reads * f, c.Writes * f, c.SQS * f, c.LambdaRequests * f, c.LambdaDuration * f, c.EventBridge * f, c.IoT * f, c.KMS * f, c.Logs * f}
 }
 
-// Add is the sum of c and d, item by item.
-func (c Cost) Add(d Cost) Cost {
-	return Cost{c.Reads + d.Reads, c.Writes + d.Writes, c.SQS + d.SQS, c.LambdaRequests + d.LambdaRequests,
-		c.LambdaDuration + d.LambdaDuration, c.EventBridge + d.EventBridge, c.Logs + d.Logs}
+// Add is the sum of c and o, item by item.
+func (c Cost) Add(o Cost) Cost {
+	return Cost{c.Reads + o.Reads, c.Writes + o.Writes, c.SQS + o.SQS, c.LambdaRequests + o.LambdaRequests,
+		c.LambdaDuration + o.LambdaDuration, c.EventBridge + o.EventBridge, c.IoT + o.IoT, c.KMS + o.KMS, c.Logs + o.Logs}
 }
 
 // Price prices u, the Lambda functions' use and schedule invocations.
@@ -449,6 +503,7 @@ func Price(u Usage, fns []Lambda, scheduleInvocations float64) Cost {
 		Writes:      u.TotalWRU() * PriceWRU,
 		SQS:         u.SQSRequests * PriceSQSRequest,
 		EventBridge: u.Events*PriceEventBridge + scheduleInvocations*PriceSchedulerInvoke,
+		KMS:         u.Requests["KMS Sign"] * PriceKMSRSA2048Request,
 	}
 	for _, f := range fns {
 		c.LambdaRequests += f.Invocations * PriceLambdaRequest
@@ -472,6 +527,6 @@ func (c Cost) Provisioned(u Usage, target float64) Cost {
 
 // String formats the bill.
 func (c Cost) String() string {
-	return fmt.Sprintf("reads $%.2f, writes $%.2f, SQS $%.2f, Lambda $%.2f + $%.2f, EventBridge $%.2f, logs $%.2f: $%.2f",
-		c.Reads, c.Writes, c.SQS, c.LambdaRequests, c.LambdaDuration, c.EventBridge, c.Logs, c.Total())
+	return fmt.Sprintf("reads $%.2f, writes $%.2f, SQS $%.2f, Lambda $%.2f + $%.2f, EventBridge $%.2f, IoT Core $%.2f, KMS $%.2f, logs $%.2f: $%.2f",
+		c.Reads, c.Writes, c.SQS, c.LambdaRequests, c.LambdaDuration, c.EventBridge, c.IoT, c.KMS, c.Logs, c.Total())
 }

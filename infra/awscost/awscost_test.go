@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -96,5 +97,43 @@ func TestMeterCountsReceives(t *testing.T) {
 	u := m.Take()
 	if u.SQSRequests != 3 || u.Requests["SQS ReceiveMessage"] != 3 || u.EmptyReceives != 2 || u.Received != 2 {
 		t.Errorf("counted %+v; want 3 receives, 2 of them empty, 2 messages", u)
+	}
+}
+
+// TestMemoryMB: a function's own MemorySize, else Globals'; a name that
+// is no function is an error, not Lambda's default.
+func TestMemoryMB(t *testing.T) {
+	tmpl := []byte(`
+Globals:
+  Function:
+    MemorySize: 256
+Resources:
+  Own:
+    Type: AWS::Serverless::Function
+    Properties: {MemorySize: 128}
+  Global:
+    Type: AWS::Serverless::Function
+    Properties: {Timeout: 5}
+  Queue:
+    Type: AWS::SQS::Queue
+`)
+	for fn, want := range map[string]int{"Own": 128, "Global": 256} {
+		if got, err := MemoryMB(tmpl, fn); err != nil || got != want {
+			t.Errorf("MemoryMB(%s) = %d, %v; want %d", fn, got, err, want)
+		}
+	}
+	for _, fn := range []string{"Queue", "Missing"} {
+		if _, err := MemoryMB(tmpl, fn); err == nil {
+			t.Errorf("MemoryMB(%s): no error", fn)
+		}
+	}
+}
+
+// TestBilled: Lambda bills each invocation rounded up to the millisecond.
+func TestBilled(t *testing.T) {
+	for d, want := range map[time.Duration]float64{0: 0, time.Microsecond: 0.001, time.Millisecond: 0.001, 1001 * time.Microsecond: 0.002} {
+		if got := Billed(d); math.Abs(got-want) > 1e-12 {
+			t.Errorf("Billed(%v) = %v, want %v", d, got, want)
+		}
 	}
 }

@@ -6,5 +6,7 @@
 // life, so that what only shows over hours and days (credential renewals,
 // IoT Core's hourly authorizer refresh, version resets after an hour
 // disconnected, outages, a re-issued bootstrap, a deregistration) is run,
-// in seconds of real time. It has no code outside its test.
+// in seconds of real time; and the agent space's monthly cost,
+// BenchmarkAgentFleetMonth (month_bench_test.go), counted over a
+// simulated month of it. It has no code outside its tests.
 package fleetsim

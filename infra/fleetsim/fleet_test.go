@@ -28,6 +28,7 @@ import (
 
 	"spaces"
 	agent "spaces/agent/client"
+	"spaces/infra/awscost"
 	"spaces/infra/emulator/emulatortest"
 	"spaces/infra/iotcore"
 	"spaces/infra/testclock"
@@ -117,7 +118,7 @@ func (a *simAgent) upSince(t time.Time) (time.Time, *span) {
 
 // sim is the fleet, the service's parts and the simulated clock.
 type sim struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	clk     *testclock.Clock
 	timers  *timers
@@ -148,6 +149,14 @@ type sim struct {
 	swept    iotcore.Swept
 	problems []string
 	stuck    bool // an instant did not settle: the simulation stops
+
+	// What the month's cost is priced from (BenchmarkAgentFleetMonth):
+	// each function's invocations and billed duration, the lifecycle
+	// events the template's rule sent to the presence queue, and the
+	// prober's checks of agent spaces.
+	fns struct{ agent, authorizer, presence, prober awscost.Lambda }
+	ruleEvents int
+	checks     int
 }
 
 type tlsRoots = *tls.Config
@@ -197,7 +206,10 @@ func (s *sim) failed() bool {
 	return s.stuck || len(s.problems) >= 5
 }
 
-func newSim(t *testing.T, start time.Time) *sim {
+// newSim starts the service's parts for a fleet. A meter, if any, counts
+// every AWS request of the agent and presence functions and of the
+// prober (not the test's own reads and writes).
+func newSim(t testing.TB, start time.Time, meter *awscost.Meter) *sim {
 	s := &sim{t: t, ctx: t.Context(), clk: testclock.New(start), seen: map[string]int{}, reasons: map[string]int{},
 		lastVer: map[string]int64{}, renewals: map[string]int{},
 		quiet: slog.New(slog.DiscardHandler), seq: newMarks()}
@@ -206,6 +218,12 @@ func newSim(t *testing.T, start time.Time) *sim {
 	aws := parts.AWS{Config: env.Config, Endpoint: env.Endpoint}
 	table := env.Name(t, "SpacesTable")
 	s.store = aws.Store(table, dynamostore.WithClock(s.clk.Now))
+	if meter != nil {
+		// Space items pass 1 KB: their writes are sized by DynamoDB's rule.
+		meter.SizeWith(awsclient.DynamoDB(env.Config, env.Endpoint))
+		aws.Config = meter.Instrument(env.Config)
+	}
+	proberStore := aws.Store(table, dynamostore.WithClock(s.clk.Now))
 
 	ca, err := testcluster.NewCA()
 	if err != nil {
@@ -227,6 +245,7 @@ func newSim(t *testing.T, start time.Time) *sim {
 		rules = append(rules, iotcore.Rule{Name: tr.Name, SQL: tr.SQLFor(stack), Action: func(_ context.Context, payload []byte) error {
 			s.mu.Lock()
 			s.queued = append(s.queued, string(payload))
+			s.ruleEvents++
 			s.mu.Unlock()
 			return nil
 		}})
@@ -256,8 +275,12 @@ func newSim(t *testing.T, start time.Time) *sim {
 	s.broker, err = iotcore.Start(s.ctx, iotcore.Config{TLS: server, Now: s.clk.Now, Log: s.quiet, Rules: rules, ManualSweep: true,
 		Signing: map[string]iotcore.Signing{authorizer: signing},
 		Authorizers: map[string]iotcore.Authorizer{authorizer: func(ctx context.Context, req events.IoTCoreCustomAuthorizerRequest) (events.IoTCoreCustomAuthorizerResponse, error) {
+			began := time.Now()
 			resp, err := h.Authorize(ctx, req)
+			took := time.Since(began)
 			s.mu.Lock()
+			s.fns.authorizer.Invocations++
+			s.fns.authorizer.Seconds += awscost.Billed(took)
 			s.authz++
 			if !resp.IsAuthenticated {
 				s.refused++
@@ -284,7 +307,13 @@ func newSim(t *testing.T, start time.Time) *sim {
 	s.uses = &space.Agents{Store: s.store, Spaces: s.store, Now: s.clk.Now}
 	s.agentSv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
+		began := time.Now()
 		h.HTTP.ServeHTTP(rec, r)
+		took := time.Since(began)
+		s.mu.Lock()
+		s.fns.agent.Invocations++
+		s.fns.agent.Seconds += awscost.Billed(took)
+		s.mu.Unlock()
 		if r.URL.Path == "/agent/credential" && rec.code == http.StatusOK {
 			if tok, err := space.ParseAgentCredential(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")); err == nil {
 				s.mu.Lock()
@@ -294,7 +323,7 @@ func newSim(t *testing.T, start time.Time) *sim {
 		}
 	}))
 	t.Cleanup(s.agentSv.Close)
-	s.prober = probing.NewProber(probing.Prober{Store: s.store, Leases: s.store, Queue: s, Events: s, Now: s.clk.Now, Log: s.quiet})
+	s.prober = probing.NewProber(probing.Prober{Store: proberStore, Leases: proberStore, Queue: s, Events: s, Now: s.clk.Now, Log: s.quiet})
 	s.wakes = &agentwake.Publisher{Endpoint: s.broker.DataURL(), Prefix: prefix, AWS: env.Config,
 		HTTP: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: dial}}}
 	return s
@@ -458,7 +487,15 @@ func (s *sim) deliver() {
 	for i, body := range q {
 		ev.Records = append(ev.Records, events.SQSMessage{MessageId: strconv.Itoa(i), Body: body})
 	}
+	began := time.Now()
 	resp, err := s.h.Presence(s.ctx, ev)
+	took := time.Since(began)
+	s.mu.Lock()
+	// One invocation an event: the queue's event source has no batching
+	// window, and events this sparse come one a poll (an upper bound).
+	s.fns.presence.Invocations += float64(len(q))
+	s.fns.presence.Seconds += float64(len(q)) * awscost.Billed(took/time.Duration(len(q)))
+	s.mu.Unlock()
 	if err != nil || len(resp.BatchItemFailures) > 0 {
 		s.problem("presence batch failed: %v %v", err, resp.BatchItemFailures)
 	}
@@ -479,6 +516,7 @@ func (s *sim) probe(now time.Time, tick bool) {
 	}
 	s.probes = keep
 	s.mu.Unlock()
+	checks := 0
 	if tick {
 		var ids []space.ProbeTarget
 		for _, a := range s.fleet {
@@ -488,13 +526,24 @@ func (s *sim) probe(now time.Time, tick bool) {
 		}
 		if len(ids) > 0 {
 			due = append(due, probing.TickOf(ids).Encode())
+			checks = len(ids)
 		}
 	}
 	for i, body := range due {
-		if failed := s.prober.HandleBatch(s.ctx, []probing.Delivery{{MessageID: strconv.Itoa(i), Body: body, ReceiveCount: 1}}); len(failed) > 0 {
+		began := time.Now()
+		failed := s.prober.HandleBatch(s.ctx, []probing.Delivery{{MessageID: strconv.Itoa(i), Body: body, ReceiveCount: 1}})
+		took := time.Since(began)
+		s.mu.Lock()
+		s.fns.prober.Invocations++ // the probe queue's BatchSize is 1
+		s.fns.prober.Seconds += awscost.Billed(took)
+		s.mu.Unlock()
+		if len(failed) > 0 {
 			s.problem("probe message failed: %s", body)
 		}
 	}
+	s.mu.Lock()
+	s.checks += checks
+	s.mu.Unlock()
 }
 
 // check holds each live agent space to the truth at a minute.
@@ -586,7 +635,7 @@ func (s *sim) check(now time.Time, readPresence, readStatus bool) {
 func TestFleetForAWeek(t *testing.T) {
 	start := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
 	end := start.Add(7 * 24 * time.Hour)
-	s := newSim(t, start)
+	s := newSim(t, start, nil)
 	steady, cuts, leaves := s.register("steady"), s.register("cuts"), s.register("leaves")
 	day := func(d int, hm time.Duration) time.Time { return start.Add(time.Duration(d)*24*time.Hour + hm) }
 	cutFor := func(a *simAgent, from time.Time, d time.Duration, how cut, deadUntil time.Time) {
@@ -607,10 +656,6 @@ func TestFleetForAWeek(t *testing.T) {
 
 	// The script: each cut's start and end on the network, the re-issue
 	// and the deregistration.
-	type action struct {
-		at time.Time
-		do func()
-	}
 	var script []action
 	for _, a := range s.fleet {
 		for _, sp := range a.down {
@@ -645,48 +690,7 @@ func TestFleetForAWeek(t *testing.T) {
 			s.problem("DeleteConnection: %v", err)
 		}
 	}})
-	sort.SliceStable(script, func(i, j int) bool { return script[i].at.Before(script[j].at) })
-
-	const grid = 15 * time.Second
-	now := start
-	s.settle(now)
-	for now.Before(end) && !s.failed() {
-		next := now.Truncate(grid).Add(grid)
-		if at := s.timers.next(); !at.IsZero() && at.Before(next) {
-			next = latest(at, now)
-		}
-		if len(script) > 0 && script[0].at.Before(next) {
-			next = latest(script[0].at, now)
-		}
-		s.mu.Lock()
-		for _, p := range s.probes {
-			if p.at.Before(next) {
-				next = latest(p.at, now)
-			}
-		}
-		s.mu.Unlock()
-		now = next
-		s.clk.Set(now)
-		for len(script) > 0 && !script[0].at.After(now) {
-			script[0].do()
-			script = script[1:]
-		}
-		s.timers.fire(now)
-		onGrid := now.Equal(now.Truncate(grid))
-		if onGrid && now.Equal(now.Truncate(2*grid)) {
-			s.net.ping()
-		}
-		sw := s.broker.Sweep()
-		s.swept.Kicked += sw.Kicked
-		s.swept.Refreshed += sw.Refreshed
-		s.settle(now)
-		s.deliver()
-		minute := now.Equal(now.Truncate(time.Minute))
-		s.probe(now, minute)
-		if minute {
-			s.check(now, now.Equal(now.Truncate(5*time.Minute)), now.Equal(now.Truncate(time.Hour)))
-		}
-	}
+	now := s.run(start, end, script)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -759,6 +763,64 @@ func TestFleetForAWeek(t *testing.T) {
 	}
 }
 
+// action is a step of a simulation's script, done at its instant.
+type action struct {
+	at time.Time
+	do func()
+}
+
+// run moves the simulated clock from start to end: every 15 s, and to
+// each agent's next wait, each action of the script and each probe
+// message due; at each instant it does what is due, sends the live
+// agents' keep-alive pings every 30 s, sweeps the broker's deadlines,
+// settles, delivers the lifecycle events, runs the prober (its tick
+// every minute) and, each minute, checks the fleet (check). It stops
+// early once the simulation has failed, and answers where it stopped.
+func (s *sim) run(start, end time.Time, script []action) time.Time {
+	sort.SliceStable(script, func(i, j int) bool { return script[i].at.Before(script[j].at) })
+	const grid = 15 * time.Second
+	now := start
+	s.settle(now)
+	for now.Before(end) && !s.failed() {
+		next := now.Truncate(grid).Add(grid)
+		if at := s.timers.next(); !at.IsZero() && at.Before(next) {
+			next = latest(at, now)
+		}
+		if len(script) > 0 && script[0].at.Before(next) {
+			next = latest(script[0].at, now)
+		}
+		s.mu.Lock()
+		for _, p := range s.probes {
+			if p.at.Before(next) {
+				next = latest(p.at, now)
+			}
+		}
+		s.mu.Unlock()
+		now = next
+		s.clk.Set(now)
+		for len(script) > 0 && !script[0].at.After(now) {
+			script[0].do()
+			script = script[1:]
+		}
+		s.timers.fire(now)
+		onGrid := now.Equal(now.Truncate(grid))
+		if onGrid && now.Equal(now.Truncate(2*grid)) {
+			s.net.ping()
+		}
+		sw := s.broker.Sweep()
+		s.swept.Kicked += sw.Kicked
+		s.swept.Refreshed += sw.Refreshed
+		s.settle(now)
+		s.deliver()
+		minute := now.Equal(now.Truncate(time.Minute))
+		s.probe(now, minute)
+		if minute {
+			s.check(now, now.Equal(now.Truncate(5*time.Minute)), now.Equal(now.Truncate(time.Hour)))
+		}
+	}
+	return now
+}
+
 func (s *sim) renewalsByName() map[string]int {
 	out := map[string]int{}
 	for _, a := range s.fleet {
@@ -769,7 +831,7 @@ func (s *sim) renewalsByName() map[string]int {
 
 // fakeKube is the API server calls of an agent with no work to do: GET
 // /version and its state Secret, each call marked on tr.
-func fakeKube(t *testing.T, tr *tracker) kubernetes.Interface {
+func fakeKube(t testing.TB, tr *tracker) kubernetes.Interface {
 	var mu sync.Mutex
 	secret := corev1.Secret{}
 	secret.Name, secret.Namespace, secret.ResourceVersion = "state", "agent", "1"

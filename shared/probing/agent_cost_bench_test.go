@@ -14,9 +14,7 @@ import (
 	"testing"
 	"time"
 
-	lambdaevents "github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
-	"go.yaml.in/yaml/v3"
 
 	"spaces"
 
@@ -65,50 +63,17 @@ const (
 // time rounded up to the millisecond, at the template's memory sizes. The
 // figure is priced for two channels carrying the agent's requests: the
 // agent function's Lambda function URL (as deployed) and, for
-// comparison, an HTTP API route.
+// comparison, an HTTP API route. This is the channel without
+// AgentMQTTEndpoint; the presence channel's figure, as deployed, is
+// infra/fleetsim's BenchmarkAgentFleetMonth (a month of real agents on
+// the broker model, counted rather than assumed).
 func BenchmarkAgentLeaseCost(b *testing.B) {
 	for b.Loop() {
-		measureAgentCost(b, false)
+		measureAgentCost(b)
 	}
 }
 
-// BenchmarkAgentPresenceCost is BenchmarkAgentLeaseCost with the presence
-// channel (AWS IoT Core): each agent connects once in the warm-up (the
-// agent function's authorizer and its presence handler, on a lifecycle
-// event as AgentPresenceQueue delivers it) and then renews over HTTP every
-// space.PresenceFallback instead of every lease interval, while the
-// prober's minute checks go on as before. What IoT Core itself bills is
-// priced from counts, not from a broker (the model's own clock would not
-// follow the benchmark's): connection minutes (every agent connected
-// through the month), and per reconnect (about two a day: each credential
-// renewal, every 12 h, is followed by the authorizer refusing the old
-// credential at a refresh, and a reconnect) its CONNECT and SUBSCRIBE
-// messages, two lifecycle events through the rule and its SQS action, the
-// presence handler's two deliveries and the authorizer call, at the
-// per-call costs measured here; the authorizer's refresh
-// (space.PresenceRefresh) is one more authorizer call an hour.
-func BenchmarkAgentPresenceCost(b *testing.B) {
-	for b.Loop() {
-		measureAgentCost(b, true)
-	}
-}
-
-// IoT Core's prices, us-east-1 (https://aws.amazon.com/iot-core/pricing/):
-// connectivity per minute of connection, messaging per message (of up to
-// 5 KB; keep-alive pings are free:
-// https://aws.amazon.com/iot-core/pricing/additional-details/), and the
-// rules engine per rule triggered and per action executed.
-const (
-	priceIoTMinute  = 0.08 / 1e6
-	priceIoTMessage = 1.00 / 1e6
-	priceIoTRule    = 0.15 / 1e6
-	priceIoTAction  = 0.15 / 1e6
-	// reconnectsPerMonth: a forced reconnect after each credential
-	// renewal (client.DefaultRenewBefore: every 12 h), a hand count.
-	reconnectsPerMonth = 60
-)
-
-func measureAgentCost(b *testing.B, presence bool) {
+func measureAgentCost(b *testing.B) {
 	const (
 		warmUp = 2 * time.Minute
 		window = 10 * time.Minute
@@ -137,16 +102,8 @@ func measureAgentCost(b *testing.B, presence bool) {
 	agents := &space.Agents{Store: store, Spaces: store, Now: c.Now, Work: store, Revisions: store}
 	// The agent function as deployed (shared/wiring/agents).
 	settings := agentfn.Settings{Common: parts.Common{Table: table, StaleAfter: space.DefaultStaleAfter}}
-	const clientPrefix = "bench-"
-	if presence {
-		settings.Presence = space.PresenceConfig{Endpoint: "iot.example:443", Authorizer: "bench-agent", ClientPrefix: clientPrefix}
-	}
-	fn := agentfn.NewHandlers(a, settings, agentfn.Options{Now: c.Now, Log: discardLogger()})
-	h := fn.HTTP
+	h := agentfn.New(a, settings, agentfn.Options{Now: c.Now, Log: discardLogger()})
 	renewEvery := space.LeaseInterval
-	if presence {
-		renewEvery = space.PresenceFallback
-	}
 
 	org := "org-" + uuid.NewString()[:8]
 	acct, err := svc.CreateAccount(ctx, org, space.NewAccountInput{Provider: space.AWS, Name: "a",
@@ -195,7 +152,7 @@ func measureAgentCost(b *testing.B, presence bool) {
 	sched := wiring.Scheduler(a, wiring.SchedulerSettings{Table: table, ProbeQueue: queueURL, Interval: space.DefaultProbeInterval}, log)
 	sched.Now, sched.Queue = c.Now, q
 
-	billed := func(d time.Duration) float64 { return math.Ceil(float64(d)/float64(time.Millisecond)) / 1000 }
+	billed := awscost.Billed
 	var (
 		agentFn, prober, scheduler awscost.Lambda
 		renewals, checks           int
@@ -294,57 +251,6 @@ func measureAgentCost(b *testing.B, presence bool) {
 			c.Advance(time.Second)
 		}
 	}
-	// The presence channel: each agent renews once over HTTP (the answer
-	// names the endpoint) and connects (the authorizer, then the connected
-	// event). Then, measured: a reconnect of each (the disconnected event,
-	// the authorizer, the connected event and the renewal a connection
-	// asks for), and an authorizer refresh of each.
-	var reconnect, refresh awscost.Usage
-	var reconnectFns, refreshFns []awscost.Lambda
-	if presence {
-		connect := func(ag *agent, version int64, fns *[]awscost.Lambda) {
-			req := lambdaevents.IoTCoreCustomAuthorizerRequest{Protocols: []string{"mqtt"}, ConnectionMetadata: &lambdaevents.IoTCoreConnectionMetadata{ID: uuid.NewString()},
-				ProtocolData: &lambdaevents.IoTCoreProtocolData{MQTT: &lambdaevents.IoTCoreMQTTContext{ClientID: clientPrefix + ag.id,
-					Username: "?x-amz-customauthorizer-name=bench-agent", Password: []byte(ag.cred)}}}
-			start := time.Now()
-			res, err := fn.Authorize(ctx, req)
-			(*fns)[0].Invocations++
-			(*fns)[0].Seconds += billed(time.Since(start))
-			if err != nil || !res.IsAuthenticated {
-				b.Fatalf("authorizer refused agent %s: %v", ag.id, err)
-			}
-			if version > 0 {
-				presenceEvent(b, fn, &(*fns)[1], billed, clientPrefix+ag.id, "connected", version, c.Now())
-			}
-		}
-		setup := []awscost.Lambda{{}, {}, {}}
-		for _, ag := range fleetAgents {
-			rec := call("PUT", "/agent/spaces/"+ag.id+"/lease", ag.cred, body)
-			if rec.Code != http.StatusOK {
-				b.Fatalf("first renewal: %d %s", rec.Code, rec.Body)
-			}
-			reports += doWork(ag.id, ag.cred, rec)
-			connect(ag, 1, &setup)
-		}
-		meter.Take()
-		reconnectFns = []awscost.Lambda{{}, {}, {}}
-		for _, ag := range fleetAgents {
-			presenceEvent(b, fn, &reconnectFns[1], billed, clientPrefix+ag.id, "disconnected", 1, c.Now())
-			connect(ag, 2, &reconnectFns)
-			start := time.Now()
-			if rec := call("PUT", "/agent/spaces/"+ag.id+"/lease", ag.cred, body); rec.Code != http.StatusOK {
-				b.Fatalf("renewal on connect: %d %s", rec.Code, rec.Body)
-			}
-			reconnectFns[2].Invocations++
-			reconnectFns[2].Seconds += billed(time.Since(start))
-		}
-		reconnect = meter.Take()
-		refreshFns = []awscost.Lambda{{}, {}}
-		for _, ag := range fleetAgents {
-			connect(ag, 0, &refreshFns)
-		}
-		refresh = meter.Take()
-	}
 	run(c.Now().Add(warmUp))
 	meter.Take()
 	warmReports := reports
@@ -363,7 +269,11 @@ func measureAgentCost(b *testing.B, presence bool) {
 	u.Requests["SQS ReceiveMessage (Lambda event source)"] += esm
 	u.Requests["SQS DeleteMessageBatch (Lambda event source)"] += esm
 	u.SQSRequests += 2 * esm
-	agentFn.MemoryMB, prober.MemoryMB, scheduler.MemoryMB = agentMemoryMB(b), dep.proberMemoryMB, dep.schedulerMemoryMB
+	agentMemory, err := awscost.MemoryMB(spaces.Template, "AgentFunction")
+	if err != nil {
+		b.Fatal(err)
+	}
+	agentFn.MemoryMB, prober.MemoryMB, scheduler.MemoryMB = agentMemory, dep.proberMemoryMB, dep.schedulerMemoryMB
 
 	scale := 1000 * 30 * 24 * 60 / (float64(fleet) * window.Minutes())
 	base := awscost.Price(u, []awscost.Lambda{agentFn, prober, scheduler}, scheduler.Invocations)
@@ -371,37 +281,6 @@ func measureAgentCost(b *testing.B, presence bool) {
 		base = base.Provisioned(u, dep.target)
 	}
 	base = base.Scale(scale)
-	// The presence channel's own costs a month per 1,000 (see
-	// BenchmarkAgentPresenceCost): what the reconnects and refreshes
-	// measured above cost on AWS, and what IoT Core bills.
-	var channel awscost.Cost
-	var iot float64
-	if presence {
-		perSpace := 1000 / float64(fleet) // the measured calls were one per agent
-		for _, part := range []struct {
-			u      awscost.Usage
-			fns    []awscost.Lambda
-			times  float64
-			events float64 // lifecycle events per agent
-		}{{reconnect, reconnectFns, reconnectsPerMonth, 2}, {refresh, refreshFns, float64(30*24*time.Hour) / float64(space.PresenceRefresh), 0}} {
-			u := part.u
-			// Each lifecycle event: the rule's SQS SendMessage, and the event
-			// source's receive and delete (one each, an upper bound).
-			u.SQSRequests += part.events * 3 * float64(fleet)
-			for i := range part.fns {
-				part.fns[i].MemoryMB = agentMemoryMB(b)
-			}
-			cost := awscost.Price(u, part.fns, 0)
-			if dep.provisioned {
-				cost = cost.Provisioned(u, dep.target)
-			}
-			channel = channel.Add(cost.Scale(part.times * perSpace))
-		}
-		minutes := 1000.0 * 30 * 24 * 60
-		// A reconnect: CONNECT and SUBSCRIBE (1 message each), its
-		// lifecycle events (2 rules triggered, 2 actions).
-		iot = minutes*priceIoTMinute + 1000*reconnectsPerMonth*(2*priceIoTMessage+2*priceIoTRule+2*priceIoTAction)
-	}
 	gateway := float64(renewals) * scale * priceHTTPAPIRequest
 	functionURL := float64(renewals) * scale * priceFunctionURLRequest
 
@@ -416,12 +295,6 @@ func measureAgentCost(b *testing.B, presence bool) {
 		1000*per(agentFn.Seconds, renewals), 1000*per(prober.Seconds, checks))
 	fmt.Fprintf(&sb, "  $/month per 1,000 agent spaces: DynamoDB reads %.2f, writes %.2f, SQS %.2f, Lambda %.2f + %.2f, EventBridge %.2f = %.2f before the channel\n",
 		base.Reads, base.Writes, base.SQS, base.LambdaRequests, base.LambdaDuration, base.EventBridge, base.Total())
-	if presence {
-		fmt.Fprintf(&sb, "  presence channel: reconnects (%d a month) and authorizer refreshes (every %s) on AWS: DynamoDB reads %.2f, writes %.2f, SQS %.2f, Lambda %.2f + %.2f = %.2f; IoT Core (connection minutes, messages, rules) %.2f\n",
-			reconnectsPerMonth, space.PresenceRefresh, channel.Reads, channel.Writes, channel.SQS, channel.LambdaRequests, channel.LambdaDuration, channel.Total(), iot)
-		base = base.Add(channel)
-		base.EventBridge += iot // (printed apart above; summed here)
-	}
 	fmt.Fprintf(&sb, "  channel: Lambda function URL (as deployed) %.2f -> total %.2f; HTTP API route %.2f -> total %.2f\n",
 		functionURL, base.Total()+functionURL, gateway, base.Total()+gateway)
 	fmt.Fprintf(&sb, "  work reports: %d in the warm-up (each agent's first namespace list), %d in the measured window (no work was asked for: the lease answer carries none, at no request of its own)\n",
@@ -476,47 +349,4 @@ func measureAgentCost(b *testing.B, presence bool) {
 	b.ReportMetric(base.Total()+gateway, "usd/month/1000-agent-spaces-httpapi")
 	b.ReportMetric(base.Total()+functionURL, "usd/month/1000-agent-spaces-function-url")
 	b.ReportMetric(0, "ns/op")
-}
-
-// presenceEvent hands the agent function's presence handler one
-// lifecycle event as AgentPresenceQueue delivers it, timed into fn.
-func presenceEvent(b *testing.B, h *agentfn.Handlers, fn *awscost.Lambda, billed func(time.Duration) float64, clientID, typ string, version int64, at time.Time) {
-	body, _ := json.Marshal(map[string]any{"clientId": clientID, "timestamp": at.UnixMilli(), "eventType": typ,
-		"sessionIdentifier": uuid.NewString(), "principalIdentifier": space.PrincipalOf(clientID[len(clientID)-36:]), "versionNumber": version,
-		"clientInitiatedDisconnect": false, "disconnectReason": "AUTH_ERROR"})
-	start := time.Now()
-	out, err := h.Presence(context.Background(), lambdaevents.SQSEvent{Records: []lambdaevents.SQSMessage{{MessageId: uuid.NewString(), Body: string(body)}}})
-	fn.Invocations++
-	fn.Seconds += billed(time.Since(start))
-	if err != nil || len(out.BatchItemFailures) > 0 {
-		b.Fatalf("presence event %s %s: %v %v", typ, clientID, err, out.BatchItemFailures)
-	}
-}
-
-// agentMemoryMB is AgentFunction's memory (the function that serves the
-// agent's routes): its own MemorySize, else the template's Globals.
-func agentMemoryMB(b *testing.B) int {
-	type memory struct {
-		MemorySize int `yaml:"MemorySize"`
-	}
-	var t struct {
-		Globals struct {
-			Function memory `yaml:"Function"`
-		} `yaml:"Globals"`
-		Resources struct {
-			AgentFunction struct {
-				Properties memory `yaml:"Properties"`
-			} `yaml:"AgentFunction"`
-		} `yaml:"Resources"`
-	}
-	if err := yaml.Unmarshal(spaces.Template, &t); err != nil {
-		b.Fatal(err)
-	}
-	if m := t.Resources.AgentFunction.Properties.MemorySize; m > 0 {
-		return m
-	}
-	if t.Globals.Function.MemorySize == 0 {
-		b.Fatal("no MemorySize for AgentFunction in template.yaml")
-	}
-	return t.Globals.Function.MemorySize
 }
