@@ -53,9 +53,27 @@ const (
 	PriceEventBridge     = 1.00 / 1e6 // per custom event put
 	PriceSchedulerInvoke = 1.00 / 1e6 // per EventBridge Scheduler invocation
 	// https://aws.amazon.com/cloudwatch/pricing/: a standard-resolution
-	// alarm on one metric, and a dashboard, per month.
+	// alarm metric (an alarm on one metric is one; a metric-math alarm
+	// counts each metric it reads), and a dashboard, per month.
 	PriceAlarmMonth     = 0.10
 	PriceDashboardMonth = 3.00
+	// PriceMetricMonth is a custom metric (each name and dimension
+	// values an EMF line publishes) a month, the first 10,000 (the same
+	// page, "Metrics").
+	PriceMetricMonth = 0.30
+	// PriceSecretMonth is a Secrets Manager secret a month
+	// (https://aws.amazon.com/secrets-manager/pricing/).
+	PriceSecretMonth = 0.40
+	// PriceLogsGB is CloudWatch Logs' ingestion of a function's log
+	// (standard class, per GB; the same page, "Logs"): every line a
+	// function writes, its EMF metric lines included, is billed by size.
+	PriceLogsGB = 0.50
+	// PlatformLogBytes estimates what Lambda itself writes to a function's
+	// log an invocation in its JSON log format (the platform.start and
+	// platform.report records, about 250 and 450 bytes as
+	// https://docs.aws.amazon.com/lambda/latest/dg/telemetry-schema-reference.html
+	// shows them): an estimate, not a measurement.
+	PlatformLogBytes = 700
 	// HoursPerMonth is AWS's month for hourly prices.
 	HoursPerMonth = 730
 
@@ -449,7 +467,15 @@ type Lambda struct {
 	Invocations float64
 	Seconds     float64
 	MemoryMB    int
+	// LogBytes is what the function's code wrote to its log (measured);
+	// Lambda's own records, PlatformLogBytes an invocation, are added
+	// when it is priced.
+	LogBytes float64
 }
+
+// TotalLogBytes is the function's log: its code's lines and Lambda's
+// records of each invocation.
+func (l Lambda) TotalLogBytes() float64 { return l.LogBytes + l.Invocations*PlatformLogBytes }
 
 // GBSeconds is what Lambda bills for duration.
 func (l Lambda) GBSeconds() float64 { return l.Seconds * float64(l.MemoryMB) / 1024 }
@@ -458,22 +484,24 @@ func (l Lambda) GBSeconds() float64 { return l.Seconds * float64(l.MemoryMB) / 1
 // channel's (IoT Core's own charges; the agents' token signatures).
 type Cost struct {
 	Reads, Writes, SQS, LambdaRequests, LambdaDuration, EventBridge, IoT, KMS float64
+	// Logs is the functions' CloudWatch Logs ingestion.
+	Logs float64
 }
 
 // Total is the sum of the items.
 func (c Cost) Total() float64 {
-	return c.Reads + c.Writes + c.SQS + c.LambdaRequests + c.LambdaDuration + c.EventBridge + c.IoT + c.KMS
+	return c.Reads + c.Writes + c.SQS + c.LambdaRequests + c.LambdaDuration + c.EventBridge + c.IoT + c.KMS + c.Logs
 }
 
 // Scale multiplies every item by f.
 func (c Cost) Scale(f float64) Cost {
-	return Cost{c.Reads * f, c.Writes * f, c.SQS * f, c.LambdaRequests * f, c.LambdaDuration * f, c.EventBridge * f, c.IoT * f, c.KMS * f}
+	return Cost{c.Reads * f, c.Writes * f, c.SQS * f, c.LambdaRequests * f, c.LambdaDuration * f, c.EventBridge * f, c.IoT * f, c.KMS * f, c.Logs * f}
 }
 
 // Add is the sum of c and o, item by item.
 func (c Cost) Add(o Cost) Cost {
 	return Cost{c.Reads + o.Reads, c.Writes + o.Writes, c.SQS + o.SQS, c.LambdaRequests + o.LambdaRequests,
-		c.LambdaDuration + o.LambdaDuration, c.EventBridge + o.EventBridge, c.IoT + o.IoT, c.KMS + o.KMS}
+		c.LambdaDuration + o.LambdaDuration, c.EventBridge + o.EventBridge, c.IoT + o.IoT, c.KMS + o.KMS, c.Logs + o.Logs}
 }
 
 // Price prices u, the Lambda functions' use and schedule invocations.
@@ -488,6 +516,7 @@ func Price(u Usage, fns []Lambda, scheduleInvocations float64) Cost {
 	for _, f := range fns {
 		c.LambdaRequests += f.Invocations * PriceLambdaRequest
 		c.LambdaDuration += f.GBSeconds() * PriceLambdaGBSecond
+		c.Logs += f.TotalLogBytes() / 1e9 * PriceLogsGB
 	}
 	return c
 }
@@ -506,6 +535,6 @@ func (c Cost) Provisioned(u Usage, target float64) Cost {
 
 // String formats the bill.
 func (c Cost) String() string {
-	return fmt.Sprintf("reads $%.2f, writes $%.2f, SQS $%.2f, Lambda $%.2f + $%.2f, EventBridge $%.2f, IoT Core $%.2f, KMS $%.2f: $%.2f",
-		c.Reads, c.Writes, c.SQS, c.LambdaRequests, c.LambdaDuration, c.EventBridge, c.IoT, c.KMS, c.Total())
+	return fmt.Sprintf("reads $%.2f, writes $%.2f, SQS $%.2f, Lambda $%.2f + $%.2f, EventBridge $%.2f, IoT Core $%.2f, KMS $%.2f, logs $%.2f: $%.2f",
+		c.Reads, c.Writes, c.SQS, c.LambdaRequests, c.LambdaDuration, c.EventBridge, c.IoT, c.KMS, c.Logs, c.Total())
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,19 @@ func TestEnvInt(t *testing.T) {
 	for _, want := range []string{`BAD="0"`, `WORSE="x"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+}
+
+// TestLogLevel: Lambda's ApplicationLogLevel names (AWS_LAMBDA_LOG_LEVEL)
+// set the function's level; anything else is INFO.
+func TestLogLevel(t *testing.T) {
+	for v, want := range map[string]slog.Level{
+		"": slog.LevelInfo, "INFO": slog.LevelInfo, "TRACE": slog.LevelDebug, "debug": slog.LevelDebug,
+		"WARN": slog.LevelWarn, "ERROR": slog.LevelError, "FATAL": slog.LevelError, "loud": slog.LevelInfo,
+	} {
+		if got := LogLevel(v); got != want {
+			t.Errorf("LogLevel(%q) = %v, want %v", v, got, want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -24,11 +25,31 @@ type Function struct {
 // NewFunction returns the logger, the tracer provider and the process
 // environment.
 func NewFunction() *Function {
-	f := &Function{Log: slog.New(tracing.LogHandler(slog.NewJSONHandler(os.Stdout, nil))), Env: FromOS()}
+	level := LogLevel(os.Getenv("AWS_LAMBDA_LOG_LEVEL"))
+	f := &Function{Log: slog.New(tracing.LogHandler(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level}))), Env: FromOS()}
 	t, err := tracing.FromEnv(os.LookupEnv)
 	f.Check("tracing", err)
 	f.Tracing = t
 	return f
+}
+
+// LogLevel is the level of the function's own lines for Lambda's
+// ApplicationLogLevel, which Lambda hands the runtime as
+// AWS_LAMBDA_LOG_LEVEL
+// (https://docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-advanced.html):
+// lines below it are not even formatted. Unset or unknown, INFO. So an
+// operator who sets a function's level to DEBUG sees its debug lines
+// (every probe's, for the prober) without a new build.
+func LogLevel(v string) slog.Level {
+	switch strings.ToUpper(v) {
+	case "TRACE", "DEBUG":
+		return slog.LevelDebug
+	case "WARN":
+		return slog.LevelWarn
+	case "ERROR", "FATAL":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
 }
 
 // Check ends the process, saying why once, when err is not nil: a function

@@ -24,11 +24,19 @@ const (
 	Milliseconds = "Milliseconds"
 )
 
-// Metric is one value.
+// MaxValues is the most values EMF takes for one metric in a line
+// (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html).
+const MaxValues = 100
+
+// Metric is one value, or several.
 type Metric struct {
 	Name  string
 	Unit  string
 	Value float64
+	// Values, when set, are this metric's values in place of Value (an EMF
+	// array, at most MaxValues): one line carries many samples, each
+	// counted by CloudWatch as if it had a line of its own.
+	Values []float64
 	// Dimensions, when set, are this metric's own dimension sets (each a
 	// list of property keys; an empty one is the total) in place of the
 	// line's: a line can carry a metric by provider beside others by
@@ -85,7 +93,11 @@ func (e *Emitter) Emit(ctx context.Context, msg string, dims []string, props []s
 			directives = append(directives, map[string]any{"Namespace": ns, "Dimensions": ds, "Metrics": []map[string]string{}})
 		}
 		directives[i]["Metrics"] = append(directives[i]["Metrics"].([]map[string]string), map[string]string{"Name": m.Name, "Unit": m.Unit})
-		attrs = append(attrs, slog.Float64(m.Name, m.Value))
+		if m.Values != nil {
+			attrs = append(attrs, slog.Any(m.Name, m.Values))
+		} else {
+			attrs = append(attrs, slog.Float64(m.Name, m.Value))
+		}
 	}
 	attrs = append(attrs, slog.Any("_aws", map[string]any{
 		"Timestamp":         now().UnixMilli(),

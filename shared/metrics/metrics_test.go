@@ -97,3 +97,20 @@ func TestEmitStackNamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestEmitValues: a metric's Values go out as an EMF array, each a sample
+// of its own, beside single values in the same line.
+func TestEmitValues(t *testing.T) {
+	var buf bytes.Buffer
+	e := &metrics.Emitter{Log: slog.New(slog.NewJSONHandler(&buf, nil))}
+	e.Emit(t.Context(), "probes", nil, nil,
+		metrics.Metric{Name: "Probes", Unit: metrics.Count, Value: 3},
+		metrics.Metric{Name: "ProbeLatency", Unit: metrics.Milliseconds, Values: []float64{12, 50, 7}})
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("%q: %v", buf.String(), err)
+	}
+	if !reflect.DeepEqual(line["ProbeLatency"], []any{12.0, 50.0, 7.0}) || line["Probes"] != 3.0 {
+		t.Errorf("ProbeLatency %v, Probes %v: want [12 50 7] and 3", line["ProbeLatency"], line["Probes"])
+	}
+}

@@ -184,6 +184,7 @@ func BenchmarkProbingCost(b *testing.B) {
 				b.ReportMetric(c.Writes, "usd-writes")
 				b.ReportMetric(c.SQS, "usd-sqs")
 				b.ReportMetric(c.LambdaRequests+c.LambdaDuration, "usd-lambda")
+				b.ReportMetric(c.Logs, "usd-logs")
 				b.ReportMetric(c.EventBridge, "usd-eventbridge")
 			}
 			b.ReportMetric(0, "ns/op")
@@ -239,6 +240,10 @@ type measured struct {
 	schedulerSends, proberInvocations float64
 	// spaceMinutes is the window's size: spaces × minutes.
 	spaceMinutes float64
+	// series: the custom metrics the prober and the scheduler published
+	// in the window; idleSeries: the scheduler's, which it publishes
+	// every tick with or without spaces.
+	series, idleSeries int
 }
 
 func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
@@ -329,7 +334,10 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 		b.FailNow()
 	}
 
-	log := discardLogger()
+	// Each function's log counted apart: CloudWatch Logs bills what they
+	// write, their EMF metric lines included.
+	log, proberLog := countingLogger()
+	schedLog, schedulerLog := countingLogger()
 	quiet := &metrics.Emitter{Log: log, Now: c.Now}
 	queueURL := env.Resources["ProbeQueue"].URL
 	checker := &kubeprobe.Prober{MaxTransports: 4 * (backends + 1)}
@@ -359,9 +367,9 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	// The scheduler's sends counted apart (also in meter's usage).
 	schedMeter := awscost.New()
 	sa := parts.AWS{Config: schedMeter.Instrument(a.Config), Endpoint: env.Endpoint}
-	s := wiring.Scheduler(sa, wiring.SchedulerSettings{Table: table, ProbeQueue: queueURL, Interval: space.DefaultProbeInterval}, log)
+	s := wiring.Scheduler(sa, wiring.SchedulerSettings{Table: table, ProbeQueue: queueURL, Interval: space.DefaultProbeInterval}, schedLog)
 	sq := sqsMirror{real: s.Queue, clockQueue: q.clockQueue}
-	s.Now, s.Queue, s.Metrics = c.Now, sq, quiet
+	s.Now, s.Queue, s.Metrics = c.Now, sq, &metrics.Emitter{Log: schedLog, Now: c.Now}
 
 	var (
 		mu               sync.Mutex
@@ -468,6 +476,8 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	meter.Take()
 	schedMeter.Take()
 	prober, schedler, delivered, batchTimes = awscost.Lambda{}, awscost.Lambda{}, 0, nil
+	proberLog.Reset()
+	schedulerLog.Reset()
 	cpu0, wall0 := cpuTime(b), time.Now()
 	profile = true
 	run(c.Now().Add(window))
@@ -475,6 +485,7 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	u := meter.Take()
 	schedulerSends := schedMeter.Take().Requests["SQS SendMessageBatch"]
 	prober.MemoryMB, schedler.MemoryMB = v.memoryMB, dep.schedulerMemoryMB
+	prober.LogBytes, schedler.LogBytes = float64(proberLog.bytes.Load()), float64(schedulerLog.bytes.Load())
 
 	maxItem, which := maxItemBytes(b, awsclient.DynamoDB(env.Config, env.Endpoint), table)
 	// Scale the window to 30 days of 1,000 spaces.
@@ -506,6 +517,8 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	fmt.Fprintf(&sb, "  of the SendMessageBatch, the scheduler's: %.0f, %.4f/space\n", schedulerSends, perProbe(schedulerSends))
 	fmt.Fprintf(&sb, "  EventBridge events put: %.0f; prober Lambda: %.3f s per invocation, %.4f GB-s per space; scheduler: %.3f s per tick\n",
 		u.Events, prober.Seconds/prober.Invocations, prober.GBSeconds()/float64(delivered), schedler.Seconds/schedler.Invocations)
+	fmt.Fprintf(&sb, "  logs: the prober's lines %.0f bytes a space, Lambda's records %.0f bytes a space (estimated, awscost.PlatformLogBytes an invocation); the scheduler's lines %.0f bytes a tick\n",
+		perProbe(prober.LogBytes), perProbe(prober.Invocations*awscost.PlatformLogBytes), schedler.LogBytes/schedler.Invocations)
 	fmt.Fprintf(&sb, "  prober batch wall time p50 %s, max %s; spaces per batch %.1f\n",
 		percentile(batchTimes, .5), percentile(batchTimes, 1), float64(delivered)/prober.Invocations)
 	// The whole process (emulator, simulated clouds, test clusters, the
@@ -549,7 +562,8 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	}
 	mean /= time.Duration(max(1, len(batchTimes)))
 	return measured{cost: cost, onDemand: onDemand, usage: u, delivered: delivered, batchTime: mean, spaceMinutes: spaceMinutes,
-		schedulerSends: schedulerSends, proberInvocations: prober.Invocations}
+		schedulerSends: schedulerSends, proberInvocations: prober.Invocations,
+		series: proberLog.Series() + schedulerLog.Series(), idleSeries: schedulerLog.Series()}
 }
 
 // quantile is the p-quantile of xs.

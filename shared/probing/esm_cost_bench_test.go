@@ -200,7 +200,14 @@ type fixedCosts struct {
 	indexRead, indexWrite float64
 	indexes               int
 	alarms, dashboards    int
-	schedules             float64 // ProbeSchedules
+	// alarmMetrics: what CloudWatch bills alarms by, a metric a plain
+	// alarm and every metric a metric-math alarm reads.
+	alarmMetrics int
+	schedules    float64 // ProbeSchedules
+	// kmsKeys and secrets bill by the month; sqsSources are the SQS
+	// event sources, each polling its queue whether or not it holds a
+	// message.
+	kmsKeys, secrets, sqsSources int
 }
 
 // readFixed reads the fixed costs from template.yaml's defaults: every
@@ -217,6 +224,8 @@ func readFixed(b *testing.B) fixedCosts {
 		Resources  map[string]struct {
 			Type       string
 			Properties struct {
+				Metrics                []struct{ MetricStat any }
+				Events                 map[string]struct{ Type string }
 				BillingMode            string
 				ProvisionedThroughput  *throughput
 				GlobalSecondaryIndexes []struct {
@@ -245,6 +254,23 @@ func readFixed(b *testing.B) fixedCosts {
 		switch r.Type {
 		case "AWS::CloudWatch::Alarm":
 			f.alarms++
+			n := 0
+			for _, m := range r.Properties.Metrics {
+				if m.MetricStat != nil {
+					n++
+				}
+			}
+			f.alarmMetrics += max(1, n)
+		case "AWS::KMS::Key":
+			f.kmsKeys++
+		case "AWS::SecretsManager::Secret":
+			f.secrets++
+		case "AWS::Serverless::Function":
+			for _, e := range r.Properties.Events {
+				if e.Type == "SQS" {
+					f.sqsSources++
+				}
+			}
 		case "AWS::CloudWatch::Dashboard":
 			f.dashboards++
 		case "AWS::DynamoDB::Table":
@@ -280,11 +306,26 @@ func report(b *testing.B, dep deployed, f fixedCosts, rest measured, idle esmRun
 	capacity := func(units, price float64) float64 { return units * price * awscost.HoursPerMonth }
 	readMin, writeMin := capacity(f.tableRead, awscost.PriceRCUHour), capacity(f.tableWrite, awscost.PriceWCUHour)
 	indexMin := capacity(f.indexRead, awscost.PriceRCUHour) + capacity(f.indexWrite, awscost.PriceWCUHour)
-	other := indexMin + float64(f.alarms)*awscost.PriceAlarmMonth + float64(f.dashboards)*awscost.PriceDashboardMonth +
-		f.schedules*minutesPerMonth*(awscost.PriceSchedulerInvoke+awscost.PriceLambdaRequest)
-	fmt.Fprintf(&sb, "fixed per stack a month (computed from template.yaml's defaults): table minimums %.0f RCU $%.2f, %.0f WCU $%.2f; %d indexes' minimums %.0f RCU, %.0f WCU $%.2f; %d alarms, %d dashboard, %.0f schedules: $%.2f; idle stack $%.2f\n",
-		f.tableRead, readMin, f.tableWrite, writeMin, f.indexes, f.indexRead, f.indexWrite, indexMin, f.alarms, f.dashboards, f.schedules,
-		other-indexMin, readMin+writeMin+other+idleCost)
+	// The stack's standing items, whatever its fleet: alarms by their
+	// metrics, the dashboard, the schedules' invocations, the keys and
+	// the secret, and the idle polls of every SQS event source but the
+	// probe queue's (measured with the fleet); and the custom metrics the
+	// prober and scheduler published in the measured window, each a
+	// metric-month (a fleet's reasons may add a few).
+	alarms := float64(f.alarmMetrics) * awscost.PriceAlarmMonth
+	schedules := f.schedules * minutesPerMonth * (awscost.PriceSchedulerInvoke + awscost.PriceLambdaRequest)
+	keys := float64(f.kmsKeys)*awscost.PriceKMSKeyMonth + float64(f.secrets)*awscost.PriceSecretMonth
+	otherPolls := float64(f.sqsSources-1) * idleCost
+	custom := float64(rest.series) * awscost.PriceMetricMonth
+	other := indexMin + alarms + float64(f.dashboards)*awscost.PriceDashboardMonth + schedules + keys + otherPolls + custom
+	idleStack := readMin + writeMin + indexMin + alarms + float64(f.dashboards)*awscost.PriceDashboardMonth + schedules + keys +
+		float64(f.sqsSources)*idleCost + float64(rest.idleSeries)*awscost.PriceMetricMonth
+	fmt.Fprintf(&sb, "fixed per stack a month (computed from template.yaml's defaults and the idle polls measured): table minimums %.0f RCU $%.2f, %.0f WCU $%.2f; %d indexes' minimums %.0f RCU, %.0f WCU $%.2f; %d alarms of %d metrics $%.2f; %d dashboard $%.2f; %.0f schedules $%.2f; %d KMS keys and %d secret $%.2f; %d SQS event sources' idle polls $%.2f; custom metrics %d (%d with no space) $%.2f: $%.2f\n",
+		f.tableRead, readMin, f.tableWrite, writeMin, f.indexes, f.indexRead, f.indexWrite, indexMin, f.alarms, f.alarmMetrics, alarms,
+		f.dashboards, float64(f.dashboards)*awscost.PriceDashboardMonth, f.schedules, schedules, f.kmsKeys, f.secrets, keys,
+		f.sqsSources, float64(f.sqsSources)*idleCost, rest.series, rest.idleSeries, custom, readMin+writeMin+other)
+	fmt.Fprintf(&sb, "idle stack (0 spaces) a month: $%.2f\n", idleStack)
+	b.ReportMetric(idleStack, "usd/month-idle-stack")
 	// Per 1,000 spaces a month, apart from the event source (measured at
 	// 1,000): its scheduler sends and prober invocations are replaced by
 	// those measured at each size, where messages name more spaces and
@@ -307,8 +348,8 @@ func report(b *testing.B, dep deployed, f fixedCosts, rest measured, idle esmRun
 		perSpace := nonDDB + sizeOwn + ddbReads + ddbWrites + esmPer1000
 		fixedAll := fixedExcess + other
 		total := perSpace + fixedAll/k
-		fmt.Fprintf(&sb, "  %-34s per-space $%6.2f (event source $%5.2f, of which empty receives $%.2f; scheduler sends and prober invocations $%.2f; DynamoDB load $%.2f; Lambda duration, re-probe sends, EventBridge $%.2f) + fixed $%8.2f a stack = $%7.2f per 1,000 a month\n",
-			label, perSpace, esmPer1000, emptyPer1000, sizeOwn, ddbReads+ddbWrites, nonDDB, fixedAll, total)
+		fmt.Fprintf(&sb, "  %-34s per-space $%6.2f (event source $%5.2f, of which empty receives $%.2f; scheduler sends and prober invocations $%.2f; DynamoDB load $%.2f; Lambda duration, re-probe sends, EventBridge $%.2f; logs $%.2f) + fixed $%8.2f a stack = $%7.2f per 1,000 a month\n",
+			label, perSpace, esmPer1000, emptyPer1000, sizeOwn, ddbReads+ddbWrites, nonDDB-rest.cost.Logs, rest.cost.Logs, fixedAll, total)
 		return total
 	}
 	var last esmRun

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -359,7 +361,9 @@ func (p *Prober) run(ctx context.Context, ds []Delivery, jobs []job) {
 	var (
 		wg  sync.WaitGroup
 		sem = make(chan struct{}, max(1, p.Concurrency))
+		t   tally
 	)
+	defer t.emit(ctx, p.Metrics)
 	for k := range jobs {
 		if jobs[k].done {
 			continue
@@ -372,7 +376,7 @@ func (p *Prober) run(ctx context.Context, ds []Delivery, jobs []job) {
 			ctx, end := tracing.Message(ctx, "probe", d.Attributes)
 			// A message SQS delivers again, or one the prober sent again,
 			// may follow a transition stored but not published.
-			j.res, j.err = p.handle(ctx, j.m, d.ReceiveCount > 1 || j.m.Retry)
+			j.res, j.err = p.handle(ctx, &t, j.m, d.ReceiveCount > 1 || j.m.Retry)
 			end(j.err)
 			if j.err != nil {
 				p.Log.ErrorContext(ctx, "a space of a probe message failed", "message_id", d.MessageID, "space_id", j.m.ID, "error", j.err)
@@ -383,7 +387,7 @@ func (p *Prober) run(ctx context.Context, ds []Delivery, jobs []job) {
 }
 
 // handle handles one space's message (m names one space).
-func (p *Prober) handle(ctx context.Context, m Message, redelivered bool) (Result, error) {
+func (p *Prober) handle(ctx context.Context, t *tally, m Message, redelivered bool) (Result, error) {
 	if redelivered {
 		if err := p.republish(ctx, m); err != nil {
 			return Result{}, err
@@ -432,7 +436,7 @@ func (p *Prober) handle(ctx context.Context, m Message, redelivered bool) (Resul
 	}
 	res := Result{Action: ActionProbed, Outcome: o, MintLatency: mintTime}
 	res, err := p.store(ctx, s, digest, o, res)
-	p.record(ctx, s, m, res)
+	p.record(ctx, t, s, m, res)
 	if err != nil {
 		return res, err
 	}
@@ -594,8 +598,17 @@ func (p *Prober) republish(ctx context.Context, m Message) error {
 	return nil
 }
 
-// record writes the probe's log line, which carries its metrics (EMF).
-func (p *Prober) record(ctx context.Context, s space.Space, m Message, res Result) {
+// record counts the probe in t, whose metrics the batch writes at its
+// end, and writes the probe's own line: at info for a failure or a
+// transition, at debug otherwise (Lambda's ApplicationLogLevel keeps debug
+// lines out of the log unless an operator asks for them).
+//
+// Why not one line a probe with its metrics, as a probe's line once was:
+// CloudWatch Logs bills every byte a function writes, and that line
+// (about 790 bytes, EMF directives included) cost $17.55 per 1,000
+// spaces a month (BenchmarkProbingCost, "logs"), more than all else a
+// probe costs.
+func (p *Prober) record(ctx context.Context, t *tally, s space.Space, m Message, res Result) {
 	o := res.Outcome
 	reason := o.Reason
 	outcome := "success"
@@ -604,12 +617,21 @@ func (p *Prober) record(ctx context.Context, s space.Space, m Message, res Resul
 	} else {
 		reason = "OK"
 	}
+	t.add(reason, s.Provider, o, res)
+	level := slog.LevelDebug
+	if !o.OK() || res.Transition != nil {
+		level = slog.LevelInfo
+	}
+	if !p.Log.Enabled(ctx, level) {
+		return
+	}
 	props := []slog.Attr{
 		slog.String("space_id", s.ID), slog.String("org_id", s.OrgID),
 		slog.String("kind", kindName(m.Kind)), slog.String("outcome", outcome),
-		slog.String("Reason", reason), slog.Int64("latency_ms", o.Latency.Milliseconds()),
+		slog.String("reason", reason), slog.Int64("latency_ms", o.Latency.Milliseconds()),
+		slog.Int64("mint_ms", res.MintLatency.Milliseconds()),
 		slog.String("status", string(res.Space.Status)), slog.Bool("written", res.Written),
-		slog.String("Provider", string(s.Provider)),
+		slog.String("provider", string(s.Provider)),
 	}
 	if o.Message != "" {
 		props = append(props, slog.String("message", o.Message))
@@ -617,23 +639,99 @@ func (p *Prober) record(ctx context.Context, s space.Space, m Message, res Resul
 	if res.Transition != nil {
 		props = append(props, slog.String("from", string(res.Transition.From)), slog.String("to", string(res.Transition.To)))
 	}
+	p.Log.LogAttrs(ctx, level, "probe", props...)
+}
+
+// tally is a batch's probe metrics, by reason.
+type tally struct {
+	mu     sync.Mutex
+	groups map[string]*probeGroup
+	order  []string
+}
+
+type probeGroup struct {
+	probes, failures, transitions, writes float64
+	latency                               []float64
+	mint                                  map[space.Provider][]float64
+}
+
+// MintLatencyMetric names a cloud's mint latency metric: a metric a
+// cloud, not one metric by a Provider dimension, because EMF takes one
+// value of a dimension a line, and a line a cloud and batch is what the
+// batch lines save (tally.emit).
+func MintLatencyMetric(p space.Provider) string {
+	switch p {
+	case space.AWS:
+		return "MintLatencyAWS"
+	case space.GCP:
+		return "MintLatencyGCP"
+	case space.Azure:
+		return "MintLatencyAzure"
+	}
+	return "MintLatencyOther"
+}
+
+func (t *tally) add(reason string, provider space.Provider, o space.Outcome, res Result) {
 	b := func(v bool) float64 {
 		if v {
 			return 1
 		}
 		return 0
 	}
-	p.Metrics.Emit(ctx, "probe", []string{"Reason"}, props,
-		metrics.Metric{Name: "Probes", Unit: metrics.Count, Value: 1},
-		metrics.Metric{Name: "ProbeFailures", Unit: metrics.Count, Value: b(!o.OK())},
-		metrics.Metric{Name: "ProbeLatency", Unit: metrics.Milliseconds, Value: float64(o.Latency.Milliseconds())},
-		metrics.Metric{Name: "Transitions", Unit: metrics.Count, Value: b(res.Transition != nil)},
-		metrics.Metric{Name: "StatusWrites", Unit: metrics.Count, Value: b(res.Written)},
-		// By cloud: the dashboard's mint latency per provider. A cached
-		// credential takes about nothing, so the high percentiles are the
-		// clouds' own mints.
-		metrics.Metric{Name: "MintLatency", Unit: metrics.Milliseconds, Value: float64(res.MintLatency.Milliseconds()), Dimensions: [][]string{{"Provider"}}},
-	)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	g := t.groups[reason]
+	if g == nil {
+		if t.groups == nil {
+			t.groups = map[string]*probeGroup{}
+		}
+		g = &probeGroup{mint: map[space.Provider][]float64{}}
+		t.groups[reason] = g
+		t.order = append(t.order, reason)
+	}
+	g.probes++
+	g.failures += b(!o.OK())
+	g.transitions += b(res.Transition != nil)
+	g.writes += b(res.Written)
+	g.latency = append(g.latency, float64(o.Latency.Milliseconds()))
+	g.mint[provider] = append(g.mint[provider], float64(res.MintLatency.Milliseconds()))
+}
+
+// emit writes the batch's metrics: an EMF line a reason (one, "OK", in a
+// healthy fleet), the counts summed (the dashboard reads their Sum) and
+// the latencies as arrays of every probe's value, which CloudWatch takes
+// as that many samples, so their percentiles are the probes' own (at most
+// metrics.MaxValues a metric and line: more take more lines).
+func (t *tally) emit(ctx context.Context, m *metrics.Emitter) {
+	for _, reason := range t.order {
+		g := t.groups[reason]
+		for first := true; first || len(g.latency) > 0 || len(g.mint) > 0; first = false {
+			var ms []metrics.Metric
+			if first {
+				ms = append(ms,
+					metrics.Metric{Name: "Probes", Unit: metrics.Count, Value: g.probes},
+					metrics.Metric{Name: "ProbeFailures", Unit: metrics.Count, Value: g.failures},
+					metrics.Metric{Name: "Transitions", Unit: metrics.Count, Value: g.transitions},
+					metrics.Metric{Name: "StatusWrites", Unit: metrics.Count, Value: g.writes})
+			}
+			if n := min(len(g.latency), metrics.MaxValues); n > 0 {
+				ms = append(ms, metrics.Metric{Name: "ProbeLatency", Unit: metrics.Milliseconds, Values: g.latency[:n]})
+				g.latency = g.latency[n:]
+			}
+			// By cloud: the dashboard's mint latency per cloud, over all
+			// reasons. A cached credential takes about nothing, so the
+			// high percentiles are the clouds' own mints.
+			for _, p := range slices.Sorted(maps.Keys(g.mint)) {
+				vs := g.mint[p]
+				n := min(len(vs), metrics.MaxValues)
+				ms = append(ms, metrics.Metric{Name: MintLatencyMetric(p), Unit: metrics.Milliseconds, Values: vs[:n], Dimensions: [][]string{{}}})
+				if g.mint[p] = vs[n:]; len(g.mint[p]) == 0 {
+					delete(g.mint, p)
+				}
+			}
+			m.Emit(ctx, "probes", []string{"Reason"}, []slog.Attr{slog.String("Reason", reason)}, ms...)
+		}
+	}
 }
 
 func kindName(k string) string {

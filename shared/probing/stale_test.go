@@ -68,22 +68,24 @@ func TestBeatsReportStalenessAndMintLatency(t *testing.T) {
 	}
 
 	reg := lines(probing.Delivery{MessageID: "r", Body: probing.Message{OrgID: h.org, ID: s.ID, Kind: probing.KindRegistered}.Encode()})
-	if reg["beat"] != nil || reg["probe"]["Ticks"] != nil {
+	if reg["beat"] != nil || reg["probes"]["Ticks"] != nil {
 		t.Errorf("registration probe: %v, want no tick reported", reg)
 	}
-	if _, ok := reg["probe"]["MintLatency"].(float64); !ok || reg["probe"]["Provider"] != "aws" {
-		t.Errorf("registration probe: MintLatency %v Provider %v", reg["probe"]["MintLatency"], reg["probe"]["Provider"])
+	// The batch's metrics: the probe's mint latency, one sample, as its
+	// cloud's metric, published as a total.
+	if ms, ok := reg["probes"]["MintLatencyAWS"].([]any); !ok || len(ms) != 1 || reg["probes"]["Probes"] != 1.0 {
+		t.Errorf("registration probe: MintLatencyAWS %v Probes %v", reg["probes"]["MintLatencyAWS"], reg["probes"]["Probes"])
 	}
 	var dims []any
-	for _, d := range reg["probe"]["_aws"].(map[string]any)["CloudWatchMetrics"].([]any) {
+	for _, d := range reg["probes"]["_aws"].(map[string]any)["CloudWatchMetrics"].([]any) {
 		for _, m := range d.(map[string]any)["Metrics"].([]any) {
-			if m.(map[string]any)["Name"] == "MintLatency" {
+			if m.(map[string]any)["Name"] == "MintLatencyAWS" {
 				dims = d.(map[string]any)["Dimensions"].([]any)
 			}
 		}
 	}
-	if len(dims) != 1 || len(dims[0].([]any)) != 1 || dims[0].([]any)[0] != "Provider" {
-		t.Errorf("MintLatency dimensions %v, want [[Provider]]", dims)
+	if len(dims) != 1 || len(dims[0].([]any)) != 0 {
+		t.Errorf("MintLatencyAWS dimensions %v, want [[]]", dims)
 	}
 	version := h.get(s.ID).Version
 

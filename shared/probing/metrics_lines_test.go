@@ -1,0 +1,113 @@
+package probing_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"spaces/infra/testcluster"
+	"spaces/shared/metrics"
+	"spaces/shared/probing"
+	"spaces/shared/space"
+)
+
+// TestBatchWritesItsMetricsOnce: a batch's probe metrics are one EMF line
+// a reason, counts summed and latencies (the probes', and the mints' of
+// each cloud) as arrays of every probe's value, not a line a probe (CloudWatch Logs bills each byte); a
+// probe's own line is at info only when it failed or moved the status,
+// at debug otherwise.
+func TestBatchWritesItsMetricsOnce(t *testing.T) {
+	h := newHarness(t, time.Second)
+	up := testcluster.NewForTest(t)
+	down := testcluster.NewForTest(t)
+	down.SetMode(testcluster.Down())
+	var healthy []space.Space
+	for i := range 4 {
+		s := h.register(fmt.Sprintf("ok-%d", i), false)
+		h.minter.Set(s.ID, up.Credentials())
+		healthy = append(healthy, s)
+	}
+	bad := h.register("down", false)
+	h.minter.Set(bad.ID, down.Credentials())
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h.prober.Log, h.prober.Metrics = log, &metrics.Emitter{Log: log, Now: h.clock.Now}
+
+	// Registration probes and the first ticks, until the statuses settle.
+	next := h.clock.Now()
+	h.run(&next, h.clock.Now().Add(4*time.Minute), nil)
+	if h.get(bad.ID).Status != space.Inactive || h.get(healthy[0].ID).Status != space.Active {
+		t.Fatalf("statuses %s / %s, want inactive / active", h.get(bad.ID).Status, h.get(healthy[0].ID).Status)
+	}
+
+	// Three steady minutes, each tick's five messages handled as one
+	// batch (as Lambda gathers them within its batching window).
+	h.clock.Advance(time.Minute) // what the last tick sent, handled first
+	if ds := h.queue.due(); len(ds) > 0 {
+		h.prober.HandleBatch(t.Context(), ds)
+	}
+	buf.Reset()
+	for range 3 {
+		if _, err := h.scheduler.Tick(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		h.clock.Advance(time.Minute)
+		ds := h.queue.due()
+		if len(ds) == 0 {
+			t.Fatal("no probe message due a minute after a tick")
+		}
+		if failed := h.prober.HandleBatch(t.Context(), ds); len(failed) > 0 {
+			t.Fatalf("batch items failed: %v", failed)
+		}
+	}
+	var probeLines, metricLines int
+	sums := map[string]float64{}
+	samples := map[string]int{}
+	sc := bufio.NewScanner(&buf)
+	for sc.Scan() {
+		var l map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			t.Fatal(err)
+		}
+		switch l["msg"] {
+		case "probe":
+			probeLines++
+			failed := l["outcome"] == "failure"
+			if failed != (l["space_id"] == bad.ID) {
+				t.Errorf("probe line %v: only the down space's probes fail", l)
+			}
+			if want := map[bool]string{true: "INFO", false: "DEBUG"}[failed || l["from"] != nil]; l["level"] != want {
+				t.Errorf("probe line at %v, want %s: %v", l["level"], want, l)
+			}
+		case "probes":
+			metricLines++
+			if l["_aws"] == nil {
+				t.Fatalf("metrics line without EMF directives: %v", l)
+			}
+			reason := l["Reason"].(string)
+			sums[reason] += l["Probes"].(float64)
+			lat, ok := l["ProbeLatency"].([]any)
+			mint, ok2 := l[probing.MintLatencyMetric(space.AWS)].([]any)
+			if !ok || !ok2 || len(lat) != len(mint) || len(lat) > metrics.MaxValues {
+				t.Fatalf("latencies %v / %v: want arrays of one value a probe", l["ProbeLatency"], l["MintLatencyAWS"])
+			}
+			samples[reason] += len(lat)
+		}
+	}
+	if probeLines != 15 {
+		t.Errorf("%d probe lines in three minutes of five spaces, want 15", probeLines)
+	}
+	// The counts and the samples agree, and cover every probe.
+	if sums["OK"] != 12 || samples["OK"] != 12 || sums["OK"]+sums["Unreachable"] != 15 || samples["Unreachable"] != 3 {
+		t.Errorf("probes by reason %v, latency samples %v; want 12 OK and 3 Unreachable", sums, samples)
+	}
+	// One batch a tick: a line for the healthy four and one for the down
+	// one each minute, not five.
+	if metricLines != 6 {
+		t.Errorf("%d metrics lines in three ticks, want 6 (one a reason and tick)", metricLines)
+	}
+}
