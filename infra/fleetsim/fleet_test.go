@@ -154,7 +154,7 @@ type sim struct {
 	// each function's invocations and billed duration, the lifecycle
 	// events the template's rule sent to the presence queue, and the
 	// prober's checks of agent spaces.
-	fns struct{ agent, authorizer, presence, prober awscost.Lambda }
+	fns        struct{ agent, authorizer, presence, prober awscost.Lambda }
 	ruleEvents int
 	checks     int
 }
