@@ -54,9 +54,13 @@ func TestPrice(t *testing.T) {
 	u.WRU["DynamoDB UpdateItem"] = 1e6
 	u.SQSRequests = 1e6
 	u.Events = 1e6
-	c := Price(u, []Lambda{{Invocations: 1e6, Seconds: 1024, MemoryMB: 512}}, 0)
-	want := Cost{Reads: 0.125, Writes: 0.625, SQS: 0.40, LambdaRequests: 0.20, LambdaDuration: 512 * PriceLambdaGBSecond, EventBridge: 1}
-	if math.Abs(c.Total()-want.Total()) > 1e-9 || math.Abs(c.Reads-want.Reads) > 1e-12 || math.Abs(c.LambdaDuration-want.LambdaDuration) > 1e-12 {
+	// A million invocations writing 1 GB of their own lines, and Lambda's
+	// records of each (PlatformLogBytes).
+	c := Price(u, []Lambda{{Invocations: 1e6, Seconds: 1024, MemoryMB: 512, LogBytes: 1e9}}, 0)
+	want := Cost{Reads: 0.125, Writes: 0.625, SQS: 0.40, LambdaRequests: 0.20, LambdaDuration: 512 * PriceLambdaGBSecond, EventBridge: 1,
+		Logs: (1e9 + 1e6*PlatformLogBytes) / 1e9 * PriceLogsGB}
+	if math.Abs(c.Total()-want.Total()) > 1e-9 || math.Abs(c.Reads-want.Reads) > 1e-12 || math.Abs(c.LambdaDuration-want.LambdaDuration) > 1e-12 ||
+		math.Abs(c.Logs-want.Logs) > 1e-12 {
 		t.Errorf("bill %+v, want %+v", c, want)
 	}
 }
