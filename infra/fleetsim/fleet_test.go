@@ -200,6 +200,18 @@ func (s *sim) problem(format string, args ...any) {
 	s.problems = append(s.problems, s.clk.Now().Format("Mon 15:04:05")+": "+fmt.Sprintf(format, args...))
 }
 
+// failOnProblems reports every problem the run met and stops tb if there
+// was one; s.mu is held by the caller.
+func (s *sim) failOnProblems(tb testing.TB, what string, ran time.Duration) {
+	tb.Helper()
+	for _, p := range s.problems {
+		tb.Error(p)
+	}
+	if len(s.problems) > 0 {
+		tb.Fatalf("%sstopped at %s of simulated time", what, ran)
+	}
+}
+
 func (s *sim) failed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -694,12 +706,7 @@ func TestFleetForAWeek(t *testing.T) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, p := range s.problems {
-		t.Error(p)
-	}
-	if len(s.problems) > 0 {
-		t.Fatalf("stopped at %s of simulated time", now.Sub(start))
-	}
+	s.failOnProblems(t, "", now.Sub(start))
 	t.Logf("7 simulated days: lifecycle events %v, disconnect reasons %v, version resets seen %d, authorizer calls %d (%d refused), refreshes %d, keep-alive or TTL closes %d, credential renewals %v, transitions %d",
 		s.seen, s.reasons, s.resets, s.authz, s.refused, s.swept.Refreshed, s.swept.Kicked, s.renewalsByName(), len(s.trans))
 	for _, a := range s.fleet {

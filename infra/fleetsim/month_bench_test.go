@@ -88,12 +88,7 @@ func fleetMonth(b *testing.B, n, days int) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, p := range s.problems {
-		b.Error(p)
-	}
-	if len(s.problems) > 0 {
-		b.Fatalf("the channel failed: stopped at %s of simulated time", stopped.Sub(start))
-	}
+	s.failOnProblems(b, "the channel failed: ", stopped.Sub(start))
 	for _, a := range s.fleet {
 		if !s.broker.Connected(a.clientID) {
 			b.Errorf("%s is not connected at the end", a.name)
