@@ -178,7 +178,8 @@ func readTemplate(b testing.TB) deployed {
 // the first priced) or the variant's. Both are printed, with the
 // instance's CPU time a space (the cgroup's usage) and TLS handshakes a
 // probe (the test clusters' connections: 21 backends serve 1,000 spaces,
-// so connections are reused more than across real clusters). The replay
+// so connections are reused more than across real clusters;
+// PROBER_MAX_TRANSPORTS=1 makes nearly every probe a handshake). The replay
 // finds the store as the window left it: a healthy space's probe reads and
 // writes the same; a down space's write (1 % of the fleet) may find its
 // version moved on. Without a cgroup file system it can write (root), the
@@ -533,6 +534,17 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 		MaxTransports: checker.MaxTransports, Concurrency: v.concurrency}
 	if os.Getenv("PROBE_TIMEOUT") != "" {
 		cfg.Timeout = p.Timeout
+	}
+	// PROBER_MAX_TRANSPORTS bounds the instance's connection pools (one a
+	// cluster): 1 makes nearly every probe a new TLS handshake, as a fleet
+	// of one cluster a space would, where 21 backends let the instance
+	// reuse its connections.
+	if s := os.Getenv("PROBER_MAX_TRANSPORTS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("PROBER_MAX_TRANSPORTS: %q", s)
+		}
+		cfg.MaxTransports = n
 	}
 	var instances []instanceRun
 	for _, mb := range instanceSizes(b, v.memoryMB) {
