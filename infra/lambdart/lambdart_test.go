@@ -2,10 +2,13 @@ package lambdart_test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -158,4 +161,78 @@ func cursorSecret(b *testing.B, env *emulatortest.Env) string {
 		b.Fatal(err)
 	}
 	return *out.ARN
+}
+
+// TestRuntimeInvokesInTurn plays a function's runtime client against
+// Runtime: each invocation reaches one poll with its own request id, the
+// response (or error) posted comes back to Invoke, and an init error fails
+// the invocations after it.
+func TestRuntimeInvokesInTurn(t *testing.T) {
+	rt, err := lambdart.NewRuntime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	base := "http://" + rt.Addr() + "/2018-06-01/runtime/"
+	post := func(path string, body string) {
+		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Errorf("POST %s: %s", path, resp.Status)
+		}
+	}
+	// The function: answers "re:<event>", posts an error for the event
+	// "fail", and fails its init at the event "init".
+	ids := make(chan string, 4)
+	go func() {
+		for {
+			resp, err := http.Get(base + "invocation/next")
+			if err != nil {
+				return
+			}
+			event, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			id := resp.Header.Get("Lambda-Runtime-Aws-Request-Id")
+			ids <- id
+			switch string(event) {
+			case "fail":
+				post("invocation/"+id+"/error", "failed")
+			case "init":
+				post("init/error", "no init")
+				return
+			default:
+				post("invocation/"+id+"/response", "re:"+string(event))
+			}
+		}
+	}()
+	for _, c := range []struct {
+		event, response string
+		errored         bool
+	}{{"a", "re:a", false}, {"b", "re:b", false}, {"fail", "failed", true}, {"init", "no init", true}, {"c", "no init", true}} {
+		inv, err := rt.Invoke(t.Context(), []byte(c.event))
+		if err != nil {
+			t.Fatalf("%s: %v", c.event, err)
+		}
+		if string(inv.Response) != c.response || inv.Errored != c.errored {
+			t.Errorf("%s: response %q errored %t, want %q %t", c.event, inv.Response, inv.Errored, c.response, c.errored)
+		}
+		if !c.errored && inv.Posted.Before(inv.Handed) {
+			t.Errorf("%s: posted %s before handed %s", c.event, inv.Posted, inv.Handed)
+		}
+	}
+	close(ids)
+	seen := map[string]bool{}
+	for id := range ids {
+		if id == "" || seen[id] {
+			t.Errorf("request id %q empty or handed out twice", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) != 4 || rt.FirstPoll().IsZero() {
+		t.Errorf("%d invocations polled (want 4: the last fails on the init error), first poll %s", len(seen), rt.FirstPoll())
+	}
 }

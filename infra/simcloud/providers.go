@@ -23,12 +23,12 @@ import (
 // the way production configures them (mint.ForRuntime) except for the
 // endpoints and the runtime identities: the SDKs reach simcloud through
 // their ordinary overrides.
-func (c *Cloud) Providers() map[space.Provider]mint.Provider { return c.ProvidersFor(c.Trust()) }
+func (c Endpoints) Providers() map[space.Provider]mint.Provider { return c.ProvidersFor(c.Trust()) }
 
 // ProvidersFor are Providers presenting the identities trust names, as a
 // function configured with them would (a test builds one per minting
 // function of the template).
-func (c *Cloud) ProvidersFor(trust space.TrustConfig) map[space.Provider]mint.Provider {
+func (c Endpoints) ProvidersFor(trust space.TrustConfig) map[space.Provider]mint.Provider {
 	hc := c.HTTPClient()
 	awsCfg := c.runtimeAWS()
 	fed := mint.Federation{AWS: awsCfg, Trust: trust, STSEndpoint: c.URL, GoogleTokenURL: c.GoogleTokenURL(), HTTPClient: hc}
@@ -45,7 +45,7 @@ func (c *Cloud) ProvidersFor(trust space.TrustConfig) map[space.Provider]mint.Pr
 	}
 }
 
-func (c *Cloud) runtimeAWS() aws.Config {
+func (c Endpoints) runtimeAWS() aws.Config {
 	return aws.Config{
 		Region:      "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider(RuntimeAccessKeyID, RuntimeSecretAccessKey, ""),
@@ -55,7 +55,7 @@ func (c *Cloud) runtimeAWS() aws.Config {
 
 // Trust is who Spaces is to this cloud: what a customer of the simulated
 // cloud is told to trust (space.TrustConfig).
-func (c *Cloud) Trust() space.TrustConfig {
+func (c Endpoints) Trust() space.TrustConfig {
 	return space.TrustConfig{
 		AWSPrincipal:                RuntimeARN,
 		GCPWorkloadIdentityProvider: GCPWorkloadIdentityProvider,
@@ -68,7 +68,7 @@ func (c *Cloud) Trust() space.TrustConfig {
 
 // Minter is a mint.Minter reaching the cloud through Providers, with the
 // kubeauth grants and cloud accounts read from store.
-func (c *Cloud) Minter(store interface {
+func (c Endpoints) Minter(store interface {
 	mint.Grants
 	mint.Accounts
 }) *mint.Minter {

@@ -192,11 +192,19 @@ type Options struct {
 	OnInstallAgent func(ctx context.Context, token string) error
 }
 
-// Cloud is a running simulated cloud. It is safe for concurrent use.
-type Cloud struct {
+// Endpoints are what a client of the cloud needs to reach it (its URL and
+// the CA its certificate is signed by): plain data, so that a process of
+// its own (a benchmark's prober measured apart) builds the same minter as
+// the process that runs the cloud.
+type Endpoints struct {
 	// URL is the base URL of every simulated API, https://127.0.0.1:port.
 	URL   string
 	CAPEM []byte
+}
+
+// Cloud is a running simulated cloud. It is safe for concurrent use.
+type Cloud struct {
+	Endpoints
 
 	srv  *httptest.Server
 	opts Options
@@ -238,7 +246,7 @@ func Start(opts Options) (*Cloud, error) {
 		return nil, err
 	}
 	c := &Cloud{
-		CAPEM: ca.PEM(), opts: opts,
+		Endpoints: Endpoints{CAPEM: ca.PEM()}, opts: opts,
 		roles: map[string]trustPolicy{}, sas: map[string][]string{}, apps: map[string][]FederatedCredential{}, assert: map[string]webToken{},
 		tokens: map[string]issued{}, sessions: map[string]session{}, calls: map[string]int{}, failing: map[string]int{},
 		creators: map[string]bool{}, networks: map[string]string{}, created: map[space.Provider]int{},
@@ -270,7 +278,7 @@ func (c *Cloud) Close() { c.srv.Close() }
 
 // HTTPClient returns a client that trusts the cloud's certificate, for the
 // SDKs' HTTP client options.
-func (c *Cloud) HTTPClient() *http.Client {
+func (c Endpoints) HTTPClient() *http.Client {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(c.CAPEM)
 	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
@@ -280,11 +288,11 @@ func (c *Cloud) HTTPClient() *http.Client {
 }
 
 // Endpoints for the SDKs' overrides.
-func (c *Cloud) GoogleTokenURL() string { return c.URL + "/google/sts/v1/token" }
+func (c Endpoints) GoogleTokenURL() string { return c.URL + "/google/sts/v1/token" }
 
 // EntraAuthorityHost is the ActiveDirectoryAuthorityHost of a custom
 // cloud.Configuration.
-func (c *Cloud) EntraAuthorityHost() string { return c.URL + "/" }
+func (c Endpoints) EntraAuthorityHost() string { return c.URL + "/" }
 
 // WebhookURL is the token-review webhook for the kube-apiserver with the
 // given backend key (Cluster.Backend).
@@ -369,7 +377,7 @@ func (c *Cloud) AddApp(tenantID, clientID string, fics ...FederatedCredential) {
 
 // AWSIssuer is the issuer of the runtime's web identity tokens (the AWS
 // account's outbound identity federation issuer).
-func (c *Cloud) AWSIssuer() string { return c.URL + "/aws-outbound" }
+func (c Endpoints) AWSIssuer() string { return c.URL + "/aws-outbound" }
 
 // Revoke invalidates an issued Google or Entra token, or an AWS session by
 // its access key id, everywhere.

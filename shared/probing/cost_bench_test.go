@@ -154,9 +154,36 @@ func readTemplate(b testing.TB) deployed {
 // holds about 62), where at 10,000 and more it names about 48, so
 // "after" forms the batches of a fleet whose messages are full (BatchSize ×
 // MaxSpaces spaces), and BenchmarkProbingCostAtScale takes the invocations
-// and sends of each fleet size from what it measures there. Lambda time is the measured wall time of each handler
-// call at the variant's memory size. The fake clock moves one second at a
-// time; the scheduler ticks every minute, as EventBridge Scheduler would.
+// and sends of each fleet size from what it measures there. The fake clock
+// moves one second at a time; the scheduler ticks every minute, as
+// EventBridge Scheduler would.
+//
+// Requests are counted in this process, as above; Lambda duration is not
+// taken from it. Here the prober runs up to 10 batches at once on a
+// machine's cores shared with the emulator, the simulated clouds (whose
+// STS verifies every EKS token a test cluster checks) and the test
+// clusters, so a batch's wall time is mostly their CPU; and on a free
+// core it gets more CPU than Lambda gives a small function. So every batch
+// invoked here, in order, is handed again at its fake time (the warm-up's
+// too, to warm the minter's cache alike) to the prober as one Lambda
+// instance: a process of its own (this test binary, TestMain's
+// runProberInstance) building the prober as this one does, against the
+// same table, queue, clouds and clusters, served through the Lambda
+// runtime API (lambdart.Runtime) one invocation at a time, in a cgroup
+// holding it to Lambda's CPU share for the memory size (lambdart.CPUShare:
+// MemorySize / 1,769 of a CPU, taking one of this machine's cores for a
+// Graviton vCPU). Lambda duration is each measured-window invocation's,
+// from the event handed to the runtime to its response posted, billed to
+// the millisecond at the memory size: PROBER_MEMORY_MB (comma-separated,
+// the first priced) or the variant's. Both are printed, with the
+// instance's CPU time a space (the cgroup's usage) and TLS handshakes a
+// probe (the test clusters' connections: 21 backends serve 1,000 spaces,
+// so connections are reused more than across real clusters;
+// PROBER_MAX_TRANSPORTS=1 makes nearly every probe a handshake). The replay
+// finds the store as the window left it: a healthy space's probe reads and
+// writes the same; a down space's write (1 % of the fleet) may find its
+// version moved on. Without a cgroup file system it can write (root), the
+// benchmark fails and says so.
 //
 // DynamoDB is priced both ways: on demand (each unit), and as provisioned
 // capacity kept at the template's target use (awscost.Cost.Provisioned),
@@ -186,6 +213,9 @@ func BenchmarkProbingCost(b *testing.B) {
 				b.ReportMetric(c.LambdaRequests+c.LambdaDuration, "usd-lambda")
 				b.ReportMetric(c.Logs, "usd-logs")
 				b.ReportMetric(c.EventBridge, "usd-eventbridge")
+				for _, in := range m.instances {
+					b.ReportMetric(in.lambda.GBSeconds()*awscost.PriceLambdaGBSecond*m.durationScale, fmt.Sprintf("usd-duration-at-%dMB", in.memoryMB))
+				}
 			}
 			b.ReportMetric(0, "ns/op")
 		})
@@ -244,6 +274,11 @@ type measured struct {
 	// in the window; idleSeries: the scheduler's, which it publishes
 	// every tick with or without spaces.
 	series, idleSeries int
+	// instances: the prober's Lambda instance at each memory size, the
+	// first priced; durationScale turns the window into a month of 1,000
+	// spaces.
+	instances     []instanceRun
+	durationScale float64
 }
 
 func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
@@ -307,6 +342,16 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	}
 	dead := testcluster.NewForTest(b, testcluster.WithCA(ca), testcluster.WithTokenCheck(sc.TokenCheck("bench-down")))
 	dead.SetMode(testcluster.Down())
+
+	// accepted is the test clusters' connections so far: a TLS handshake
+	// each.
+	accepted := func() int {
+		n := dead.Accepted()
+		for _, cl := range healthy {
+			n += cl.Accepted()
+		}
+		return n
+	}
 
 	var reg sync.WaitGroup
 	sem := make(chan struct{}, 16)
@@ -378,10 +423,17 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 		batchTimes       []time.Duration
 	)
 	billed := func(d time.Duration) float64 { return math.Ceil(float64(d)/float64(time.Millisecond)) / 1000 }
+	// Every batch invoked, in order, with its time: what the prober's
+	// Lambda instance is handed afterwards (replayInstance).
+	var (
+		recorded []timedBatch
+		profile  bool // in the measured window
+	)
 	invoke := func(batches [][]probing.Delivery) {
 		var wg sync.WaitGroup
 		conc := make(chan struct{}, 10)
 		for _, batch := range batches {
+			recorded = append(recorded, timedBatch{at: c.Now(), batch: batch, measured: profile})
 			conc <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-conc }()
@@ -407,7 +459,6 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 		open     []probing.Delivery
 		openedAt time.Time
 		// The table's units of each simulated second of the window.
-		profile          bool
 		lastRRU, lastWRU float64
 		rruSec, wruSec   []float64
 	)
@@ -478,13 +529,40 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	prober, schedler, delivered, batchTimes = awscost.Lambda{}, awscost.Lambda{}, 0, nil
 	proberLog.Reset()
 	schedulerLog.Reset()
-	cpu0, wall0 := cpuTime(b), time.Now()
+	cpu0, wall0, accepted0 := cpuTime(b), time.Now(), accepted()
 	profile = true
 	run(c.Now().Add(window))
 	cpu, wall := cpuTime(b)-cpu0, time.Since(wall0)
+	handshakes := accepted() - accepted0
 	u := meter.Take()
 	schedulerSends := schedMeter.Take().Requests["SQS SendMessageBatch"]
 	prober.MemoryMB, schedler.MemoryMB = v.memoryMB, dep.schedulerMemoryMB
+
+	// The prober's Lambda duration: the same batches, at the same times,
+	// handed to the prober as one Lambda instance at each memory size.
+	cfg := instanceConfig{Endpoint: env.Endpoint, Table: table, Queue: queueURL, Bus: env.Name(b, "EventBus"), Cloud: sc.Endpoints,
+		MaxTransports: checker.MaxTransports, Concurrency: v.concurrency}
+	if os.Getenv("PROBE_TIMEOUT") != "" {
+		cfg.Timeout = p.Timeout
+	}
+	// PROBER_MAX_TRANSPORTS bounds the instance's connection pools (one a
+	// cluster): 1 makes nearly every probe a new TLS handshake, as a fleet
+	// of one cluster a space would, where 21 backends let the instance
+	// reuse its connections.
+	if s := os.Getenv("PROBER_MAX_TRANSPORTS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			b.Fatalf("PROBER_MAX_TRANSPORTS: %q", s)
+		}
+		cfg.MaxTransports = n
+	}
+	var instances []instanceRun
+	for _, mb := range instanceSizes(b, v.memoryMB) {
+		instances = append(instances, replayInstance(b, cfg, mb, recorded, accepted, billed))
+	}
+	inProcess := prober
+	prober = instances[0].lambda
+	// Its log: the lines this process's prober wrote for those batches.
 	prober.LogBytes, schedler.LogBytes = float64(proberLog.bytes.Load()), float64(schedulerLog.bytes.Load())
 
 	maxItem, which := maxItemBytes(b, awsclient.DynamoDB(env.Config, env.Endpoint), table)
@@ -519,8 +597,20 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 		u.Events, prober.Seconds/prober.Invocations, prober.GBSeconds()/float64(delivered), schedler.Seconds/schedler.Invocations)
 	fmt.Fprintf(&sb, "  logs: the prober's lines %.0f bytes a space, Lambda's records %.0f bytes a space (estimated, awscost.PlatformLogBytes an invocation); the scheduler's lines %.0f bytes a tick\n",
 		perProbe(prober.LogBytes), perProbe(prober.Invocations*awscost.PlatformLogBytes), schedler.LogBytes/schedler.Invocations)
-	fmt.Fprintf(&sb, "  prober batch wall time p50 %s, max %s; spaces per batch %.1f\n",
-		percentile(batchTimes, .5), percentile(batchTimes, 1), float64(delivered)/prober.Invocations)
+	fmt.Fprintf(&sb, "  in this process (10 batches at once, sharing 2 cores with the emulator, the simulated clouds and the test clusters; not what Lambda bills): batch wall time p50 %s, max %s; %.4f GB-s per space at %d MB; TLS handshakes a probe %.4f; spaces per batch %.1f\n",
+		percentile(batchTimes, .5), percentile(batchTimes, 1), inProcess.GBSeconds()/float64(delivered), inProcess.MemoryMB,
+		float64(handshakes)/float64(delivered), float64(delivered)/inProcess.Invocations)
+	scaleDuration := 1000 * 30 * 24 * 60 / (float64(fleet) * window.Minutes())
+	for i, in := range instances {
+		priced := ""
+		if i == 0 {
+			priced = " (priced)"
+		}
+		fmt.Fprintf(&sb, "  one Lambda instance at %d MB%s (%.3f vCPU by cgroup, one invocation at a time): duration p50 %s, mean %s, max %s; %.4f GB-s per space, $%.2f per 1,000 spaces a month; CPU %.2f ms per space (%d periods throttled); TLS handshakes a probe %.4f (the test clusters are %d backends: real clusters would need more); %d items failed\n",
+			in.memoryMB, priced, in.vcpus, percentile(in.durations, .5), in.mean(), percentile(in.durations, 1),
+			in.lambda.GBSeconds()/float64(in.probes), in.lambda.GBSeconds()*awscost.PriceLambdaGBSecond*scaleDuration,
+			float64(in.cpu.Microseconds())/1000/float64(in.probes), in.throttled, float64(in.handshakes)/float64(in.probes), backends+1, in.failed)
+	}
 	// The whole process (emulator, simulated clouds, test clusters, the
 	// scheduler and the prober) shares this CPU time: an upper bound on
 	// the prober's own.
@@ -556,13 +646,8 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	// Printed, not logged: the testing package keeps only ten lines of a
 	// benchmark's log.
 	fmt.Println(sb.String())
-	var mean time.Duration
-	for _, d := range batchTimes {
-		mean += d
-	}
-	mean /= time.Duration(max(1, len(batchTimes)))
-	return measured{cost: cost, onDemand: onDemand, usage: u, delivered: delivered, batchTime: mean, spaceMinutes: spaceMinutes,
-		schedulerSends: schedulerSends, proberInvocations: prober.Invocations,
+	return measured{cost: cost, onDemand: onDemand, usage: u, delivered: delivered, batchTime: instances[0].mean(), spaceMinutes: spaceMinutes,
+		schedulerSends: schedulerSends, proberInvocations: prober.Invocations, instances: instances, durationScale: scaleDuration,
 		series: proberLog.Series() + schedulerLog.Series(), idleSeries: schedulerLog.Series()}
 }
 

@@ -37,8 +37,9 @@ const minutesPerMonth = 30 * 24 * 60
 //  1. What a probe costs apart from the event source: BenchmarkProbingCost's
 //     "after" variant (template.yaml as it is: 1,000 spaces on a fake
 //     clock, the production prober, minter and store, every request
-//     metered, batches of up to BatchSize × MaxSpaces spaces). Its reads,
-//     writes, Lambda time, re-probes' sends and EventBridge are per space
+//     metered, batches of up to BatchSize × MaxSpaces spaces, Lambda
+//     duration measured on a prober instance held to Lambda's CPU share).
+//     Its reads, writes, Lambda time, re-probes' sends and EventBridge are per space
 //     probed and do not move with the fleet (BenchmarkGrowth: 1 read and
 //     0.20 writes per probe at 10⁴, 10⁵ and 10⁶); the scheduler's sends
 //     and the prober's invocations do (a message names more spaces in a
@@ -50,7 +51,8 @@ const minutesPerMonth = 30 * 24 * 60
 //     pollers at least, 20-second long polls, the template's BatchSize and
 //     MaximumBatchingWindowInSeconds, DeleteMessageBatch of what the
 //     function acknowledged) delivering to a function that takes as long
-//     per batch as the prober's batches took in 1, and counts the spaces
+//     per batch as the prober's Lambda instance took in 1 (its mean
+//     duration at the priced memory size), and counts the spaces
 //     its messages name: every figure is per space probed. Every request the
 //     pollers send is counted by SDK middleware on their SQS client
 //     (awscost.Meter), empty receives apart; the emulator answers a long
