@@ -69,10 +69,10 @@ const (
 	// function writes, its EMF metric lines included, is billed by size.
 	PriceLogsGB = 0.50
 	// PlatformLogBytes estimates what Lambda itself writes to a function's
-	// log an invocation in its JSON log format (the platform.start and
-	// platform.report records, about 250 and 450 bytes as
-	// https://docs.aws.amazon.com/lambda/latest/dg/telemetry-schema-reference.html
-	// shows them): an estimate, not a measurement.
+	// log an invocation in its JSON log format: the platform.start and
+	// platform.report records (their fields:
+	// https://docs.aws.amazon.com/lambda/latest/dg/telemetry-schema-reference.html),
+	// taken as about 250 and 450 bytes. An estimate, not a measurement.
 	PlatformLogBytes = 700
 	// HoursPerMonth is AWS's month for hourly prices.
 	HoursPerMonth = 730
