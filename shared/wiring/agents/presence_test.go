@@ -538,18 +538,26 @@ func TestSignedCredentials(t *testing.T) {
 		}
 	}
 
-	// KMS refusing (the key disabled): the exchange fails and stores nothing.
+	// KMS refusing (the key disabled). The exchange is signed only once
+	// its bootstrap is proven and spent, so it answers the credential
+	// unsigned (the agent renews it for a signed one before it connects);
+	// a renewal answers a server error and stores nothing the agent
+	// cannot retry with the credential it presented.
 	s2, b2 := e.bootstrapped()
 	if _, err := kmsc.DisableKey(t.Context(), &kms.DisableKeyInput{KeyId: aws.String(keyID)}); err != nil {
 		t.Fatal(err)
 	}
-	if code, _ := call("/agent/exchange", b2.Raw); code < 500 {
-		t.Errorf("exchange with the key disabled: %d, want a server error", code)
+	code, unsigned := call("/agent/exchange", b2.Raw)
+	if code != 200 || unsigned.SpaceID != s2.ID || unsigned.TokenSignature != "" {
+		t.Errorf("exchange with the key disabled: %d %+v, want the credential unsigned", code, unsigned)
+	}
+	if code, _ := call("/agent/credential", unsigned.Credential); code < 500 {
+		t.Errorf("renewal with the key disabled: %d, want a server error", code)
 	}
 	if _, err := kmsc.EnableKey(t.Context(), &kms.EnableKeyInput{KeyId: aws.String(keyID)}); err != nil {
 		t.Fatal(err)
 	}
-	if code, c := call("/agent/exchange", b2.Raw); code != 200 || c.SpaceID != s2.ID || !verifies(c) {
-		t.Errorf("the same bootstrap once the key is back: %d %+v, want it unspent and exchanged", code, c)
+	if code, c := call("/agent/credential", unsigned.Credential); code != 200 || !verifies(c) {
+		t.Errorf("the unsigned credential renewed once the key is back: %d %+v, want a signed one", code, c)
 	}
 }
