@@ -99,7 +99,14 @@ func (a *API) agentExchange(w http.ResponseWriter, r *http.Request, token string
 		}
 	}
 	return a.agentCredential(w, r, token, func(ctx context.Context, token string) (space.AgentCredential, error) {
-		return a.Agents.ExchangeBound(ctx, token, b)
+		c, err := a.Agents.ExchangeBound(ctx, token, b)
+		if err == nil && c.TokenSignature == "" && a.Agents.Presence.Endpoint != "" && a.Agents.Presence.TokenKeyName != "" {
+			// The bootstrap is spent, so the credential is answered
+			// unsigned (the agent renews it before it connects): said
+			// here, since nothing else would show KMS refusing.
+			logger(ctx).ErrorContext(ctx, "the agent token key did not sign an exchanged credential: answered unsigned", "space_id", c.SpaceID)
+		}
+		return c, err
 	})
 }
 

@@ -551,6 +551,9 @@ func TestSignedCredentials(t *testing.T) {
 	if code != 200 || unsigned.SpaceID != s2.ID || unsigned.TokenSignature != "" {
 		t.Errorf("exchange with the key disabled: %d %+v, want the credential unsigned", code, unsigned)
 	}
+	if !strings.Contains(e.logs.String(), "did not sign an exchanged credential") {
+		t.Errorf("the unsigned answer is not logged:\n%s", e.logs.String())
+	}
 	if code, _ := call("/agent/credential", unsigned.Credential); code < 500 {
 		t.Errorf("renewal with the key disabled: %d, want a server error", code)
 	}
