@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,8 +19,9 @@ import (
 // TestBatchWritesItsMetricsOnce: a batch's probe metrics are one EMF line
 // a reason, counts summed and latencies (the probes', and the mints' of
 // each cloud) as arrays of every probe's value, not a line a probe (CloudWatch Logs bills each byte); a
-// probe's own line is at info only when it failed or moved the status,
-// at debug otherwise.
+// probe's own line is at info only when it failed and changed what is
+// stored, or moved the status, at debug otherwise; only ProbeFailures is
+// published by Reason.
 func TestBatchWritesItsMetricsOnce(t *testing.T) {
 	h := newHarness(t, time.Second)
 	up := testcluster.NewForTest(t)
@@ -49,6 +51,11 @@ func TestBatchWritesItsMetricsOnce(t *testing.T) {
 	h.clock.Advance(time.Minute) // what the last tick sent, handled first
 	if ds := h.queue.due(); len(ds) > 0 {
 		h.prober.HandleBatch(t.Context(), ds)
+	}
+	// While the down space moved toward inactive, its failures were
+	// stored, and each was a line at info.
+	if n := strings.Count(buf.String(), `"level":"INFO","msg":"probe"`); n < space.FailureThreshold {
+		t.Errorf("%d probe lines at info while the down space failed toward inactive, want at least %d", n, space.FailureThreshold)
 	}
 	buf.Reset()
 	for range 3 {
@@ -80,7 +87,9 @@ func TestBatchWritesItsMetricsOnce(t *testing.T) {
 			if failed != (l["space_id"] == bad.ID) {
 				t.Errorf("probe line %v: only the down space's probes fail", l)
 			}
-			if want := map[bool]string{true: "INFO", false: "DEBUG"}[failed || l["from"] != nil]; l["level"] != want {
+			// The down space is inactive by now: its failures store
+			// nothing, and are not news.
+			if want := map[bool]string{true: "INFO", false: "DEBUG"}[failed && l["written"] == true || l["from"] != nil]; l["level"] != want {
 				t.Errorf("probe line at %v, want %s: %v", l["level"], want, l)
 			}
 		case "probes":
@@ -90,6 +99,25 @@ func TestBatchWritesItsMetricsOnce(t *testing.T) {
 			}
 			reason := l["Reason"].(string)
 			sums[reason] += l["Probes"].(float64)
+			// Only ProbeFailures by Reason: each value of a dimension
+			// is a custom metric billed by the month.
+			byReason := map[string]bool{}
+			for _, d := range l["_aws"].(map[string]any)["CloudWatchMetrics"].([]any) {
+				d := d.(map[string]any)
+				if fmt.Sprint(d["Dimensions"]) == "[[Reason] []]" {
+					for _, m := range d["Metrics"].([]any) {
+						byReason[m.(map[string]any)["Name"].(string)] = true
+					}
+				}
+			}
+			want := map[string]bool{}
+			_, failures := l["ProbeFailures"]
+			if failures {
+				want["ProbeFailures"] = true
+			}
+			if fmt.Sprint(byReason) != fmt.Sprint(want) || failures != (reason != "OK") {
+				t.Errorf("%s line: metrics by Reason %v, ProbeFailures %v; want ProbeFailures alone, on failures' lines only", reason, byReason, l["ProbeFailures"])
+			}
 			lat, ok := l["ProbeLatency"].([]any)
 			mint, ok2 := l[probing.MintLatencyMetric(space.AWS)].([]any)
 			if !ok || !ok2 || len(lat) != len(mint) || len(lat) > metrics.MaxValues {

@@ -599,8 +599,8 @@ func (p *Prober) republish(ctx context.Context, m Message) error {
 }
 
 // record counts the probe in t, whose metrics the batch writes at its
-// end, and writes the probe's own line: at info for a failure or a
-// transition, at debug otherwise (Lambda's ApplicationLogLevel keeps debug
+// end, and writes the probe's own line: at info for a failure that
+// changed what is stored or a transition, at debug otherwise (Lambda's ApplicationLogLevel keeps debug
 // lines out of the log unless an operator asks for them).
 //
 // Why not one line a probe with its metrics, as a probe's line once was:
@@ -618,8 +618,12 @@ func (p *Prober) record(ctx context.Context, t *tally, s space.Space, m Message,
 		reason = "OK"
 	}
 	t.add(reason, s.Provider, o, res)
+	// A failure that stored nothing (an inactive space failing as it did a
+	// minute ago: space.NeedsWrite) is news to nobody: the batch's
+	// ProbeFailures count it, and the space's stored reason and message say
+	// why.
 	level := slog.LevelDebug
-	if !o.OK() || res.Transition != nil {
+	if !o.OK() && res.Written || res.Transition != nil {
 		level = slog.LevelInfo
 	}
 	if !p.Log.Enabled(ctx, level) {
@@ -701,21 +705,28 @@ func (t *tally) add(reason string, provider space.Provider, o space.Outcome, res
 // healthy fleet), the counts summed (the dashboard reads their Sum) and
 // the latencies as arrays of every probe's value, which CloudWatch takes
 // as that many samples, so their percentiles are the probes' own (at most
-// metrics.MaxValues a metric and line: more take more lines).
+// metrics.MaxValues a metric and line: more take more lines). Only
+// ProbeFailures is published by Reason as well as in total: every
+// dimension value is a custom metric billed by the month ($0.30), so the
+// other four by Reason cost $1.20 a month for each reason a fleet shows,
+// and "probes by reason" reads as failures by reason beside the total.
 func (t *tally) emit(ctx context.Context, m *metrics.Emitter) {
+	total := [][]string{{}}
 	for _, reason := range t.order {
 		g := t.groups[reason]
 		for first := true; first || len(g.latency) > 0 || len(g.mint) > 0; first = false {
 			var ms []metrics.Metric
 			if first {
 				ms = append(ms,
-					metrics.Metric{Name: "Probes", Unit: metrics.Count, Value: g.probes},
-					metrics.Metric{Name: "ProbeFailures", Unit: metrics.Count, Value: g.failures},
-					metrics.Metric{Name: "Transitions", Unit: metrics.Count, Value: g.transitions},
-					metrics.Metric{Name: "StatusWrites", Unit: metrics.Count, Value: g.writes})
+					metrics.Metric{Name: "Probes", Unit: metrics.Count, Value: g.probes, Dimensions: total},
+					metrics.Metric{Name: "Transitions", Unit: metrics.Count, Value: g.transitions, Dimensions: total},
+					metrics.Metric{Name: "StatusWrites", Unit: metrics.Count, Value: g.writes, Dimensions: total})
+				if g.failures > 0 {
+					ms = append(ms, metrics.Metric{Name: "ProbeFailures", Unit: metrics.Count, Value: g.failures})
+				}
 			}
 			if n := min(len(g.latency), metrics.MaxValues); n > 0 {
-				ms = append(ms, metrics.Metric{Name: "ProbeLatency", Unit: metrics.Milliseconds, Values: g.latency[:n]})
+				ms = append(ms, metrics.Metric{Name: "ProbeLatency", Unit: metrics.Milliseconds, Values: g.latency[:n], Dimensions: total})
 				g.latency = g.latency[n:]
 			}
 			// By cloud: the dashboard's mint latency per cloud, over all
@@ -724,7 +735,7 @@ func (t *tally) emit(ctx context.Context, m *metrics.Emitter) {
 			for _, p := range slices.Sorted(maps.Keys(g.mint)) {
 				vs := g.mint[p]
 				n := min(len(vs), metrics.MaxValues)
-				ms = append(ms, metrics.Metric{Name: MintLatencyMetric(p), Unit: metrics.Milliseconds, Values: vs[:n], Dimensions: [][]string{{}}})
+				ms = append(ms, metrics.Metric{Name: MintLatencyMetric(p), Unit: metrics.Milliseconds, Values: vs[:n], Dimensions: total})
 				if g.mint[p] = vs[n:]; len(g.mint[p]) == 0 {
 					delete(g.mint, p)
 				}
