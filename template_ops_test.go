@@ -226,9 +226,9 @@ func TestAlarmsReachSomeone(t *testing.T) {
 		"AWS/SQS ApproximateAgeOfOldestMessage ProbeQueue", "AWS/SQS ApproximateAgeOfOldestMessage RevisionsQueue",
 		"AWS/Scheduler TargetErrorCount ProbeScheduleGroup",
 		"Spaces/${AWS::StackName} FanOutSize", "Spaces/${AWS::StackName} Ticks", "Spaces/${AWS::StackName} StaleTicks",
-		// A throttle: the on-demand caps (OnDemandThroughput) or a hot partition.
-		"AWS/DynamoDB ReadThrottleEvents SpacesTable", "AWS/DynamoDB WriteThrottleEvents SpacesTable",
-		"AWS/DynamoDB ReadThrottleEvents SpacesTable probe-digest", "AWS/DynamoDB WriteThrottleEvents SpacesTable probe-digest",
+		// A throttle: the on-demand caps (OnDemandThroughput) or a hot
+		// partition (every operation: TestEveryTableOperationThrottleIsWatched).
+		"AWS/DynamoDB ThrottledRequests SpacesTable Query", "AWS/DynamoDB ThrottledRequests SpacesTable TransactWriteItems",
 	}
 	for _, fn := range tpl.ofType("AWS::Serverless::Function") {
 		// The alias's executed version (TestSafeDeployments).
@@ -253,8 +253,8 @@ func TestAlarmsReachSomeone(t *testing.T) {
 	if p99["ExtendedStatistic"] != "p99" {
 		t.Errorf("ApiLatencyAlarm statistic = %v, want p99", p99["ExtendedStatistic"])
 	}
-	if tpl.Resources["Dashboard"].Type != "AWS::CloudWatch::Dashboard" {
-		t.Fatal("no Dashboard (AWS::CloudWatch::Dashboard)")
+	if tpl.Resources["Dashboard"].Type != "AWS::CloudWatch::Dashboard" || tpl.Resources["Dashboard"].Condition != "HasDashboard" {
+		t.Fatal("no Dashboard (AWS::CloudWatch::Dashboard) on the condition HasDashboard (parameter CreateDashboard)")
 	}
 	body, _ := get(tpl.Resources["Dashboard"].Properties, "DashboardBody", "Fn::Sub").(string)
 	// A digit stands for every substitution: valid inside a string and as
@@ -263,10 +263,10 @@ func TestAlarmsReachSomeone(t *testing.T) {
 	if !json.Valid([]byte(body)) {
 		t.Errorf("DashboardBody is not JSON once substituted: %s", body)
 	}
-	for _, m := range []string{"Probes", `"Transitions"`, `"FanOutDuration"`, `"ProbeLatency"`, `"StaleTicks"`,
+	for _, m := range []string{`"Probes"`, `MetricName=\"ProbeFailures\"`, `"Transitions"`, `"FanOutDuration"`, `"ProbeLatency"`, `"StaleTicks"`,
 		// Mint latency per cloud, as the prober emits it (a metric a cloud).
 		`"MintLatencyAWS"`, `"MintLatencyGCP"`, `"MintLatencyAzure"`,
-		`"ConsumedReadCapacityUnits"`, `"ConsumedWriteCapacityUnits"`, `"ReadThrottleEvents"`, `"WriteThrottleEvents"`} {
+		`"ConsumedReadCapacityUnits"`, `"ConsumedWriteCapacityUnits"`, `MetricName=\"ThrottledRequests\"`} {
 		if !strings.Contains(body, m) {
 			t.Errorf("the dashboard does not show %s", m)
 		}
@@ -286,19 +286,14 @@ func TestAlarmsReachSomeone(t *testing.T) {
 	}
 }
 
-// TestEveryIndexThrottleIsWatched: every throttle metric an alarm reads
-// of the spaces table is read for the table and for each index the table
-// defines, so no index throttles unseen; no alarm's math reads more than
-// the 10 metrics CloudWatch allows.
-func TestEveryIndexThrottleIsWatched(t *testing.T) {
+// TestEveryTableOperationThrottleIsWatched: the table's throttle alarm
+// reads ThrottledRequests for every DynamoDB operation the service's code
+// sends (the Go sources outside infra/, the local stack's), which counts a
+// request throttled by the table or by any index (template.yaml,
+// TableThrottleAlarm), so no index, nor one added later, throttles unseen;
+// no alarm's math reads more than the 10 metrics CloudWatch allows.
+func TestEveryTableOperationThrottleIsWatched(t *testing.T) {
 	tpl := parseRaw(t)
-	sources := []string{""}
-	for _, g := range list(tpl.Resources["SpacesTable"].Properties["GlobalSecondaryIndexes"]) {
-		sources = append(sources, " "+fmt.Sprint(get(g, "IndexName")))
-	}
-	if len(sources) < 2 {
-		t.Fatal("SpacesTable defines no GlobalSecondaryIndexes")
-	}
 	watched := map[string]bool{}
 	for _, id := range tpl.ofType("AWS::CloudWatch::Alarm") {
 		p := tpl.Resources[id].Properties
@@ -309,11 +304,36 @@ func TestEveryIndexThrottleIsWatched(t *testing.T) {
 			watched[m] = true
 		}
 	}
-	for _, metric := range []string{"ReadThrottleEvents", "WriteThrottleEvents"} {
-		for _, src := range sources {
-			if w := "AWS/DynamoDB " + metric + " SpacesTable" + src; !watched[w] {
-				t.Errorf("no alarm watches %s", w)
-			}
+	call := regexp.MustCompile(`\.(GetItem|PutItem|UpdateItem|DeleteItem|Query|Scan|BatchGetItem|BatchWriteItem|TransactGetItems|TransactWriteItems|ExecuteStatement|BatchExecuteStatement|ExecuteTransaction)\(ctx|dynamodb\.New(Query|Scan)Paginator`)
+	sent := map[string]bool{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (path == "infra" || strings.HasPrefix(d.Name(), ".") && path != ".") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range call.FindAllStringSubmatch(string(src), -1) {
+			sent[m[1]+m[2]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sent["UpdateItem"] || !sent["TransactWriteItems"] || !sent["Query"] {
+		t.Fatalf("operations found in the code %v: the scan misses the store's calls", sent)
+	}
+	for op := range sent {
+		if w := "AWS/DynamoDB ThrottledRequests SpacesTable " + op; !watched[w] {
+			t.Errorf("the code sends %s, and no alarm watches %s", op, w)
 		}
 	}
 }
@@ -361,8 +381,11 @@ func TestTableIsOnDemand(t *testing.T) {
 }
 
 // TestTracing: X-Ray active tracing is on for every function (Globals, and
-// no function turns it off), the functions export their spans to it, and
-// every function's role may send its traces.
+// no function turns it off) but the scheduler and the prober, whose
+// tracing is the ProbeTracing parameter (PassThrough by default: Lambda's
+// sampling of their invocations costs more than the fleet's logs, and the
+// ticks' traces are an idle stack's), the functions export
+// their spans to it, and every function's role may send its traces.
 func TestTracing(t *testing.T) {
 	tpl := parseRaw(t)
 	if got := tpl.Globals["Function"]["Tracing"]; got != "Active" {
@@ -374,7 +397,12 @@ func TestTracing(t *testing.T) {
 	}
 	for _, fn := range tpl.ofType("AWS::Serverless::Function") {
 		p := tpl.Resources[fn].Properties
-		if v, ok := p["Tracing"]; ok && v != "Active" {
+		if fn == "ProberFunction" || fn == "SchedulerFunction" {
+			param := tpl.Parameters[ref(p["Tracing"])]
+			if ref(p["Tracing"]) != "ProbeTracing" || param["Default"] != "PassThrough" || !slices.Contains(list(param["AllowedValues"]), any("Active")) {
+				t.Errorf("%s: Tracing = %v (%+v), want the parameter ProbeTracing, PassThrough by default, Active allowed", fn, p["Tracing"], param)
+			}
+		} else if v, ok := p["Tracing"]; ok && v != "Active" {
 			t.Errorf("%s: Tracing = %v, want Active (from Globals)", fn, v)
 		}
 		role := ref(p["Role"])

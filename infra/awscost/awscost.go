@@ -73,6 +73,9 @@ const (
 	// platform.report records (their fields:
 	// https://docs.aws.amazon.com/lambda/latest/dg/telemetry-schema-reference.html),
 	// taken as about 250 and 450 bytes. An estimate, not a measurement.
+	// Both are INFO records: at a SystemLogLevel of WARN (the template's)
+	// Lambda sends neither for an invocation that succeeds
+	// (https://docs.aws.amazon.com/lambda/latest/dg/monitoring-cloudwatchlogs-log-level.html).
 	PlatformLogBytes = 700
 	// HoursPerMonth is AWS's month for hourly prices.
 	HoursPerMonth = 730
@@ -91,7 +94,23 @@ const (
 	// 20,000 requests a month are not deducted.
 	PriceKMSRSA2048Request = 0.03 / 1e4
 	PriceKMSKeyMonth       = 1.00
+
+	// AWS X-Ray (https://aws.amazon.com/xray/pricing/): a trace recorded
+	// (the free tier's 100,000 a month not deducted). A function with
+	// active tracing has Lambda record its invocations by X-Ray's default
+	// rule, the first each second and 5 % of the rest, which Lambda does
+	// not let a function change
+	// (https://docs.aws.amazon.com/lambda/latest/dg/services-xray.html).
+	PriceXRayTrace         = 5.00 / 1e6
+	XRayReservoirPerSecond = 1
+	XRayFixedRate          = 0.05
 )
+
+// XRaySampled is the traces a second X-Ray's default rule records of a
+// function invoked perSecond times a second, evenly.
+func XRaySampled(perSecond float64) float64 {
+	return min(perSecond, XRayReservoirPerSecond) + XRayFixedRate*max(0, perSecond-XRayReservoirPerSecond)
+}
 
 // Billed is the duration Lambda bills for one invocation that took d:
 // rounded up to the millisecond (https://aws.amazon.com/lambda/pricing/),
@@ -469,13 +488,26 @@ type Lambda struct {
 	MemoryMB    int
 	// LogBytes is what the function's code wrote to its log (measured);
 	// Lambda's own records, PlatformLogBytes an invocation, are added
-	// when it is priced.
+	// when it is priced, unless SystemLogLevel is WARN.
 	LogBytes float64
+	// SystemLogLevel is the function's LoggingConfig.SystemLogLevel
+	// (empty: Lambda's default, INFO).
+	SystemLogLevel string
+}
+
+// PlatformBytes is what Lambda itself writes to the function's log: its
+// platform.start and platform.report records of each invocation, none at
+// WARN (failed invocations' records, at WARN, are not counted).
+func (l Lambda) PlatformBytes() float64 {
+	if l.SystemLogLevel == "WARN" {
+		return 0
+	}
+	return l.Invocations * PlatformLogBytes
 }
 
 // TotalLogBytes is the function's log: its code's lines and Lambda's
 // records of each invocation.
-func (l Lambda) TotalLogBytes() float64 { return l.LogBytes + l.Invocations*PlatformLogBytes }
+func (l Lambda) TotalLogBytes() float64 { return l.LogBytes + l.PlatformBytes() }
 
 // GBSeconds is what Lambda bills for duration.
 func (l Lambda) GBSeconds() float64 { return l.Seconds * float64(l.MemoryMB) / 1024 }

@@ -63,6 +63,12 @@ func TestPrice(t *testing.T) {
 		math.Abs(c.Logs-want.Logs) > 1e-12 {
 		t.Errorf("bill %+v, want %+v", c, want)
 	}
+	// At a SystemLogLevel of WARN, Lambda writes no record of an
+	// invocation that succeeds: the log is the code's lines alone.
+	warn := Price(u, []Lambda{{Invocations: 1e6, Seconds: 1024, MemoryMB: 512, LogBytes: 1e9, SystemLogLevel: "WARN"}}, 0)
+	if math.Abs(warn.Logs-PriceLogsGB) > 1e-12 {
+		t.Errorf("logs at WARN $%v, want $%v (1 GB of the code's lines)", warn.Logs, PriceLogsGB)
+	}
 }
 
 // TestProvisioned: 0.7 × 3600 units consumed hold one unit of capacity for
@@ -138,6 +144,16 @@ func TestBilled(t *testing.T) {
 	for d, want := range map[time.Duration]float64{0: 0, time.Microsecond: 0.001, time.Millisecond: 0.001, 1001 * time.Microsecond: 0.002} {
 		if got := Billed(d); math.Abs(got-want) > 1e-12 {
 			t.Errorf("Billed(%v) = %v, want %v", d, got, want)
+		}
+	}
+}
+
+// TestXRaySampled: the default rule records every invocation up to one a
+// second, and 5 % of the rest.
+func TestXRaySampled(t *testing.T) {
+	for _, c := range []struct{ in, want float64 }{{0, 0}, {0.5, 0.5}, {1, 1}, {21, 2}, {341, 18}} {
+		if got := XRaySampled(c.in); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("XRaySampled(%v) = %v, want %v", c.in, got, c.want)
 		}
 	}
 }
