@@ -75,6 +75,12 @@ type deployed struct {
 	// kept at target use (TableTargetUtilization, a fraction).
 	provisioned bool
 	target      float64
+	// systemLogLevel is the functions' LoggingConfig.SystemLogLevel (at
+	// WARN Lambda writes no record of a successful invocation).
+	systemLogLevel string
+	// proberTracing, schedulerTracing: the functions' X-Ray tracing modes
+	// (Active: Lambda records X-Ray's default share of the invocations).
+	proberTracing, schedulerTracing string
 }
 
 func readTemplate(b testing.TB) deployed {
@@ -121,6 +127,27 @@ func readTemplate(b testing.TB) deployed {
 	if d.batchSize == 0 {
 		b.Fatal("ProberFunction has no SQS BatchSize in template.yaml")
 	}
+	level := get(&root, "Globals", "Function", "LoggingConfig", "SystemLogLevel")
+	if level != nil && level.Tag == "!Ref" {
+		level = get(&root, "Parameters", level.Value, "Default")
+	}
+	if level != nil {
+		d.systemLogLevel = level.Value
+	}
+	tracing := func(fn string) string {
+		t := get(&root, "Resources", fn, "Properties", "Tracing")
+		if t == nil {
+			t = get(&root, "Globals", "Function", "Tracing")
+		}
+		if t != nil && t.Tag == "!Ref" {
+			t = get(&root, "Parameters", t.Value, "Default")
+		}
+		if t == nil {
+			return "PassThrough" // Lambda's default
+		}
+		return t.Value
+	}
+	d.proberTracing, d.schedulerTracing = tracing("ProberFunction"), tracing("SchedulerFunction")
 	if n := get(&root, "Resources", "SpacesTable", "Properties", "BillingMode"); n != nil && n.Value == "PROVISIONED" {
 		d.provisioned = true
 		d.target = float64(num(get(&root, "Parameters", "TableTargetUtilization", "Default"), 0)) / 100
@@ -564,6 +591,7 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	prober = instances[0].lambda
 	// Its log: the lines this process's prober wrote for those batches.
 	prober.LogBytes, schedler.LogBytes = float64(proberLog.bytes.Load()), float64(schedulerLog.bytes.Load())
+	prober.SystemLogLevel, schedler.SystemLogLevel = dep.systemLogLevel, dep.systemLogLevel
 
 	maxItem, which := maxItemBytes(b, awsclient.DynamoDB(env.Config, env.Endpoint), table)
 	// Scale the window to 30 days of 1,000 spaces.
@@ -595,8 +623,8 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	fmt.Fprintf(&sb, "  of the SendMessageBatch, the scheduler's: %.0f, %.4f/space\n", schedulerSends, perProbe(schedulerSends))
 	fmt.Fprintf(&sb, "  EventBridge events put: %.0f; prober Lambda: %.3f s per invocation, %.4f GB-s per space; scheduler: %.3f s per tick\n",
 		u.Events, prober.Seconds/prober.Invocations, prober.GBSeconds()/float64(delivered), schedler.Seconds/schedler.Invocations)
-	fmt.Fprintf(&sb, "  logs: the prober's lines %.0f bytes a space, Lambda's records %.0f bytes a space (estimated, awscost.PlatformLogBytes an invocation); the scheduler's lines %.0f bytes a tick\n",
-		perProbe(prober.LogBytes), perProbe(prober.Invocations*awscost.PlatformLogBytes), schedler.LogBytes/schedler.Invocations)
+	fmt.Fprintf(&sb, "  logs: the prober's lines %.0f bytes a space, Lambda's records %.0f bytes a space (SystemLogLevel %q; estimated, awscost.PlatformLogBytes an invocation at INFO: %.0f bytes a space); the scheduler's lines %.0f bytes a tick\n",
+		perProbe(prober.LogBytes), perProbe(prober.PlatformBytes()), dep.systemLogLevel, perProbe(prober.Invocations*awscost.PlatformLogBytes), schedler.LogBytes/schedler.Invocations)
 	fmt.Fprintf(&sb, "  in this process (10 batches at once, sharing 2 cores with the emulator, the simulated clouds and the test clusters; not what Lambda bills): batch wall time p50 %s, max %s; %.4f GB-s per space at %d MB; TLS handshakes a probe %.4f; spaces per batch %.1f\n",
 		percentile(batchTimes, .5), percentile(batchTimes, 1), inProcess.GBSeconds()/float64(delivered), inProcess.MemoryMB,
 		float64(handshakes)/float64(delivered), float64(delivered)/inProcess.Invocations)

@@ -202,6 +202,9 @@ type fixedCosts struct {
 	indexRead, indexWrite float64
 	indexes               int
 	alarms, dashboards    int
+	// optionalDashboards are dashboards a parameter leaves out by default
+	// (CreateDashboard): priced apart, as the other side of that choice.
+	optionalDashboards int
 	// alarmMetrics: what CloudWatch bills alarms by, a metric a plain
 	// alarm and every metric a metric-math alarm reads.
 	alarmMetrics int
@@ -223,8 +226,10 @@ func readFixed(b *testing.B) fixedCosts {
 	type throughput struct{ ReadCapacityUnits, WriteCapacityUnits any }
 	var root struct {
 		Parameters map[string]struct{ Default any }
+		Conditions map[string]any
 		Resources  map[string]struct {
 			Type       string
+			Condition  string
 			Properties struct {
 				Metrics                []struct{ MetricStat any }
 				Events                 map[string]struct{ Type string }
@@ -251,8 +256,34 @@ func readFixed(b *testing.B) fixedCosts {
 		return n
 	}
 	param := func(name string) float64 { return value(root.Parameters[name].Default) }
+	// A condition at the parameters' defaults: the template's are
+	// Fn::Equals of a Ref and a string, or Fn::Not of one.
+	var holds func(c any) bool
+	holds = func(c any) bool {
+		m, _ := c.(map[string]any)
+		if not, ok := m["Fn::Not"].([]any); ok && len(not) == 1 {
+			return !holds(not[0])
+		}
+		eq, ok := m["Fn::Equals"].([]any)
+		if !ok || len(eq) != 2 {
+			b.Fatalf("condition %v: not Fn::Equals or Fn::Not", c)
+		}
+		side := func(v any) string {
+			if ref, ok := v.(map[string]any); ok {
+				return fmt.Sprint(root.Parameters[fmt.Sprint(ref["Ref"])].Default)
+			}
+			return fmt.Sprint(v)
+		}
+		return side(eq[0]) == side(eq[1])
+	}
 	f := fixedCosts{schedules: param("ProbeSchedules")}
 	for name, r := range root.Resources {
+		if r.Condition != "" && !holds(root.Conditions[r.Condition]) {
+			if r.Type == "AWS::CloudWatch::Dashboard" {
+				f.optionalDashboards++
+			}
+			continue
+		}
 		switch r.Type {
 		case "AWS::CloudWatch::Alarm":
 			f.alarms++
@@ -326,7 +357,8 @@ func report(b *testing.B, dep deployed, f fixedCosts, rest measured, idle esmRun
 		f.tableRead, readMin, f.tableWrite, writeMin, f.indexes, f.indexRead, f.indexWrite, indexMin, f.alarms, f.alarmMetrics, alarms,
 		f.dashboards, float64(f.dashboards)*awscost.PriceDashboardMonth, f.schedules, schedules, f.kmsKeys, f.secrets, keys,
 		f.sqsSources, float64(f.sqsSources)*idleCost, rest.series, rest.idleSeries, custom, readMin+writeMin+other)
-	fmt.Fprintf(&sb, "idle stack (0 spaces) a month: $%.2f\n", idleStack)
+	fmt.Fprintf(&sb, "idle stack (0 spaces) a month: $%.2f; with the dashboard (CreateDashboard=true): $%.2f\n",
+		idleStack, idleStack+float64(f.optionalDashboards)*awscost.PriceDashboardMonth)
 	b.ReportMetric(idleStack, "usd/month-idle-stack")
 	// Per 1,000 spaces a month, apart from the event source (measured at
 	// 1,000): its scheduler sends and prober invocations are replaced by
@@ -338,21 +370,39 @@ func report(b *testing.B, dep deployed, f fixedCosts, rest measured, idle esmRun
 	restInvocations := rest.proberInvocations * scaleRest * awscost.PriceLambdaRequest
 	ddbReads, ddbWrites := rest.cost.Reads, rest.cost.Writes
 	nonDDB := rest.cost.Total() - ddbReads - ddbWrites - restSends - restInvocations
+	// DynamoDB at a size: the steady window's writes are the beats, one a
+	// shard with spaces a minute, whatever the fleet: a standing item of a
+	// stack with spaces (none at 0: no shard beats), not a space's. Its
+	// reads are the scheduler's index pages and the prober's fence, one a
+	// message, which fall per space as pages and messages fill: measured
+	// at each size below; the rest of them (the few GetItems) as at 1,000.
+	beats := ddbWrites
+	var restRRU float64
+	for _, v := range rest.usage.RRU {
+		restRRU += v
+	}
+	otherReads := ddbReads * (1 - rest.usage.RRU["DynamoDB Query"]/max(restRRU, 1))
+	other += beats
 	fmt.Fprintf(&sb, "per 1,000 spaces a month without the event source (BenchmarkProbingCost after, %d spaces probed): %s; of it the scheduler's sends $%.2f and the prober's invocations $%.2f, replaced below by each size's\n",
 		rest.delivered, rest.cost, restSends, restInvocations)
 
 	// sizeOwn: the scheduler's sends and the prober's invocations at a size.
-	line := func(label string, n float64, esmPer1000, emptyPer1000, sizeOwn float64) float64 {
+	// ddbReadsPer1000: the DynamoDB reads at this size, per 1,000 spaces
+	// a month.
+	line := func(label string, n float64, esmPer1000, emptyPer1000, sizeOwn, ddbReadsPer1000 float64) float64 {
 		k := n / 1000
 		// Provisioned capacity is the larger of the minimum and the load.
-		reads, writes := max(readMin, ddbReads*k), max(writeMin, ddbWrites*k)
-		fixedExcess := reads - ddbReads*k + writes - ddbWrites*k
-		perSpace := nonDDB + sizeOwn + ddbReads + ddbWrites + esmPer1000
+		reads, writes := max(readMin, ddbReadsPer1000*k), max(writeMin, 0)
+		fixedExcess := reads - ddbReadsPer1000*k + writes
+		perSpace := nonDDB + sizeOwn + ddbReadsPer1000 + esmPer1000
 		fixedAll := fixedExcess + other
 		total := perSpace + fixedAll/k
-		fmt.Fprintf(&sb, "  %-34s per-space $%6.2f (event source $%5.2f, of which empty receives $%.2f; scheduler sends and prober invocations $%.2f; DynamoDB load $%.2f; Lambda duration, re-probe sends, EventBridge $%.2f; logs $%.2f) + fixed $%8.2f a stack = $%7.2f per 1,000 a month\n",
-			label, perSpace, esmPer1000, emptyPer1000, sizeOwn, ddbReads+ddbWrites, nonDDB-rest.cost.Logs, rest.cost.Logs, fixedAll, total)
+		fmt.Fprintf(&sb, "  %-34s per-space $%6.2f (event source $%5.2f, of which empty receives $%.2f; scheduler sends and prober invocations $%.2f; DynamoDB reads $%.2f; Lambda duration, re-probe sends, EventBridge $%.2f; logs $%.2f) + fixed $%8.2f a stack (the beats' writes $%.2f) = $%7.2f per 1,000 a month\n",
+			label, perSpace, esmPer1000, emptyPer1000, sizeOwn, ddbReadsPer1000, nonDDB-rest.cost.Logs, rest.cost.Logs, fixedAll, beats, total)
 		return total
+	}
+	readsAt := func(r esmRun) float64 {
+		return (r.sends.RRU["DynamoDB Query"]+float64(r.handled))*perSpaceMonth/float64(max(1, r.probes))*awscost.PriceRRU + otherReads
 	}
 	var last esmRun
 	for _, r := range runs {
@@ -373,8 +423,27 @@ func report(b *testing.B, dep deployed, f fixedCosts, rest measured, idle esmRun
 		scale := perSpaceMonth / probes
 		own := sends*scale*awscost.PriceSQSRequest + float64(r.batches)*scale*awscost.PriceLambdaRequest
 		total := line(fmt.Sprintf("at %d (measured):", r.spaces), float64(r.spaces),
-			r.esm.SQSRequests*scale*awscost.PriceSQSRequest, empty*scale*awscost.PriceSQSRequest, own)
+			r.esm.SQSRequests*scale*awscost.PriceSQSRequest, empty*scale*awscost.PriceSQSRequest, own, readsAt(r))
 		b.ReportMetric(total, fmt.Sprintf("usd/month/1000-at-%d", r.spaces))
+		// X-Ray, computed: the template traces every function actively, so
+		// Lambda records the prober's invocations (and the scheduler's
+		// ticks) by X-Ray's default rule.
+		proberPerSecond := float64(r.batches) / (float64(r.minutes) * 60)
+		schedPerSecond := f.schedules / 60
+		// PassThrough: nothing recorded (the scheduler's invokes carry
+		// no trace header, nor the probe messages an AWSTraceHeader).
+		recorded := func(mode string, perSecond float64) float64 {
+			if mode != "Active" {
+				return 0
+			}
+			return awscost.XRaySampled(perSecond)
+		}
+		month := minutesPerMonth * 60 * awscost.PriceXRayTrace
+		xray := (recorded(dep.proberTracing, proberPerSecond) + recorded(dep.schedulerTracing, schedPerSecond)) * month
+		active := (awscost.XRaySampled(proberPerSecond) + awscost.XRaySampled(schedPerSecond)) * month
+		fmt.Fprintf(&sb, "  X-Ray at %d (computed, not in the total above): prober %s (%.2f invocations a second), scheduler %s (%.3f a second): $%.2f a month, $%.2f per 1,000; both Active: $%.2f a month, $%.2f per 1,000\n",
+			r.spaces, dep.proberTracing, proberPerSecond, dep.schedulerTracing, schedPerSecond, xray, xray/(float64(r.spaces)/1000), active, active/(float64(r.spaces)/1000))
+		b.ReportMetric(xray/(float64(r.spaces)/1000), fmt.Sprintf("usd-xray/month/1000-at-%d", r.spaces))
 		last = r
 	}
 	if last.spaces > 0 {
@@ -385,7 +454,7 @@ func report(b *testing.B, dep deployed, f fixedCosts, rest measured, idle esmRun
 		scale := perSpaceMonth / float64(last.probes)
 		own := last.sends.Requests["SQS SendMessageBatch"]*scale*awscost.PriceSQSRequest + float64(last.batches)*scale*awscost.PriceLambdaRequest
 		total := line(fmt.Sprintf("at 1000000 (EXTRAPOLATED from %d):", last.spaces), 1e6,
-			last.esm.SQSRequests*scale*awscost.PriceSQSRequest, 0, own)
+			last.esm.SQSRequests*scale*awscost.PriceSQSRequest, 0, own, readsAt(last))
 		b.ReportMetric(total, "usd/month/1000-at-1000000-extrapolated")
 	}
 	fmt.Println(sb.String())
