@@ -698,7 +698,11 @@ func (t *tally) add(reason string, provider space.Provider, o space.Outcome, res
 	g.transitions += b(res.Transition != nil)
 	g.writes += b(res.Written)
 	g.latency = append(g.latency, float64(o.Latency.Milliseconds()))
-	g.mint[provider] = append(g.mint[provider], float64(res.MintLatency.Milliseconds()))
+	// A credential from the minter's cache takes microseconds: only mints
+	// that took a millisecond or more, the clouds' own, are samples.
+	if ms := res.MintLatency.Milliseconds(); ms > 0 {
+		g.mint[provider] = append(g.mint[provider], float64(ms))
+	}
 }
 
 // emit writes the batch's metrics: an EMF line a reason (one, "OK", in a
@@ -730,8 +734,7 @@ func (t *tally) emit(ctx context.Context, m *metrics.Emitter) {
 				g.latency = g.latency[n:]
 			}
 			// By cloud: the dashboard's mint latency per cloud, over all
-			// reasons. A cached credential takes about nothing, so the
-			// high percentiles are the clouds' own mints.
+			// reasons, of the mints that called the cloud (tally.add).
 			for _, p := range slices.Sorted(maps.Keys(g.mint)) {
 				vs := g.mint[p]
 				n := min(len(vs), metrics.MaxValues)
