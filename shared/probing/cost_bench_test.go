@@ -306,6 +306,10 @@ type measured struct {
 	// spaces.
 	instances     []instanceRun
 	durationScale float64
+	// The prober's log in the window, in bytes: its batch metric lines
+	// ("probes", a batch and reason) and its beat lines (a shard a
+	// minute, whatever the fleet); window is the window's minutes.
+	logBatchLines, logBeatLines, window float64
 }
 
 func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
@@ -676,7 +680,8 @@ func measureProbingCost(b *testing.B, dep deployed, v costVariant) measured {
 	fmt.Println(sb.String())
 	return measured{cost: cost, onDemand: onDemand, usage: u, delivered: delivered, batchTime: instances[0].mean(), spaceMinutes: spaceMinutes,
 		schedulerSends: schedulerSends, proberInvocations: prober.Invocations, instances: instances, durationScale: scaleDuration,
-		series: proberLog.Series() + schedulerLog.Series(), idleSeries: schedulerLog.Series()}
+		series: proberLog.Series() + schedulerLog.Series(), idleSeries: schedulerLog.Series(),
+		logBatchLines: proberLog.Bytes("probes"), logBeatLines: proberLog.Bytes("beat"), window: window.Minutes()}
 }
 
 // quantile is the p-quantile of xs.

@@ -383,22 +383,37 @@ func report(b *testing.B, dep deployed, f fixedCosts, rest measured, idle esmRun
 	}
 	otherReads := ddbReads * (1 - rest.usage.RRU["DynamoDB Query"]/max(restRRU, 1))
 	other += beats
+	// The prober's log at a size: its beat lines are a stack's (a shard
+	// a minute); its batch lines fall per space as batches fill (priced
+	// by the batches a space at each size); the rest (a failure's or a
+	// transition's line, Lambda's records) as at 1,000.
+	logMonth := func(windowBytes float64) float64 {
+		return windowBytes * minutesPerMonth / rest.window / 1e9 * awscost.PriceLogsGB
+	}
+	beatLogs := logMonth(rest.logBeatLines)
+	batchLogs := logMonth(rest.logBatchLines) // per 1,000 a month at 1,000, batches of rest's size
+	restBatchesPerProbe := rest.proberInvocations / float64(rest.delivered)
+	otherLogs := rest.cost.Logs - beatLogs - batchLogs
+	other += beatLogs
+	logsAt := func(batches, probes float64) float64 {
+		return otherLogs + batchLogs*(batches/max(probes, 1))/restBatchesPerProbe
+	}
 	fmt.Fprintf(&sb, "per 1,000 spaces a month without the event source (BenchmarkProbingCost after, %d spaces probed): %s; of it the scheduler's sends $%.2f and the prober's invocations $%.2f, replaced below by each size's\n",
 		rest.delivered, rest.cost, restSends, restInvocations)
 
 	// sizeOwn: the scheduler's sends and the prober's invocations at a size.
 	// ddbReadsPer1000: the DynamoDB reads at this size, per 1,000 spaces
 	// a month.
-	line := func(label string, n float64, esmPer1000, emptyPer1000, sizeOwn, ddbReadsPer1000 float64) float64 {
+	line := func(label string, n float64, esmPer1000, emptyPer1000, sizeOwn, ddbReadsPer1000, logsPer1000 float64) float64 {
 		k := n / 1000
 		// Provisioned capacity is the larger of the minimum and the load.
 		reads, writes := max(readMin, ddbReadsPer1000*k), max(writeMin, 0)
 		fixedExcess := reads - ddbReadsPer1000*k + writes
-		perSpace := nonDDB + sizeOwn + ddbReadsPer1000 + esmPer1000
+		perSpace := nonDDB - rest.cost.Logs + logsPer1000 + sizeOwn + ddbReadsPer1000 + esmPer1000
 		fixedAll := fixedExcess + other
 		total := perSpace + fixedAll/k
-		fmt.Fprintf(&sb, "  %-34s per-space $%6.2f (event source $%5.2f, of which empty receives $%.2f; scheduler sends and prober invocations $%.2f; DynamoDB reads $%.2f; Lambda duration, re-probe sends, EventBridge $%.2f; logs $%.2f) + fixed $%8.2f a stack (the beats' writes $%.2f) = $%7.2f per 1,000 a month\n",
-			label, perSpace, esmPer1000, emptyPer1000, sizeOwn, ddbReadsPer1000, nonDDB-rest.cost.Logs, rest.cost.Logs, fixedAll, beats, total)
+		fmt.Fprintf(&sb, "  %-34s per-space $%6.2f (event source $%5.2f, of which empty receives $%.2f; scheduler sends and prober invocations $%.2f; DynamoDB reads $%.2f; Lambda duration, re-probe sends, EventBridge $%.2f; logs $%.2f) + fixed $%8.2f a stack (the beats' writes $%.2f, their log lines $%.2f) = $%7.2f per 1,000 a month\n",
+			label, perSpace, esmPer1000, emptyPer1000, sizeOwn, ddbReadsPer1000, nonDDB-rest.cost.Logs, logsPer1000, fixedAll, beats, beatLogs, total)
 		return total
 	}
 	readsAt := func(r esmRun) float64 {
@@ -423,7 +438,7 @@ func report(b *testing.B, dep deployed, f fixedCosts, rest measured, idle esmRun
 		scale := perSpaceMonth / probes
 		own := sends*scale*awscost.PriceSQSRequest + float64(r.batches)*scale*awscost.PriceLambdaRequest
 		total := line(fmt.Sprintf("at %d (measured):", r.spaces), float64(r.spaces),
-			r.esm.SQSRequests*scale*awscost.PriceSQSRequest, empty*scale*awscost.PriceSQSRequest, own, readsAt(r))
+			r.esm.SQSRequests*scale*awscost.PriceSQSRequest, empty*scale*awscost.PriceSQSRequest, own, readsAt(r), logsAt(float64(r.batches), probes))
 		b.ReportMetric(total, fmt.Sprintf("usd/month/1000-at-%d", r.spaces))
 		// X-Ray, computed: the template traces every function actively, so
 		// Lambda records the prober's invocations (and the scheduler's
@@ -454,7 +469,7 @@ func report(b *testing.B, dep deployed, f fixedCosts, rest measured, idle esmRun
 		scale := perSpaceMonth / float64(last.probes)
 		own := last.sends.Requests["SQS SendMessageBatch"]*scale*awscost.PriceSQSRequest + float64(last.batches)*scale*awscost.PriceLambdaRequest
 		total := line(fmt.Sprintf("at 1000000 (EXTRAPOLATED from %d):", last.spaces), 1e6,
-			last.esm.SQSRequests*scale*awscost.PriceSQSRequest, 0, own, readsAt(last))
+			last.esm.SQSRequests*scale*awscost.PriceSQSRequest, 0, own, readsAt(last), logsAt(float64(last.batches), float64(last.probes)))
 		b.ReportMetric(total, "usd/month/1000-at-1000000-extrapolated")
 	}
 	fmt.Println(sb.String())

@@ -19,17 +19,27 @@ type logCount struct {
 	bytes  atomic.Int64
 	mu     sync.Mutex
 	series map[string]bool
+	// byMsg is the bytes of the lines of each message ("probes", "beat",
+	// ...): what grows with batches, with shards or with probes.
+	byMsg map[string]int64
 }
 
 // countingLogger is a function's logger as deployed (JSON lines, INFO and
 // above) whose lines are counted, not kept.
 func countingLogger() (*slog.Logger, *logCount) {
-	c := &logCount{series: map[string]bool{}}
+	c := &logCount{series: map[string]bool{}, byMsg: map[string]int64{}}
 	return slog.New(slog.NewJSONHandler(c, nil)), c
 }
 
 func (c *logCount) Write(p []byte) (int, error) {
 	c.bytes.Add(int64(len(p)))
+	if _, rest, ok := bytes.Cut(p, []byte(`"msg":"`)); ok {
+		if msg, _, ok := bytes.Cut(rest, []byte(`"`)); ok {
+			c.mu.Lock()
+			c.byMsg[string(msg)] += int64(len(p))
+			c.mu.Unlock()
+		}
+	}
 	if bytes.Contains(p, []byte(`"_aws"`)) {
 		var line struct {
 			AWS struct {
@@ -64,7 +74,15 @@ func (c *logCount) Reset() {
 	c.bytes.Store(0)
 	c.mu.Lock()
 	clear(c.series)
+	clear(c.byMsg)
 	c.mu.Unlock()
+}
+
+// Bytes is the bytes of the lines whose message is msg.
+func (c *logCount) Bytes(msg string) float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return float64(c.byMsg[msg])
 }
 
 // Series is how many custom metrics the lines published.
