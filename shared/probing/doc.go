@@ -88,7 +88,8 @@
 //
 // # Reads
 //
-// In steady state a probe reads no item of its space. A tick message
+// In steady state a probe reads no item of its space (an agent space's
+// check, its lease alone: below). A tick message
 // carries its spaces as the probe index holds them (space.ProbeTarget: its
 // ids, its probe shard and its digest, space.ProbeDigest: identity,
 // status, failure count and reason, last stored probe to the second,
@@ -130,8 +131,8 @@
 // scheduler before carried agent spaces sent them, still read) carry ids
 // only: the prober reads the space (LiveSpace, strongly consistent), which
 // is their liveness check, and an agent space's lease strongly consistent
-// (a lapsed lease's check, sent right after the renewal, must see it). A minter that offers MintLive (mint.Minter)
-// takes the liveness read instead of reading the space's kubeauth grant
+// (a lapsed lease's check, sent right after the renewal, must see it). A
+// minter that offers MintLive (mint.Minter) takes the liveness read instead of reading the space's kubeauth grant
 // again, since registration and deregistration change both (and the
 // fence) in one transaction. BenchmarkProbingCost counts and prices every
 // AWS request the scheduler and the prober send;
