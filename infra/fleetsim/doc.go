@@ -1,7 +1,8 @@
 // Package fleetsim holds the fleet simulation (fleet_test.go): real agents
 // (agent/client's Run, paho included), the broker model (infra/iotcore)
 // with the template's authorizer and topic rule, the agent and presence
-// handlers (shared/wiring/agents) and the prober (shared/probing) on the
+// handlers (shared/wiring/agents) and the scheduler and prober
+// (shared/probing) on the
 // store in the emulator, all on one simulated clock for days of a fleet's
 // life, so that what only shows over hours and days (credential renewals,
 // IoT Core's hourly authorizer refresh, version resets after an hour

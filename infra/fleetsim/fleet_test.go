@@ -129,6 +129,8 @@ type sim struct {
 	h       *agents.Handlers
 	uses    *space.Agents
 	prober  *probing.Prober
+	sched   *probing.Scheduler
+	ticks   *tickQueue
 	agentSv *httptest.Server
 	wakes   *agentwake.Publisher
 	roots   tlsRoots
@@ -336,6 +338,10 @@ func newSim(t testing.TB, start time.Time, meter *awscost.Meter) *sim {
 	}))
 	t.Cleanup(s.agentSv.Close)
 	s.prober = probing.NewProber(probing.Prober{Store: proberStore, Leases: proberStore, Queue: s, Events: s, Now: s.clk.Now, Log: s.quiet})
+	// The scheduler as deployed, on the unmetered store: its index reads
+	// are the stack's, not an agent's (BenchmarkAgentFleetMonth).
+	s.ticks = &tickQueue{}
+	s.sched = probing.NewScheduler(probing.Scheduler{Targets: &fleetIndex{Store: s.store}, Queue: s.ticks, Now: s.clk.Now, Log: s.quiet})
 	s.wakes = &agentwake.Publisher{Endpoint: s.broker.DataURL(), Prefix: prefix, AWS: env.Config,
 		HTTP: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: dial}}}
 	return s
@@ -513,8 +519,77 @@ func (s *sim) deliver() {
 	}
 }
 
+// tickQueue keeps the scheduler's tick messages, which the simulation
+// delivers at once.
+type tickQueue struct {
+	mu   sync.Mutex
+	msgs []probing.Delayed
+}
+
+func (q *tickQueue) Enqueue(_ context.Context, msgs []probing.Delayed) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.msgs = append(q.msgs, msgs...)
+	return nil
+}
+
+func (q *tickQueue) take() []probing.Delayed {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.msgs
+	q.msgs = nil
+	return out
+}
+
+// fleetIndex is the store's probe index as the scheduler reads it, for a
+// fleet of agent spaces only: it lists no direct space without reading
+// (the simulation has none), and after the first tick it reads only the
+// agent shards that first tick found holding a space (the fleet registers
+// before it runs; a space deregistered later leaves its shard read), so
+// that a simulated minute costs no more emulator requests than the
+// fleet's size.
+type fleetIndex struct {
+	*dynamostore.Store
+	mu     sync.Mutex
+	shards map[int]bool // nil until the first tick's reads
+	seen   map[int]bool
+	reads  int
+}
+
+func (x *fleetIndex) ProbeTargets(context.Context, int, string, int) ([]space.ProbeTarget, string, error) {
+	return nil, "", nil
+}
+
+func (x *fleetIndex) AgentProbeTargets(ctx context.Context, shard int, after string, limit int) ([]space.ProbeTarget, string, error) {
+	x.mu.Lock()
+	skip := x.shards != nil && !x.shards[shard]
+	x.mu.Unlock()
+	if skip {
+		return nil, "", nil
+	}
+	out, next, err := x.Store.AgentProbeTargets(ctx, shard, after, limit)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.shards == nil {
+		if x.seen == nil {
+			x.seen = map[int]bool{}
+		}
+		if len(out) > 0 {
+			x.seen[shard] = true
+		}
+		if x.reads++; x.reads == x.ProbeShards() {
+			x.shards = x.seen
+		}
+	}
+	return out, next, err
+}
+
 // probe runs the probe messages due, and at a minute the scheduler's tick
-// of the agent spaces (its packer's one message naming them all).
+// of the agent spaces: its messages as the scheduler packs them (each
+// space carrying what the index holds of it), delivered at once whatever
+// their delay (a lease check needs no spreading, and the fleet is checked
+// right after), without the beat its last message carries (a write a
+// minute for the whole fleet: the stack's, not an agent's).
 func (s *sim) probe(now time.Time, tick bool) {
 	s.mu.Lock()
 	var due []string
@@ -530,16 +605,15 @@ func (s *sim) probe(now time.Time, tick bool) {
 	s.mu.Unlock()
 	checks := 0
 	if tick {
-		var ids []space.ProbeTarget
-		for _, a := range s.fleet {
-			if a.goneAt.IsZero() {
-				ids = append(ids, space.ProbeTarget{OrgID: a.sp.OrgID, ID: a.sp.ID})
-			}
+		out, err := s.sched.Tick(s.ctx)
+		if err != nil {
+			s.problem("scheduler tick: %v", err)
 		}
-		if len(ids) > 0 {
-			due = append(due, probing.TickOf(ids).Encode())
-			checks = len(ids)
+		for _, m := range s.ticks.take() {
+			m.Message.Beat, m.Message.Tick = "", nil
+			due = append(due, m.Message.Encode())
 		}
+		checks = out.Spaces
 	}
 	for i, body := range due {
 		began := time.Now()

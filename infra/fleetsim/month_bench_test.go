@@ -34,7 +34,9 @@ import (
 // functions and the prober (awscost.Meter, DynamoDB writes sized as
 // billed; KMS Sign, one per credential issued); each function's
 // invocations and billed duration (each call's wall time rounded up to
-// the millisecond, at the template's MemorySize); IoT Core's connection
+// the millisecond, at the template's MemorySize) and the CloudWatch Logs
+// of the platform's records of each invocation (awscost.PlatformLogBytes,
+// an estimate; the functions' own lines are not counted); IoT Core's connection
 // minutes and messages as the broker model meters them (iotcore.Usage:
 // CONNECT and SUBSCRIBE, not pings), and the lifecycle events the
 // template's rule selects (a rule triggered, an SQS action, and on the
@@ -160,9 +162,9 @@ func fleetMonth(b *testing.B, n, days int) {
 	per := func(l awscost.Lambda) float64 { return 1000 * l.Seconds / math.Max(1, l.Invocations) }
 	fmt.Fprintf(&sb, "  billed ms per call: agent function %.2f, authorizer %.2f, lifecycle event %.2f, prober %.2f per check\n",
 		per(agentFn), per(s.fns.authorizer), per(s.fns.presence), 1000*s.fns.prober.Seconds/math.Max(1, float64(s.checks)))
-	fmt.Fprintf(&sb, "  $/month per 1,000 agent spaces: DynamoDB reads %.2f, writes %.2f; SQS %.2f (prober %.2f, presence queue %.2f); Lambda requests %.2f, duration %.2f (agent function %.2f, presence function %.2f, prober %.2f); IoT Core %.2f; KMS Sign %.2f = %.2f (goal ≤ 15; the KMS key's $1 a month is the stack's)\n",
+	fmt.Fprintf(&sb, "  $/month per 1,000 agent spaces: DynamoDB reads %.2f, writes %.2f; SQS %.2f (prober %.2f, presence queue %.2f); Lambda requests %.2f, duration %.2f (agent function %.2f, presence function %.2f, prober %.2f); IoT Core %.2f; KMS Sign %.2f; CloudWatch Logs %.2f (the platform's records of each invocation, awscost.PlatformLogBytes) = %.2f (goal ≤ 15; the KMS key's $1 a month is the stack's)\n",
 		total.Reads, total.Writes, total.SQS, proberCost.SQS, channel.SQS, total.LambdaRequests, total.LambdaDuration,
-		agentLambda.Total(), presenceLambda.Total(), proberCost.LambdaRequests+proberCost.LambdaDuration, total.IoT, total.KMS, total.Total())
+		agentLambda.Total(), presenceLambda.Total(), proberCost.LambdaRequests+proberCost.LambdaDuration, total.IoT, total.KMS, total.Logs, total.Total())
 	b.Log(sb.String())
 
 	unit := "usd/month/1000-agents"
@@ -175,7 +177,7 @@ func fleetMonth(b *testing.B, n, days int) {
 		{"iot-minutes", iot.ConnectionMinutes * awscost.PriceIoTMinute * scale},
 		{"iot-messages", float64(iot.Messages) * awscost.PriceIoTMessage * scale},
 		{"iot-rules", events * (awscost.PriceIoTRule + awscost.PriceIoTAction) * scale},
-		{"kms-sign", total.KMS}} {
+		{"kms-sign", total.KMS}, {"logs", total.Logs}} {
 		b.ReportMetric(it.v, "usd-"+it.name+"/month/1000-agents")
 	}
 	b.ReportMetric(float64(reconnects)*perAgent, "reconnects/agent/month")

@@ -283,10 +283,27 @@ func (s *Store) RenewLease(ctx context.Context, spaceID, credHash string, r spac
 		Creates: creates, ObservedAt: it.NSObservedAt, WantedAt: it.NSWantedAt, Handed: handed}}, nil
 }
 
-// GetLease reads a space's lease (space.AgentStore), strongly consistent:
-// the prober's check must see the latest renewal.
+// GetLease reads a space's lease (space.AgentStore), strongly consistent
+// (a unit): what a check caused by a write (a lapsed lease's, a
+// registration's) must see, and what a lease check's write is decided on.
 func (s *Store) GetLease(ctx context.Context, spaceID string) (space.Lease, error) {
 	item, err := s.getItem(ctx, agentKey(spaceID))
+	return s.leaseOf(item, err)
+}
+
+// GetLeaseEventually reads a space's lease eventually consistent: half a
+// unit, and possibly a moment behind the latest renewal or lifecycle
+// event. The prober's minute check reads it so, and confirms with GetLease
+// any result it would write (probing.Prober.lease says why).
+func (s *Store) GetLeaseEventually(ctx context.Context, spaceID string) (space.Lease, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: agentKey(spaceID)})
+	if err != nil {
+		return space.Lease{}, awsError("GetItem", err)
+	}
+	return s.leaseOf(out.Item, nil)
+}
+
+func (s *Store) leaseOf(item map[string]types.AttributeValue, err error) (space.Lease, error) {
 	if err != nil || item == nil {
 		return space.Lease{}, err
 	}

@@ -3,6 +3,7 @@ package dynamostore_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -106,8 +107,14 @@ func TestRecordPresence(t *testing.T) {
 	if err != nil || r.Presence == nil || *r.Presence != up(4, 4*time.Minute) {
 		t.Fatalf("RenewLease: %+v %v", r.Presence, err)
 	}
-	if l, _ := f.store.GetLease(t.Context(), s.ID); l.Presence == nil || l.RenewedAt == nil || !l.RenewedAt.Equal(at(5*time.Minute)) {
+	l, _ := f.store.GetLease(t.Context(), s.ID)
+	if l.Presence == nil || l.RenewedAt == nil || !l.RenewedAt.Equal(at(5*time.Minute)) {
 		t.Fatalf("after the renewal: %+v", l)
+	}
+	// The prober's minute read (eventually consistent) decodes the same
+	// item the same way.
+	if ev, err := f.store.GetLeaseEventually(t.Context(), s.ID); err != nil || !reflect.DeepEqual(ev, l) {
+		t.Fatalf("GetLeaseEventually: %+v %v, want %+v", ev, err, l)
 	}
 
 	// An unknown space: not found, and no item is made.
@@ -117,6 +124,9 @@ func TestRecordPresence(t *testing.T) {
 	}
 	if l, err := f.store.GetLease(t.Context(), other.ID); err != nil || l.Presence != nil || l.RenewedAt != nil {
 		t.Fatalf("an unknown space's presence made an item: %+v %v", l, err)
+	}
+	if l, err := f.store.GetLeaseEventually(t.Context(), other.ID); err != nil || l.Presence != nil || l.RenewedAt != nil {
+		t.Fatalf("GetLeaseEventually of a space without an agent item: %+v %v", l, err)
 	}
 	// Deregistered: its item is gone and stays gone.
 	got, err := f.store.GetSpace(t.Context(), s.OrgID, s.ID)

@@ -54,8 +54,9 @@ const (
 // 1,000 spaces, on the production path: each agent renews its lease every
 // space.LeaseInterval through the real API handler (httpapi, space.Agents,
 // the DynamoDB store), and the scheduler and prober built by shared/wiring
-// check every agent space each minute (a read of the space and of its
-// lease; no mint, no GET /version), on the real table and queue on the
+// check every agent space each minute (from what the tick carries of the
+// space, an eventually consistent read of its lease; no mint, no GET
+// /version), on the real table and queue on the
 // emulator. 100 agent spaces run 2 simulated minutes of warm-up, then a
 // measured window of 10. Every AWS request is counted by awscost.Meter;
 // the SQS event source's receives and deletes are counted per batch of 10

@@ -49,7 +49,8 @@
 //
 // The prober handles each space of a message on its own, as if it were its
 // own message, after one liveness read for the whole message (see Reads: a
-// space deregistered meanwhile is refused while its siblings are probed):
+// space deregistered meanwhile is refused while its siblings are probed;
+// none for agent spaces):
 // its conditional write, its re-probe (always a message of its own). The
 // template's BatchSize (1 message) × MaxSpaces is DefaultConcurrency (50):
 // a batch's spaces are probed at once, in one round that the function's
@@ -87,7 +88,8 @@
 //
 // # Reads
 //
-// In steady state a probe reads no item of its space. A tick message
+// In steady state a probe reads no item of its space (an agent space's
+// check, its lease alone: below). A tick message
 // carries its spaces as the probe index holds them (space.ProbeTarget: its
 // ids, its probe shard and its digest, space.ProbeDigest: identity,
 // status, failure count and reason, last stored probe to the second,
@@ -95,7 +97,8 @@
 // space) and the time ReadAt its page was read. Before
 // any cloud call the prober reads, strongly consistent, the deregistration
 // fence of the message's shard since space.LiveAt(ReadAt): one Query a
-// message, whatever its spaces. A space in it is refused (gone); a message
+// message of direct spaces (a page's spaces share a shard), whatever its
+// spaces. A space in it is refused (gone); a message
 // older than the fence covers (space.FenceCovers) is dropped whole and the
 // next tick sends its spaces again. Why this keeps "a deregistered space is
 // refused before any cloud call" is space.FenceRetention's comment: the
@@ -107,11 +110,29 @@
 // read can refuse it: the result is not stored and no later message calls
 // out for it).
 //
+// An agent space's tick carries its state likewise (the scheduler packs
+// the agent spaces of every shard, MaxSpaces a message, with the tick's
+// start as ReadAt), and its steady check reads one item, its lease,
+// eventually consistent: half a read unit (TestSteadyAgentCheckReadsHalfAUnit).
+// A result that would be written (the digest's NeedsWrite) is decided
+// again on a strongly consistent read of the lease, so a read a moment
+// stale writes nothing, and at worst leaves a change to the next tick
+// (TestStaleLeaseReadWritesNothing). No fence is read for an agent space
+// (its message mixes the 16 shards: up to 16 Queries a message): its check
+// calls no cloud and no cluster, and its only effects, a status write and
+// then a transition event and a re-probe, follow a write that reads the
+// space and is conditional on its not being deregistered, so a space
+// deregistered at any instant gets nothing written, published or sent
+// again, and its message is acknowledged
+// (TestAgentDeregisteredAtEveryInstant).
+//
 // A registration probe, a re-probe, a space sent again by its failed
-// message's prober in an older form, and an agent space's check carry ids
+// message's prober in an older form, and a tick of ids only (as a
+// scheduler before carried agent spaces sent them, still read) carry ids
 // only: the prober reads the space (LiveSpace, strongly consistent), which
-// is their liveness check. A minter that offers MintLive (mint.Minter)
-// takes the liveness read instead of reading the space's kubeauth grant
+// is their liveness check, and an agent space's lease strongly consistent
+// (a lapsed lease's check, sent right after the renewal, must see it). A
+// minter that offers MintLive (mint.Minter) takes the liveness read instead of reading the space's kubeauth grant
 // again, since registration and deregistration change both (and the
 // fence) in one transaction. BenchmarkProbingCost counts and prices every
 // AWS request the scheduler and the prober send;

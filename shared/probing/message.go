@@ -39,7 +39,9 @@ const MaxSpaces = 50
 // version the failed probe stored. Spaces (a tick only):
 // {"spaces": [...], "read_at"}, at most MaxSpaces, each carrying what the
 // probe index holds of it (space.ProbeTarget) so that the prober reads no
-// space; or, for agent spaces, several {"org_id", "id"}. Retry marks the
+// space (agent spaces too); or several {"org_id", "id"} (a space whose
+// index entry has no digest it can read, or an older scheduler's agent
+// spaces), which the prober reads. Retry marks the
 // spaces the prober sent again after their part of a message failed (see
 // HandleBatch).
 type Message struct {
@@ -56,10 +58,11 @@ type Message struct {
 	// split again: if it fails, SQS retries it whole.
 	Retry bool `json:"retry,omitempty"`
 	// ReadAt is when the scheduler read the index page the carried
-	// spaces come from: the prober reads the deregistration fence from
-	// space.LiveAt(ReadAt) and drops the message once the fence no longer
-	// covers it (space.FenceCovers). Set exactly when Spaces carry their
-	// state.
+	// spaces come from (for agent spaces, packed from several pages, the
+	// tick's start, before any): the prober reads the deregistration
+	// fence of direct spaces from space.LiveAt(ReadAt) and drops the
+	// message once the fence no longer covers it (space.FenceCovers).
+	// Set exactly when Spaces carry their state.
 	ReadAt *time.Time `json:"read_at,omitempty"`
 	// Beat names the probe shard ("07", or "a" for the agent spaces) whose
 	// tick this message closes, Tick that tick's time: once the message is

@@ -97,7 +97,7 @@ func (s *Scheduler) TickShards(ctx context.Context, r Shards) (FanOut, error) {
 		out    FanOut
 		errs   = make([]error, r.Last-r.First+2)
 		wg     sync.WaitGroup
-		agents = &packer{queue: s.Queue, interval: interval}
+		agents = &packer{queue: s.Queue, interval: interval, readAt: start}
 	)
 	for shard := r.First; shard <= r.Last; shard++ {
 		wg.Go(func() {
@@ -138,8 +138,9 @@ func (s *Scheduler) TickShards(ctx context.Context, r Shards) (FanOut, error) {
 }
 
 // shard sends the shard's direct spaces page by page, each carrying what
-// the index holds of it, and hands its agent spaces (their ids: a lease
-// check reads the space) to agents, which packs them with every shard's.
+// the index holds of it, and hands its agent spaces (carrying theirs too:
+// a lease check then reads no space) to agents, which packs them with
+// every shard's.
 // The last message of the shard's last page (the latest of its delays)
 // carries the shard's beat for the tick.
 func (s *Scheduler) shard(ctx context.Context, shard, pageSize int, interval time.Duration, tick time.Time, agents *packer) (sent, messages, pages int, err error) {
@@ -197,10 +198,16 @@ const AgentBeat = "a"
 // fill and the rest when the tick's shards are read: a lease check calls
 // no cluster, so it needs no spreading over the minute, and spaces of any
 // shard can share a message (a small agent fleet spread over 16 shards
-// would otherwise fill messages with a few each).
+// would otherwise fill messages with a few each). Each space carries what
+// the index holds of it, as a direct space does, so the prober reads only
+// its lease; the prober reads no fence for them (Prober.fence says why).
 type packer struct {
 	queue    Queue
 	interval time.Duration
+	// readAt is the tick's start, before any of its index reads: the
+	// messages' read_at, by which the prober drops one older than the
+	// fence covers (as a page's own read time would, a little sooner).
+	readAt time.Time
 
 	mu             sync.Mutex
 	buf            []space.ProbeTarget
@@ -209,9 +216,7 @@ type packer struct {
 
 func (p *packer) add(ctx context.Context, targets []space.ProbeTarget) error {
 	p.mu.Lock()
-	for _, t := range targets {
-		p.buf = append(p.buf, t.Ids())
-	}
+	p.buf = append(p.buf, targets...)
 	p.mu.Unlock()
 	return p.flush(ctx, nil)
 }
@@ -232,7 +237,7 @@ func (p *packer) flush(ctx context.Context, tick *time.Time) error {
 	if n == 0 {
 		return nil
 	}
-	msgs := packedMessages(ready, p.interval)
+	msgs := packedMessages(ready, p.interval, p.readAt)
 	if last {
 		end := &msgs[len(msgs)-1].Message
 		end.Beat, end.Tick = AgentBeat, tick
@@ -247,11 +252,29 @@ func (p *packer) flush(ctx context.Context, tick *time.Time) error {
 }
 
 // packedMessages are agent spaces' tick messages: MaxSpaces a message,
-// each sent with the delay of its first space.
-func packedMessages(targets []space.ProbeTarget, interval time.Duration) []Delayed {
+// each sent with the delay of its first space; those that carry their
+// state (read at readAt or later) apart from those the index holds no
+// digest of (ids only: the prober reads the space), as pageMessages.
+func packedMessages(targets []space.ProbeTarget, interval time.Duration, readAt time.Time) []Delayed {
 	var msgs []Delayed
-	for group := range slices.Chunk(targets, MaxSpaces) {
-		msgs = append(msgs, Delayed{Message: TickOf(slices.Clone(group)), Delay: Jitter(group[0].ID, interval)})
+	for _, carried := range []bool{true, false} {
+		var part []space.ProbeTarget
+		for _, t := range targets {
+			if t.Carried() == carried {
+				part = append(part, t)
+			}
+		}
+		for group := range slices.Chunk(part, MaxSpaces) {
+			m := CarriedTickOf(slices.Clone(group), readAt)
+			if !carried {
+				ids := make([]space.ProbeTarget, len(group))
+				for i, t := range group {
+					ids[i] = t.Ids()
+				}
+				m = TickOf(ids)
+			}
+			msgs = append(msgs, Delayed{Message: m, Delay: Jitter(group[0].ID, interval)})
+		}
 	}
 	return msgs
 }

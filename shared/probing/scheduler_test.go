@@ -248,3 +248,66 @@ func TestTickFillsMessages(t *testing.T) {
 		t.Errorf("fan-out reports %d messages, %d sent for 2,100 spaces: want them equal and well under one a space", out.Messages, sent)
 	}
 }
+
+// carryingLister serves agent spaces of shard 0 as the store's index
+// does: each with its probe shard and digest, but one (an entry whose
+// digest cannot be read) by ids only.
+type carryingLister struct {
+	shardedLister
+	bare string
+}
+
+func (l carryingLister) AgentProbeTargets(ctx context.Context, shard int, after string, limit int) ([]space.ProbeTarget, string, error) {
+	out, next, err := l.shardedLister.AgentProbeTargets(ctx, shard, after, limit)
+	for i := range out {
+		if out[i].ID == l.bare {
+			continue
+		}
+		d := space.ProbeDigest{Version: 2, Status: space.Active, Connectivity: space.ViaAgent}
+		out[i].Shard, out[i].Digest = "a00", &d
+	}
+	return out, next, err
+}
+
+// TestAgentSpacesCarryTheirState: agent spaces are sent with what the
+// index holds of them (so the prober reads no space), read_at the tick's
+// start, before any index read; one the index holds no digest of goes by
+// ids only, in a message of its own, which the prober reads; the last
+// message carries the agent spaces' beat.
+func TestAgentSpacesCarryTheirState(t *testing.T) {
+	c := newClock()
+	q := &clockQueue{clock: c}
+	l := carryingLister{shardedLister: shardedLister{agents: 60}}
+	all, _, _ := l.shardedLister.AgentProbeTargets(t.Context(), 0, "", 100)
+	l.bare = all[7].ID
+	start := c.Now()
+	s := probing.NewScheduler(probing.Scheduler{Targets: l, Queue: q, PageSize: 200, Now: c.Now, Log: discardLogger()})
+	if _, err := s.TickShards(t.Context(), probing.Shards{First: 0, Last: 0}); err != nil {
+		t.Fatal(err)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	carried, bare := 0, 0
+	for i, m := range q.msgs {
+		msg, err := probing.DecodeMessage(m.msg.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, one := range msg.Each() {
+			switch {
+			case one.Target != nil && msg.ReadAt != nil && msg.ReadAt.Equal(start):
+				carried++
+			case one.Target == nil && msg.ReadAt == nil && one.ID == l.bare:
+				bare++
+			default:
+				t.Errorf("message %d: space %s carried %t, read_at %v (the tick began %v)", i, one.ID, one.Target != nil, msg.ReadAt, start)
+			}
+		}
+		if last := i == len(q.msgs)-1; (msg.Beat == probing.AgentBeat) != last {
+			t.Errorf("message %d of %d: beat %q", i, len(q.msgs), msg.Beat)
+		}
+	}
+	if carried != 59 || bare != 1 {
+		t.Errorf("%d spaces carried, %d by ids only; want 59 and 1", carried, bare)
+	}
+}

@@ -38,6 +38,12 @@ func (m *memLeases) GetLease(_ context.Context, id string) (space.Lease, error) 
 	return l, nil
 }
 
+// GetLeaseEventually reads as GetLease: the simulation's store is never
+// behind.
+func (m *memLeases) GetLeaseEventually(ctx context.Context, id string) (space.Lease, error) {
+	return m.GetLease(ctx, id)
+}
+
 // record stores p if it is newer, as RecordPresence's condition does.
 func (m *memLeases) record(id string, p space.Presence) {
 	m.mu.Lock()

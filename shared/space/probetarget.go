@@ -6,9 +6,9 @@ import "time"
 // reads it from the probe index it also carries its probe shard and its
 // digest (ProbeDigest): what the prober needs to probe the space and to
 // tell whether the result changes what is stored, without reading it. A
-// target of a registration probe, a re-probe or an agent space carries
-// only its ids (Carried is false): the prober reads the space, strongly
-// consistent, as the liveness check.
+// target of a registration probe or a re-probe carries only its ids
+// (Carried is false): the prober reads the space, strongly consistent, as
+// the liveness check.
 type ProbeTarget struct {
 	OrgID string `json:"org_id"`
 	ID    string `json:"id"`
