@@ -150,6 +150,48 @@ func MemoryMB(template []byte, function string) (int, error) {
 	return t.Globals.Function.MemorySize, nil
 }
 
+// SystemLogLevel is the LoggingConfig.SystemLogLevel template.yaml gives
+// function: its own, else Globals', a Ref read as its parameter's default;
+// empty when none is set (Lambda's default, INFO).
+func SystemLogLevel(template []byte, function string) (string, error) {
+	type logging struct {
+		LoggingConfig struct {
+			SystemLogLevel yaml.Node `yaml:"SystemLogLevel"`
+		} `yaml:"LoggingConfig"`
+	}
+	var t struct {
+		Parameters map[string]struct {
+			Default string `yaml:"Default"`
+		} `yaml:"Parameters"`
+		Globals struct {
+			Function logging `yaml:"Function"`
+		} `yaml:"Globals"`
+		Resources map[string]struct {
+			Type       string  `yaml:"Type"`
+			Properties logging `yaml:"Properties"`
+		} `yaml:"Resources"`
+	}
+	if err := yaml.Unmarshal(template, &t); err != nil {
+		return "", err
+	}
+	r, ok := t.Resources[function]
+	if !ok || r.Type != "AWS::Serverless::Function" {
+		return "", fmt.Errorf("template has no function %s", function)
+	}
+	n := r.Properties.LoggingConfig.SystemLogLevel
+	if n.Kind == 0 {
+		n = t.Globals.Function.LoggingConfig.SystemLogLevel
+	}
+	if n.Tag == "!Ref" {
+		p, ok := t.Parameters[n.Value]
+		if !ok {
+			return "", fmt.Errorf("SystemLogLevel of %s: no parameter %s", function, n.Value)
+		}
+		return p.Default, nil
+	}
+	return n.Value, nil
+}
+
 // Usage is what a set of requests consumed.
 type Usage struct {
 	// Requests by "Service Operation" (e.g. "DynamoDB GetItem").

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"spaces"
 )
 
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
@@ -155,5 +157,19 @@ func TestXRaySampled(t *testing.T) {
 		if got := XRaySampled(c.in); math.Abs(got-c.want) > 1e-9 {
 			t.Errorf("XRaySampled(%v) = %v, want %v", c.in, got, c.want)
 		}
+	}
+}
+
+// TestSystemLogLevel: the template's functions log Lambda's own records at
+// its SystemLogLevel parameter's default, WARN, through Globals.
+func TestSystemLogLevel(t *testing.T) {
+	for _, fn := range []string{"ProberFunction", "AgentFunction", "PresenceFunction"} {
+		got, err := SystemLogLevel(spaces.Template, fn)
+		if err != nil || got != "WARN" {
+			t.Errorf("SystemLogLevel(%s) = %q, %v; want WARN", fn, got, err)
+		}
+	}
+	if _, err := SystemLogLevel(spaces.Template, "NoSuchFunction"); err == nil {
+		t.Error("SystemLogLevel of a function the template lacks: no error")
 	}
 }

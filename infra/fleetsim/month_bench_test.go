@@ -35,8 +35,9 @@ import (
 // billed; KMS Sign, one per credential issued); each function's
 // invocations and billed duration (each call's wall time rounded up to
 // the millisecond, at the template's MemorySize) and the CloudWatch Logs
-// of the platform's records of each invocation (awscost.PlatformLogBytes,
-// an estimate; the functions' own lines are not counted); IoT Core's connection
+// of Lambda's records of each invocation at the template's SystemLogLevel
+// (awscost.Lambda.PlatformBytes: none of a successful one at WARN; the
+// functions' own lines are not counted); IoT Core's connection
 // minutes and messages as the broker model meters them (iotcore.Usage:
 // CONNECT and SUBSCRIBE, not pings), and the lifecycle events the
 // template's rule selects (a rule triggered, an SQS action, and on the
@@ -123,6 +124,14 @@ func fleetMonth(b *testing.B, n, days int) {
 		}
 		return m
 	}
+	// Lambda's own records of each invocation, at the template's level.
+	logLevel := func(fn string) string {
+		l, err := awscost.SystemLogLevel(spaces.Template, fn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return l
+	}
 	ticks := float64(s.checks) / float64(n)
 	// Per 1,000 agent spaces for a 30-day month.
 	scale := 1000 / float64(n) * 30 / float64(days)
@@ -132,12 +141,12 @@ func fleetMonth(b *testing.B, n, days int) {
 	// packs them, each an invocation, a receive and a delete, sent ten a
 	// batch; its checks' duration as measured.
 	msgs := ticks * math.Ceil(1000/float64(probing.MaxSpaces)) * 30 / float64(days)
-	proberFn := awscost.Lambda{Invocations: msgs, Seconds: s.fns.prober.Seconds * scale, MemoryMB: memory("ProberFunction")}
+	proberFn := awscost.Lambda{Invocations: msgs, Seconds: s.fns.prober.Seconds * scale, MemoryMB: memory("ProberFunction"), SystemLogLevel: logLevel("ProberFunction")}
 	proberSQS := msgs*2 + math.Ceil(msgs/10)
 	agentFn := s.fns.agent
-	agentFn.MemoryMB = memory("AgentFunction")
+	agentFn.MemoryMB, agentFn.SystemLogLevel = memory("AgentFunction"), logLevel("AgentFunction")
 	presenceFn := awscost.Lambda{Invocations: s.fns.authorizer.Invocations + s.fns.presence.Invocations,
-		Seconds: s.fns.authorizer.Seconds + s.fns.presence.Seconds, MemoryMB: memory("PresenceFunction")}
+		Seconds: s.fns.authorizer.Seconds + s.fns.presence.Seconds, MemoryMB: memory("PresenceFunction"), SystemLogLevel: logLevel("PresenceFunction")}
 	fleetCost := awscost.Price(u, []awscost.Lambda{agentFn, presenceFn}, 0).Scale(scale)
 	proberCost := awscost.Price(awscost.Usage{SQSRequests: proberSQS}, []awscost.Lambda{proberFn}, 0)
 	events := float64(s.ruleEvents)
@@ -162,7 +171,7 @@ func fleetMonth(b *testing.B, n, days int) {
 	per := func(l awscost.Lambda) float64 { return 1000 * l.Seconds / math.Max(1, l.Invocations) }
 	fmt.Fprintf(&sb, "  billed ms per call: agent function %.2f, authorizer %.2f, lifecycle event %.2f, prober %.2f per check\n",
 		per(agentFn), per(s.fns.authorizer), per(s.fns.presence), 1000*s.fns.prober.Seconds/math.Max(1, float64(s.checks)))
-	fmt.Fprintf(&sb, "  $/month per 1,000 agent spaces: DynamoDB reads %.2f, writes %.2f; SQS %.2f (prober %.2f, presence queue %.2f); Lambda requests %.2f, duration %.2f (agent function %.2f, presence function %.2f, prober %.2f); IoT Core %.2f; KMS Sign %.2f; CloudWatch Logs %.2f (the platform's records of each invocation, awscost.PlatformLogBytes) = %.2f (goal ≤ 15; the KMS key's $1 a month is the stack's)\n",
+	fmt.Fprintf(&sb, "  $/month per 1,000 agent spaces: DynamoDB reads %.2f, writes %.2f; SQS %.2f (prober %.2f, presence queue %.2f); Lambda requests %.2f, duration %.2f (agent function %.2f, presence function %.2f, prober %.2f); IoT Core %.2f; KMS Sign %.2f; CloudWatch Logs %.2f (Lambda's records of each invocation at the template's SystemLogLevel, awscost.Lambda.PlatformBytes; the functions' own lines not counted) = %.2f (goal ≤ 15; the KMS key's $1 a month is the stack's)\n",
 		total.Reads, total.Writes, total.SQS, proberCost.SQS, channel.SQS, total.LambdaRequests, total.LambdaDuration,
 		agentLambda.Total(), presenceLambda.Total(), proberCost.LambdaRequests+proberCost.LambdaDuration, total.IoT, total.KMS, total.Logs, total.Total())
 	b.Log(sb.String())

@@ -127,13 +127,11 @@ func readTemplate(b testing.TB) deployed {
 	if d.batchSize == 0 {
 		b.Fatal("ProberFunction has no SQS BatchSize in template.yaml")
 	}
-	level := get(&root, "Globals", "Function", "LoggingConfig", "SystemLogLevel")
-	if level != nil && level.Tag == "!Ref" {
-		level = get(&root, "Parameters", level.Value, "Default")
+	level, err := awscost.SystemLogLevel(spaces.Template, "ProberFunction")
+	if err != nil {
+		b.Fatal(err)
 	}
-	if level != nil {
-		d.systemLogLevel = level.Value
-	}
+	d.systemLogLevel = level
 	tracing := func(fn string) string {
 		t := get(&root, "Resources", fn, "Properties", "Tracing")
 		if t == nil {
