@@ -10,7 +10,8 @@
 #   - dynamodb-query-index.patch (a new file, query_index.go) and
 #     dynamodb-query-storage.patch: Query answered from a sorted index per
 #     partition key (the table's and each GSI's), in time proportional to
-#     the page rather than the table;
+#     the page rather than the table, kept in order by each write (short
+#     sorted blocks), so that no Query pays for the writes before it;
 #   - sqs-long-poll.patch: a long poll answers as soon as a message becomes
 #     visible (its delay or visibility timeout over), as SQS does; kumo
 #     woke only on a send, so a poll waited out its 20 s while delayed
