@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"testing"
@@ -138,6 +139,19 @@ func BenchmarkConsoleList(b *testing.B) {
 		return m[0].Value.Uint64()
 	}
 	gc0 := gcCycles()
+	// CONSOLE_CPUPROFILE=<file>: a CPU profile of the measured loads
+	// alone; -test.cpuprofile's is mostly the seeding.
+	if f := os.Getenv("CONSOLE_CPUPROFILE"); f != "" {
+		out, err := os.Create(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer out.Close()
+		if err := pprof.StartCPUProfile(out); err != nil {
+			b.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	for b.Loop() {
 		cold += load(false, "")
 		c, err := chromedp.Run(ctx, chromedp.Evaluate[int](`performance.getEntriesByType('resource').filter(e => new URL(e.name).pathname === '/space-counts' || (new URL(e.name).pathname === '/spaces' && e.name.includes('limit=100'))).length`))
@@ -200,6 +214,7 @@ func BenchmarkConsoleList(b *testing.B) {
 		selectorTime += sel
 		n++
 	}
+	pprof.StopCPUProfile() // before the refresh below, unmeasured
 	b.ReportMetric(float64(gcCycles()-gc0)/float64(n), "gc-cycles/op")
 	b.ReportMetric(float64(selecting.Microseconds())/1000/float64(n), "ms/selector-page")
 	b.ReportMetric(selectorTime/float64(n), "ms/selector-request")

@@ -10,7 +10,15 @@
 #   - dynamodb-query-index.patch (a new file, query_index.go) and
 #     dynamodb-query-storage.patch: Query answered from a sorted index per
 #     partition key (the table's and each GSI's), in time proportional to
-#     the page rather than the table;
+#     the page rather than the table, kept in order by each write (short
+#     sorted blocks), so that no Query pays for the writes before it; and
+#     the TTL reaper reading the items bearing the TTL attribute, kept by
+#     the same writes, where it read every item of the table every 30 s
+#     under the write lock, every request waiting (BENCHMARKS.md, "Web
+#     console": a pass of about half a second at 100,000 spaces);
+#   - dynamodb-ttl-test.patch: that reaper's test, beside kumo's own, run
+#     in the patched copy (cd to the replace line's folder of the go.mod
+#     this prints, then GOFLAGS= go test ./internal/service/dynamodb/);
 #   - sqs-long-poll.patch: a long poll answers as soon as a message becomes
 #     visible (its delay or visibility timeout over), as SQS does; kumo
 #     woke only on a send, so a poll waited out its 20 s while delayed
