@@ -17,8 +17,9 @@
 #     under the write lock, every request waiting (BENCHMARKS.md, "Web
 #     console": a pass of about half a second at 100,000 spaces);
 #   - dynamodb-ttl-test.patch: that reaper's test, beside kumo's own, run
-#     in the patched copy (cd to the replace line's folder of the go.mod
-#     this prints, then GOFLAGS= go test ./internal/service/dynamodb/);
+#     in the patched copy by make test (Makefile, RUN_TESTS: cd to the
+#     replace line's folder of the go.mod this prints, then GOFLAGS= go
+#     test ./internal/service/dynamodb/);
 #   - sqs-long-poll.patch: a long poll answers as soon as a message becomes
 #     visible (its delay or visibility timeout over), as SQS does; kumo
 #     woke only on a send, so a poll waited out its 20 s while delayed
