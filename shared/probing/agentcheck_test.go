@@ -321,21 +321,6 @@ func (s *hookedStore) UpdateSpace(ctx context.Context, org, id string, u space.U
 	return s.Store.UpdateSpace(ctx, org, id, u)
 }
 
-// agentLister is the store's probe index, calling afterRead with each
-// page of agent spaces read (before the scheduler packs it).
-type agentLister struct {
-	probing.TargetLister
-	afterRead func([]space.ProbeTarget)
-}
-
-func (l *agentLister) AgentProbeTargets(ctx context.Context, shard int, after string, limit int) ([]space.ProbeTarget, string, error) {
-	out, next, err := l.TargetLister.AgentProbeTargets(ctx, shard, after, limit)
-	if l.afterRead != nil {
-		l.afterRead(out)
-	}
-	return out, next, err
-}
-
 // TestAgentDeregisteredAtEveryInstant deregisters an agent space at each
 // instant of its check's life, on the production path (the scheduler, the
 // probe index, the prober and the store on the emulator), its agent
@@ -356,7 +341,7 @@ func TestAgentDeregisteredAtEveryInstant(t *testing.T) {
 	leases := &hookedLeases{Leases: h.store}
 	store := &hookedStore{Store: h.store}
 	h.prober.Leases, h.prober.Store = leases, store
-	lister := &agentLister{TargetLister: h.store}
+	lister := &hookedLister{TargetLister: h.store}
 	h.scheduler.Targets = lister
 	f := newAgentFleet(h)
 	sibling := f.add("sibling", true)
@@ -366,14 +351,6 @@ func TestAgentDeregisteredAtEveryInstant(t *testing.T) {
 		if err := h.svc.Deregister(context.Background(), h.org, id, 0, "test"); err != nil {
 			t.Error(err)
 		}
-	}
-	named := func(ds []probing.Delivery, id string) bool {
-		for _, d := range ds {
-			if strings.Contains(d.Body, id) {
-				return true
-			}
-		}
-		return false
 	}
 	deliver := func(stage string, ds []probing.Delivery) {
 		t.Helper()
@@ -457,14 +434,14 @@ func TestAgentDeregisteredAtEveryInstant(t *testing.T) {
 	stage("before the index read", false, func(v space.Space, fired *bool) { deregister(v.ID); *fired = true }, none)
 	stage("between the read and the send", true, func(v space.Space, fired *bool) {
 		var o sync.Once
-		lister.afterRead = func(page []space.ProbeTarget) {
+		lister.afterAgentRead = func(page []space.ProbeTarget) {
 			for _, tg := range page {
 				if tg.ID == v.ID {
 					o.Do(func() { deregister(v.ID); *fired = true })
 				}
 			}
 		}
-	}, func() { lister.afterRead = nil })
+	}, func() { lister.afterAgentRead = nil })
 	waiting = func(v space.Space, fired *bool) { deregister(v.ID); *fired = true }
 	stage("while the message waits", true, func(space.Space, *bool) {}, none)
 	waiting = nil

@@ -54,18 +54,39 @@ func (c *countingMinter) of(id string) int {
 }
 
 // hookedLister is the store's probe index, calling afterRead with each
-// page read (before the scheduler sends it).
+// page of direct spaces read and afterAgentRead with each page of agent
+// spaces (before the scheduler sends or packs it).
 type hookedLister struct {
 	probing.TargetLister
-	afterRead func([]space.ProbeTarget)
+	afterRead, afterAgentRead func([]space.ProbeTarget)
 }
 
 func (l *hookedLister) ProbeTargets(ctx context.Context, shard int, after string, limit int) ([]space.ProbeTarget, string, error) {
 	out, next, err := l.TargetLister.ProbeTargets(ctx, shard, after, limit)
-	if l.afterRead != nil {
-		l.afterRead(out)
-	}
+	call(l.afterRead, out)
 	return out, next, err
+}
+
+func (l *hookedLister) AgentProbeTargets(ctx context.Context, shard int, after string, limit int) ([]space.ProbeTarget, string, error) {
+	out, next, err := l.TargetLister.AgentProbeTargets(ctx, shard, after, limit)
+	call(l.afterAgentRead, out)
+	return out, next, err
+}
+
+// named reports whether one of ds names the space id.
+func named(ds []probing.Delivery, id string) bool {
+	for _, d := range ds {
+		if strings.Contains(d.Body, id) {
+			return true
+		}
+	}
+	return false
+}
+
+func call(hook func([]space.ProbeTarget), page []space.ProbeTarget) {
+	if hook != nil {
+		hook(page)
+	}
 }
 
 // captureQueue keeps what is sent, delays ignored (the test delivers when
@@ -149,14 +170,6 @@ func TestDeregisteredAtEveryInstantOfAMessage(t *testing.T) {
 		if err := env.Service.Deregister(context.Background(), env.Org, s.ID, 0, "test"); err != nil {
 			t.Error(err)
 		}
-	}
-	named := func(ds []probing.Delivery, id string) bool {
-		for _, d := range ds {
-			if strings.Contains(d.Body, id) {
-				return true
-			}
-		}
-		return false
 	}
 	deliver := func(ds []probing.Delivery) {
 		t.Helper()
