@@ -98,8 +98,8 @@ const (
 	// AWS X-Ray (https://aws.amazon.com/xray/pricing/): a trace recorded
 	// (the free tier's 100,000 a month not deducted). A function with
 	// active tracing has Lambda record its invocations by X-Ray's default
-	// rule, the first each second and 5 % of the rest, which Lambda does
-	// not let a function change
+	// rule, the first each second and 5 % of the rest; the model assumes
+	// that rule for each function
 	// (https://docs.aws.amazon.com/lambda/latest/dg/services-xray.html).
 	PriceXRayTrace         = 5.00 / 1e6
 	XRayReservoirPerSecond = 1
