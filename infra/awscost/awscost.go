@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -122,74 +123,76 @@ func Billed(d time.Duration) float64 {
 // MemoryMB is the memory template.yaml gives function (a logical id): its
 // own MemorySize, else Globals' (what Lambda duration is billed at).
 func MemoryMB(template []byte, function string) (int, error) {
-	type memory struct {
-		MemorySize int `yaml:"MemorySize"`
-	}
-	var t struct {
-		Globals struct {
-			Function memory `yaml:"Function"`
-		} `yaml:"Globals"`
-		Resources map[string]struct {
-			Type       string `yaml:"Type"`
-			Properties memory `yaml:"Properties"`
-		} `yaml:"Resources"`
-	}
-	if err := yaml.Unmarshal(template, &t); err != nil {
+	v, err := setting(template, function, "MemorySize")
+	if err != nil {
 		return 0, err
 	}
-	r, ok := t.Resources[function]
-	if !ok || r.Type != "AWS::Serverless::Function" {
-		return 0, fmt.Errorf("template has no function %s", function)
-	}
-	if r.Properties.MemorySize > 0 {
-		return r.Properties.MemorySize, nil
-	}
-	if t.Globals.Function.MemorySize == 0 {
+	if v == "" {
 		return 0, fmt.Errorf("template gives %s no MemorySize", function)
 	}
-	return t.Globals.Function.MemorySize, nil
+	return strconv.Atoi(v)
 }
 
 // SystemLogLevel is the LoggingConfig.SystemLogLevel template.yaml gives
-// function: its own, else Globals', a Ref read as its parameter's default;
-// empty when none is set (Lambda's default, INFO).
+// function; empty when none is set (Lambda's default, INFO).
 func SystemLogLevel(template []byte, function string) (string, error) {
-	type logging struct {
-		LoggingConfig struct {
-			SystemLogLevel yaml.Node `yaml:"SystemLogLevel"`
-		} `yaml:"LoggingConfig"`
+	return setting(template, function, "LoggingConfig", "SystemLogLevel")
+}
+
+// Tracing is the X-Ray tracing mode template.yaml gives function (Active
+// or PassThrough, Lambda's default when none is set).
+func Tracing(template []byte, function string) (string, error) {
+	v, err := setting(template, function, "Tracing")
+	if v == "" && err == nil {
+		v = "PassThrough"
 	}
-	var t struct {
-		Parameters map[string]struct {
-			Default string `yaml:"Default"`
-		} `yaml:"Parameters"`
-		Globals struct {
-			Function logging `yaml:"Function"`
-		} `yaml:"Globals"`
-		Resources map[string]struct {
-			Type       string  `yaml:"Type"`
-			Properties logging `yaml:"Properties"`
-		} `yaml:"Resources"`
-	}
-	if err := yaml.Unmarshal(template, &t); err != nil {
+	return v, err
+}
+
+// setting is the value at path of function's properties in template.yaml,
+// else of Globals' Function, a Ref read as its parameter's default; empty
+// when neither sets it.
+func setting(template []byte, function string, path ...string) (string, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(template, &root); err != nil {
 		return "", err
 	}
-	r, ok := t.Resources[function]
-	if !ok || r.Type != "AWS::Serverless::Function" {
+	get := func(n *yaml.Node, path ...string) *yaml.Node {
+		for _, key := range path {
+			if n != nil && n.Kind == yaml.DocumentNode {
+				n = n.Content[0]
+			}
+			if n == nil || n.Kind != yaml.MappingNode {
+				return nil
+			}
+			var next *yaml.Node
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == key {
+					next = n.Content[i+1]
+				}
+			}
+			n = next
+		}
+		return n
+	}
+	fn := get(&root, "Resources", function)
+	if t := get(fn, "Type"); t == nil || t.Value != "AWS::Serverless::Function" {
 		return "", fmt.Errorf("template has no function %s", function)
 	}
-	n := r.Properties.LoggingConfig.SystemLogLevel
-	if n.Kind == 0 {
-		n = t.Globals.Function.LoggingConfig.SystemLogLevel
+	v := get(fn, append([]string{"Properties"}, path...)...)
+	if v == nil {
+		v = get(&root, append([]string{"Globals", "Function"}, path...)...)
 	}
-	if n.Tag == "!Ref" {
-		p, ok := t.Parameters[n.Value]
-		if !ok {
-			return "", fmt.Errorf("SystemLogLevel of %s: no parameter %s", function, n.Value)
+	if v != nil && v.Tag == "!Ref" {
+		ref := v.Value
+		if v = get(&root, "Parameters", ref, "Default"); v == nil {
+			return "", fmt.Errorf("%s of %s: no parameter %s with a default", strings.Join(path, "."), function, ref)
 		}
-		return p.Default, nil
 	}
-	return n.Value, nil
+	if v == nil {
+		return "", nil
+	}
+	return v.Value, nil
 }
 
 // Usage is what a set of requests consumed.

@@ -173,3 +173,19 @@ func TestSystemLogLevel(t *testing.T) {
 		t.Error("SystemLogLevel of a function the template lacks: no error")
 	}
 }
+
+// TestFunctionSettings: a function's own setting, else Globals', a Ref
+// read as its parameter's default: the prober's 128 MB and ProbeTracing
+// (PassThrough), the scheduler's Globals 256 MB, the API's Globals Active.
+func TestFunctionSettings(t *testing.T) {
+	for fn, want := range map[string]int{"ProberFunction": 128, "SchedulerFunction": 256} {
+		if got, err := MemoryMB(spaces.Template, fn); err != nil || got != want {
+			t.Errorf("MemoryMB(%s) = %d, %v; want %d", fn, got, err, want)
+		}
+	}
+	for fn, want := range map[string]string{"ProberFunction": "PassThrough", "SchedulerFunction": "PassThrough", "ApiFunction": "Active"} {
+		if got, err := Tracing(spaces.Template, fn); err != nil || got != want {
+			t.Errorf("Tracing(%s) = %q, %v; want %q", fn, got, err, want)
+		}
+	}
+}

@@ -118,34 +118,32 @@ func readTemplate(b testing.TB) deployed {
 		}
 		return v
 	}
+	// A function's settings as awscost reads them (its own, else
+	// Globals', a parameter's default for a Ref).
+	of := func(read func([]byte, string) (string, error), fn string) string {
+		v, err := read(spaces.Template, fn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return v
+	}
+	memory := func(fn string) int {
+		m, err := awscost.MemoryMB(spaces.Template, fn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m
+	}
 	d := deployed{
-		proberMemoryMB:    num(get(&root, "Resources", "ProberFunction", "Properties", "MemorySize"), 128), // Lambda's default
-		schedulerMemoryMB: num(get(&root, "Resources", "SchedulerFunction", "Properties", "MemorySize"), 128),
-		batchSize:         num(get(&root, "Resources", "ProberFunction", "Properties", "Events", "Probes", "Properties", "BatchSize"), 0),
-		window:            time.Duration(num(get(&root, "Resources", "ProberFunction", "Properties", "Events", "Probes", "Properties", "MaximumBatchingWindowInSeconds"), 0)) * time.Second,
+		proberMemoryMB: memory("ProberFunction"), schedulerMemoryMB: memory("SchedulerFunction"),
+		systemLogLevel: of(awscost.SystemLogLevel, "ProberFunction"),
+		proberTracing:  of(awscost.Tracing, "ProberFunction"), schedulerTracing: of(awscost.Tracing, "SchedulerFunction"),
+		batchSize: num(get(&root, "Resources", "ProberFunction", "Properties", "Events", "Probes", "Properties", "BatchSize"), 0),
+		window:    time.Duration(num(get(&root, "Resources", "ProberFunction", "Properties", "Events", "Probes", "Properties", "MaximumBatchingWindowInSeconds"), 0)) * time.Second,
 	}
 	if d.batchSize == 0 {
 		b.Fatal("ProberFunction has no SQS BatchSize in template.yaml")
 	}
-	level, err := awscost.SystemLogLevel(spaces.Template, "ProberFunction")
-	if err != nil {
-		b.Fatal(err)
-	}
-	d.systemLogLevel = level
-	tracing := func(fn string) string {
-		t := get(&root, "Resources", fn, "Properties", "Tracing")
-		if t == nil {
-			t = get(&root, "Globals", "Function", "Tracing")
-		}
-		if t != nil && t.Tag == "!Ref" {
-			t = get(&root, "Parameters", t.Value, "Default")
-		}
-		if t == nil {
-			return "PassThrough" // Lambda's default
-		}
-		return t.Value
-	}
-	d.proberTracing, d.schedulerTracing = tracing("ProberFunction"), tracing("SchedulerFunction")
 	if n := get(&root, "Resources", "SpacesTable", "Properties", "BillingMode"); n != nil && n.Value == "PROVISIONED" {
 		d.provisioned = true
 		d.target = float64(num(get(&root, "Parameters", "TableTargetUtilization", "Default"), 0)) / 100
